@@ -1,0 +1,158 @@
+// File: comm/communicator.h
+//
+// The public collective API: the only part of comm/ that fsdp/ uses.
+//
+// A Communicator is a group of ranks that run collectives together. Every
+// collective is asynchronous: it is posted, returns a Work handle at once, and
+// progresses in the background (the progress engine, comm/progress_engine.h)
+// while the caller computes. Several collectives may be in flight; ranks must
+// post them in the same order. Wait() takes a timeout, and its error names this
+// rank, the peer it was waiting for, the operation and the time waited.
+//
+// Example:
+//
+//   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> world,
+//                         comm::Communicator::CreateFromEnvironment());
+//   comm::AllReduceOptions options;
+//   options.buffer = comm::AsBytes(absl::MakeSpan(grads));
+//   options.dtype = comm::Dtype::kFloat32;
+//   options.op = comm::ReduceOp::kAverage;
+//   FSDP_ASSIGN_OR_RETURN(comm::WorkHandle work, world->AllReduce(options));
+//   ... compute ...
+//   FSDP_RETURN_IF_ERROR(work->Wait(absl::Seconds(60)));
+//
+// Buffers are bytes plus a Dtype, not templates. Counts are in elements of the
+// dtype. Semantics for counts that do not divide by the group size are stated
+// per collective below.
+#ifndef COMM_COMMUNICATOR_H_
+#define COMM_COMMUNICATOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "comm/dtype.h"
+
+namespace comm {
+
+class Transport;
+
+// How a reduction combines contributions. bf16 data is accumulated in fp32
+// and rounded once at the end.
+enum class ReduceOp { kSum, kAverage };
+
+// Which algorithm a collective uses. kAuto picks by message size: a
+// latency-oriented one (recursive doubling / binomial tree) below
+// CommunicatorOptions::small_message_bytes, the segmented ring above.
+enum class Algorithm { kAuto, kRing, kLatency };
+
+// An in-flight collective.
+class Work {
+ public:
+  virtual ~Work() = default;
+  // True once the collective finished (successfully or not). Never blocks;
+  // may drive progress.
+  virtual bool Test() = 0;
+  // Blocks until the collective finishes or `timeout` passes. On timeout:
+  // kDeadlineExceeded naming this rank, the peer awaited, the op and the time.
+  // Returns the collective's final status once finished (again on every call).
+  virtual absl::Status Wait(absl::Duration timeout) = 0;
+};
+using WorkHandle = std::shared_ptr<Work>;
+
+// All-gather: every rank contributes `input` (same size on every rank); every
+// rank receives all contributions concatenated in rank order in `output`
+// (group_size * input.size() bytes). `input` may alias its slot in `output`.
+struct AllGatherOptions {
+  absl::Span<const std::byte> input;
+  absl::Span<std::byte> output;
+  Algorithm algorithm = Algorithm::kAuto;
+};
+
+// Reduce-scatter: `input` holds count elements on every rank; rank r receives
+// the reduction of chunk r in `output`. Chunks: the count is split into
+// group_size chunks of ceil(count / group_size) elements, the last ones
+// shorter (possibly empty). `output` must hold at least chunk r's elements.
+struct ReduceScatterOptions {
+  absl::Span<const std::byte> input;
+  absl::Span<std::byte> output;
+  Dtype dtype = Dtype::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  Algorithm algorithm = Algorithm::kAuto;
+};
+
+// All-reduce in place: every rank ends with the reduction of all `buffer`s.
+struct AllReduceOptions {
+  absl::Span<std::byte> buffer;
+  Dtype dtype = Dtype::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  Algorithm algorithm = Algorithm::kAuto;
+};
+
+// Broadcast in place from group rank `root`.
+struct BroadcastOptions {
+  absl::Span<std::byte> buffer;
+  int root = 0;
+};
+
+struct CommunicatorOptions {
+  // Messages larger than this are split into segments that are pipelined.
+  size_t max_segment_bytes = size_t{1} << 20;
+  // kAuto uses the latency algorithm for messages up to this many bytes.
+  size_t small_message_bytes = 64 * 1024;
+  // How long the rendezvous waits for every rank to arrive.
+  absl::Duration rendezvous_timeout = absl::Seconds(60);
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  // Joins the job described by the environment (torchrun RANK/WORLD_SIZE/
+  // LOCAL_RANK/MASTER_ADDR/MASTER_PORT, Open MPI OMPI_COMM_WORLD_*, or Slurm
+  // SLURM_*; see comm/job_env.h): rendezvous, then a UCX transport. With a
+  // world size of 1 it needs no network at all.
+  static absl::StatusOr<std::unique_ptr<Communicator>> CreateFromEnvironment(
+      const CommunicatorOptions& options = {});
+
+  // A communicator over an existing transport (e.g. the loopback fake in
+  // tests). The transport must outlive the communicator and its children.
+  static absl::StatusOr<std::unique_ptr<Communicator>> CreateOverTransport(
+      Transport* transport, const CommunicatorOptions& options = {});
+
+  // This rank within the group, and the group's size.
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  virtual absl::StatusOr<WorkHandle> AllGather(const AllGatherOptions& options) = 0;
+  virtual absl::StatusOr<WorkHandle> ReduceScatter(const ReduceScatterOptions& options) = 0;
+  virtual absl::StatusOr<WorkHandle> AllReduce(const AllReduceOptions& options) = 0;
+  virtual absl::StatusOr<WorkHandle> Broadcast(const BroadcastOptions& options) = 0;
+  virtual absl::StatusOr<WorkHandle> Barrier() = 0;
+
+  // Collective over this communicator: ranks passing the same `color` form a
+  // sub-communicator, ordered by (`key`, rank). Every rank must call it.
+  virtual absl::StatusOr<std::unique_ptr<Communicator>> Split(
+      int color, int key, absl::Duration timeout = absl::Seconds(60)) = 0;
+};
+
+// Views a span of trivially copyable values as bytes.
+template <typename T>
+absl::Span<std::byte> AsBytes(absl::Span<T> values) {
+  return absl::Span<std::byte>(reinterpret_cast<std::byte*>(values.data()),
+                               values.size() * sizeof(T));
+}
+template <typename T>
+absl::Span<const std::byte> AsConstBytes(absl::Span<const T> values) {
+  return absl::Span<const std::byte>(
+      reinterpret_cast<const std::byte*>(values.data()), values.size() * sizeof(T));
+}
+
+}  // namespace comm
+
+#endif  // COMM_COMMUNICATOR_H_
