@@ -43,6 +43,11 @@ struct Completion {
   size_t received_bytes = 0;
 };
 
+// Tags passed to a Transport use at most this many low bits; transports may
+// use the bits above for their own purposes (UCX puts the source rank there).
+inline constexpr int kTransportTagBits = 44;
+inline constexpr uint64_t kMaxTransportTag = (uint64_t{1} << kTransportTagBits) - 1;
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -55,7 +60,8 @@ class Transport {
   // `tag`. `data` must stay valid and unchanged until `completion->done`.
   // Messages between one pair of ranks with one tag arrive in posting order.
   // Returns an error (and does not touch `completion`) if the operation could
-  // not be posted, e.g. `peer` is out of range or known to be dead.
+  // not be posted, e.g. `peer` is out of range or known to be dead, or
+  // `tag` > kMaxTransportTag.
   virtual absl::Status PostSend(int peer, uint64_t tag, const void* data,
                                 size_t num_bytes, Completion* completion) = 0;
 

@@ -1,0 +1,71 @@
+// File: fsdp/nn/model.h
+//
+// A model as an ordered list of units. The model computes; it never
+// communicates and knows nothing of sharding. The training step (fsdp/) owns
+// every unit's flat parameter and gradient buffers and hands the model a span
+// of one unit's parameters only while that unit computes, which is exactly
+// what sharding needs: a unit's parameters may live at a different address on
+// every call (gathered into a fresh buffer), so units never keep pointers into
+// them between calls.
+//
+// One step, as the training loop drives it:
+//
+//   for (int u = 0; u < model.num_units(); ++u)            // forward, in order
+//     FSDP_RETURN_IF_ERROR(model.ForwardUnit(u, params[u], batch));
+//   float loss = model.loss();
+//   for (int u = model.num_units() - 1; u >= 0; --u)        // backward, reversed
+//     FSDP_RETURN_IF_ERROR(model.BackwardUnit(u, params[u], grads[u], scale));
+//
+// Activations saved for backward live inside the model (counted by its
+// MemoryTracker as activations) from a unit's forward to its backward.
+#ifndef FSDP_NN_MODEL_H_
+#define FSDP_NN_MODEL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "fsdp/nn/param_spec.h"
+
+namespace fsdp {
+
+// One micro-batch of token sequences: inputs and next-token targets, both
+// (batch_size, seq_len) row-major.
+struct Batch {
+  int batch_size = 0;
+  int seq_len = 0;
+  std::vector<int32_t> inputs;
+  std::vector<int32_t> targets;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  // The units, in forward order; their params give each flat buffer's layout.
+  virtual const std::vector<UnitSpec>& units() const = 0;
+  int num_units() const { return static_cast<int>(units().size()); }
+
+  // Writes unit `unit`'s initial parameters into `params` (units()[unit].numel()
+  // floats). Deterministic in (seed, unit), independent of world size.
+  virtual void InitUnitParams(int unit, absl::Span<float> params, uint64_t seed) const = 0;
+
+  // Runs unit `unit`'s forward. Units run in order 0..n-1 for one batch; the
+  // first unit reads batch.inputs, the last computes the loss on batch.targets.
+  virtual absl::Status ForwardUnit(int unit, absl::Span<const float> params,
+                                   const Batch& batch) = 0;
+
+  // Mean cross-entropy over the batch's tokens, after the last unit's forward.
+  virtual float loss() const = 0;
+
+  // Runs unit `unit`'s backward, in order n-1..0 after a complete forward.
+  // ADDS d(loss_scale * loss)/d(params) into `grads` (same layout as params),
+  // so micro-batches accumulate. Frees the unit's saved activations.
+  virtual absl::Status BackwardUnit(int unit, absl::Span<const float> params,
+                                    absl::Span<float> grads, float loss_scale) = 0;
+};
+
+}  // namespace fsdp
+
+#endif  // FSDP_NN_MODEL_H_
