@@ -12,6 +12,7 @@ packages=(
   libprotobuf-dev protobuf-compiler                  # protobuf 3.21 and protoc
   libgtest-dev                                       # GoogleTest 1.12
   libopenblas-dev                                    # CBLAS for matrix products
+  libssl-dev                                         # SHA-256 of parameters (libcrypto)
   gnuplot-nox                                        # memory-report plots
   python3
 )
