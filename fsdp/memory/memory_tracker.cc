@@ -1,0 +1,162 @@
+// File: fsdp/memory/memory_tracker.cc
+#include "fsdp/memory/memory_tracker.h"
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace fsdp {
+namespace {
+
+constexpr size_t kAlignment = 64;  // cache line; also enough for any SIMD load
+
+std::string InUseByCategory(const std::array<int64_t, kNumMemoryCategories>& current) {
+  std::string out;
+  for (int c = 0; c < kNumMemoryCategories; ++c) {
+    absl::StrAppend(&out, c == 0 ? "" : ", ", MemoryCategoryName(static_cast<MemoryCategory>(c)),
+                    " ", FormatBytes(current[c]));
+  }
+  return out;
+}
+
+// Reads one "Key:   1234 kB" line of /proc/self/status.
+absl::StatusOr<int64_t> ReadProcStatusKb(absl::string_view key) {
+  std::ifstream in("/proc/self/status");
+  if (!in) return absl::NotFoundError("cannot open /proc/self/status (not Linux?)");
+  std::string line;
+  while (std::getline(in, line)) {
+    absl::string_view view(line);
+    if (!absl::ConsumePrefix(&view, key) || !absl::ConsumePrefix(&view, ":")) continue;
+    view = absl::StripAsciiWhitespace(view);
+    absl::ConsumeSuffix(&view, "kB");
+    view = absl::StripAsciiWhitespace(view);
+    int64_t kb = 0;
+    if (!absl::SimpleAtoi(view, &kb)) {
+      return absl::InternalError(absl::StrCat("cannot parse '", line, "' in /proc/self/status"));
+    }
+    return kb * 1024;
+  }
+  return absl::NotFoundError(absl::StrCat("no ", key, " line in /proc/self/status"));
+}
+
+}  // namespace
+
+const char* MemoryCategoryName(MemoryCategory category) {
+  switch (category) {
+    case MemoryCategory::kParameters: return "parameters";
+    case MemoryCategory::kGradients: return "gradients";
+    case MemoryCategory::kOptimizerState: return "optimizer_state";
+    case MemoryCategory::kActivations: return "activations";
+    case MemoryCategory::kCommBuffers: return "comm_buffers";
+    case MemoryCategory::kWorkspace: return "workspace";
+  }
+  return "unknown";
+}
+
+std::string FormatBytes(int64_t num_bytes) {
+  const double b = static_cast<double>(num_bytes);
+  if (num_bytes < 1024) return absl::StrCat(num_bytes, " B");
+  if (num_bytes < (int64_t{1} << 20)) return absl::StrFormat("%.2f KiB", b / 1024.0);
+  if (num_bytes < (int64_t{1} << 30)) return absl::StrFormat("%.2f MiB", b / (1024.0 * 1024.0));
+  return absl::StrFormat("%.2f GiB", b / (1024.0 * 1024.0 * 1024.0));
+}
+
+std::string MemorySnapshot::ToString() const {
+  std::string out;
+  for (int c = 0; c < kNumMemoryCategories; ++c) {
+    absl::StrAppend(&out, MemoryCategoryName(static_cast<MemoryCategory>(c)), ": current ",
+                    FormatBytes(current_bytes[c]), ", peak ", FormatBytes(peak_bytes[c]), "\n");
+  }
+  absl::StrAppend(&out, "total: current ", FormatBytes(current_total_bytes), ", peak ",
+                  FormatBytes(peak_total_bytes));
+  if (budget_bytes > 0) absl::StrAppend(&out, ", budget ", FormatBytes(budget_bytes));
+  absl::StrAppend(&out, "\n");
+  return out;
+}
+
+absl::Status MemoryTracker::Count(MemoryCategory category, int64_t num_bytes,
+                                  absl::string_view label, absl::string_view verb) {
+  const int c = static_cast<int>(category);
+  absl::MutexLock lock(&mu_);
+  if (budget_bytes_ > 0 && current_total_ + num_bytes > budget_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "memory budget exceeded: ", verb, " ", num_bytes, " bytes (", FormatBytes(num_bytes),
+        ") of ", MemoryCategoryName(category), " for '", label, "' would bring the total to ",
+        FormatBytes(current_total_ + num_bytes), " but the budget is ", budget_bytes_,
+        " bytes (", FormatBytes(budget_bytes_), "); in use: ", InUseByCategory(current_),
+        ". Shard more, lower the micro-batch, or raise the budget"));
+  }
+  current_[c] += num_bytes;
+  current_total_ += num_bytes;
+  if (current_[c] > peak_[c]) peak_[c] = current_[c];
+  if (current_total_ > peak_total_) peak_total_ = current_total_;
+  return absl::OkStatus();
+}
+
+void* MemoryTracker::AllocateBytes(MemoryCategory category, int64_t num_bytes,
+                                   absl::string_view label, absl::Status* status) {
+  // Count before allocating so concurrent allocations cannot both pass the
+  // budget check; undone below if the system allocator fails.
+  *status = Count(category, num_bytes, label, "allocating");
+  if (!status->ok() || num_bytes == 0) return nullptr;
+  const size_t rounded =
+      (static_cast<size_t>(num_bytes) + kAlignment - 1) / kAlignment * kAlignment;
+  void* bytes = std::aligned_alloc(kAlignment, rounded);
+  if (bytes == nullptr) {
+    Release(category, num_bytes);
+    *status = absl::ResourceExhaustedError(
+        absl::StrCat("the system allocator refused ", num_bytes, " bytes of ",
+                     MemoryCategoryName(category), " for '", label, "'"));
+    return nullptr;
+  }
+  std::memset(bytes, 0, rounded);
+  return bytes;
+}
+
+absl::Status MemoryTracker::Reserve(MemoryCategory category, int64_t num_bytes,
+                                    absl::string_view label) {
+  if (num_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot reserve negative bytes for ", label));
+  }
+  return Count(category, num_bytes, label, "reserving");
+}
+
+void MemoryTracker::Release(MemoryCategory category, int64_t num_bytes) {
+  const int c = static_cast<int>(category);
+  absl::MutexLock lock(&mu_);
+  current_[c] -= num_bytes;
+  current_total_ -= num_bytes;
+}
+
+MemorySnapshot MemoryTracker::Snapshot() const {
+  absl::MutexLock lock(&mu_);
+  MemorySnapshot s;
+  s.current_bytes = current_;
+  s.peak_bytes = peak_;
+  s.current_total_bytes = current_total_;
+  s.peak_total_bytes = peak_total_;
+  s.budget_bytes = budget_bytes_ > 0 ? budget_bytes_ : 0;
+  return s;
+}
+
+void MemoryTracker::ResetPeaks() {
+  absl::MutexLock lock(&mu_);
+  peak_ = current_;
+  peak_total_ = current_total_;
+}
+
+void MemoryTracker::set_budget_bytes(int64_t budget_bytes) {
+  absl::MutexLock lock(&mu_);
+  budget_bytes_ = budget_bytes;
+}
+
+absl::StatusOr<int64_t> PeakRssBytes() { return ReadProcStatusKb("VmHWM"); }
+absl::StatusOr<int64_t> CurrentRssBytes() { return ReadProcStatusKb("VmRSS"); }
+
+}  // namespace fsdp

@@ -1,0 +1,31 @@
+// File: fsdp/nn/attention.h
+//
+// Causal multi-head self-attention core (the part between the qkv and the
+// output projections). Input qkv is (B, T, 3C) holding [q | k | v] per token,
+// as the fused qkv linear produces it; head h uses channels [h*hs, (h+1)*hs)
+// of each, hs = C / heads. Per (b, h), with scale = 1/sqrt(hs):
+//   probs = softmax(scale * q k^T, causal: key t2 > query t is excluded)   (T, T)
+//   out   = probs v                                                         (T, hs)
+// Both products run as cblas_sgemm directly on the strided qkv layout (leading
+// dimension 3C), so nothing is gathered or copied per head.
+//
+// Forward saves probs (B, heads, T, T) for backward. Backward ADDS into dqkv
+// and needs a scratch of T*T floats (AttentionBackwardScratchFloats).
+#ifndef FSDP_NN_ATTENTION_H_
+#define FSDP_NN_ATTENTION_H_
+
+#include <cstdint>
+
+namespace fsdp {
+
+void AttentionForward(float* out, float* probs, const float* qkv, int batch, int seq_len,
+                      int channels, int heads);
+
+int64_t AttentionBackwardScratchFloats(int seq_len);
+
+void AttentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                       const float* probs, int batch, int seq_len, int channels, int heads);
+
+}  // namespace fsdp
+
+#endif  // FSDP_NN_ATTENTION_H_

@@ -1,0 +1,28 @@
+// File: fsdp/nn/compute_threads.h
+//
+// How many threads OpenBLAS uses for the layers' matmuls. Several ranks on one
+// machine must not each spawn a thread per core, so the default is the
+// machine's hardware threads divided by the ranks on it (LOCAL_WORLD_SIZE):
+//
+//   FSDP_RETURN_IF_ERROR(SetComputeThreads(flag_threads > 0 ? flag_threads
+//                                                           : DefaultComputeThreads()));
+#ifndef FSDP_NN_COMPUTE_THREADS_H_
+#define FSDP_NN_COMPUTE_THREADS_H_
+
+#include "absl/status/status.h"
+
+namespace fsdp {
+
+// max(1, hardware threads / LOCAL_WORLD_SIZE); LOCAL_WORLD_SIZE defaults to 1
+// when unset or not a positive integer.
+int DefaultComputeThreads();
+
+// Sets OpenBLAS's thread count (process-wide). InvalidArgument if threads < 1.
+absl::Status SetComputeThreads(int threads);
+
+// The thread count OpenBLAS will use now.
+int ComputeThreads();
+
+}  // namespace fsdp
+
+#endif  // FSDP_NN_COMPUTE_THREADS_H_

@@ -1,0 +1,25 @@
+// File: fsdp/nn/cross_entropy.h
+//
+// Softmax cross-entropy, mean over n tokens:
+//   loss = -(1/n) sum_i log softmax(logits_i)[target_i]
+// Forward turns logits (n, V) into probabilities IN PLACE (saving a second
+// (n, V) buffer) and returns the loss. Targets are validated by the caller.
+// Backward turns the probabilities into
+//   dlogits = loss_scale * (probs - onehot(target)) / n
+// IN PLACE: the buffer then holds the gradient, which the head's linear
+// backward consumes (nothing downstream needs the probabilities again).
+#ifndef FSDP_NN_CROSS_ENTROPY_H_
+#define FSDP_NN_CROSS_ENTROPY_H_
+
+#include <cstdint>
+
+namespace fsdp {
+
+float CrossEntropyForward(float* logits_to_probs, const int32_t* targets, int n, int vocab);
+
+void CrossEntropyBackward(float* probs_to_dlogits, const int32_t* targets, int n, int vocab,
+                          float loss_scale);
+
+}  // namespace fsdp
+
+#endif  // FSDP_NN_CROSS_ENTROPY_H_

@@ -1,0 +1,22 @@
+// File: fsdp/nn/embedding.h
+//
+// Token plus position embedding: out[b, t, :] = wte[tokens[b, t], :] + wpe[t, :]
+// with wte (vocab, C) and wpe (max_seq_len, C). Tokens are validated by the
+// caller (the model checks the batch against its vocabulary). Backward ADDS
+// dout rows into the rows of dwte and dwpe that forward read.
+#ifndef FSDP_NN_EMBEDDING_H_
+#define FSDP_NN_EMBEDDING_H_
+
+#include <cstdint>
+
+namespace fsdp {
+
+void EmbeddingForward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                      int batch, int seq_len, int channels);
+
+void EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                       int batch, int seq_len, int channels);
+
+}  // namespace fsdp
+
+#endif  // FSDP_NN_EMBEDDING_H_

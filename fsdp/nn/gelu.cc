@@ -1,0 +1,31 @@
+// File: fsdp/nn/gelu.cc
+#include "fsdp/nn/gelu.h"
+
+#include <cmath>
+
+namespace fsdp {
+namespace {
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kCubic = 0.044715f;
+}  // namespace
+
+void GeluForward(float* out, const float* inp, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = inp[i];
+    out[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x)));
+  }
+}
+
+void GeluBackward(float* dinp, const float* inp, const float* dout, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = inp[i];
+    const float u = kSqrt2OverPi * (x + kCubic * x * x * x);
+    const float th = std::tanh(u);
+    const float sech2 = 1.0f - th * th;
+    const float du_dx = kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
+    const float grad = 0.5f * (1.0f + th) + 0.5f * x * sech2 * du_dx;
+    dinp[i] += grad * dout[i];
+  }
+}
+
+}  // namespace fsdp

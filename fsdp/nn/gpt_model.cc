@@ -1,0 +1,318 @@
+// File: fsdp/nn/gpt_model.cc
+//
+// One block, forward (x = residual stream in, all (B*T) rows at once):
+//   ln1 = LN(x); qkv = ln1 Wqkv^T + b; att = Attention(qkv)
+//   res2 = x + att Wproj^T + b
+//   ln2 = LN(res2); fc = ln2 Wfc^T + b; g = GELU(fc)
+//   out = res2 + g Wmproj^T + b
+// Backward keeps ONE gradient of the residual stream, d_residual_, and adds
+// into it in place: it enters a block as d(out), becomes d(res2) once LN2's
+// backward has added its share, and leaves as d(x) after LN1's.
+#include "fsdp/nn/gpt_model.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "comm/status_macros.h"
+#include "fsdp/nn/attention.h"
+#include "fsdp/nn/batch_checks.h"
+#include "fsdp/nn/cross_entropy.h"
+#include "fsdp/nn/embedding.h"
+#include "fsdp/nn/gelu.h"
+#include "fsdp/nn/init_rng.h"
+#include "fsdp/nn/layer_norm.h"
+#include "fsdp/nn/linear.h"
+#include "fsdp/nn/residual.h"
+#include "fsdp/nn/tensor.h"
+
+namespace fsdp {
+namespace {
+
+// Parameter indices inside a block unit (GptUnitSpecs order).
+enum BlockParam {
+  kLn1Weight, kLn1Bias, kQkvWeight, kQkvBias, kAttnProjWeight, kAttnProjBias,
+  kLn2Weight, kLn2Bias, kFcWeight, kFcBias, kMlpProjWeight, kMlpProjBias,
+};
+enum HeadParam { kLnfWeight, kLnfBias, kLmHeadWeight };
+
+void Zero(FloatBuffer& buffer, int64_t numel) {
+  std::memset(buffer.data(), 0, sizeof(float) * numel);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GptModel>> GptModel::Create(const GptConfig& config,
+                                                           int micro_batch,
+                                                           MemoryTracker* tracker) {
+  FSDP_RETURN_IF_ERROR(ValidateGptConfig(config));
+  if (micro_batch < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("micro_batch must be at least 1, got ", micro_batch));
+  }
+  if (tracker == nullptr) return absl::InvalidArgumentError("GptModel needs a MemoryTracker");
+  std::unique_ptr<GptModel> model(new GptModel(config, micro_batch, tracker));
+  FSDP_RETURN_IF_ERROR(model->AllocateWorkspace());
+  return model;
+}
+
+GptModel::GptModel(const GptConfig& config, int micro_batch, MemoryTracker* tracker)
+    : config_(config),
+      micro_batch_(micro_batch),
+      tracker_(tracker),
+      units_(GptUnitSpecs(config)),
+      order_(static_cast<int>(units_.size())),
+      blocks_(config.layers) {}
+
+absl::Status GptModel::AllocateWorkspace() {
+  const int64_t btc = int64_t{micro_batch_} * config_.seq_len * config_.d_model;
+  const int64_t tt = AttentionBackwardScratchFloats(config_.seq_len);
+  const MemoryCategory ws = MemoryCategory::kWorkspace;
+  FSDP_ASSIGN_OR_RETURN(d_residual_, tracker_->Allocate<float>(ws, btc, "gpt d_residual"));
+  FSDP_ASSIGN_OR_RETURN(d_narrow_, tracker_->Allocate<float>(ws, btc, "gpt d_narrow"));
+  FSDP_ASSIGN_OR_RETURN(d_wide1_, tracker_->Allocate<float>(ws, 4 * btc, "gpt d_wide1"));
+  FSDP_ASSIGN_OR_RETURN(d_wide2_, tracker_->Allocate<float>(ws, 4 * btc, "gpt d_wide2"));
+  FSDP_ASSIGN_OR_RETURN(d_scores_, tracker_->Allocate<float>(ws, tt, "gpt d_scores"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FloatBuffer> GptModel::Activation(int64_t numel, const char* what, int unit) {
+  return tracker_->Allocate<float>(MemoryCategory::kActivations, numel,
+                                   absl::StrCat(units_[unit].name, " ", what));
+}
+
+const float* GptModel::UnitInput(int unit) const {
+  return unit == 1 ? embedding_out_.data() : blocks_[unit - 2].out.data();
+}
+
+void GptModel::InitUnitParams(int unit, absl::Span<float> params, uint64_t seed) const {
+  FSDP_CHECK(unit >= 0 && unit < num_units());
+  FSDP_CHECK(static_cast<int64_t>(params.size()) == units_[unit].numel());
+  const float residual_std = 0.02f / std::sqrt(2.0f * config_.layers);
+  int64_t offset = 0;
+  const std::vector<ParamSpec>& specs = units_[unit].params;
+  for (int p = 0; p < static_cast<int>(specs.size()); ++p) {
+    absl::Span<float> out = params.subspan(offset, specs[p].numel());
+    offset += specs[p].numel();
+    const std::string& name = specs[p].name;
+    const bool is_norm = name.find(".ln") != std::string::npos;
+    const bool is_bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    if (is_bias) {
+      std::fill(out.begin(), out.end(), 0.0f);
+    } else if (is_norm) {
+      std::fill(out.begin(), out.end(), 1.0f);
+    } else {
+      const bool is_residual_projection = name.find("proj.weight") != std::string::npos;
+      FillNormal(out, is_residual_projection ? residual_std : 0.02f,
+                 InitStreamKey(seed, unit, p));
+    }
+  }
+}
+
+absl::Status GptModel::ForwardUnit(int unit, absl::Span<const float> params,
+                                   const Batch& batch) {
+  FSDP_RETURN_IF_ERROR(order_.CheckForward(unit));
+  if (unit == 0) {
+    FSDP_RETURN_IF_ERROR(ValidateBatch(batch, micro_batch_, config_.seq_len, config_.vocab));
+  } else if (batch.batch_size != batch_ || batch.seq_len != seq_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ForwardUnit(", unit, ") got a ", batch.batch_size, "x", batch.seq_len,
+        " batch but the step started with ", batch_, "x", seq_));
+  }
+  const int last = num_units() - 1;
+  if (unit == 0) {
+    FSDP_RETURN_IF_ERROR(EmbeddingForward(params, batch));
+  } else if (unit == last) {
+    FSDP_RETURN_IF_ERROR(HeadForward(params, batch));
+  } else {
+    FSDP_RETURN_IF_ERROR(BlockForward(unit - 1, params));
+  }
+  order_.ForwardDone(unit);
+  return absl::OkStatus();
+}
+
+absl::Status GptModel::BackwardUnit(int unit, absl::Span<const float> params,
+                                    absl::Span<float> grads, float loss_scale) {
+  FSDP_RETURN_IF_ERROR(order_.CheckBackward(unit));
+  if (grads.size() != params.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("BackwardUnit(", unit, "): ", grads.size(),
+                                                   " gradients for ", params.size(),
+                                                   " parameters"));
+  }
+  const int last = num_units() - 1;
+  if (unit == last) {
+    FSDP_RETURN_IF_ERROR(HeadBackward(params, grads, loss_scale));
+  } else if (unit == 0) {
+    FSDP_RETURN_IF_ERROR(EmbeddingBackward(grads));
+  } else {
+    FSDP_RETURN_IF_ERROR(BlockBackward(unit - 1, params, grads));
+  }
+  order_.BackwardDone(unit);
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------- embedding
+
+absl::Status GptModel::EmbeddingForward(absl::Span<const float> params, const Batch& batch) {
+  // A new step: drop whatever an unfinished one saved.
+  tokens_.Reset();
+  embedding_out_.Reset();
+  for (BlockActivations& block : blocks_) block = BlockActivations();
+  head_ = HeadActivations();
+
+  FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[0], params));
+  batch_ = batch.batch_size;
+  seq_ = batch.seq_len;
+  const int64_t bt = int64_t{batch_} * seq_;
+  FSDP_ASSIGN_OR_RETURN(tokens_, tracker_->Allocate<int32_t>(MemoryCategory::kActivations, bt,
+                                                             "embedding tokens"));
+  std::memcpy(tokens_.data(), batch.inputs.data(), sizeof(int32_t) * bt);
+  FSDP_ASSIGN_OR_RETURN(embedding_out_, Activation(bt * config_.d_model, "output", 0));
+  fsdp::EmbeddingForward(embedding_out_.data(), tokens_.data(), p[0].data(), p[1].data(), batch_,
+                         seq_, config_.d_model);
+  return absl::OkStatus();
+}
+
+absl::Status GptModel::EmbeddingBackward(absl::Span<float> grads) {
+  FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[0], grads));
+  fsdp::EmbeddingBackward(g[0].data(), g[1].data(), d_residual_.data(), tokens_.data(), batch_,
+                          seq_, config_.d_model);
+  tokens_.Reset();
+  embedding_out_.Reset();
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------- block
+
+absl::Status GptModel::BlockForward(int layer, absl::Span<const float> params) {
+  const int unit = layer + 1;
+  FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
+  const int n = batch_ * seq_;
+  const int C = config_.d_model;
+  const int64_t nc = int64_t{n} * C;
+  BlockActivations& a = blocks_[layer];
+  FSDP_ASSIGN_OR_RETURN(a.ln1_out, Activation(nc, "ln1_out", unit));
+  FSDP_ASSIGN_OR_RETURN(a.ln1_mean, Activation(n, "ln1_mean", unit));
+  FSDP_ASSIGN_OR_RETURN(a.ln1_rstd, Activation(n, "ln1_rstd", unit));
+  FSDP_ASSIGN_OR_RETURN(a.qkv, Activation(3 * nc, "qkv", unit));
+  FSDP_ASSIGN_OR_RETURN(
+      a.att_probs, Activation(int64_t{batch_} * config_.heads * seq_ * seq_, "att_probs", unit));
+  FSDP_ASSIGN_OR_RETURN(a.att_out, Activation(nc, "att_out", unit));
+  FSDP_ASSIGN_OR_RETURN(a.res2, Activation(nc, "res2", unit));
+  FSDP_ASSIGN_OR_RETURN(a.ln2_out, Activation(nc, "ln2_out", unit));
+  FSDP_ASSIGN_OR_RETURN(a.ln2_mean, Activation(n, "ln2_mean", unit));
+  FSDP_ASSIGN_OR_RETURN(a.ln2_rstd, Activation(n, "ln2_rstd", unit));
+  FSDP_ASSIGN_OR_RETURN(a.fc_out, Activation(4 * nc, "fc_out", unit));
+  FSDP_ASSIGN_OR_RETURN(a.gelu_out, Activation(4 * nc, "gelu_out", unit));
+  FSDP_ASSIGN_OR_RETURN(a.out, Activation(nc, "out", unit));
+
+  const float* x = UnitInput(unit);
+  LayerNormForward(a.ln1_out.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x,
+                   p[kLn1Weight].data(), p[kLn1Bias].data(), n, C);
+  LinearForward(a.qkv.data(), a.ln1_out.data(), p[kQkvWeight].data(), p[kQkvBias].data(), n, C,
+                3 * C);
+  AttentionForward(a.att_out.data(), a.att_probs.data(), a.qkv.data(), batch_, seq_, C,
+                   config_.heads);
+  LinearForward(a.res2.data(), a.att_out.data(), p[kAttnProjWeight].data(),
+                p[kAttnProjBias].data(), n, C, C);
+  ResidualForward(a.res2.data(), a.res2.data(), x, nc);
+  LayerNormForward(a.ln2_out.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(),
+                   p[kLn2Weight].data(), p[kLn2Bias].data(), n, C);
+  LinearForward(a.fc_out.data(), a.ln2_out.data(), p[kFcWeight].data(), p[kFcBias].data(), n, C,
+                4 * C);
+  GeluForward(a.gelu_out.data(), a.fc_out.data(), 4 * nc);
+  LinearForward(a.out.data(), a.gelu_out.data(), p[kMlpProjWeight].data(),
+                p[kMlpProjBias].data(), n, 4 * C, C);
+  ResidualForward(a.out.data(), a.out.data(), a.res2.data(), nc);
+  return absl::OkStatus();
+}
+
+absl::Status GptModel::BlockBackward(int layer, absl::Span<const float> params,
+                                     absl::Span<float> grads) {
+  const int unit = layer + 1;
+  FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
+  FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
+  const int n = batch_ * seq_;
+  const int C = config_.d_model;
+  const int64_t nc = int64_t{n} * C;
+  BlockActivations& a = blocks_[layer];
+  float* dres = d_residual_.data();  // enters as d(out)
+
+  // out = res2 + mlp_proj(gelu): the residual passes dres through to res2 by
+  // leaving it in place; the projection branch reads it.
+  Zero(d_wide1_, 4 * nc);
+  LinearBackward(d_wide1_.data(), g[kMlpProjWeight].data(), g[kMlpProjBias].data(), dres,
+                 a.gelu_out.data(), p[kMlpProjWeight].data(), n, 4 * C, C);
+  Zero(d_wide2_, 4 * nc);
+  GeluBackward(d_wide2_.data(), a.fc_out.data(), d_wide1_.data(), 4 * nc);
+  Zero(d_narrow_, nc);
+  LinearBackward(d_narrow_.data(), g[kFcWeight].data(), g[kFcBias].data(), d_wide2_.data(),
+                 a.ln2_out.data(), p[kFcWeight].data(), n, C, 4 * C);
+  LayerNormBackward(dres, g[kLn2Weight].data(), g[kLn2Bias].data(), d_narrow_.data(),
+                    a.res2.data(), p[kLn2Weight].data(), a.ln2_mean.data(), a.ln2_rstd.data(), n,
+                    C);
+  // dres now holds d(res2); res2 = x + attn_proj(att).
+  Zero(d_narrow_, nc);
+  LinearBackward(d_narrow_.data(), g[kAttnProjWeight].data(), g[kAttnProjBias].data(), dres,
+                 a.att_out.data(), p[kAttnProjWeight].data(), n, C, C);
+  Zero(d_wide1_, 3 * nc);
+  AttentionBackward(d_wide1_.data(), d_scores_.data(), d_narrow_.data(), a.qkv.data(),
+                    a.att_probs.data(), batch_, seq_, C, config_.heads);
+  Zero(d_narrow_, nc);
+  LinearBackward(d_narrow_.data(), g[kQkvWeight].data(), g[kQkvBias].data(), d_wide1_.data(),
+                 a.ln1_out.data(), p[kQkvWeight].data(), n, C, 3 * C);
+  LayerNormBackward(dres, g[kLn1Weight].data(), g[kLn1Bias].data(), d_narrow_.data(),
+                    UnitInput(unit), p[kLn1Weight].data(), a.ln1_mean.data(), a.ln1_rstd.data(),
+                    n, C);
+  // dres now holds d(x), the gradient for the unit before.
+  a = BlockActivations();
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------- head
+
+absl::Status GptModel::HeadForward(absl::Span<const float> params, const Batch& batch) {
+  const int unit = num_units() - 1;
+  FSDP_RETURN_IF_ERROR(ValidateBatch(batch, micro_batch_, config_.seq_len, config_.vocab));
+  FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
+  const int n = batch_ * seq_;
+  const int C = config_.d_model;
+  const int V = config_.vocab;
+  HeadActivations& a = head_;
+  FSDP_ASSIGN_OR_RETURN(a.lnf_out, Activation(int64_t{n} * C, "lnf_out", unit));
+  FSDP_ASSIGN_OR_RETURN(a.lnf_mean, Activation(n, "lnf_mean", unit));
+  FSDP_ASSIGN_OR_RETURN(a.lnf_rstd, Activation(n, "lnf_rstd", unit));
+  FSDP_ASSIGN_OR_RETURN(a.probs, Activation(int64_t{n} * V, "probs", unit));
+  FSDP_ASSIGN_OR_RETURN(
+      a.targets, tracker_->Allocate<int32_t>(MemoryCategory::kActivations, n, "head targets"));
+  std::memcpy(a.targets.data(), batch.targets.data(), sizeof(int32_t) * n);
+
+  LayerNormForward(a.lnf_out.data(), a.lnf_mean.data(), a.lnf_rstd.data(), UnitInput(unit),
+                   p[kLnfWeight].data(), p[kLnfBias].data(), n, C);
+  LinearForward(a.probs.data(), a.lnf_out.data(), p[kLmHeadWeight].data(), nullptr, n, C, V);
+  loss_ = CrossEntropyForward(a.probs.data(), a.targets.data(), n, V);
+  return absl::OkStatus();
+}
+
+absl::Status GptModel::HeadBackward(absl::Span<const float> params, absl::Span<float> grads,
+                                    float loss_scale) {
+  const int unit = num_units() - 1;
+  FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
+  FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
+  const int n = batch_ * seq_;
+  const int C = config_.d_model;
+  const int V = config_.vocab;
+  HeadActivations& a = head_;
+  CrossEntropyBackward(a.probs.data(), a.targets.data(), n, V, loss_scale);
+  Zero(d_narrow_, int64_t{n} * C);
+  LinearBackward(d_narrow_.data(), g[kLmHeadWeight].data(), nullptr, a.probs.data(),
+                 a.lnf_out.data(), p[kLmHeadWeight].data(), n, C, V);
+  Zero(d_residual_, int64_t{n} * C);
+  LayerNormBackward(d_residual_.data(), g[kLnfWeight].data(), g[kLnfBias].data(),
+                    d_narrow_.data(), UnitInput(unit), p[kLnfWeight].data(), a.lnf_mean.data(),
+                    a.lnf_rstd.data(), n, C);
+  head_ = HeadActivations();
+  return absl::OkStatus();
+}
+
+}  // namespace fsdp

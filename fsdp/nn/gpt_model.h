@@ -1,0 +1,114 @@
+// File: fsdp/nn/gpt_model.h
+//
+// A GPT-2-style decoder implementing fsdp::Model (pre-norm blocks, causal
+// multi-head attention, tanh-GELU MLP, untied head). Units and parameter
+// shapes are GptUnitSpecs(config) (fsdp/nn/gpt_spec.h).
+//
+//   MemoryTracker tracker;
+//   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<GptModel> model,
+//                         GptModel::Create(config, /*micro_batch=*/4, &tracker));
+//
+// Memory: the backward workspace is allocated once by Create (kWorkspace);
+// each unit's forward allocates what it saves for backward (kActivations) and
+// its backward frees it, so a forward that does not fit fails with
+// ResourceExhausted from the tracker instead of crashing. The byte counts are
+// exactly GptActivationBytesByUnit(config, micro_batch).
+//
+// Initialization (InitUnitParams) follows GPT-2: weights ~ N(0, 0.02), the two
+// residual projections (attn.proj, mlp.proj) ~ N(0, 0.02 / sqrt(2 * layers)),
+// LayerNorm weights 1, biases 0; each element drawn from a counter-based
+// stream keyed by (seed, unit, parameter), see fsdp/nn/init_rng.h.
+#ifndef FSDP_NN_GPT_MODEL_H_
+#define FSDP_NN_GPT_MODEL_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fsdp/memory/memory_tracker.h"
+#include "fsdp/nn/gpt_spec.h"
+#include "fsdp/nn/model.h"
+#include "fsdp/nn/unit_order.h"
+
+namespace fsdp {
+
+class GptModel : public Model {
+ public:
+  // InvalidArgument for a bad config or micro_batch < 1; ResourceExhausted if
+  // the workspace does not fit the tracker's budget. `tracker` must outlive
+  // the model.
+  static absl::StatusOr<std::unique_ptr<GptModel>> Create(const GptConfig& config,
+                                                         int micro_batch,
+                                                         MemoryTracker* tracker);
+
+  const std::vector<UnitSpec>& units() const override { return units_; }
+  void InitUnitParams(int unit, absl::Span<float> params, uint64_t seed) const override;
+  absl::Status ForwardUnit(int unit, absl::Span<const float> params,
+                           const Batch& batch) override;
+  float loss() const override { return loss_; }
+  absl::Status BackwardUnit(int unit, absl::Span<const float> params, absl::Span<float> grads,
+                            float loss_scale) override;
+
+  const GptConfig& config() const { return config_; }
+  int micro_batch() const { return micro_batch_; }
+
+ private:
+  // What one block's forward saves for its backward.
+  struct BlockActivations {
+    FloatBuffer ln1_out, ln1_mean, ln1_rstd;
+    FloatBuffer qkv;        // (B, T, 3C)
+    FloatBuffer att_probs;  // (B, H, T, T)
+    FloatBuffer att_out;    // (B, T, C) before the output projection
+    FloatBuffer res2;       // (B, T, C) residual stream after attention
+    FloatBuffer ln2_out, ln2_mean, ln2_rstd;
+    FloatBuffer fc_out;     // (B, T, 4C) before GELU
+    FloatBuffer gelu_out;   // (B, T, 4C)
+    FloatBuffer out;        // (B, T, C) residual stream leaving the block
+  };
+  struct HeadActivations {
+    FloatBuffer lnf_out, lnf_mean, lnf_rstd;
+    FloatBuffer probs;  // (B, T, V); becomes dlogits in backward
+    TrackedBuffer<int32_t> targets;
+  };
+
+  GptModel(const GptConfig& config, int micro_batch, MemoryTracker* tracker);
+  absl::Status AllocateWorkspace();
+  absl::StatusOr<FloatBuffer> Activation(int64_t numel, const char* what, int unit);
+  // The residual stream entering unit `unit` (>= 1): the previous unit's output.
+  const float* UnitInput(int unit) const;
+
+  absl::Status EmbeddingForward(absl::Span<const float> params, const Batch& batch);
+  absl::Status BlockForward(int layer, absl::Span<const float> params);
+  absl::Status HeadForward(absl::Span<const float> params, const Batch& batch);
+  absl::Status EmbeddingBackward(absl::Span<float> grads);
+  absl::Status BlockBackward(int layer, absl::Span<const float> params, absl::Span<float> grads);
+  absl::Status HeadBackward(absl::Span<const float> params, absl::Span<float> grads,
+                            float loss_scale);
+
+  const GptConfig config_;
+  const int micro_batch_;
+  MemoryTracker* const tracker_;
+  const std::vector<UnitSpec> units_;
+  UnitOrder order_;
+
+  int batch_ = 0;  // B and T of the step in flight
+  int seq_ = 0;
+  float loss_ = 0.0f;
+
+  // Saved activations, alive from a unit's forward to its backward.
+  TrackedBuffer<int32_t> tokens_;
+  FloatBuffer embedding_out_;
+  std::vector<BlockActivations> blocks_;
+  HeadActivations head_;
+
+  // Backward workspace, allocated once (see GptActivationBytesByUnit).
+  FloatBuffer d_residual_;  // (B, T, C) gradient of the residual stream
+  FloatBuffer d_narrow_;    // (B, T, C)
+  FloatBuffer d_wide1_;     // (B, T, 4C)
+  FloatBuffer d_wide2_;     // (B, T, 4C)
+  FloatBuffer d_scores_;    // (T, T)
+};
+
+}  // namespace fsdp
+
+#endif  // FSDP_NN_GPT_MODEL_H_

@@ -1,0 +1,76 @@
+// File: fsdp/nn/gpt_spec.h
+//
+// The GPT-2-style decoder as data: its configuration, its units and their
+// parameter shapes, and the exact activation bytes GptModel allocates. Pure
+// functions with no allocation proportional to the model, so the shard
+// planner can describe a 7.5e9-parameter model it could never build here.
+//
+// Units, in forward order (C = d_model, V = vocab, T = seq_len):
+//   "embedding": embedding.wte {V, C}, embedding.wpe {T, C}
+//   "block<l>":  ln1.{weight,bias} {C}, attn.qkv.{weight {3C, C}, bias {3C}},
+//                attn.proj.{weight {C, C}, bias {C}}, ln2.{weight,bias} {C},
+//                mlp.fc.{weight {4C, C}, bias {4C}}, mlp.proj.{weight {C, 4C}, bias {C}}
+//   "head":      head.ln_f.{weight,bias} {C}, head.lm_head.weight {V, C} (untied
+//                from wte so that every unit owns its parameters)
+#ifndef FSDP_NN_GPT_SPEC_H_
+#define FSDP_NN_GPT_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "fsdp/nn/param_spec.h"
+
+namespace fsdp {
+
+struct GptConfig {
+  int layers = 2;
+  int d_model = 64;
+  int heads = 4;
+  int vocab = 256;
+  int seq_len = 64;  // maximum sequence length (rows of wpe)
+};
+
+// OK, or InvalidArgument naming the bad field: all sizes positive, heads
+// divides d_model.
+absl::Status ValidateGptConfig(const GptConfig& config);
+
+// "layers=2 d_model=64 heads=4 vocab=256 seq_len=64".
+std::string GptConfigToString(const GptConfig& config);
+
+// The units, in forward order. Assumes a valid config.
+std::vector<UnitSpec> GptUnitSpecs(const GptConfig& config);
+
+// Total parameters over all units.
+int64_t GptNumParams(const GptConfig& config);
+
+// Activation memory of GptModel for one micro-batch of `micro_batch`
+// sequences of config.seq_len tokens, in bytes, term by term as the model
+// allocates it (see docs/model.md, "Activation memory"):
+//   B = micro_batch, T = seq_len, C = d_model, H = heads, V = vocab
+//   embedding  4 (BTC + BT)                      output + saved tokens
+//   block      4 (16 BTC + 4 BT + B H T T)       ln1, qkv, probs, att, res2, ln2,
+//                                                fc, gelu, output (+ LN stats)
+//   head       4 (BTC + 3 BT + BTV)              ln_f output + stats, probs, targets
+//   workspace  4 (10 BTC + T T)                  backward scratch, allocated once
+// Every unit's saved activations are alive at the end of the forward, so the
+// peak of kActivations is saved_bytes() and kWorkspace holds workspace_bytes.
+struct GptActivationBreakdown {
+  int layers = 0;
+  int64_t embedding_bytes = 0;
+  int64_t block_bytes = 0;  // each block
+  int64_t head_bytes = 0;
+  int64_t workspace_bytes = 0;
+
+  int64_t saved_bytes() const { return embedding_bytes + layers * block_bytes + head_bytes; }
+  int64_t total_bytes() const { return saved_bytes() + workspace_bytes; }
+};
+GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int micro_batch);
+
+// Peak saved activations plus workspace: GptActivationBytesByUnit(...).total_bytes().
+int64_t GptActivationBytes(const GptConfig& config, int micro_batch);
+
+}  // namespace fsdp
+
+#endif  // FSDP_NN_GPT_SPEC_H_

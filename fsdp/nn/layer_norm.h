@@ -1,0 +1,23 @@
+// File: fsdp/nn/layer_norm.h
+//
+// Layer normalization over the last dimension C of n rows:
+//   out = (inp - mean) * rstd * weight + bias,  rstd = 1 / sqrt(var + 1e-5)
+// (biased variance, as GPT-2). Forward saves mean[n] and rstd[n] for backward.
+// Backward ADDS into dinp, dweight and dbias.
+#ifndef FSDP_NN_LAYER_NORM_H_
+#define FSDP_NN_LAYER_NORM_H_
+
+namespace fsdp {
+
+inline constexpr float kLayerNormEpsilon = 1e-5f;
+
+void LayerNormForward(float* out, float* mean, float* rstd, const float* inp,
+                      const float* weight, const float* bias, int n, int channels);
+
+void LayerNormBackward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, const float* mean,
+                       const float* rstd, int n, int channels);
+
+}  // namespace fsdp
+
+#endif  // FSDP_NN_LAYER_NORM_H_

@@ -1,0 +1,21 @@
+// File: fsdp/nn/linear.h
+//
+// Fully connected layer, PyTorch layout: out[N, OC] = inp[N, C] @ weight[OC, C]^T
+// + bias[OC]. All matmuls go through OpenBLAS cblas_sgemm. `bias` may be null.
+// Backward ADDS into dinp, dweight and dbias (any of which may be null when not
+// wanted), so gradients accumulate across micro-batches and branches.
+#ifndef FSDP_NN_LINEAR_H_
+#define FSDP_NN_LINEAR_H_
+
+namespace fsdp {
+
+void LinearForward(float* out, const float* inp, const float* weight, const float* bias, int n,
+                   int in_features, int out_features);
+
+void LinearBackward(float* dinp, float* dweight, float* dbias, const float* dout,
+                    const float* inp, const float* weight, int n, int in_features,
+                    int out_features);
+
+}  // namespace fsdp
+
+#endif  // FSDP_NN_LINEAR_H_

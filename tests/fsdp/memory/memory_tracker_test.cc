@@ -1,0 +1,133 @@
+// File: tests/fsdp/memory/memory_tracker_test.cc
+#include "fsdp/memory/memory_tracker.h"
+
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace fsdp {
+namespace {
+
+constexpr MemoryCategory kAct = MemoryCategory::kActivations;
+constexpr MemoryCategory kParams = MemoryCategory::kParameters;
+
+TEST(MemoryTrackerTest, CountsCurrentAndPeakPerCategoryAndTotal) {
+  MemoryTracker tracker;
+  {
+    absl::StatusOr<FloatBuffer> a = tracker.Allocate<float>(kAct, 100, "a");
+    ASSERT_TRUE(a.ok()) << a.status();
+    absl::StatusOr<FloatBuffer> p = tracker.Allocate<float>(kParams, 10, "p");
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(a->size(), 100);
+    for (float x : a->span()) EXPECT_EQ(x, 0.0f);  // zero-initialized
+    MemorySnapshot s = tracker.Snapshot();
+    EXPECT_EQ(s.current(kAct), 400);
+    EXPECT_EQ(s.current(kParams), 40);
+    EXPECT_EQ(s.current_total_bytes, 440);
+    a->Reset();
+    absl::StatusOr<TrackedBuffer<int32_t>> small = tracker.Allocate<int32_t>(kAct, 5, "s");
+    ASSERT_TRUE(small.ok());
+    s = tracker.Snapshot();
+    EXPECT_EQ(s.current(kAct), 20);
+    EXPECT_EQ(s.peak(kAct), 400);
+    EXPECT_EQ(s.peak_total_bytes, 440);  // the peak of the sum
+  }
+  MemorySnapshot s = tracker.Snapshot();
+  EXPECT_EQ(s.current_total_bytes, 0);
+  for (int c = 0; c < kNumMemoryCategories; ++c) EXPECT_EQ(s.current_bytes[c], 0);
+  EXPECT_EQ(s.peak(kParams), 40);
+  tracker.ResetPeaks();
+  EXPECT_EQ(tracker.Snapshot().peak_total_bytes, 0);
+}
+
+TEST(MemoryTrackerTest, MoveTransfersOwnershipWithoutDoubleCounting) {
+  MemoryTracker tracker;
+  absl::StatusOr<FloatBuffer> a = tracker.Allocate<float>(kAct, 8, "a");
+  ASSERT_TRUE(a.ok());
+  FloatBuffer b = std::move(*a);
+  EXPECT_EQ(a->size(), 0);
+  EXPECT_EQ(b.size(), 8);
+  FloatBuffer c;
+  c = std::move(b);
+  EXPECT_EQ(tracker.Snapshot().current(kAct), 32);
+  c = FloatBuffer();
+  EXPECT_EQ(tracker.Snapshot().current(kAct), 0);
+}
+
+TEST(MemoryTrackerTest, BudgetRejectsWithAMessageNamingEverything) {
+  MemoryTracker tracker(/*budget_bytes=*/1000);
+  absl::StatusOr<FloatBuffer> p = tracker.Allocate<float>(kParams, 200, "weights");
+  ASSERT_TRUE(p.ok());
+  absl::StatusOr<FloatBuffer> too_big = tracker.Allocate<float>(kAct, 51, "block0 qkv");
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kResourceExhausted);
+  const std::string message(too_big.status().message());
+  EXPECT_NE(message.find("activations"), std::string::npos) << message;
+  EXPECT_NE(message.find("block0 qkv"), std::string::npos) << message;
+  EXPECT_NE(message.find("204 bytes"), std::string::npos) << message;
+  EXPECT_NE(message.find("1000 bytes"), std::string::npos) << message;
+  EXPECT_NE(message.find("parameters 800 B"), std::string::npos) << message;
+  // A failed allocation changes nothing; one that fits exactly succeeds.
+  EXPECT_EQ(tracker.Snapshot().current_total_bytes, 800);
+  EXPECT_TRUE(tracker.Allocate<float>(kAct, 50, "fits").ok());
+}
+
+TEST(MemoryTrackerTest, ReserveAndReleaseCountForeignBytes) {
+  MemoryTracker tracker(100);
+  EXPECT_TRUE(tracker.Reserve(MemoryCategory::kCommBuffers, 60, "ucx").ok());
+  EXPECT_EQ(tracker.Reserve(MemoryCategory::kCommBuffers, 60, "ucx2").code(),
+            absl::StatusCode::kResourceExhausted);
+  tracker.Release(MemoryCategory::kCommBuffers, 60);
+  EXPECT_EQ(tracker.Snapshot().current_total_bytes, 0);
+  EXPECT_EQ(tracker.Reserve(kAct, -1, "x").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(tracker.Allocate<float>(kAct, -1, "x").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(MemoryTrackerTest, ConcurrentAllocateAndFreeBalance) {
+  MemoryTracker tracker;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&tracker, t] {
+      for (int i = 0; i < 500; ++i) {
+        absl::StatusOr<FloatBuffer> b =
+            tracker.Allocate<float>(static_cast<MemoryCategory>(t % 6), 16 + i % 7, "t");
+        ASSERT_TRUE(b.ok());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const MemorySnapshot s = tracker.Snapshot();
+  EXPECT_EQ(s.current_total_bytes, 0);
+  EXPECT_GT(s.peak_total_bytes, 0);
+  EXPECT_LE(s.peak_total_bytes, 4 * 22 * 4);
+}
+
+TEST(MemoryTrackerTest, PeakRssGrowsWhenMemoryIsTouched) {
+  absl::StatusOr<int64_t> before = PeakRssBytes();
+  ASSERT_TRUE(before.ok()) << before.status();
+  MemoryTracker tracker;
+  constexpr int64_t kNumel = int64_t{16} << 20;  // 64 MiB of floats, zeroed (touched)
+  absl::StatusOr<FloatBuffer> big = tracker.Allocate<float>(kAct, kNumel, "big");
+  ASSERT_TRUE(big.ok());
+  for (int64_t i = 0; i < kNumel; i += 1024) (*big)[i] = 1.0f;
+  absl::StatusOr<int64_t> current = CurrentRssBytes();  // read before the peak:
+  absl::StatusOr<int64_t> after = PeakRssBytes();       // RSS only grows meanwhile
+  ASSERT_TRUE(current.ok()) << current.status();
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_GE(*after, *current);
+  EXPECT_GE(*after, *before + kNumel * 4 * 9 / 10);
+}
+
+TEST(MemoryTrackerTest, SnapshotToStringListsEveryCategory) {
+  MemoryTracker tracker(1 << 20);
+  const std::string text = tracker.Snapshot().ToString();
+  for (int c = 0; c < kNumMemoryCategories; ++c) {
+    EXPECT_NE(text.find(MemoryCategoryName(static_cast<MemoryCategory>(c))), std::string::npos);
+  }
+  EXPECT_NE(text.find("budget 1.00 MiB"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace fsdp
