@@ -1,0 +1,137 @@
+// File: fsdp/plan/memory_model.h
+//
+// Predicts one rank's memory, by category, from a shard plan: the model state
+// (parameters, gradients, fp32 master parameters, optimizer state) and the
+// working buffers the strategy implies (gathered parameters, unsharded
+// gradients, communication scratch). Activations come from the model
+// (GptActivationBytes in fsdp/nn/gpt_spec.h) and are passed in.
+//
+// Every rank allocates whole padded shards, so the prediction is the same for
+// all ranks of a plan. Each field is that category's PEAK over a step; the
+// total is the sum of the peaks, an upper bound on the peak of the total.
+//
+// Model state per rank (P = total padded numel, S = total shard numel =
+// P / N where N = shard group size; b = bytes of the compute dtype, bf16 = 2
+// in mixed precision, fp32 = 4 otherwise; k = optimizer states per param, 2
+// for Adam, 1 for SGD with momentum, 0 for plain SGD):
+//
+//   strategy          parameters  gradients  master (mixed only)  optimizer
+//   no_shard          b P         b P        4 P                  4 k P
+//   shard_optimizer   b P         b P        4 S                  4 k S
+//   shard_grad_op     b P         b S        4 S                  4 k S
+//   full_shard        b S         b S        4 S                  4 k S
+//   hybrid_shard      as full_shard with N = G
+//
+// which is the ZeRO paper's (Rajbhandari et al. 2019) baseline, P_os, P_os+g
+// and P_os+g+p with Psi = P, N_d = N and K = 4 + 4k = 12 for mixed-precision
+// Adam. shard_grad_op keeps parameters gathered (after the optimizer step each
+// rank all-gathers its updated shard into the full buffer), as ZeRO-2 does.
+//
+// Working buffers (extra to the model state above):
+//   gathered parameters   full_shard, hybrid: the largest sum of padded_numel
+//                         over (1 + prefetch_depth) consecutive units, x b
+//                         (the unit computing and the ones prefetched, in
+//                         forward or backward order); others: 0, their
+//                         parameter buffers are already whole.
+//   unsharded gradients   gradient-sharding strategies: the largest sum of
+//                         padded_numel over 2 consecutive units, x b (the
+//                         unit in backward and the previous one still being
+//                         reduce-scattered); others: 0, they reduce in place.
+//   communication scratch one shard of the largest unit in the reduce dtype
+//                         (the reduce-scatter's receive chunk), twice for
+//                         hybrid_shard (plus the cross-replica all-reduce).
+//
+// Mapping to fsdp/memory/memory_tracker.h categories: parameters =
+// parameter + master + gathered; gradients = gradient + unsharded gradient;
+// optimizer_state; comm_buffers = communication scratch; activations and
+// workspace = the inputs.
+//
+//   MemoryModelInputs inputs;
+//   inputs.optimizer = OptimizerKind::kAdam;
+//   inputs.activation_bytes = GptActivationBytes(config, micro_batch);
+//   RankMemoryPrediction memory = PredictRankMemory(plan, inputs);
+//   std::cout << RankMemoryPredictionToText(memory);
+//
+// For a huge model and world, PredictRankMemoryFromUnits plans without the
+// per-rank ranges (O(params + units)), so it is instant even for 7.5e9
+// parameters over 16384 ranks.
+#ifndef FSDP_PLAN_MEMORY_MODEL_H_
+#define FSDP_PLAN_MEMORY_MODEL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fsdp/nn/param_spec.h"
+#include "fsdp/plan/shard_planner.h"
+#include "proto/shard_plan.pb.h"
+
+namespace fsdp {
+namespace plan {
+
+enum class OptimizerKind {
+  kAdam,         // two states per parameter (first and second moment)
+  kSgdMomentum,  // one state per parameter
+  kSgd,          // none
+};
+
+// Optimizer states per parameter: 2, 1 or 0.
+int OptimizerStatesPerParam(OptimizerKind optimizer);
+
+// What the plan does not know.
+struct MemoryModelInputs {
+  OptimizerKind optimizer = OptimizerKind::kAdam;
+  // The model's peak saved activations on this rank for one micro-batch, and
+  // its backward workspace, in bytes (e.g. GptActivationBytesByUnit(...)
+  // .saved_bytes() and .workspace_bytes). 0 = predict model state only.
+  int64_t activation_bytes = 0;
+  int64_t workspace_bytes = 0;
+};
+
+// One rank's predicted peak bytes, by category.
+struct RankMemoryPrediction {
+  // Model state.
+  int64_t parameter_bytes = 0;         // parameters in the compute dtype kept by the rank
+  int64_t gradient_bytes = 0;          // gradients kept for the optimizer (full or shard)
+  int64_t master_parameter_bytes = 0;  // fp32 master copy (mixed precision only)
+  int64_t optimizer_state_bytes = 0;   // optimizer moments, in the optimizer-state dtype
+  // Working buffers.
+  int64_t gathered_parameter_bytes = 0;    // unsharded units beyond parameter_bytes
+  int64_t unsharded_gradient_bytes = 0;    // unsharded unit gradients beyond gradient_bytes
+  int64_t communication_scratch_bytes = 0; // collectives' staging buffers
+  // Inputs, copied from MemoryModelInputs.
+  int64_t activation_bytes = 0;
+  int64_t workspace_bytes = 0;
+
+  // The ZeRO paper's "model states": parameters + gradients + optimizer
+  // states (the latter including the fp32 master copy).
+  int64_t model_state_bytes() const {
+    return parameter_bytes + gradient_bytes + master_parameter_bytes + optimizer_state_bytes;
+  }
+  int64_t working_buffer_bytes() const {
+    return gathered_parameter_bytes + unsharded_gradient_bytes + communication_scratch_bytes;
+  }
+  int64_t total_bytes() const {
+    return model_state_bytes() + working_buffer_bytes() + activation_bytes + workspace_bytes;
+  }
+};
+
+// Predicts from the plan's unit-level fields (padded_numel, shard_numel), so
+// a summary plan (include_rank_ranges = false) is enough.
+RankMemoryPrediction PredictRankMemory(const proto::ShardPlan& plan,
+                                       const MemoryModelInputs& inputs);
+
+// Builds a summary plan for `units` (options.include_rank_ranges is ignored
+// and taken as false) and predicts from it. Errors are BuildShardPlan's.
+absl::StatusOr<RankMemoryPrediction> PredictRankMemoryFromUnits(
+    const std::vector<UnitSpec>& units, const PlannerOptions& options,
+    const MemoryModelInputs& inputs);
+
+// One line per category with bytes and GiB, then the totals.
+std::string RankMemoryPredictionToText(const RankMemoryPrediction& memory);
+
+}  // namespace plan
+}  // namespace fsdp
+
+#endif  // FSDP_PLAN_MEMORY_MODEL_H_
