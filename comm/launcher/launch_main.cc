@@ -1,0 +1,71 @@
+// File: comm/launcher/launch_main.cc
+//
+// Runs N ranks of a program on this host, like `torchrun --standalone`:
+//
+//   launch --nproc 4 [--master_port 29500] [--grace_seconds 3] -- program args...
+//
+// Exits 0 if every rank exits 0; otherwise stops the other ranks and exits
+// with the first failed rank's exit code (128+signal if it was killed).
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "comm/launcher/launcher.h"
+
+namespace {
+
+int Usage(const char* problem) {
+  std::fprintf(stderr,
+               "launch: %s\nusage: launch --nproc N [--master_port P] "
+               "[--grace_seconds S] -- program [args...]\n",
+               problem);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  comm::LaunchOptions options;
+  options.nproc = 0;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    std::string value;
+    std::string name = arg;
+    size_t equals = arg.find('=');
+    if (equals != std::string::npos) {
+      name = arg.substr(0, equals);
+      value = arg.substr(equals + 1);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return Usage(("missing value for " + arg).c_str());
+    }
+    int number = 0;
+    if (!absl::SimpleAtoi(value, &number)) {
+      return Usage((name + " needs an integer, got '" + value + "'").c_str());
+    }
+    if (name == "--nproc") {
+      options.nproc = number;
+    } else if (name == "--master_port") {
+      options.master_port = number;
+    } else if (name == "--grace_seconds") {
+      options.grace = absl::Seconds(number);
+    } else {
+      return Usage(("unknown flag " + name).c_str());
+    }
+  }
+  for (; i < argc; ++i) options.argv.push_back(argv[i]);
+  if (options.nproc < 1) return Usage("--nproc N (N >= 1) is required");
+  if (options.argv.empty()) return Usage("no program given after --");
+
+  absl::StatusOr<int> result = comm::LaunchLocalRanks(options);
+  if (!result.ok()) {
+    std::fprintf(stderr, "launch: %s\n", std::string(result.status().message()).c_str());
+  }
+  return comm::JobExitCode(result);
+}

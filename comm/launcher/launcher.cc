@@ -1,0 +1,394 @@
+// File: comm/launcher/launcher.cc
+#include "comm/launcher/launcher.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+extern char** environ;
+
+namespace comm {
+namespace {
+
+constexpr char kExitCodePayload[] = "fsdp.launcher/exit_code";
+
+// Signals caught while LaunchLocalRanks runs are written here.
+int g_signal_pipe_write = -1;
+
+void OnStopSignal(int signal_number) {
+  int saved_errno = errno;
+  unsigned char byte = static_cast<unsigned char>(signal_number);
+  if (g_signal_pipe_write >= 0) (void)!write(g_signal_pipe_write, &byte, 1);
+  errno = saved_errno;
+}
+
+std::string RandomToken() {
+  unsigned char bytes[16] = {};
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    (void)!read(fd, bytes, sizeof(bytes));
+    close(fd);
+  }
+  std::string token = absl::StrCat("launch-", getpid(), "-");
+  for (unsigned char byte : bytes) {
+    static const char kHex[] = "0123456789abcdef";
+    token += kHex[byte >> 4];
+    token += kHex[byte & 15];
+  }
+  return token;
+}
+
+void WriteAll(int fd, const std::string& text) {
+  size_t written = 0;
+  while (written < text.size()) {
+    ssize_t n = write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    written += static_cast<size_t>(n);
+  }
+}
+
+// One output stream of one rank: bytes in, "[rank k] line\n" out.
+struct Stream {
+  int fd = -1;         // read end of the pipe; -1 at EOF
+  int out_fd = 1;      // where prefixed lines go
+  std::string prefix;  // "[rank k] "
+  std::string partial; // the unfinished last line
+
+  void Drain() {
+    char chunk[65536];
+    while (fd >= 0) {
+      ssize_t n = read(fd, chunk, sizeof(chunk));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (n <= 0) {
+        close(fd);
+        fd = -1;
+        if (!partial.empty()) WriteAll(out_fd, prefix + partial + "\n");
+        partial.clear();
+        return;
+      }
+      partial.append(chunk, static_cast<size_t>(n));
+      std::string lines;
+      size_t start = 0;
+      size_t newline;
+      while ((newline = partial.find('\n', start)) != std::string::npos) {
+        lines += prefix;
+        lines.append(partial, start, newline + 1 - start);
+        start = newline + 1;
+      }
+      partial.erase(0, start);
+      // Whole lines in one write: a pipe keeps writes up to PIPE_BUF intact.
+      if (!lines.empty()) WriteAll(out_fd, lines);
+    }
+  }
+};
+
+struct Rank {
+  pid_t pid = -1;
+  bool running = false;
+  Stream out;
+  Stream err;
+};
+
+std::string DescribeWaitStatus(int status) {
+  if (WIFEXITED(status)) return absl::StrCat("exited with code ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return absl::StrCat("was killed by signal ", WTERMSIG(status), " (",
+                        strsignal(WTERMSIG(status)), ")");
+  }
+  return "stopped";
+}
+
+int ExitCodeOf(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+// Restores SIGINT/SIGTERM handling when LaunchLocalRanks returns.
+class StopSignalScope {
+ public:
+  explicit StopSignalScope(int pipe_write) {
+    g_signal_pipe_write = pipe_write;
+    struct sigaction action = {};
+    action.sa_handler = &OnStopSignal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~StopSignalScope() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    g_signal_pipe_write = -1;
+  }
+
+ private:
+  struct sigaction old_int_ = {};
+  struct sigaction old_term_ = {};
+};
+
+}  // namespace
+
+absl::StatusOr<int> PickFreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", strerror(errno)));
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  address.sin_port = 0;
+  socklen_t length = sizeof(address);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    int error = errno;
+    close(fd);
+    return absl::InternalError(absl::StrCat("cannot pick a free port: ", strerror(error)));
+  }
+  close(fd);
+  return static_cast<int>(ntohs(address.sin_port));
+}
+
+bool IsLaunchedRank() {
+  return std::getenv("RANK") != nullptr || std::getenv("OMPI_COMM_WORLD_RANK") != nullptr ||
+         std::getenv("SLURM_PROCID") != nullptr;
+}
+
+absl::StatusOr<std::string> SelfExecutablePath() {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot read /proc/self/exe: ", strerror(errno)));
+  }
+  return std::string(path, static_cast<size_t>(n));
+}
+
+LaunchOptions SelfLaunchOptions(int nproc, int argc, char** argv) {
+  LaunchOptions options;
+  options.nproc = nproc;
+  for (int i = 0; i < argc; ++i) options.argv.push_back(argv[i]);
+  absl::StatusOr<std::string> self = SelfExecutablePath();
+  if (self.ok() && !options.argv.empty()) options.argv[0] = *self;
+  return options;
+}
+
+int JobExitCode(const absl::StatusOr<int>& result) {
+  if (result.ok()) return *result;
+  if (absl::IsCancelled(result.status())) return 130;
+  absl::optional<absl::Cord> payload = result.status().GetPayload(kExitCodePayload);
+  int code = 1;
+  if (payload.has_value() && absl::SimpleAtoi(std::string(*payload), &code) && code != 0) {
+    return code;
+  }
+  return 1;
+}
+
+absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
+  if (options.nproc < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--nproc must be at least 1, got ", options.nproc));
+  }
+  if (options.argv.empty()) {
+    return absl::InvalidArgumentError("no program to launch: give it after `--`");
+  }
+  if (options.master_port < 0 || options.master_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--master_port must be in [0, 65535], got ", options.master_port));
+  }
+  int port = options.master_port;
+  if (port == 0) {
+    absl::StatusOr<int> picked = PickFreePort();
+    if (!picked.ok()) return picked.status();
+    port = *picked;
+  }
+  const std::string token = RandomToken();
+
+  // Everything a child needs is built before fork(): the child only execs.
+  std::map<std::string, std::string> base_env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const char* equals = std::strchr(*entry, '=');
+    if (equals == nullptr) continue;
+    base_env[std::string(*entry, equals - *entry)] = equals + 1;
+  }
+  for (const auto& [key, value] : options.extra_env) base_env[key] = value;
+  base_env["WORLD_SIZE"] = std::to_string(options.nproc);
+  base_env["LOCAL_WORLD_SIZE"] = std::to_string(options.nproc);
+  base_env["MASTER_ADDR"] = "127.0.0.1";
+  base_env["MASTER_PORT"] = std::to_string(port);
+  base_env["FSDP_JOB_TOKEN"] = token;
+  std::vector<char*> child_argv;
+  for (const std::string& arg : options.argv) child_argv.push_back(const_cast<char*>(arg.c_str()));
+  child_argv.push_back(nullptr);
+
+  int signal_pipe[2];
+  if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
+  }
+  StopSignalScope signal_scope(signal_pipe[1]);
+
+  std::vector<Rank> ranks(options.nproc);
+  absl::Status launch_error;
+  for (int r = 0; r < options.nproc; ++r) {
+    std::map<std::string, std::string> env = base_env;
+    env["RANK"] = std::to_string(r);
+    env["LOCAL_RANK"] = std::to_string(r);
+    std::vector<std::string> env_strings;
+    for (const auto& [key, value] : env) env_strings.push_back(key + "=" + value);
+    std::vector<char*> child_env;
+    for (std::string& entry : env_strings) child_env.push_back(&entry[0]);
+    child_env.push_back(nullptr);
+
+    int out_pipe[2], err_pipe[2];
+    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+      launch_error = absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
+      break;
+    }
+    const pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+      launch_error = absl::InternalError(
+          absl::StrCat("fork for rank ", r, " failed: ", strerror(errno)));
+      close(out_pipe[0]); close(out_pipe[1]); close(err_pipe[0]); close(err_pipe[1]);
+      break;
+    }
+    if (pid == 0) {
+      // Child: die with the launcher, default signal handling, pipes as
+      // stdout/stderr, then exec. Only async-signal-safe calls here.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      dup2(out_pipe[1], 1);
+      dup2(err_pipe[1], 2);
+      environ = child_env.data();
+      execvp(child_argv[0], child_argv.data());
+      const char* message = "launcher: cannot execute the program: ";
+      (void)!write(2, message, std::strlen(message));
+      (void)!write(2, child_argv[0], std::strlen(child_argv[0]));
+      (void)!write(2, "\n", 1);
+      _exit(127);
+    }
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
+    fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
+    Rank& rank = ranks[r];
+    rank.pid = pid;
+    rank.running = true;
+    rank.out = {out_pipe[0], 1, absl::StrCat("[rank ", r, "] "), ""};
+    rank.err = {err_pipe[0], 2, absl::StrCat("[rank ", r, "] "), ""};
+  }
+
+  // The state of the job: running until the first failure (or a stop
+  // signal), then stopping: SIGTERM sent, SIGKILL due at kill_deadline.
+  bool stopping = false;
+  absl::Time kill_deadline = absl::InfiniteFuture();
+  absl::Status result = launch_error;
+  absl::Time all_exited_at = absl::InfiniteFuture();
+  auto stop_all = [&](int signal_number) {
+    for (Rank& rank : ranks) {
+      if (rank.running) kill(rank.pid, signal_number);
+    }
+  };
+  auto begin_stop = [&]() {
+    if (stopping) return;
+    stopping = true;
+    stop_all(SIGTERM);
+    kill_deadline = absl::Now() + options.grace;
+  };
+  if (!launch_error.ok()) begin_stop();
+
+  while (true) {
+    std::vector<pollfd> fds;
+    fds.push_back({signal_pipe[0], POLLIN, 0});
+    std::vector<Stream*> streams;
+    for (Rank& rank : ranks) {
+      for (Stream* stream : {&rank.out, &rank.err}) {
+        if (stream->fd >= 0) {
+          fds.push_back({stream->fd, POLLIN, 0});
+          streams.push_back(stream);
+        }
+      }
+    }
+    poll(fds.data(), fds.size(), 50);
+    if (fds[0].revents & POLLIN) {
+      unsigned char signal_number = 0;
+      while (read(signal_pipe[0], &signal_number, 1) == 1) {
+        if (stopping) {
+          stop_all(SIGKILL);  // a second Ctrl-C: no more grace
+        } else {
+          std::fprintf(stderr, "[launcher] got signal %d (%s); stopping all ranks\n",
+                       signal_number, strsignal(signal_number));
+          if (result.ok()) {
+            result = absl::CancelledError(absl::StrCat(
+                "the launcher got signal ", static_cast<int>(signal_number), " (",
+                strsignal(signal_number), ") and stopped all ranks"));
+          }
+          begin_stop();
+        }
+      }
+    }
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) streams[i - 1]->Drain();
+    }
+
+    bool any_running = false;
+    for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
+      Rank& rank = ranks[r];
+      if (!rank.running) continue;
+      int status = 0;
+      pid_t done = waitpid(rank.pid, &status, WNOHANG);
+      if (done != rank.pid) {
+        any_running = true;
+        continue;
+      }
+      rank.running = false;
+      const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      if (failed && !stopping) {
+        std::string what = absl::StrCat("rank ", r, " ", DescribeWaitStatus(status));
+        std::fprintf(stderr, "[launcher] %s; stopping the other ranks\n", what.c_str());
+        result = absl::AbortedError(absl::StrCat(
+            what, " (the first rank to fail); the other ranks were stopped"));
+        result.SetPayload(kExitCodePayload, absl::Cord(std::to_string(ExitCodeOf(status))));
+        begin_stop();
+      }
+    }
+    if (stopping && any_running && absl::Now() >= kill_deadline) {
+      stop_all(SIGKILL);
+      kill_deadline = absl::InfiniteFuture();
+    }
+    if (!any_running) {
+      if (all_exited_at == absl::InfiniteFuture()) all_exited_at = absl::Now();
+      bool streams_open = false;
+      for (Rank& rank : ranks) streams_open |= rank.out.fd >= 0 || rank.err.fd >= 0;
+      // Grandchildren may hold the pipes open; do not wait on them for long.
+      if (!streams_open || absl::Now() - all_exited_at > absl::Seconds(1)) break;
+    }
+  }
+  for (Rank& rank : ranks) {
+    for (Stream* stream : {&rank.out, &rank.err}) {
+      if (stream->fd >= 0) close(stream->fd);
+    }
+  }
+  close(signal_pipe[0]);
+  close(signal_pipe[1]);
+  if (!result.ok()) return result;
+  return 0;
+}
+
+}  // namespace comm

@@ -1,0 +1,75 @@
+// File: comm/launcher/launcher.h
+//
+// Starts the ranks of a job as local processes, like `torchrun --standalone`.
+// Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+// MASTER_ADDR=127.0.0.1, MASTER_PORT and FSDP_JOB_TOKEN (random per launch),
+// plus LaunchOptions::extra_env. Every line a rank prints is prefixed with
+// "[rank k] " (stdout to stdout, stderr to stderr, one write per whole line,
+// so lines of different ranks never mix).
+//
+// The first failure stops the job: when a rank exits non-zero or dies by a
+// signal, the others get SIGTERM, then SIGKILL after `grace`, and the result
+// is an error naming that rank and its exit code or signal. SIGINT/SIGTERM to
+// the launching process (Ctrl-C) stop all ranks the same way; while
+// LaunchLocalRanks runs it handles those two signals itself.
+//
+// A program can re-launch itself (examples do `train_gpt --nproc 2`):
+//
+//   int main(int argc, char** argv) {
+//     if (!comm::IsLaunchedRank()) {
+//       comm::LaunchOptions options = comm::SelfLaunchOptions(2, argc, argv);
+//       absl::StatusOr<int> result = comm::LaunchLocalRanks(options);
+//       if (!result.ok()) std::fprintf(stderr, "%s\n", std::string(result.status().message()).c_str());
+//       return comm::JobExitCode(result);
+//     }
+//     ... the rank's work ...
+//   }
+#ifndef COMM_LAUNCHER_LAUNCHER_H_
+#define COMM_LAUNCHER_LAUNCHER_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace comm {
+
+struct LaunchOptions {
+  int nproc = 1;
+  // The program and its arguments; argv[0] is looked up in PATH if it has no '/'.
+  std::vector<std::string> argv;
+  int master_port = 0;  // 0 = pick a free one
+  absl::Duration grace = absl::Seconds(3);  // SIGTERM -> SIGKILL
+  std::map<std::string, std::string> extra_env;
+};
+
+// Runs the job to its end. Returns 0 when every rank exited 0. A failed rank
+// gives kAborted "rank k exited with code c" / "rank k was killed by signal s"
+// (with the launcher's exit code for it as payload, see JobExitCode); bad
+// options or a failed fork give kInvalidArgument / kInternal; Ctrl-C gives
+// kCancelled.
+absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options);
+
+// The exit code a launcher process should end with: 0 on success, the failed
+// rank's exit code (128+signal if it was killed), 130 after Ctrl-C, 1 else.
+int JobExitCode(const absl::StatusOr<int>& result);
+
+// True when this process is a rank of a launched job (RANK, OMPI_COMM_WORLD_RANK
+// or SLURM_PROCID is set), i.e. it should do its work instead of launching.
+bool IsLaunchedRank();
+
+// The path of this process's binary (/proc/self/exe), or an error.
+absl::StatusOr<std::string> SelfExecutablePath();
+
+// Options that re-run this binary `nproc` times with the same arguments
+// (argv[0] replaced by SelfExecutablePath(), falling back to argv[0]).
+LaunchOptions SelfLaunchOptions(int nproc, int argc, char** argv);
+
+// A TCP port that was free a moment ago (bound to port 0, then released).
+absl::StatusOr<int> PickFreePort();
+
+}  // namespace comm
+
+#endif  // COMM_LAUNCHER_LAUNCHER_H_

@@ -1,0 +1,78 @@
+// File: comm/rendezvous/framed_socket.h
+//
+// TCP plumbing for the rendezvous store: listening on MASTER_PORT, connecting
+// with retries until a deadline, and length-prefixed messages (4-byte
+// little-endian length, then the bytes of a serialized protobuf) on a
+// non-blocking socket. Every wait takes a deadline.
+#ifndef COMM_RENDEZVOUS_FRAMED_SOCKET_H_
+#define COMM_RENDEZVOUS_FRAMED_SOCKET_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace google::protobuf {
+class MessageLite;
+}
+
+namespace comm {
+
+// Frames larger than this are refused as garbage (a roster of 2^20 UCX
+// addresses of ~1 KiB still fits).
+inline constexpr size_t kMaxFrameBytes = size_t{1} << 30;
+
+// Listens on all interfaces at `port` (SO_REUSEADDR, so a port in TIME_WAIT
+// is fine). A port that another process listens on gives kUnavailable
+// "MASTER_PORT N is in use on this host; choose another".
+absl::StatusOr<int> ListenOnPort(int port);
+
+// Connects to host:port, retrying refused/unreachable attempts every ~100 ms
+// until `deadline`. The error names host:port, the time waited and the last
+// failure.
+absl::StatusOr<int> ConnectWithRetry(const std::string& host, int port,
+                                     absl::Time deadline);
+
+// A connected socket carrying length-prefixed messages. Owns the fd.
+class FramedSocket {
+ public:
+  explicit FramedSocket(int fd);  // makes `fd` non-blocking
+  ~FramedSocket();
+  FramedSocket(const FramedSocket&) = delete;
+  FramedSocket& operator=(const FramedSocket&) = delete;
+
+  int fd() const { return fd_; }
+
+  // Sends one message, waiting for socket space until `deadline`.
+  absl::Status Write(const google::protobuf::MessageLite& message, absl::Time deadline);
+
+  // Reads whatever is available without blocking and appends each complete
+  // frame to `frames`. Returns true while the connection is open, false once
+  // the peer closed it (or it broke); frames read before that are returned.
+  // A frame over kMaxFrameBytes is an error.
+  absl::StatusOr<bool> ReadAvailable(std::vector<std::string>* frames);
+
+  // Waits until one frame arrives. kDeadlineExceeded at `deadline`,
+  // kUnavailable if the peer closed the connection first.
+  absl::StatusOr<std::string> ReadFrame(absl::Time deadline);
+
+  // Closes the connection now (the destructor does it too).
+  void Close();
+
+ private:
+  bool TakeFrame(std::string* frame);  // pops one complete frame from buffer_
+
+  int fd_;
+  std::string buffer_;      // bytes read but not yet returned as frames
+  std::vector<std::string> ready_;  // frames read ahead by ReadFrame
+};
+
+// poll() for `events` on `fd` until `deadline`; true if ready.
+bool WaitForFd(int fd, short events, absl::Time deadline);
+
+}  // namespace comm
+
+#endif  // COMM_RENDEZVOUS_FRAMED_SOCKET_H_

@@ -1,0 +1,70 @@
+// File: comm/rendezvous/job_env.h
+//
+// Who am I in the job, and where is rank 0? Read from the environment that a
+// launcher sets, so one binary runs under any of them:
+//
+//   launcher      rank / world size                      local rank / size
+//   torchrun,     RANK, WORLD_SIZE                       LOCAL_RANK, LOCAL_WORLD_SIZE
+//   //comm/launcher:launch
+//   mpirun        OMPI_COMM_WORLD_RANK, _SIZE            OMPI_COMM_WORLD_LOCAL_RANK, _LOCAL_SIZE
+//   (Open MPI)
+//   srun (Slurm)  SLURM_PROCID, SLURM_NTASKS             SLURM_LOCALID, SLURM_NTASKS_PER_NODE
+//                                                        (else derived from SLURM_TASKS_PER_NODE
+//                                                        and SLURM_NODEID)
+//
+// The first convention whose rank variable is set wins, in the order above.
+// MASTER_ADDR and MASTER_PORT (where rank 0 hosts the rendezvous store) always
+// come from the environment; under mpirun/Slurm export them yourself (see
+// docs/comm-transport.md). With WORLD_SIZE 1 they may be omitted.
+//
+// The job token keeps ranks of different jobs apart when they collide on one
+// MASTER_PORT: FSDP_JOB_TOKEN if set, else derived from the launcher's job id
+// (SLURM_JOB_ID, Open MPI's PMIX_NAMESPACE / OMPI_MCA_ess_base_jobid), else
+// from MASTER_ADDR:MASTER_PORT.
+//
+// Example:
+//   FSDP_ASSIGN_OR_RETURN(comm::JobEnv env, comm::JobEnvFromEnvironment());
+//   if (env.rank == 0) ...
+#ifndef COMM_RENDEZVOUS_JOB_ENV_H_
+#define COMM_RENDEZVOUS_JOB_ENV_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace comm {
+
+struct JobEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  std::string master_addr;  // host name or IPv4 address of rank 0
+  int master_port = 0;      // 1..65535 (0 only when world_size == 1)
+  std::string job_token;
+  std::string source;       // "torchrun" | "mpirun" | "slurm"
+};
+
+// The largest world size: the UCX transport keeps the source rank in the top
+// 20 bits of a 64-bit tag (comm/ucx/ucx_transport.h).
+inline constexpr int kMaxWorldSize = 1 << 20;
+
+// Returns the value of an environment variable, or nullopt if it is unset.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+// Parses the job environment through `lookup` (tests pass a map). Errors are
+// kInvalidArgument naming the variable, its value and what to set; kNotFound
+// when no launcher convention is present at all.
+absl::StatusOr<JobEnv> JobEnvFromLookup(const EnvLookup& lookup);
+
+// The same, from this process's environment (getenv).
+absl::StatusOr<JobEnv> JobEnvFromEnvironment();
+
+// "rank 2 of 4 (local 0 of 2, from torchrun), master 10.0.0.1:29500".
+std::string DescribeJobEnv(const JobEnv& env);
+
+}  // namespace comm
+
+#endif  // COMM_RENDEZVOUS_JOB_ENV_H_

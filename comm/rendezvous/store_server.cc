@@ -1,0 +1,323 @@
+// File: comm/rendezvous/store_server.cc
+#include "comm/rendezvous/store_server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "comm/rendezvous/framed_socket.h"
+#include "comm/status_macros.h"
+#include "proto/rendezvous.pb.h"
+
+namespace comm {
+
+struct StoreServer::Connection {
+  std::unique_ptr<FramedSocket> socket;
+  int rank = -1;  // -1 until a JoinRequest was accepted
+  std::string host;
+  bool said_goodbye = false;
+};
+
+// The serving loop; runs on StoreServer::thread_ and owns all sockets.
+class StoreServer::Loop {
+ public:
+  Loop(StoreServer* server, const StoreServerOptions& options, int listen_fd)
+      : server_(server), options_(options), listen_fd_(listen_fd),
+        start_(absl::Now()), blobs_(options.world_size) {}
+
+  ~Loop() {
+    if (listen_fd_ >= 0) close(listen_fd_);
+  }
+
+  void Run(int wake_fd);
+
+ private:
+  enum class State { kJoining, kRunning, kAborted };
+
+  void Accept();
+  // Handles what arrived on connection `index`; returns false to drop it.
+  bool Serve(Connection& connection);
+  bool HandleJoin(Connection& connection, const fsdp::proto::JoinRequest& join);
+  void Abort(const std::string& reason);
+  void SendTo(Connection& connection, const fsdp::proto::ServerMessage& message);
+  void Broadcast(const fsdp::proto::ServerMessage& message, int except_rank);
+  void ConnectionLost(Connection& connection);
+  void UpdateOthersConnected();
+  std::string MissingRanks() const;
+
+  StoreServer* server_;
+  StoreServerOptions options_;
+  int listen_fd_;
+  absl::Time start_;
+  State state_ = State::kJoining;
+  std::string abort_reason_;
+  std::vector<std::unique_ptr<Connection>> connections_;
+  std::map<int, Connection*> joined_;  // rank -> its connection
+  std::vector<std::string> blobs_;
+};
+
+void StoreServer::Loop::Run(int wake_fd) {
+  const absl::Time join_deadline = start_ + options_.join_timeout;
+  while (true) {
+    std::vector<pollfd> fds;
+    fds.push_back({wake_fd, POLLIN, 0});
+    fds.push_back({listen_fd_, POLLIN, 0});
+    for (const auto& connection : connections_) {
+      fds.push_back({connection->socket->fd(), POLLIN, 0});
+    }
+    int timeout_ms = -1;
+    if (state_ == State::kJoining) {
+      absl::Duration left = join_deadline - absl::Now();
+      timeout_ms = static_cast<int>(
+          std::max<int64_t>(0, absl::ToInt64Milliseconds(left) + 1));
+    }
+    int ready = poll(fds.data(), fds.size(), timeout_ms);
+    if (ready < 0 && errno != EINTR) return;
+    if (fds[0].revents != 0) return;  // Stop()
+    if (fds[1].revents & POLLIN) Accept();
+
+    // Serve existing connections (indices shift as connections go away, so
+    // walk the snapshot of fds and find each connection by fd).
+    for (size_t i = 2; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      auto it = std::find_if(connections_.begin(), connections_.end(),
+                             [&](const std::unique_ptr<Connection>& c) {
+                               return c->socket->fd() == fds[i].fd;
+                             });
+      if (it == connections_.end()) continue;
+      if (!Serve(**it)) {
+        Connection* gone = it->get();
+        for (auto j = joined_.begin(); j != joined_.end(); ++j) {
+          if (j->second == gone) {
+            joined_.erase(j);
+            break;
+          }
+        }
+        connections_.erase(it);
+        UpdateOthersConnected();
+      }
+    }
+
+    if (state_ == State::kJoining && absl::Now() >= join_deadline) {
+      Abort(absl::StrCat("rendezvous timed out after ",
+                         absl::FormatDuration(absl::Now() - start_), " on rank 0: ",
+                         MissingRanks(), " never arrived (", joined_.size(), " of ",
+                         options_.world_size,
+                         " ranks joined); check that every rank was started with the "
+                         "same MASTER_ADDR/MASTER_PORT and that none crashed at startup"));
+    }
+  }
+}
+
+std::string StoreServer::Loop::MissingRanks() const {
+  std::vector<int> missing;
+  for (int rank = 0; rank < options_.world_size; ++rank) {
+    if (joined_.count(rank) == 0) missing.push_back(rank);
+  }
+  const size_t kShown = 16;
+  std::string text = absl::StrCat(missing.size() == 1 ? "rank " : "ranks ",
+                                  absl::StrJoin(missing.begin(),
+                                                missing.begin() +
+                                                    std::min(missing.size(), kShown),
+                                                ", "));
+  if (missing.size() > kShown) absl::StrAppend(&text, " and ", missing.size() - kShown, " more");
+  return text;
+}
+
+void StoreServer::Loop::Accept() {
+  while (true) {
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    auto connection = std::make_unique<Connection>();
+    connection->socket = std::make_unique<FramedSocket>(fd);
+    connections_.push_back(std::move(connection));
+  }
+}
+
+void StoreServer::Loop::SendTo(Connection& connection,
+                               const fsdp::proto::ServerMessage& message) {
+  // A rank that cannot take a few bytes in 5 s is as good as gone; its own
+  // reads will tell it.
+  (void)connection.socket->Write(message, absl::Now() + absl::Seconds(5));
+}
+
+void StoreServer::Loop::Broadcast(const fsdp::proto::ServerMessage& message,
+                                  int except_rank) {
+  for (auto& [rank, connection] : joined_) {
+    if (rank != except_rank && !connection->said_goodbye) SendTo(*connection, message);
+  }
+}
+
+void StoreServer::Loop::Abort(const std::string& reason) {
+  state_ = State::kAborted;
+  abort_reason_ = reason;
+  fsdp::proto::ServerMessage message;
+  message.mutable_aborted()->set_reason(reason);
+  Broadcast(message, /*except_rank=*/-1);
+}
+
+bool StoreServer::Loop::HandleJoin(Connection& connection,
+                                   const fsdp::proto::JoinRequest& join) {
+  fsdp::proto::ServerMessage reply;
+  if (join.job_token() != options_.job_token) {
+    reply.mutable_refused()->set_reason(absl::StrCat(
+        "job token mismatch: the rendezvous store on MASTER_PORT ", options_.port,
+        " belongs to another job (its job token differs from this rank's '",
+        join.job_token(),
+        "'); this rank was refused. Give each job its own MASTER_PORT, or the same "
+        "FSDP_JOB_TOKEN to all ranks of one job"));
+    SendTo(connection, reply);
+    return false;
+  }
+  if (connection.rank >= 0) {
+    reply.mutable_refused()->set_reason("this connection already joined");
+    SendTo(connection, reply);
+    return false;
+  }
+  if (state_ == State::kAborted) {
+    reply.mutable_aborted()->set_reason(abort_reason_);
+    SendTo(connection, reply);
+    return false;
+  }
+  if (state_ == State::kRunning) {
+    reply.mutable_refused()->set_reason(absl::StrCat(
+        "the job already started with all ", options_.world_size, " ranks; rank ",
+        join.rank(), " from ", join.host(),
+        " is a duplicate (two processes with the same rank?) or from a restarted job"));
+    SendTo(connection, reply);
+    return false;
+  }
+  connection.host = join.host();
+  if (join.world_size() != options_.world_size) {
+    Abort(absl::StrCat("rank ", join.rank(), " (host ", join.host(), ") says WORLD_SIZE=",
+                       join.world_size(), " but rank 0 has WORLD_SIZE=",
+                       options_.world_size,
+                       "; launch every rank with the same world size"));
+    reply.mutable_aborted()->set_reason(abort_reason_);
+    SendTo(connection, reply);
+    return false;
+  }
+  if (join.rank() < 0 || join.rank() >= options_.world_size) {
+    Abort(absl::StrCat("a rank on host ", join.host(), " says RANK=", join.rank(),
+                       ", outside [0, ", options_.world_size, ")"));
+    reply.mutable_aborted()->set_reason(abort_reason_);
+    SendTo(connection, reply);
+    return false;
+  }
+  auto existing = joined_.find(join.rank());
+  if (existing != joined_.end()) {
+    Abort(absl::StrCat("duplicate rank: two processes say RANK=", join.rank(),
+                       " (hosts ", existing->second->host, " and ", join.host(),
+                       "); every rank needs a distinct RANK"));
+    reply.mutable_aborted()->set_reason(abort_reason_);
+    SendTo(connection, reply);
+    return false;
+  }
+  connection.rank = join.rank();
+  joined_[join.rank()] = &connection;
+  blobs_[join.rank()] = join.blob();
+  UpdateOthersConnected();
+  if (static_cast<int>(joined_.size()) == options_.world_size) {
+    state_ = State::kRunning;
+    fsdp::proto::ServerMessage roster;
+    for (const std::string& blob : blobs_) roster.mutable_roster()->add_blobs(blob);
+    Broadcast(roster, /*except_rank=*/-1);
+    blobs_.clear();
+    blobs_.shrink_to_fit();
+  }
+  return true;
+}
+
+void StoreServer::Loop::ConnectionLost(Connection& connection) {
+  if (connection.rank < 0 || connection.said_goodbye) return;
+  if (state_ == State::kJoining) {
+    joined_.erase(connection.rank);
+    Abort(absl::StrCat("rank ", connection.rank, " (host ", connection.host,
+                       ") disconnected during the rendezvous; did it crash?"));
+    return;
+  }
+  if (state_ == State::kRunning) {
+    fsdp::proto::ServerMessage message;
+    message.mutable_peer_gone()->set_rank(connection.rank);
+    message.mutable_peer_gone()->set_clean(false);
+    Broadcast(message, connection.rank);
+  }
+}
+
+bool StoreServer::Loop::Serve(Connection& connection) {
+  std::vector<std::string> frames;
+  absl::StatusOr<bool> open = connection.socket->ReadAvailable(&frames);
+  for (const std::string& frame : frames) {
+    fsdp::proto::ClientMessage message;
+    if (!message.ParseFromString(frame)) {
+      open = false;  // not our protocol: drop it
+      break;
+    }
+    if (message.has_join()) {
+      if (!HandleJoin(connection, message.join())) return false;
+    } else if (message.has_goodbye() && connection.rank >= 0 && !connection.said_goodbye) {
+      connection.said_goodbye = true;
+      if (state_ == State::kRunning) {
+        fsdp::proto::ServerMessage gone;
+        gone.mutable_peer_gone()->set_rank(connection.rank);
+        gone.mutable_peer_gone()->set_clean(true);
+        Broadcast(gone, connection.rank);
+      }
+      UpdateOthersConnected();
+    }
+  }
+  if (!open.ok() || !*open) {
+    ConnectionLost(connection);
+    return false;
+  }
+  return true;
+}
+
+void StoreServer::Loop::UpdateOthersConnected() {
+  int count = 0;
+  for (const auto& [rank, connection] : joined_) {
+    if (rank != 0 && !connection->said_goodbye) ++count;
+  }
+  absl::MutexLock lock(&server_->mutex_);
+  server_->other_ranks_connected_ = count;
+}
+
+absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(
+    const StoreServerOptions& options) {
+  FSDP_ASSIGN_OR_RETURN(int listen_fd, ListenOnPort(options.port));
+  std::unique_ptr<StoreServer> server(new StoreServer());
+  if (pipe2(server->wake_pipe_, O_CLOEXEC) != 0) {
+    close(listen_fd);
+    return absl::InternalError("cannot create the store's wake-up pipe");
+  }
+  server->loop_ = std::make_unique<Loop>(server.get(), options, listen_fd);
+  StoreServer* raw = server.get();
+  server->thread_ = std::thread([raw] { raw->loop_->Run(raw->wake_pipe_[0]); });
+  return server;
+}
+
+void StoreServer::WaitForOthersToLeave(absl::Duration timeout) {
+  absl::MutexLock lock(&mutex_);
+  auto all_left = [this]() {
+    return other_ranks_connected_ == 0;
+  };
+  mutex_.AwaitWithTimeout(absl::Condition(&all_left), timeout);
+}
+
+StoreServer::~StoreServer() {
+  char byte = 0;
+  (void)!write(wake_pipe_[1], &byte, 1);
+  if (thread_.joinable()) thread_.join();
+  loop_.reset();
+  close(wake_pipe_[0]);
+  close(wake_pipe_[1]);
+}
+
+}  // namespace comm

@@ -1,0 +1,71 @@
+// File: comm/rendezvous/store_server.h
+//
+// The rendezvous store that rank 0 hosts on MASTER_PORT, in a background
+// thread. It collects one JoinRequest per rank, answers every rank with the
+// roster of all ranks' blobs, and then keeps the connections open as the
+// job's failure detector: a connection that drops without a goodbye is
+// reported to every other rank as a dead peer. The protocol and its messages
+// are in proto/rendezvous.proto.
+//
+// State machine of the job, as seen by the store:
+//
+//   kJoining --all WORLD_SIZE ranks joined--> kRunning
+//   kJoining --bad world size / duplicate rank / join deadline /
+//             a joined rank disconnected--> kAborted (every rank is told why)
+//
+// A connection with another job's token is refused (Refused) in any state and
+// does not change the state: the ranks of this job go on.
+#ifndef COMM_RENDEZVOUS_STORE_SERVER_H_
+#define COMM_RENDEZVOUS_STORE_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace comm {
+
+struct StoreServerOptions {
+  int port = 0;  // MASTER_PORT
+  int world_size = 1;
+  std::string job_token;
+  // How long to wait for all ranks to join before aborting the job.
+  absl::Duration join_timeout = absl::Seconds(60);
+};
+
+class StoreServer {
+ public:
+  // Binds MASTER_PORT now (so "port in use" is reported at once, as
+  // kUnavailable "MASTER_PORT N is in use on this host; choose another") and
+  // starts the serving thread.
+  static absl::StatusOr<std::unique_ptr<StoreServer>> Start(
+      const StoreServerOptions& options);
+
+  // Stops the thread and closes every connection; the ranks still connected
+  // then see rank 0 disappear.
+  ~StoreServer();
+
+  // Blocks until every rank other than 0 has said goodbye or disconnected, or
+  // `timeout` passes. Rank 0 calls this before shutting down, so that ranks
+  // still finishing their work keep their failure detector.
+  void WaitForOthersToLeave(absl::Duration timeout);
+
+ private:
+  struct Connection;
+  class Loop;
+
+  StoreServer() = default;
+
+  absl::Mutex mutex_;
+  int other_ranks_connected_ ABSL_GUARDED_BY(mutex_) = 0;
+  int wake_pipe_[2] = {-1, -1};
+  std::unique_ptr<Loop> loop_;
+  std::thread thread_;
+};
+
+}  // namespace comm
+
+#endif  // COMM_RENDEZVOUS_STORE_SERVER_H_

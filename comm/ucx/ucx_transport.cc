@@ -1,0 +1,596 @@
+// File: comm/ucx/ucx_transport.cc
+#include "comm/ucx/ucx_transport.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <ucp/api/ucp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <list>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "comm/rendezvous/rendezvous.h"
+#include "comm/status_macros.h"
+
+namespace comm {
+namespace {
+
+constexpr int kRankBits = 64 - kTransportTagBits;  // 20
+
+uint64_t UcxTag(int source_rank, uint64_t tag) {
+  return (static_cast<uint64_t>(source_rank) << kTransportTagBits) | tag;
+}
+
+constexpr uint64_t kFullTagMask = ~uint64_t{0};
+
+enum class PeerState { kAlive, kLeft, kDead };
+
+class UcxTransport final : public Transport {
+ public:
+  UcxTransport(const JobEnv& env) : env_(env), peers_(env.world_size, PeerState::kAlive),
+                                    left_at_(env.world_size) {}
+  ~UcxTransport() override;
+
+  absl::Status Init(absl::Duration rendezvous_timeout);
+
+  int rank() const override { return env_.rank; }
+  int world_size() const override { return env_.world_size; }
+  absl::Status PostSend(int peer, uint64_t tag, const void* data, size_t num_bytes,
+                        Completion* completion) override;
+  absl::Status PostRecv(int peer, uint64_t tag, void* data, size_t num_bytes,
+                        Completion* completion) override;
+  bool Progress() override;
+  absl::Status BlockUntilActivity(absl::Duration timeout) override;
+  void Interrupt() override;
+  absl::Status health() const override { return health_; }
+
+ private:
+  // A UCX operation in flight. Lives in operations_ until UCX is done with
+  // its request, which may be after the user's Completion was finished (an
+  // operation abandoned because its peer died or left).
+  struct Operation {
+    Completion* completion = nullptr;  // null once the user was told
+    int peer = 0;
+    uint64_t tag = 0;
+    bool is_recv = false;
+    size_t posted_bytes = 0;
+    absl::Time posted_at;
+    void* request = nullptr;
+    bool ucx_done = false;
+    ucs_status_t ucx_status = UCS_OK;
+    ucp_tag_recv_info_t info = {};
+  };
+
+  // A self-send that arrived before its receive (its bytes copied).
+  struct SelfRecv {
+    void* data;
+    size_t num_bytes;
+    Completion* completion;
+  };
+
+  static void OnSendDone(void* request, ucs_status_t status, void* user_data);
+  static void OnRecvDone(void* request, ucs_status_t status,
+                         const ucp_tag_recv_info_t* info, void* user_data);
+
+  absl::Status CheckPost(const char* op, int peer, uint64_t tag) const;
+  void Finish(Completion* completion, absl::Status status, size_t received_bytes);
+  void FinishOperation(Operation& op, absl::Status status);
+  absl::Status StatusOf(const Operation& op) const;
+  bool ReapOperations();
+  bool HandlePeerEvents();
+  bool ExpireOperationsWithLeftPeers();
+  void MarkPeerDead(int peer);
+  void AbandonOperationsWith(int peer, const absl::Status& status,
+                             absl::Time left_before);
+  std::string Describe(const Operation& op) const;
+  void CloseEndpoints();
+
+  JobEnv env_;
+  std::vector<PeerState> peers_;
+  std::vector<absl::Time> left_at_;
+  absl::Status health_;
+
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  std::vector<ucp_ep_h> endpoints_;  // endpoints_[peer]; null for self
+  std::unique_ptr<Rendezvous> rendezvous_;
+  int epoll_fd_ = -1;
+  int interrupt_fd_ = -1;
+  int worker_fd_ = -1;
+
+  std::list<Operation> operations_;
+  std::map<uint64_t, std::deque<std::string>> self_unexpected_;  // tag -> payloads
+  std::map<uint64_t, std::deque<SelfRecv>> self_posted_;         // tag -> receives
+  bool finished_outside_progress_ = false;
+};
+
+absl::Status UcxError(const std::string& what, ucs_status_t status) {
+  return absl::InternalError(
+      absl::StrCat(what, " failed: ", ucs_status_string(status)));
+}
+
+absl::Status UcxTransport::Init(absl::Duration rendezvous_timeout) {
+  const std::string me = absl::StrCat("rank ", env_.rank);
+  if (env_.world_size > (1 << kRankBits)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "world size ", env_.world_size, " exceeds the UCX transport's limit of ",
+        1 << kRankBits, " ranks (the source rank has ", kRankBits, " tag bits)"));
+  }
+  interrupt_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (interrupt_fd_ < 0 || epoll_fd_ < 0) {
+    return absl::InternalError(absl::StrCat(me, ": cannot create eventfd/epoll: ",
+                                            strerror(errno)));
+  }
+  epoll_event event = {};
+  event.events = EPOLLIN;
+  event.data.fd = interrupt_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, interrupt_fd_, &event);
+  endpoints_.assign(env_.world_size, nullptr);
+  if (env_.world_size == 1) return absl::OkStatus();
+
+  ucp_config_t* config = nullptr;
+  ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
+  if (status != UCS_OK) return UcxError(me + ": ucp_config_read", status);
+  ucp_params_t params = {};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  status = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  if (status != UCS_OK) return UcxError(me + ": ucp_init", status);
+
+  ucp_worker_params_t worker_params = {};
+  worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
+  status = ucp_worker_create(context_, &worker_params, &worker_);
+  if (status != UCS_OK) return UcxError(me + ": ucp_worker_create", status);
+  status = ucp_worker_get_efd(worker_, &worker_fd_);
+  if (status != UCS_OK) return UcxError(me + ": ucp_worker_get_efd", status);
+  event.data.fd = worker_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, worker_fd_, &event);
+
+  ucp_address_t* address = nullptr;
+  size_t address_length = 0;
+  status = ucp_worker_get_address(worker_, &address, &address_length);
+  if (status != UCS_OK) return UcxError(me + ": ucp_worker_get_address", status);
+  std::string blob(reinterpret_cast<const char*>(address), address_length);
+  ucp_worker_release_address(worker_, address);
+
+  FSDP_ASSIGN_OR_RETURN(rendezvous_, Rendezvous::Join(env_, blob, rendezvous_timeout));
+  event.data.fd = rendezvous_->failure_detector_fd();
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, event.data.fd, &event);
+
+  for (int peer = 0; peer < env_.world_size; ++peer) {
+    if (peer == env_.rank) continue;
+    ucp_ep_params_t ep_params = {};
+    // No UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE: see the header (PEER mode
+    // would force TCP).
+    ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    ep_params.address = reinterpret_cast<const ucp_address_t*>(
+        rendezvous_->blobs()[peer].data());
+    status = ucp_ep_create(worker_, &ep_params, &endpoints_[peer]);
+    if (status != UCS_OK) {
+      return UcxError(absl::StrCat(me, ": ucp_ep_create to rank ", peer), status);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void UcxTransport::OnSendDone(void* /*request*/, ucs_status_t status, void* user_data) {
+  auto* op = static_cast<Operation*>(user_data);
+  op->ucx_done = true;
+  op->ucx_status = status;
+}
+
+void UcxTransport::OnRecvDone(void* /*request*/, ucs_status_t status,
+                              const ucp_tag_recv_info_t* info, void* user_data) {
+  auto* op = static_cast<Operation*>(user_data);
+  op->ucx_done = true;
+  op->ucx_status = status;
+  if (info != nullptr) op->info = *info;
+}
+
+absl::Status UcxTransport::CheckPost(const char* op, int peer, uint64_t tag) const {
+  if (peer < 0 || peer >= env_.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank ", env_.rank, ": ", op, " with peer ", peer, ", outside [0, ",
+        env_.world_size, ")"));
+  }
+  if (tag > kMaxTransportTag) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank ", env_.rank, ": ", op, " to/from rank ", peer, " with tag ", tag,
+        " above kMaxTransportTag (", kMaxTransportTag, ")"));
+  }
+  if (peers_[peer] == PeerState::kDead) {
+    return absl::UnavailableError(absl::StrCat(
+        "rank ", env_.rank, ": cannot ", op, " rank ", peer, " tag ", tag,
+        ": rank ", peer, " died"));
+  }
+  return absl::OkStatus();
+}
+
+void UcxTransport::Finish(Completion* completion, absl::Status status,
+                          size_t received_bytes) {
+  completion->status = std::move(status);
+  completion->received_bytes = received_bytes;
+  completion->done = true;
+}
+
+std::string UcxTransport::Describe(const Operation& op) const {
+  return absl::StrCat(op.is_recv ? "receive of " : "send of ", op.posted_bytes,
+                      " bytes ", op.is_recv ? "from" : "to", " rank ", op.peer, " tag ",
+                      op.tag, " on rank ", env_.rank);
+}
+
+absl::Status UcxTransport::PostSend(int peer, uint64_t tag, const void* data,
+                                    size_t num_bytes, Completion* completion) {
+  FSDP_RETURN_IF_ERROR(CheckPost("send to", peer, tag));
+  if (peers_[peer] == PeerState::kLeft) {
+    return absl::UnavailableError(absl::StrCat(
+        "rank ", env_.rank, ": cannot send to rank ", peer, " tag ", tag, ": rank ", peer,
+        " has shut down (it left the job)"));
+  }
+  completion->done = false;
+  completion->status = absl::OkStatus();
+  completion->received_bytes = 0;
+  if (peer == env_.rank) {
+    auto posted = self_posted_.find(tag);
+    if (posted != self_posted_.end() && !posted->second.empty()) {
+      SelfRecv recv = posted->second.front();
+      posted->second.pop_front();
+      if (num_bytes > recv.num_bytes) {
+        Finish(recv.completion,
+               absl::InvalidArgumentError(absl::StrCat(
+                   "rank ", env_.rank, ": a message of ", num_bytes,
+                   " bytes from rank ", peer, " tag ", tag,
+                   " is longer than the posted receive of ", recv.num_bytes, " bytes")),
+               0);
+      } else {
+        if (num_bytes > 0) std::memcpy(recv.data, data, num_bytes);
+        Finish(recv.completion, absl::OkStatus(), num_bytes);
+      }
+    } else {
+      self_unexpected_[tag].emplace_back(static_cast<const char*>(data), num_bytes);
+    }
+    Finish(completion, absl::OkStatus(), 0);
+    finished_outside_progress_ = true;
+    return absl::OkStatus();
+  }
+
+  operations_.emplace_back();
+  Operation& op = operations_.back();
+  op.completion = completion;
+  op.peer = peer;
+  op.tag = tag;
+  op.posted_bytes = num_bytes;
+  op.posted_at = absl::Now();
+  ucp_request_param_t param = {};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.send = &UcxTransport::OnSendDone;
+  param.user_data = &op;
+  ucs_status_ptr_t request =
+      ucp_tag_send_nbx(endpoints_[peer], data, num_bytes, UcxTag(env_.rank, tag), &param);
+  if (UCS_PTR_IS_ERR(request)) {
+    operations_.pop_back();
+    return UcxError(absl::StrCat("rank ", env_.rank, ": send to rank ", peer, " tag ", tag),
+                    UCS_PTR_STATUS(request));
+  }
+  if (request == nullptr) {  // completed in place
+    operations_.pop_back();
+    Finish(completion, absl::OkStatus(), 0);
+    finished_outside_progress_ = true;
+    return absl::OkStatus();
+  }
+  op.request = request;
+  return absl::OkStatus();
+}
+
+absl::Status UcxTransport::PostRecv(int peer, uint64_t tag, void* data,
+                                    size_t num_bytes, Completion* completion) {
+  FSDP_RETURN_IF_ERROR(CheckPost("receive from", peer, tag));
+  completion->done = false;
+  completion->status = absl::OkStatus();
+  completion->received_bytes = 0;
+  if (peer == env_.rank) {
+    auto unexpected = self_unexpected_.find(tag);
+    if (unexpected != self_unexpected_.end() && !unexpected->second.empty()) {
+      std::string payload = std::move(unexpected->second.front());
+      unexpected->second.pop_front();
+      if (payload.size() > num_bytes) {
+        Finish(completion,
+               absl::InvalidArgumentError(absl::StrCat(
+                   "rank ", env_.rank, ": a message of ", payload.size(),
+                   " bytes from rank ", peer, " tag ", tag,
+                   " is longer than the posted receive of ", num_bytes, " bytes")),
+               0);
+      } else {
+        if (!payload.empty()) std::memcpy(data, payload.data(), payload.size());
+        Finish(completion, absl::OkStatus(), payload.size());
+      }
+      finished_outside_progress_ = true;
+    } else {
+      self_posted_[tag].push_back({data, num_bytes, completion});
+    }
+    return absl::OkStatus();
+  }
+
+  // Receives from a peer that left are still posted: its last messages may be
+  // waiting in UCX's unexpected queue. ExpireOperationsWithLeftPeers() ends
+  // them after kLeftPeerGrace.
+  operations_.emplace_back();
+  Operation& op = operations_.back();
+  op.completion = completion;
+  op.peer = peer;
+  op.tag = tag;
+  op.is_recv = true;
+  op.posted_bytes = num_bytes;
+  op.posted_at = absl::Now();
+  ucp_request_param_t param = {};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                       UCP_OP_ATTR_FIELD_RECV_INFO;
+  param.cb.recv = &UcxTransport::OnRecvDone;
+  param.user_data = &op;
+  param.recv_info.tag_info = &op.info;
+  ucs_status_ptr_t request = ucp_tag_recv_nbx(worker_, data, num_bytes,
+                                              UcxTag(peer, tag), kFullTagMask, &param);
+  if (UCS_PTR_IS_ERR(request)) {
+    ucs_status_t status = UCS_PTR_STATUS(request);
+    operations_.pop_back();
+    return UcxError(
+        absl::StrCat("rank ", env_.rank, ": receive from rank ", peer, " tag ", tag),
+        status);
+  }
+  if (request == nullptr) {  // matched an unexpected message in place
+    op.ucx_done = true;
+    op.ucx_status = UCS_OK;
+    FinishOperation(op, StatusOf(op));
+    operations_.pop_back();
+    finished_outside_progress_ = true;
+    return absl::OkStatus();
+  }
+  op.request = request;
+  return absl::OkStatus();
+}
+
+absl::Status UcxTransport::StatusOf(const Operation& op) const {
+  switch (op.ucx_status) {
+    case UCS_OK:
+      return absl::OkStatus();
+    case UCS_ERR_MESSAGE_TRUNCATED:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rank ", env_.rank, ": a message from rank ", op.peer, " tag ", op.tag,
+          " is longer than the posted receive of ", op.posted_bytes,
+          " bytes; post a larger buffer"));
+    case UCS_ERR_CANCELED:
+      return absl::CancelledError(absl::StrCat(Describe(op), " was cancelled"));
+    default:
+      return absl::InternalError(absl::StrCat(Describe(op), " failed in UCX: ",
+                                              ucs_status_string(op.ucx_status)));
+  }
+}
+
+void UcxTransport::FinishOperation(Operation& op, absl::Status status) {
+  if (op.completion == nullptr) return;
+  size_t received = (status.ok() && op.is_recv) ? op.info.length : 0;
+  Finish(op.completion, std::move(status), received);
+  op.completion = nullptr;
+}
+
+bool UcxTransport::ReapOperations() {
+  bool any = false;
+  for (auto it = operations_.begin(); it != operations_.end();) {
+    if (!it->ucx_done) {
+      ++it;
+      continue;
+    }
+    if (it->completion != nullptr) {
+      FinishOperation(*it, StatusOf(*it));
+      any = true;
+    }
+    if (it->request != nullptr) ucp_request_free(it->request);
+    it = operations_.erase(it);
+  }
+  return any;
+}
+
+void UcxTransport::AbandonOperationsWith(int peer, const absl::Status& status,
+                                         absl::Time left_before) {
+  for (Operation& op : operations_) {
+    if (op.peer != peer || op.completion == nullptr || op.ucx_done) continue;
+    if (op.posted_at > left_before) continue;
+    FinishOperation(op, status);
+    // A receive is cancelled (its callback then runs with UCS_ERR_CANCELED
+    // and ReapOperations frees it). UCX cannot cancel a send: it stays in
+    // operations_ until UCX lets it go, or until the worker is destroyed.
+    if (op.is_recv) ucp_request_cancel(worker_, op.request);
+  }
+}
+
+void UcxTransport::MarkPeerDead(int peer) {
+  if (peers_[peer] == PeerState::kDead) return;
+  peers_[peer] = PeerState::kDead;
+  absl::Status status = absl::UnavailableError(
+      peer == 0
+          ? absl::StrCat("rank 0 died: this rank's (rank ", env_.rank,
+                         ") connection to its rendezvous store at ", env_.master_addr,
+                         ":", env_.master_port, " dropped without a goodbye")
+          : absl::StrCat("rank ", peer, " died: its connection to the rendezvous store "
+                         "on rank 0 dropped without a goodbye (reported to rank ",
+                         env_.rank, ")"));
+  if (health_.ok()) health_ = status;
+  AbandonOperationsWith(peer, status, absl::InfiniteFuture());
+}
+
+bool UcxTransport::HandlePeerEvents() {
+  if (rendezvous_ == nullptr) return false;
+  const int fd_before = rendezvous_->failure_detector_fd();
+  std::vector<PeerEvent> events = rendezvous_->PollPeerEvents();
+  if (fd_before >= 0 && rendezvous_->failure_detector_fd() < 0) {
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd_before, nullptr);
+  }
+  for (const PeerEvent& event : events) {
+    if (event.rank == env_.rank) continue;
+    if (!event.clean) {
+      MarkPeerDead(event.rank);
+    } else if (peers_[event.rank] == PeerState::kAlive) {
+      peers_[event.rank] = PeerState::kLeft;
+      left_at_[event.rank] = absl::Now();
+      // Sends to it can no longer be matched: fail them now.
+      absl::Status status = absl::UnavailableError(absl::StrCat(
+          "rank ", event.rank, " shut down (said goodbye) before rank ", env_.rank,
+          "'s send to it completed"));
+      for (Operation& op : operations_) {
+        if (op.peer == event.rank && !op.is_recv && op.completion != nullptr &&
+            !op.ucx_done) {
+          FinishOperation(op, status);
+        }
+      }
+    }
+  }
+  return !events.empty();
+}
+
+bool UcxTransport::ExpireOperationsWithLeftPeers() {
+  bool any = false;
+  const absl::Time now = absl::Now();
+  for (Operation& op : operations_) {
+    if (op.completion == nullptr || op.ucx_done || peers_[op.peer] != PeerState::kLeft) {
+      continue;
+    }
+    if (now < std::max(left_at_[op.peer], op.posted_at) + kLeftPeerGrace) continue;
+    FinishOperation(op, absl::UnavailableError(absl::StrCat(
+                            "rank ", op.peer, " shut down (said goodbye) while rank ",
+                            env_.rank, " still waited for a ", op.posted_bytes,
+                            "-byte message from it with tag ", op.tag)));
+    if (op.is_recv) ucp_request_cancel(worker_, op.request);
+    any = true;
+  }
+  return any;
+}
+
+bool UcxTransport::Progress() {
+  bool any = finished_outside_progress_;
+  finished_outside_progress_ = false;
+  if (worker_ != nullptr) {
+    // Bounded, so a stream of arrivals cannot starve the caller.
+    for (int i = 0; i < 64 && ucp_worker_progress(worker_) != 0; ++i) any = true;
+  }
+  any |= ReapOperations();
+  any |= HandlePeerEvents();
+  any |= ExpireOperationsWithLeftPeers();
+  return any;
+}
+
+absl::Status UcxTransport::BlockUntilActivity(absl::Duration timeout) {
+  if (worker_ != nullptr) {
+    // ucp_worker_arm says BUSY while events are pending; progress them and
+    // report activity rather than sleep on them.
+    for (int attempt = 0;; ++attempt) {
+      ucs_status_t status = ucp_worker_arm(worker_);
+      if (status == UCS_OK) break;
+      if (status != UCS_ERR_BUSY) return UcxError("ucp_worker_arm", status);
+      if (Progress() || attempt >= 16) return absl::OkStatus();
+    }
+  }
+  // Wake up when a left peer's receives are due to expire.
+  absl::Time wake = absl::Now() + timeout;
+  for (const Operation& op : operations_) {
+    if (op.completion != nullptr && peers_[op.peer] == PeerState::kLeft) {
+      wake = std::min(wake, std::max(left_at_[op.peer], op.posted_at) + kLeftPeerGrace);
+    }
+  }
+  absl::Duration left = wake - absl::Now();
+  int timeout_ms = left <= absl::ZeroDuration()
+                       ? 0
+                       : static_cast<int>(std::min<int64_t>(
+                             absl::ToInt64Microseconds(left + absl::Microseconds(999)) / 1000,
+                             1 << 30));
+  epoll_event events[4];
+  int ready = epoll_wait(epoll_fd_, events, 4, timeout_ms);
+  for (int i = 0; i < ready; ++i) {
+    if (events[i].data.fd == interrupt_fd_) {
+      uint64_t value = 0;
+      (void)!read(interrupt_fd_, &value, sizeof(value));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void UcxTransport::Interrupt() {
+  uint64_t one = 1;
+  (void)!write(interrupt_fd_, &one, sizeof(one));
+}
+
+void UcxTransport::CloseEndpoints() {
+  std::vector<void*> closing;
+  for (int peer = 0; peer < static_cast<int>(endpoints_.size()); ++peer) {
+    if (endpoints_[peer] == nullptr) continue;
+    ucp_request_param_t param = {};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    // A flush towards a dead peer would never finish.
+    param.flags = peers_[peer] == PeerState::kAlive ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t request = ucp_ep_close_nbx(endpoints_[peer], &param);
+    if (request != nullptr && !UCS_PTR_IS_ERR(request)) closing.push_back(request);
+    endpoints_[peer] = nullptr;
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(1);
+  while (!closing.empty() && absl::Now() < deadline) {
+    ucp_worker_progress(worker_);
+    for (auto it = closing.begin(); it != closing.end();) {
+      if (ucp_request_check_status(*it) != UCS_INPROGRESS) {
+        ucp_request_free(*it);
+        it = closing.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (void* request : closing) ucp_request_free(request);
+}
+
+UcxTransport::~UcxTransport() {
+  const absl::Status shut_down =
+      absl::CancelledError(absl::StrCat("rank ", env_.rank, "'s transport shut down"));
+  for (auto& [tag, receives] : self_posted_) {
+    for (SelfRecv& recv : receives) Finish(recv.completion, shut_down, 0);
+  }
+  for (Operation& op : operations_) {
+    if (op.completion != nullptr) {
+      FinishOperation(op, shut_down);
+      if (op.is_recv && !op.ucx_done) ucp_request_cancel(worker_, op.request);
+    }
+  }
+  if (worker_ != nullptr) {
+    CloseEndpoints();
+    ucp_worker_progress(worker_);
+    for (Operation& op : operations_) {
+      if (op.request != nullptr) ucp_request_free(op.request);
+    }
+  }
+  operations_.clear();
+  // Goodbye after the endpoints are flushed, so peers get our last messages
+  // before they hear that we left.
+  if (rendezvous_ != nullptr) rendezvous_->Leave();
+  rendezvous_.reset();
+  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+  if (context_ != nullptr) ucp_cleanup(context_);
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (interrupt_fd_ >= 0) close(interrupt_fd_);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Transport>> CreateUcxTransport(
+    const JobEnv& env, absl::Duration rendezvous_timeout) {
+  auto transport = std::make_unique<UcxTransport>(env);
+  FSDP_RETURN_IF_ERROR(transport->Init(rendezvous_timeout));
+  return std::unique_ptr<Transport>(std::move(transport));
+}
+
+}  // namespace comm

@@ -1,0 +1,63 @@
+// File: comm/ucx/ucx_transport.h
+//
+// comm::Transport over UCX tagged messages (UCP_FEATURE_TAG), between the
+// processes of one job. The factory does the rendezvous (comm/rendezvous/):
+// every rank publishes its UCX worker address through the store that rank 0
+// hosts on MASTER_PORT and connects an endpoint to every other rank.
+//
+// Tag bits: a UCX tag is 64 bits. The top 20 carry the *source* rank and the
+// low 44 the caller's tag (kTransportTagBits). A receive from `peer` with `tag`
+// matches with a full mask, so it takes exactly the messages `peer` sent with
+// `tag`, in posting order. Hence world_size <= 2^20 and tag <= kMaxTransportTag.
+//
+// Blocking: the context has UCP_FEATURE_WAKEUP. BlockUntilActivity() arms the
+// worker (ucp_worker_arm; on UCS_ERR_BUSY it progresses instead) and waits in
+// epoll on the worker's event fd, an eventfd that Interrupt() writes, and the
+// rendezvous connection (the failure detector).
+//
+// Failure detection: endpoints do NOT use UCP_ERR_HANDLING_MODE_PEER, which
+// would move all traffic to TCP on one host (half the bandwidth; see
+// /work/shared/notes/ucx-facts.md). Instead each rank's TCP connection to the
+// rendezvous store stays open; when a process dies its connection drops and
+// rank 0 tells every other rank. Then health() is kUnavailable naming the dead
+// rank, pending operations with it complete with that status (receives are
+// cancelled with ucp_request_cancel) and new posts to it fail. When the store
+// itself (rank 0) disappears without a goodbye, rank 0 is reported dead.
+// A rank that shuts down cleanly (destructor) says goodbye first: health()
+// stays OK, sends to it fail at once, and receives from it that are still
+// pending kLeftPeerGrace after it left complete with kUnavailable (the grace
+// lets messages it sent before leaving arrive).
+//
+// Self messages (peer == rank()) are matched and copied locally; a world of
+// one rank uses no UCX at all and needs no MASTER_ADDR/MASTER_PORT.
+//
+// Threading: as comm/transport.h says; Interrupt() is the only thread-safe call.
+//
+// Example:
+//   FSDP_ASSIGN_OR_RETURN(comm::JobEnv env, comm::JobEnvFromEnvironment());
+//   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<comm::Transport> transport,
+//                         comm::CreateUcxTransport(env, absl::Seconds(60)));
+#ifndef COMM_UCX_UCX_TRANSPORT_H_
+#define COMM_UCX_UCX_TRANSPORT_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "comm/rendezvous/job_env.h"
+#include "comm/transport.h"
+
+namespace comm {
+
+// How long receives from a peer that left cleanly may still complete.
+inline constexpr absl::Duration kLeftPeerGrace = absl::Seconds(2);
+
+// Creates the UCX context and worker, rendezvouses with the other ranks
+// (waiting at most `rendezvous_timeout`; errors as in
+// comm/rendezvous/rendezvous.h) and connects to every peer.
+absl::StatusOr<std::unique_ptr<Transport>> CreateUcxTransport(
+    const JobEnv& env, absl::Duration rendezvous_timeout);
+
+}  // namespace comm
+
+#endif  // COMM_UCX_UCX_TRANSPORT_H_

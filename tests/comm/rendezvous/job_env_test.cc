@@ -1,0 +1,174 @@
+// File: tests/comm/rendezvous/job_env_test.cc
+//
+// Table-driven parsing of the launcher conventions and their errors.
+#include "comm/rendezvous/job_env.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace comm {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+EnvLookup LookupIn(const Env& env) {
+  return [env](const std::string& name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+struct GoodCase {
+  std::string name;
+  Env env;
+  JobEnv expected;
+};
+
+class JobEnvGood : public ::testing::TestWithParam<GoodCase> {};
+
+TEST_P(JobEnvGood, Parses) {
+  const GoodCase& c = GetParam();
+  absl::StatusOr<JobEnv> env = JobEnvFromLookup(LookupIn(c.env));
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->rank, c.expected.rank);
+  EXPECT_EQ(env->world_size, c.expected.world_size);
+  EXPECT_EQ(env->local_rank, c.expected.local_rank);
+  EXPECT_EQ(env->local_world_size, c.expected.local_world_size);
+  EXPECT_EQ(env->master_addr, c.expected.master_addr);
+  EXPECT_EQ(env->master_port, c.expected.master_port);
+  EXPECT_EQ(env->job_token, c.expected.job_token);
+  EXPECT_EQ(env->source, c.expected.source);
+}
+
+JobEnv Expect(int rank, int world, int local_rank, int local_world, std::string addr, int port,
+              std::string token, std::string source) {
+  JobEnv env;
+  env.rank = rank;
+  env.world_size = world;
+  env.local_rank = local_rank;
+  env.local_world_size = local_world;
+  env.master_addr = addr;
+  env.master_port = port;
+  env.job_token = token;
+  env.source = source;
+  return env;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Conventions, JobEnvGood,
+    ::testing::Values(
+        GoodCase{"torchrun",
+                 {{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
+                  {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "node0"},
+                  {"MASTER_PORT", "29500"}, {"FSDP_JOB_TOKEN", "tok"}},
+                 Expect(3, 8, 1, 2, "node0", 29500, "tok", "torchrun")},
+        GoodCase{"torchrun_token_from_master",
+                 {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.1.2.3"},
+                  {"MASTER_PORT", "1234"}},
+                 Expect(0, 2, 0, 2, "10.1.2.3", 1234, "master-10.1.2.3:1234", "torchrun")},
+        GoodCase{"world_of_one_needs_no_master",
+                 {{"RANK", "0"}, {"WORLD_SIZE", "1"}},
+                 Expect(0, 1, 0, 1, "127.0.0.1", 0, "master-127.0.0.1:0", "torchrun")},
+        GoodCase{"mpirun",
+                 {{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "6"},
+                  {"OMPI_COMM_WORLD_LOCAL_RANK", "2"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"},
+                  {"MASTER_ADDR", "h1"}, {"MASTER_PORT", "4000"},
+                  {"PMIX_NAMESPACE", "prterun-h1-123@1"}},
+                 Expect(5, 6, 2, 3, "h1", 4000, "mpirun-prterun-h1-123@1", "mpirun")},
+        GoodCase{"slurm_ntasks_per_node",
+                 {{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "0"},
+                  {"SLURM_NTASKS_PER_NODE", "4"}, {"SLURM_JOB_ID", "777"},
+                  {"SLURM_STEP_ID", "0"}, {"MASTER_ADDR", "n0"}, {"MASTER_PORT", "29501"}},
+                 Expect(4, 8, 0, 4, "n0", 29501, "slurm-777-0", "slurm")},
+        GoodCase{"slurm_tasks_per_node_list",
+                 {{"SLURM_PROCID", "6"}, {"SLURM_NTASKS", "7"}, {"SLURM_LOCALID", "0"},
+                  {"SLURM_TASKS_PER_NODE", "2(x3),1"}, {"SLURM_NODEID", "3"},
+                  {"SLURM_JOB_ID", "9"}, {"MASTER_ADDR", "n0"}, {"MASTER_PORT", "29501"},
+                  {"FSDP_JOB_TOKEN", "explicit"}},
+                 Expect(6, 7, 0, 1, "n0", 29501, "explicit", "slurm")},
+        GoodCase{"torchrun_wins_over_slurm",
+                 {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"SLURM_PROCID", "0"},
+                  {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}, {"FSDP_JOB_TOKEN", "t"}},
+                 Expect(1, 2, 1, 2, "a", 1, "t", "torchrun")}),
+    [](const ::testing::TestParamInfo<GoodCase>& info) { return info.param.name; });
+
+struct BadCase {
+  std::string name;
+  Env env;
+  absl::StatusCode code;
+  std::vector<std::string> message_parts;  // each must appear in the error
+};
+
+class JobEnvBad : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(JobEnvBad, ExplainsWhatToSet) {
+  const BadCase& c = GetParam();
+  absl::StatusOr<JobEnv> env = JobEnvFromLookup(LookupIn(c.env));
+  ASSERT_FALSE(env.ok());
+  EXPECT_EQ(env.status().code(), c.code) << env.status();
+  for (const std::string& part : c.message_parts) {
+    EXPECT_NE(env.status().message().find(part), absl::string_view::npos)
+        << "missing '" << part << "' in: " << env.status();
+  }
+}
+
+const Env kGoodTorchrun = {{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "h"},
+                           {"MASTER_PORT", "29500"}};
+
+Env With(Env env, const std::string& key, const std::string& value) {
+  env[key] = value;
+  return env;
+}
+
+Env Without(Env env, const std::string& key) {
+  env.erase(key);
+  return env;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Errors, JobEnvBad,
+    ::testing::Values(
+        BadCase{"nothing", {}, absl::StatusCode::kNotFound, {"RANK", "launch"}},
+        BadCase{"garbage_rank", With(kGoodTorchrun, "RANK", "one"),
+                absl::StatusCode::kInvalidArgument, {"RANK='one' is not an integer"}},
+        BadCase{"rank_out_of_range", With(kGoodTorchrun, "RANK", "4"),
+                absl::StatusCode::kInvalidArgument, {"RANK=4 is out of range [0, 3]"}},
+        BadCase{"negative_rank", With(kGoodTorchrun, "RANK", "-1"),
+                absl::StatusCode::kInvalidArgument, {"RANK=-1 is out of range"}},
+        BadCase{"missing_world_size", Without(kGoodTorchrun, "WORLD_SIZE"),
+                absl::StatusCode::kInvalidArgument, {"WORLD_SIZE is not set", "torchrun"}},
+        BadCase{"zero_world_size", With(kGoodTorchrun, "WORLD_SIZE", "0"),
+                absl::StatusCode::kInvalidArgument, {"WORLD_SIZE=0 is out of range"}},
+        BadCase{"huge_world_size", With(kGoodTorchrun, "WORLD_SIZE", "99999999999"),
+                absl::StatusCode::kInvalidArgument, {"WORLD_SIZE=99999999999"}},
+        BadCase{"missing_master_addr", Without(kGoodTorchrun, "MASTER_ADDR"),
+                absl::StatusCode::kInvalidArgument, {"MASTER_ADDR is not set"}},
+        BadCase{"missing_master_port", Without(kGoodTorchrun, "MASTER_PORT"),
+                absl::StatusCode::kInvalidArgument, {"MASTER_PORT is not set"}},
+        BadCase{"port_out_of_range", With(kGoodTorchrun, "MASTER_PORT", "70000"),
+                absl::StatusCode::kInvalidArgument, {"MASTER_PORT=70000 is out of range"}},
+        BadCase{"port_garbage", With(kGoodTorchrun, "MASTER_PORT", "29500x"),
+                absl::StatusCode::kInvalidArgument, {"MASTER_PORT='29500x'"}},
+        BadCase{"local_rank_too_big",
+                With(With(kGoodTorchrun, "LOCAL_WORLD_SIZE", "2"), "LOCAL_RANK", "2"),
+                absl::StatusCode::kInvalidArgument, {"LOCAL_RANK=2 is out of range [0, 1]"}},
+        BadCase{"mpirun_missing_size",
+                {{"OMPI_COMM_WORLD_RANK", "0"}},
+                absl::StatusCode::kInvalidArgument, {"OMPI_COMM_WORLD_SIZE is not set", "mpirun"}},
+        BadCase{"slurm_missing_local_size",
+                {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
+                 {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}},
+                absl::StatusCode::kInvalidArgument, {"SLURM_NTASKS_PER_NODE"}},
+        BadCase{"slurm_bad_tasks_per_node",
+                {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
+                 {"SLURM_TASKS_PER_NODE", "2(y3)"}, {"SLURM_NODEID", "0"},
+                 {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}},
+                absl::StatusCode::kInvalidArgument, {"SLURM_TASKS_PER_NODE='2(y3)'"}}),
+    [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace comm

@@ -1,0 +1,48 @@
+// File: tests/comm/rendezvous/rendezvous_worker.cc
+//
+// One rank of a rendezvous test: joins with the blob "blob of rank R" (rank 1's
+// repeated to 1000 bytes, to cross a packet), checks every rank's blob, and
+// prints "ROSTER OK <world size>" or "ERROR <code>: <message>" (exit 1).
+// Env RDV_TIMEOUT_MS sets the rendezvous timeout (default 10000).
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "comm/rendezvous/job_env.h"
+#include "comm/rendezvous/rendezvous.h"
+
+namespace {
+
+std::string BlobOf(int rank) {
+  std::string blob = absl::StrCat("blob of rank ", rank);
+  if (rank == 1) blob.resize(1000, 'z');
+  return blob;
+}
+
+int Fail(const absl::Status& status) {
+  std::printf("ERROR %s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
+              std::string(status.message()).c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main() {
+  absl::StatusOr<comm::JobEnv> env = comm::JobEnvFromEnvironment();
+  if (!env.ok()) return Fail(env.status());
+  const char* timeout_ms = std::getenv("RDV_TIMEOUT_MS");
+  absl::Duration timeout = absl::Milliseconds(timeout_ms ? std::atoi(timeout_ms) : 10000);
+  absl::StatusOr<std::unique_ptr<comm::Rendezvous>> rendezvous =
+      comm::Rendezvous::Join(*env, BlobOf(env->rank), timeout);
+  if (!rendezvous.ok()) return Fail(rendezvous.status());
+  const auto& blobs = (*rendezvous)->blobs();
+  for (int r = 0; r < env->world_size; ++r) {
+    if (blobs[r] != BlobOf(r)) {
+      std::printf("ERROR BAD_BLOB: rank %d's blob is wrong\n", r);
+      return 1;
+    }
+  }
+  std::printf("ROSTER OK %d\n", env->world_size);
+  return 0;
+}
