@@ -1,0 +1,237 @@
+// File: tests/fsdp/nn/gpt_model_test.cc
+#include "fsdp/nn/gpt_model.h"
+
+#include <cmath>
+
+#include "fsdp/nn/gpt_spec.h"
+#include "gtest/gtest.h"
+#include "tests/fsdp/nn/grad_check.h"
+#include "tests/fsdp/nn/model_harness.h"
+
+namespace fsdp {
+namespace {
+
+using testing_util::ModelHarness;
+using testing_util::NumericGrad;
+using testing_util::RandomBatch;
+
+GptConfig TinyConfig() {
+  GptConfig c;
+  c.layers = 2;
+  c.d_model = 8;
+  c.heads = 2;
+  c.vocab = 11;
+  c.seq_len = 5;
+  return c;
+}
+
+TEST(GptSpecTest, ValidationNamesTheBadField) {
+  GptConfig c = TinyConfig();
+  EXPECT_TRUE(ValidateGptConfig(c).ok());
+  c.heads = 3;
+  absl::Status s = ValidateGptConfig(c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("heads (3) must divide d_model (8)"), std::string::npos)
+      << s.message();
+  c = TinyConfig();
+  c.layers = 0;
+  s = ValidateGptConfig(c);
+  EXPECT_NE(s.message().find("layers must be positive"), std::string::npos) << s.message();
+  MemoryTracker tracker;
+  EXPECT_EQ(GptModel::Create(c, 1, &tracker).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(GptModel::Create(TinyConfig(), 0, &tracker).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(GptSpecTest, Gpt2SmallHasTheKnownParameterCountPlusAnUntiedHead) {
+  // GPT-2 124M: 124,439,808 parameters with the head tied to wte; ours is
+  // untied, adding V * C.
+  const GptConfig gpt2{12, 768, 12, 50257, 1024};
+  EXPECT_EQ(GptNumParams(gpt2), 124439808 + int64_t{50257} * 768);
+  const std::vector<UnitSpec> units = GptUnitSpecs(gpt2);
+  ASSERT_EQ(units.size(), 14u);
+  EXPECT_EQ(units[0].name, "embedding");
+  EXPECT_EQ(units[1].name, "block0");
+  EXPECT_EQ(units[12].name, "block11");
+  EXPECT_EQ(units[13].name, "head");
+  EXPECT_EQ(units[1].params[2].name, "block0.attn.qkv.weight");
+  EXPECT_EQ(units[1].params[2].shape, (std::vector<int64_t>{3 * 768, 768}));
+  // Per block 12 C^2 + 13 C, by the textbook count.
+  EXPECT_EQ(units[5].numel(), 12 * 768 * 768 + 13 * 768);
+}
+
+TEST(GptSpecTest, SpecsOfA7Point5BillionParameterModelNeedNoBigAllocation) {
+  const GptConfig big{36, 4096, 32, 50304, 2048};
+  const int64_t C = 4096, V = 50304, T = 2048;
+  const int64_t expected = 36 * (12 * C * C + 13 * C) + V * C + T * C + 2 * C + V * C;
+  EXPECT_EQ(GptNumParams(big), expected);
+  EXPECT_GT(expected, int64_t{7'500'000'000});
+  EXPECT_GT(GptActivationBytes(big, 1), 0);
+}
+
+TEST(GptModelTest, GradientsThroughTheModelInterfaceMatchFiniteDifferences) {
+  MemoryTracker tracker;
+  absl::StatusOr<std::unique_ptr<GptModel>> model = GptModel::Create(TinyConfig(), 2, &tracker);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ModelHarness h(model->get());
+  h.Randomize(7, 0.3f);
+  const Batch batch = RandomBatch(2, 5, 11, 8);
+  ASSERT_TRUE(h.Forward(batch).ok());
+  ASSERT_TRUE(h.Backward(1.0f).ok());
+  auto loss = [&]() -> double { return *h.Forward(batch); };
+  for (int u = 0; u < h.model->num_units(); ++u) {
+    const int64_t n = h.params[u].size();
+    int failures = 0;
+    for (int64_t i = 0; i < n; i += std::max<int64_t>(1, n / 40)) {
+      const double numeric = NumericGrad(loss, h.params[u].data(), i, 1e-2f);
+      const double analytic = h.grads[u][i];
+      if (std::fabs(numeric - analytic) >
+              1e-3 + 5e-2 * std::max(std::fabs(numeric), std::fabs(analytic)) &&
+          ++failures <= 5) {
+        ADD_FAILURE() << h.model->units()[u].name << "[" << i << "]: analytic " << analytic
+                      << " numeric " << numeric;
+      }
+    }
+    EXPECT_EQ(failures, 0) << h.model->units()[u].name;
+  }
+}
+
+TEST(GptModelTest, BackwardAddsScaledGradients) {
+  MemoryTracker tracker;
+  auto model = GptModel::Create(TinyConfig(), 2, &tracker);
+  ASSERT_TRUE(model.ok());
+  ModelHarness h(model->get());
+  h.Init(3);
+  const Batch batch = RandomBatch(2, 5, 11, 9);
+  ASSERT_TRUE(h.Forward(batch).ok());
+  ASSERT_TRUE(h.Backward(1.0f).ok());
+  const std::vector<std::vector<float>> once = h.grads;
+  ASSERT_TRUE(h.Forward(batch).ok());
+  ASSERT_TRUE(h.Backward(2.0f).ok());  // adds 2x: total 3x
+  for (size_t u = 0; u < once.size(); ++u)
+    for (size_t i = 0; i < once[u].size(); ++i)
+      EXPECT_NEAR(h.grads[u][i], 3.0f * once[u][i], 1e-5f + 1e-4f * std::fabs(once[u][i]));
+}
+
+TEST(GptModelTest, MeasuredActivationAndWorkspacePeaksEqualThePrediction) {
+  const GptConfig config{3, 16, 4, 37, 12};
+  const int micro_batch = 3;
+  MemoryTracker tracker;
+  auto model = GptModel::Create(config, micro_batch, &tracker);
+  ASSERT_TRUE(model.ok());
+  ModelHarness h(model->get());
+  h.Init(1);
+  const GptActivationBreakdown predicted = GptActivationBytesByUnit(config, micro_batch);
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE(h.Forward(RandomBatch(micro_batch, config.seq_len, config.vocab, step)).ok());
+    EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kActivations), predicted.saved_bytes());
+    ASSERT_TRUE(h.Backward(1.0f).ok());
+    EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kActivations), 0);
+  }
+  const MemorySnapshot s = tracker.Snapshot();
+  EXPECT_EQ(s.peak(MemoryCategory::kActivations), predicted.saved_bytes());
+  EXPECT_EQ(s.peak(MemoryCategory::kWorkspace), predicted.workspace_bytes);
+  EXPECT_EQ(s.peak_total_bytes, GptActivationBytes(config, micro_batch));
+  // Independent check of the formula's size: the saved tensors listed by hand.
+  const int64_t B = 3, T = 12, C = 16, H = 4, V = 37, BT = B * T;
+  const int64_t block_floats = BT * C /*ln1*/ + 2 * BT + 3 * BT * C /*qkv*/ + B * H * T * T +
+                               BT * C /*att*/ + BT * C /*res2*/ + BT * C /*ln2*/ + 2 * BT +
+                               8 * BT * C /*fc, gelu*/ + BT * C /*out*/;
+  EXPECT_EQ(predicted.block_bytes, 4 * block_floats);
+  EXPECT_EQ(predicted.head_bytes, 4 * (BT * C + 2 * BT + BT * V + BT));
+}
+
+TEST(GptModelTest, ForwardThatExceedsTheBudgetFailsCleanly) {
+  const GptConfig config = TinyConfig();
+  const GptActivationBreakdown predicted = GptActivationBytesByUnit(config, 2);
+  MemoryTracker tracker(predicted.workspace_bytes + predicted.embedding_bytes + 100);
+  auto model = GptModel::Create(config, 2, &tracker);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ModelHarness h(model->get());
+  h.Init(1);
+  absl::StatusOr<float> loss = h.Forward(RandomBatch(2, 5, 11, 1));
+  ASSERT_FALSE(loss.ok());
+  EXPECT_EQ(loss.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(loss.status().message().find("block0"), std::string::npos) << loss.status();
+}
+
+TEST(GptModelTest, OutOfOrderCallsAndBadInputsAreErrors) {
+  MemoryTracker tracker;
+  auto model = GptModel::Create(TinyConfig(), 2, &tracker);
+  ASSERT_TRUE(model.ok());
+  ModelHarness h(model->get());
+  h.Init(1);
+  Model& m = **model;
+  const Batch batch = RandomBatch(2, 5, 11, 1);
+  EXPECT_EQ(m.BackwardUnit(3, h.params[3], absl::MakeSpan(h.grads[3]), 1.0f).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(m.ForwardUnit(1, h.params[1], batch).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(m.ForwardUnit(9, h.params[1], batch).code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(m.ForwardUnit(0, h.params[1], batch).code(), absl::StatusCode::kInvalidArgument);
+  Batch bad = batch;
+  bad.inputs[3] = 11;
+  EXPECT_EQ(m.ForwardUnit(0, h.params[0], bad).code(), absl::StatusCode::kInvalidArgument);
+  bad = RandomBatch(3, 5, 11, 1);  // larger than the micro-batch
+  EXPECT_EQ(m.ForwardUnit(0, h.params[0], bad).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(m.ForwardUnit(0, h.params[0], batch).ok());
+  EXPECT_EQ(m.BackwardUnit(0, h.params[0], absl::MakeSpan(h.grads[0]), 1.0f).code(),
+            absl::StatusCode::kFailedPrecondition);
+  // Shorter sequences than the config's seq_len are fine.
+  EXPECT_TRUE(h.Forward(RandomBatch(1, 3, 11, 2)).ok());
+  EXPECT_TRUE(h.Backward(1.0f).ok());
+}
+
+TEST(GptModelTest, InitIsDeterministicPerSeedAndUnitWithGpt2Scales) {
+  const GptConfig config{4, 64, 4, 50, 16};
+  MemoryTracker tracker;
+  auto model = GptModel::Create(config, 1, &tracker);
+  ASSERT_TRUE(model.ok());
+  const UnitSpec& block = (*model)->units()[2];
+  std::vector<float> a(block.numel()), b(block.numel()), c(block.numel());
+  (*model)->InitUnitParams(2, absl::MakeSpan(a), 42);
+  (*model)->InitUnitParams(2, absl::MakeSpan(b), 42);
+  (*model)->InitUnitParams(2, absl::MakeSpan(c), 43);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  std::vector<float> other_block(block.numel());
+  (*model)->InitUnitParams(3, absl::MakeSpan(other_block), 42);
+  EXPECT_NE(a, other_block);
+  // Per parameter: LN weight 1, biases 0, std 0.02 or 0.02/sqrt(2L).
+  int64_t offset = 0;
+  for (const ParamSpec& p : block.params) {
+    double sum = 0, sq = 0;
+    for (int64_t i = 0; i < p.numel(); ++i) {
+      sum += a[offset + i];
+      sq += double{a[offset + i]} * a[offset + i];
+    }
+    const double mean = sum / p.numel();
+    const double std = std::sqrt(sq / p.numel() - mean * mean);
+    if (p.name.find(".bias") != std::string::npos) {
+      EXPECT_EQ(sq, 0.0) << p.name;
+    } else if (p.name.find(".ln") != std::string::npos) {
+      EXPECT_EQ(mean, 1.0) << p.name;
+      EXPECT_EQ(std, 0.0) << p.name;
+    } else {
+      const double expected =
+          p.name.find("proj") != std::string::npos ? 0.02 / std::sqrt(8.0) : 0.02;
+      EXPECT_NEAR(std, expected, 0.1 * expected) << p.name;
+      EXPECT_NEAR(mean, 0.0, 0.1 * expected) << p.name;
+    }
+    offset += p.numel();
+  }
+}
+
+TEST(GptModelTest, InitialLossIsNearLogVocab) {
+  const GptConfig config{2, 32, 4, 64, 16};
+  MemoryTracker tracker;
+  auto model = GptModel::Create(config, 4, &tracker);
+  ASSERT_TRUE(model.ok());
+  ModelHarness h(model->get());
+  h.Init(5);
+  absl::StatusOr<float> loss = h.Forward(RandomBatch(4, 16, 64, 3));
+  ASSERT_TRUE(loss.ok());
+  EXPECT_NEAR(*loss, std::log(64.0), 0.1);
+}
+
+}  // namespace
+}  // namespace fsdp
