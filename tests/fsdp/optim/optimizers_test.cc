@@ -1,0 +1,146 @@
+// File: tests/fsdp/optim/optimizers_test.cc
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "fsdp/optim/adamw.h"
+#include "fsdp/optim/grad_clip.h"
+#include "fsdp/optim/sgd.h"
+#include "gtest/gtest.h"
+
+namespace fsdp {
+namespace {
+
+std::vector<float> Random(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+TEST(AdamWTest, MatchesADoublePrecisionReferenceOverSeveralSteps) {
+  const int n = 33;
+  const AdamWOptions o{0.9f, 0.95f, 1e-8f, 0.1f};
+  MemoryTracker tracker;
+  absl::StatusOr<AdamW> adam = AdamW::Create(o, n, &tracker);
+  ASSERT_TRUE(adam.ok()) << adam.status();
+  EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kOptimizerState), 2 * 4 * n);
+  std::vector<float> p = Random(n, 1);
+  std::vector<double> ref_p(p.begin(), p.end()), m(n, 0.0), v(n, 0.0);
+  for (int t = 1; t <= 4; ++t) {
+    const std::vector<float> g = Random(n, 100 + t);
+    const float lr = 0.01f * t;
+    ASSERT_TRUE(adam->Step(lr, absl::MakeSpan(p), g).ok());
+    for (int i = 0; i < n; ++i) {
+      m[i] = 0.9 * m[i] + 0.1 * g[i];
+      v[i] = 0.95 * v[i] + 0.05 * double{g[i]} * g[i];
+      const double m_hat = m[i] / (1 - std::pow(0.9, t));
+      const double v_hat = v[i] / (1 - std::pow(0.95, t));
+      ref_p[i] -= lr * (m_hat / (std::sqrt(v_hat) + 1e-8) + 0.1 * ref_p[i]);
+    }
+  }
+  for (int i = 0; i < n; ++i) EXPECT_NEAR(p[i], ref_p[i], 1e-5 * (1 + std::fabs(ref_p[i])));
+  EXPECT_EQ(adam->step(), 4);
+}
+
+TEST(AdamWTest, FirstStepMovesEachParameterByLrTimesTheGradientSign) {
+  // With bias correction, m_hat = g and v_hat = g^2 on step 1.
+  MemoryTracker tracker;
+  absl::StatusOr<AdamW> adam = AdamW::Create(AdamWOptions{}, 4, &tracker);
+  ASSERT_TRUE(adam.ok());
+  std::vector<float> p = {1, 1, 1, 1};
+  const std::vector<float> g = {3.0f, -0.001f, 50.0f, -7.0f};
+  ASSERT_TRUE(adam->Step(0.1f, absl::MakeSpan(p), g).ok());
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(p[i], 1.0f - 0.1f * (g[i] > 0 ? 1 : -1), 1e-5);
+}
+
+TEST(AdamWTest, UpdatingInArbitrarySlicesIsBitIdenticalToTheWholeVector) {
+  const int n = 1001;
+  const AdamWOptions o{0.9f, 0.999f, 1e-8f, 0.01f};
+  std::vector<float> whole_p = Random(n, 2), whole_m(n), whole_v(n);
+  std::vector<float> sliced_p = whole_p, sliced_m(n), sliced_v(n);
+  std::mt19937 rng(5);
+  for (int t = 1; t <= 5; ++t) {
+    const std::vector<float> g = Random(n, 200 + t);
+    AdamWUpdate(o, 1e-3f, t, absl::MakeSpan(whole_p), g, absl::MakeSpan(whole_m),
+                absl::MakeSpan(whole_v));
+    // Random cut points, different every step (like changing shard layouts).
+    int start = 0;
+    while (start < n) {
+      const int len = std::min<int>(n - start, 1 + rng() % 97);
+      AdamWUpdate(o, 1e-3f, t, absl::MakeSpan(sliced_p).subspan(start, len),
+                  absl::MakeConstSpan(g).subspan(start, len),
+                  absl::MakeSpan(sliced_m).subspan(start, len),
+                  absl::MakeSpan(sliced_v).subspan(start, len));
+      start += len;
+    }
+  }
+  EXPECT_EQ(0, std::memcmp(whole_p.data(), sliced_p.data(), n * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(whole_m.data(), sliced_m.data(), n * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(whole_v.data(), sliced_v.data(), n * sizeof(float)));
+}
+
+TEST(AdamWTest, RejectsBadOptionsAndMismatchedSpans) {
+  MemoryTracker tracker;
+  EXPECT_EQ(AdamW::Create(AdamWOptions{1.0f, 0.9f, 1e-8f, 0}, 4, &tracker).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(AdamW::Create(AdamWOptions{0.9f, 0.9f, 0.0f, 0}, 4, &tracker).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<AdamW> adam = AdamW::Create(AdamWOptions{}, 4, &tracker);
+  ASSERT_TRUE(adam.ok());
+  std::vector<float> p(5), g(5);
+  EXPECT_EQ(adam->Step(0.1f, absl::MakeSpan(p), g).code(), absl::StatusCode::kInvalidArgument);
+  MemoryTracker small(16);
+  EXPECT_EQ(AdamW::Create(AdamWOptions{}, 4, &small).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST(SgdTest, MomentumMatchesReferenceAndSlicingIsBitIdentical) {
+  const int n = 50;
+  const SgdOptions o{0.9f, 0.01f};
+  MemoryTracker tracker;
+  absl::StatusOr<Sgd> sgd = Sgd::Create(o, n, &tracker);
+  ASSERT_TRUE(sgd.ok());
+  EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kOptimizerState), 4 * n);
+  std::vector<float> p = Random(n, 3), sliced = p, buf(n);
+  std::vector<double> ref(p.begin(), p.end()), ref_buf(n);
+  for (int t = 0; t < 4; ++t) {
+    const std::vector<float> g = Random(n, 300 + t);
+    ASSERT_TRUE(sgd->Step(0.05f, absl::MakeSpan(p), g).ok());
+    SgdUpdate(o, 0.05f, t == 0, absl::MakeSpan(sliced).subspan(0, 17),
+              absl::MakeConstSpan(g).subspan(0, 17), absl::MakeSpan(buf).subspan(0, 17));
+    SgdUpdate(o, 0.05f, t == 0, absl::MakeSpan(sliced).subspan(17),
+              absl::MakeConstSpan(g).subspan(17), absl::MakeSpan(buf).subspan(17));
+    for (int i = 0; i < n; ++i) {
+      const double d = g[i] + 0.01 * ref[i];
+      ref_buf[i] = t == 0 ? d : 0.9 * ref_buf[i] + d;
+      ref[i] -= 0.05 * ref_buf[i];
+    }
+  }
+  for (int i = 0; i < n; ++i) EXPECT_NEAR(p[i], ref[i], 1e-5);
+  EXPECT_EQ(p, sliced);
+  // No momentum: no state.
+  MemoryTracker plain_tracker;
+  ASSERT_TRUE(Sgd::Create(SgdOptions{0.0f, 0.0f}, n, &plain_tracker).ok());
+  EXPECT_EQ(plain_tracker.Snapshot().current_total_bytes, 0);
+}
+
+TEST(GradClipTest, ShardedSumOfSquaresAndScale) {
+  const std::vector<float> g = Random(100, 4);
+  double whole = 0;
+  for (float x : g) whole += double{x} * x;
+  const double sharded = SumOfSquares(absl::MakeConstSpan(g).subspan(0, 37)) +
+                         SumOfSquares(absl::MakeConstSpan(g).subspan(37));
+  EXPECT_NEAR(sharded, whole, 1e-9 * whole);
+  const double norm = std::sqrt(whole);
+  EXPECT_EQ(ClipScale(whole, static_cast<float>(norm * 2)), 1.0f);
+  EXPECT_NEAR(ClipScale(whole, static_cast<float>(norm / 4)), 0.25f, 1e-5);
+  EXPECT_EQ(ClipScale(whole, 0.0f), 1.0f);  // disabled
+  std::vector<float> clipped = g;
+  ScaleInPlace(absl::MakeSpan(clipped), ClipScale(whole, 1.0f));
+  EXPECT_NEAR(std::sqrt(SumOfSquares(clipped)), 1.0, 1e-4);
+}
+
+}  // namespace
+}  // namespace fsdp
