@@ -1,0 +1,47 @@
+// File: fsdp/train/metrics_writer.cc
+#include "fsdp/train/metrics_writer.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace fsdp {
+
+std::string StepMetricsJson(const StepMetrics& m) {
+  return absl::StrFormat(
+      "{\"step\":%d,\"loss\":%.9g,\"lr\":%.9g,\"tokens_per_s\":%.6g,\"peak_bytes\":%d,"
+      "\"comm_wait_s\":%.6g}",
+      m.step, m.loss, m.lr, m.tokens_per_s, m.peak_bytes, m.comm_wait_s);
+}
+
+std::string FinalMetricsJson(const FinalMetrics& m) {
+  return absl::StrFormat(
+      "{\"final\":true,\"steps\":%d,\"loss\":%.9g,\"param_sha256\":\"%s\",\"world_size\":%d,"
+      "\"strategy\":\"%s\",\"tokens_per_s\":%.6g,\"comm_wait_share\":%.6g,\"peak_bytes\":%d}",
+      m.steps, m.loss, m.param_sha256, m.world_size, m.strategy, m.tokens_per_s,
+      m.comm_wait_share, m.peak_bytes);
+}
+
+absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::Open(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  if (file == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot open --metrics_out file '", path,
+                                                   "' for writing: ", std::strerror(errno)));
+  }
+  return std::unique_ptr<MetricsWriter>(new MetricsWriter(path, file));
+}
+
+MetricsWriter::~MetricsWriter() { std::fclose(file_); }
+
+absl::Status MetricsWriter::WriteLine(absl::string_view json) {
+  if (std::fwrite(json.data(), 1, json.size(), file_) != json.size() ||
+      std::fputc('\n', file_) == EOF || std::fflush(file_) != 0) {
+    return absl::InternalError(
+        absl::StrCat("writing metrics file '", path_, "' failed: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fsdp

@@ -1,0 +1,70 @@
+// File: fsdp/train/metrics_writer.h
+//
+// The --metrics_out file: one JSON object per line. One line per step,
+//
+//   {"step":1,"loss":5.541234,"lr":0.0003,"tokens_per_s":18734.2,
+//    "peak_bytes":1234567,"comm_wait_s":0.0123}
+//
+// and a last line with "final":true, the parameter digest and the run summary
+//
+//   {"final":true,"steps":20,"loss":2.01,"param_sha256":"ab12...",
+//    "world_size":2,"strategy":"no_shard","tokens_per_s":...,"comm_wait_share":0.08}
+//
+// Floats are written with 9 significant digits, enough to round-trip a float
+// exactly, so runs can be compared to the last bit.
+#ifndef FSDP_TRAIN_METRICS_WRITER_H_
+#define FSDP_TRAIN_METRICS_WRITER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace fsdp {
+
+struct StepMetrics {
+  int step = 0;             // 1-based
+  double loss = 0;          // mean over the global batch's tokens
+  double lr = 0;
+  double tokens_per_s = 0;  // global tokens / step wall time
+  int64_t peak_bytes = 0;   // this rank's tracked peak so far
+  double comm_wait_s = 0;   // time this rank blocked in collectives this step
+};
+
+struct FinalMetrics {
+  int steps = 0;
+  double loss = 0;  // last step's loss
+  std::string param_sha256;
+  int world_size = 1;
+  std::string strategy;
+  double tokens_per_s = 0;     // over all steps after the first
+  double comm_wait_share = 0;  // comm wait / step time, same steps
+  int64_t peak_bytes = 0;
+};
+
+std::string StepMetricsJson(const StepMetrics& metrics);
+std::string FinalMetricsJson(const FinalMetrics& metrics);
+
+// Appends lines to a file, flushing each, so a crash keeps what was written.
+class MetricsWriter {
+ public:
+  // Creates or truncates `path`. kInvalidArgument naming the path and the
+  // system error when it cannot be opened.
+  static absl::StatusOr<std::unique_ptr<MetricsWriter>> Open(const std::string& path);
+  ~MetricsWriter();
+
+  absl::Status WriteLine(absl::string_view json);
+
+ private:
+  MetricsWriter(std::string path, std::FILE* file) : path_(std::move(path)), file_(file) {}
+  std::string path_;
+  std::FILE* file_;
+};
+
+}  // namespace fsdp
+
+#endif  // FSDP_TRAIN_METRICS_WRITER_H_

@@ -1,0 +1,47 @@
+// File: fsdp/train/param_digest.cc
+#include "fsdp/train/param_digest.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include "comm/status_macros.h"
+
+namespace fsdp {
+
+std::string ParamSha256Hex(const std::vector<absl::Span<const float>>& units_in_order) {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
+                                                              &EVP_MD_CTX_free);
+  FSDP_CHECK(ctx != nullptr);
+  FSDP_CHECK(EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) == 1);
+  // Serialize in chunks so the digest is of little-endian bytes on any host.
+  constexpr size_t kChunkFloats = 4096;
+  unsigned char bytes[kChunkFloats * 4];
+  for (absl::Span<const float> unit : units_in_order) {
+    for (size_t begin = 0; begin < unit.size(); begin += kChunkFloats) {
+      const size_t count = std::min(kChunkFloats, unit.size() - begin);
+      for (size_t i = 0; i < count; ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &unit[begin + i], sizeof(bits));
+        for (int b = 0; b < 4; ++b) bytes[4 * i + b] = static_cast<unsigned char>(bits >> (8 * b));
+      }
+      FSDP_CHECK(EVP_DigestUpdate(ctx.get(), bytes, 4 * count) == 1);
+    }
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int digest_len = 0;
+  FSDP_CHECK(EVP_DigestFinal_ex(ctx.get(), digest, &digest_len) == 1);
+  static const char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * digest_len);
+  for (unsigned int i = 0; i < digest_len; ++i) {
+    hex.push_back(kHex[digest[i] >> 4]);
+    hex.push_back(kHex[digest[i] & 0xf]);
+  }
+  return hex;
+}
+
+}  // namespace fsdp

@@ -1,0 +1,111 @@
+// File: fsdp/train/train_options.cc
+#include "fsdp/train/train_options.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "comm/status_macros.h"
+
+namespace fsdp {
+namespace {
+
+absl::Status Positive(const char* flag, int64_t value) {
+  if (value > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, "=", value, " must be a positive integer"));
+}
+
+}  // namespace
+
+const char* OptimizerKindName(OptimizerKind kind) {
+  return kind == OptimizerKind::kAdamW ? "adamw" : "sgd";
+}
+
+absl::Status ValidateTrainOptions(const TrainOptions& o) {
+  FSDP_RETURN_IF_ERROR(Positive("nproc", o.nproc));
+  FSDP_RETURN_IF_ERROR(CheckStrategyAvailable(o.strategy));
+  FSDP_RETURN_IF_ERROR(Positive("layers", o.layers));
+  FSDP_RETURN_IF_ERROR(Positive("d_model", o.d_model));
+  FSDP_RETURN_IF_ERROR(Positive("heads", o.heads));
+  FSDP_RETURN_IF_ERROR(Positive("vocab", o.vocab));
+  FSDP_RETURN_IF_ERROR(Positive("seq_len", o.seq_len));
+  FSDP_RETURN_IF_ERROR(Positive("micro_batch", o.micro_batch));
+  FSDP_RETURN_IF_ERROR(Positive("accum", o.accum));
+  FSDP_RETURN_IF_ERROR(Positive("steps", o.steps));
+  if (o.threads < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--threads=", o.threads, " must not be negative (0 = pick from the core count)"));
+  }
+  if (o.d_model % o.heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--heads=", o.heads, " does not divide --d_model=", o.d_model,
+        "; each head needs d_model / heads channels, so pick heads that divide d_model"));
+  }
+  if (!(o.lr > 0.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat("--lr=", o.lr, " must be positive"));
+  }
+  if (!(o.min_lr >= 0.0f && o.min_lr <= o.lr)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--min_lr=", o.min_lr, " must lie in [0, --lr=", o.lr, "]"));
+  }
+  if (o.warmup_steps < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--warmup_steps=", o.warmup_steps, " must not be negative"));
+  }
+  if (o.warmup_steps > o.steps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--warmup_steps=", o.warmup_steps, " exceeds --steps=", o.steps,
+        "; the warmup must end within the run"));
+  }
+  if (!(o.weight_decay >= 0.0f)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--weight_decay=", o.weight_decay, " must not be negative"));
+  }
+  if (!(o.grad_clip >= 0.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--grad_clip=", o.grad_clip, " must not be negative (0 turns clipping off)"));
+  }
+  if (o.comm_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("the collective timeout must be positive");
+  }
+  if (!o.data.empty()) {
+    std::FILE* file = std::fopen(o.data.c_str(), "rb");
+    if (file == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--data='", o.data, "' cannot be opened; pass an llm.c .bin token file, or omit "
+          "--data for the synthetic stream"));
+    }
+    std::fclose(file);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SetMicroBatchFromGlobalBatch(int64_t global_batch, TrainOptions& o) {
+  FSDP_RETURN_IF_ERROR(Positive("global_batch", global_batch));
+  FSDP_RETURN_IF_ERROR(Positive("nproc", o.nproc));
+  FSDP_RETURN_IF_ERROR(Positive("accum", o.accum));
+  const int64_t per_micro_step = int64_t{o.nproc} * o.accum;
+  if (global_batch % per_micro_step != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--global_batch=", global_batch, " sequences do not split across --nproc=", o.nproc,
+        " ranks x --accum=", o.accum, " micro-batches; use a multiple of ", per_micro_step,
+        " (e.g. ", (global_batch / per_micro_step + 1) * per_micro_step,
+        ") or change --nproc/--accum"));
+  }
+  o.micro_batch = static_cast<int>(global_batch / per_micro_step);
+  return absl::OkStatus();
+}
+
+std::string TrainOptionsToString(const TrainOptions& o) {
+  return absl::StrFormat(
+      "strategy=%s nproc=%d layers=%d d_model=%d heads=%d vocab=%d seq_len=%d "
+      "micro_batch=%d accum=%d global_batch=%d steps=%d optimizer=%s lr=%g min_lr=%g "
+      "warmup_steps=%d weight_decay=%g grad_clip=%g seed=%d threads=%d data=%s",
+      StrategyName(o.strategy), o.nproc, o.layers, o.d_model, o.heads, o.vocab, o.seq_len,
+      o.micro_batch, o.accum, o.global_batch(), o.steps, OptimizerKindName(o.optimizer), o.lr,
+      o.min_lr, o.warmup_steps, o.weight_decay, o.grad_clip, o.seed, o.threads,
+      o.data.empty() ? "synthetic" : o.data);
+}
+
+}  // namespace fsdp

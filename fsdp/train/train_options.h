@@ -1,0 +1,79 @@
+// File: fsdp/train/train_options.h
+//
+// Everything a training run is configured by (the train_gpt flags), and its
+// validation. The launching parent validates BEFORE any rank starts, so a bad
+// flag is one clear error instead of N identical ones from N ranks.
+//
+//   TrainOptions options;            // defaults: the small GPT of train_gpt
+//   options.nproc = 4;
+//   FSDP_RETURN_IF_ERROR(ValidateTrainOptions(options));
+//
+// Batch arithmetic: global batch (sequences per optimizer step) =
+// micro_batch * accum * nproc; see [Note: gradient scaling] in train_step.h.
+#ifndef FSDP_TRAIN_TRAIN_OPTIONS_H_
+#define FSDP_TRAIN_TRAIN_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "fsdp/train/strategy.h"
+
+namespace fsdp {
+
+enum class OptimizerKind { kAdamW, kSgd };
+const char* OptimizerKindName(OptimizerKind kind);  // "adamw", "sgd"
+
+struct TrainOptions {
+  // Job shape.
+  int nproc = 2;
+  Strategy strategy = Strategy::kNoShard;
+  // Model (a GPT; see fsdp/nn/gpt_spec.h).
+  int layers = 2;
+  int d_model = 64;
+  int heads = 4;
+  int vocab = 64;
+  int seq_len = 32;
+  // Batch: sequences per rank per micro-batch, micro-batches per step.
+  int micro_batch = 4;
+  int accum = 1;
+  // Schedule and optimizer.
+  int steps = 60;
+  float lr = 3e-3f;           // peak learning rate
+  int warmup_steps = 5;
+  float min_lr = 3e-4f;       // cosine decay floor
+  float weight_decay = 0.0f;
+  float grad_clip = 1.0f;     // global-norm clip; 0 = off
+  OptimizerKind optimizer = OptimizerKind::kAdamW;
+  uint64_t seed = 42;
+  // OpenBLAS threads per rank; 0 = hardware threads / ranks on this machine.
+  int threads = 0;
+  // Data: an llm.c .bin token file, or "" for the synthetic Markov stream.
+  std::string data;
+  // Output: one JSON line per step, see fsdp/train/metrics_writer.h; "" = none.
+  std::string metrics_out;
+  // Bound on every wait for a collective.
+  absl::Duration comm_timeout = absl::Seconds(120);
+
+  int64_t global_batch() const { return int64_t{micro_batch} * accum * nproc; }
+  int64_t tokens_per_step() const { return global_batch() * seq_len; }
+};
+
+// OK, or InvalidArgument naming the flag, its value and what to do:
+// every size positive, heads dividing d_model, lr positive, 0 <= min_lr <= lr,
+// non-negative warmup, weight decay and clip, an available strategy
+// (kUnimplemented otherwise), a readable --data file.
+absl::Status ValidateTrainOptions(const TrainOptions& options);
+
+// Sets micro_batch from a requested global batch: global_batch sequences per
+// step split over nproc ranks and accum micro-batches each. InvalidArgument
+// when it does not divide evenly, saying which sizes would.
+absl::Status SetMicroBatchFromGlobalBatch(int64_t global_batch, TrainOptions& options);
+
+// One line: "strategy=no_shard nproc=2 layers=2 d_model=64 ... global_batch=8".
+std::string TrainOptionsToString(const TrainOptions& options);
+
+}  // namespace fsdp
+
+#endif  // FSDP_TRAIN_TRAIN_OPTIONS_H_

@@ -1,0 +1,45 @@
+// File: fsdp/train/train_run.h
+//
+// One rank's whole training run, as the train_gpt example and the benchmark
+// drive it: build the GPT, the data stream for this rank, the optimizer and
+// the DataParallelTrainer; run options.steps steps; report.
+//
+//   FSDP_ASSIGN_OR_RETURN(auto world, comm::Communicator::CreateFromEnvironment());
+//   FSDP_ASSIGN_OR_RETURN(RunSummary summary,
+//                         RunTraining(options, *world, world->rank() == 0 ? stdout : nullptr));
+//
+// Rank 0 prints one progress line per step to `log` and writes
+// options.metrics_out (see fsdp/train/metrics_writer.h). Every rank computes
+// the same loss (averaged across ranks) and ends with the same parameters.
+#ifndef FSDP_TRAIN_TRAIN_RUN_H_
+#define FSDP_TRAIN_TRAIN_RUN_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "comm/communicator.h"
+#include "fsdp/train/train_options.h"
+
+namespace fsdp {
+
+struct RunSummary {
+  int steps = 0;
+  float first_loss = 0.0f;
+  float final_loss = 0.0f;
+  std::string param_sha256;   // fsdp/train/param_digest.h
+  double tokens_per_s = 0.0;  // global tokens / wall time, steps after the first
+  double comm_wait_share = 0.0;  // time blocked in collectives / step time, same steps
+  int64_t peak_bytes = 0;     // this rank's tracked peak
+  int64_t num_params = 0;
+};
+
+// Runs options.steps optimizer steps on this rank. `log` may be null (no
+// progress lines). world.size() must equal options.nproc.
+absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Communicator& world,
+                                       std::FILE* log);
+
+}  // namespace fsdp
+
+#endif  // FSDP_TRAIN_TRAIN_RUN_H_

@@ -1,0 +1,199 @@
+// File: tests/fsdp/train/thread_communicator.cc
+#include "tests/fsdp/train/thread_communicator.h"
+
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+
+namespace fsdp_test {
+namespace {
+
+enum class Op { kAllGather, kReduceScatter, kAllReduce, kBroadcast, kBarrier };
+
+struct Contribution {
+  bool posted = false;
+  Op op = Op::kBarrier;
+  const std::byte* input = nullptr;
+  size_t input_bytes = 0;
+  std::byte* output = nullptr;
+  size_t output_bytes = 0;
+  comm::ReduceOp reduce = comm::ReduceOp::kSum;
+  int root = 0;
+};
+
+struct Slot {
+  std::vector<Contribution> ranks;
+  bool done = false;
+  absl::Status status;
+};
+
+struct Group {
+  explicit Group(int n) : size(n), next_seq(n, 0) {}
+  const int size;
+  absl::Mutex mu;
+  std::vector<int64_t> next_seq ABSL_GUARDED_BY(mu);
+  std::map<int64_t, std::shared_ptr<Slot>> slots ABSL_GUARDED_BY(mu);
+};
+
+// Runs a complete slot (every rank posted). Float32 only: that is all the
+// training step sends.
+absl::Status Execute(Slot& slot, int n) {
+  const Contribution& first = slot.ranks[0];
+  for (int r = 1; r < n; ++r) {
+    if (slot.ranks[r].op != first.op || slot.ranks[r].input_bytes != first.input_bytes) {
+      return absl::InternalError(absl::StrCat("rank ", r, " posted a different collective or size "
+                                              "than rank 0 at the same position"));
+    }
+  }
+  switch (first.op) {
+    case Op::kBarrier:
+      return absl::OkStatus();
+    case Op::kAllGather:
+      for (int dst = 0; dst < n; ++dst) {
+        for (int src = 0; src < n; ++src) {
+          std::memcpy(slot.ranks[dst].output + src * first.input_bytes, slot.ranks[src].input,
+                      first.input_bytes);
+        }
+      }
+      return absl::OkStatus();
+    case Op::kBroadcast: {
+      std::vector<std::byte> data(slot.ranks[first.root].input,
+                                  slot.ranks[first.root].input + first.input_bytes);
+      for (int r = 0; r < n; ++r) std::memcpy(slot.ranks[r].output, data.data(), data.size());
+      return absl::OkStatus();
+    }
+    case Op::kAllReduce:
+    case Op::kReduceScatter: {
+      const size_t count = first.input_bytes / sizeof(float);
+      std::vector<float> sum(count, 0.0f);
+      for (int r = 0; r < n; ++r) {
+        const float* in = reinterpret_cast<const float*>(slot.ranks[r].input);
+        for (size_t i = 0; i < count; ++i) sum[i] += in[i];
+      }
+      if (first.reduce == comm::ReduceOp::kAverage) {
+        for (float& v : sum) v /= static_cast<float>(n);
+      }
+      if (first.op == Op::kAllReduce) {
+        for (int r = 0; r < n; ++r) std::memcpy(slot.ranks[r].output, sum.data(), count * 4);
+      } else {
+        const size_t chunk = (count + n - 1) / n;
+        for (int r = 0; r < n; ++r) {
+          const size_t begin = std::min(count, r * chunk);
+          const size_t end = std::min(count, begin + chunk);
+          std::memcpy(slot.ranks[r].output, sum.data() + begin, (end - begin) * 4);
+        }
+      }
+      return absl::OkStatus();
+    }
+  }
+  return absl::InternalError("unknown op");
+}
+
+class ThreadWork : public comm::Work {
+ public:
+  ThreadWork(std::shared_ptr<Group> group, std::shared_ptr<Slot> slot, int rank)
+      : group_(std::move(group)), slot_(std::move(slot)), rank_(rank) {}
+  bool Test() override {
+    absl::MutexLock lock(&group_->mu);
+    return slot_->done;
+  }
+  absl::Status Wait(absl::Duration timeout) override {
+    absl::MutexLock lock(&group_->mu);
+    Slot* slot = slot_.get();
+    if (!group_->mu.AwaitWithTimeout(absl::Condition(
+                                         +[](Slot* s) { return s->done; }, slot),
+                                     timeout)) {
+      std::string missing;
+      for (int r = 0; r < group_->size; ++r) {
+        if (!slot->ranks[r].posted) absl::StrAppend(&missing, missing.empty() ? "" : ",", r);
+      }
+      return absl::DeadlineExceededError(
+          absl::StrCat("rank ", rank_, " (this thread) waited ", absl::FormatDuration(timeout),
+                       " for rank(s) ", missing, " to post the collective"));
+    }
+    return slot->status;
+  }
+
+ private:
+  std::shared_ptr<Group> group_;
+  std::shared_ptr<Slot> slot_;
+  int rank_;
+};
+
+class ThreadCommunicator : public comm::Communicator {
+ public:
+  ThreadCommunicator(std::shared_ptr<Group> group, int rank)
+      : group_(std::move(group)), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return group_->size; }
+
+  absl::StatusOr<comm::WorkHandle> AllGather(const comm::AllGatherOptions& o) override {
+    Contribution c{true, Op::kAllGather, o.input.data(), o.input.size(), o.output.data(),
+                   o.output.size()};
+    return Post(c);
+  }
+  absl::StatusOr<comm::WorkHandle> ReduceScatter(const comm::ReduceScatterOptions& o) override {
+    Contribution c{true, Op::kReduceScatter, o.input.data(), o.input.size(), o.output.data(),
+                   o.output.size(), o.op};
+    return Post(c);
+  }
+  absl::StatusOr<comm::WorkHandle> AllReduce(const comm::AllReduceOptions& o) override {
+    Contribution c{true, Op::kAllReduce, o.buffer.data(), o.buffer.size(), o.buffer.data(),
+                   o.buffer.size(), o.op};
+    return Post(c);
+  }
+  absl::StatusOr<comm::WorkHandle> Broadcast(const comm::BroadcastOptions& o) override {
+    Contribution c{true, Op::kBroadcast, o.buffer.data(), o.buffer.size(), o.buffer.data(),
+                   o.buffer.size()};
+    c.root = o.root;
+    return Post(c);
+  }
+  absl::StatusOr<comm::WorkHandle> Barrier() override {
+    Contribution c;
+    c.posted = true;
+    return Post(c);
+  }
+  absl::StatusOr<std::unique_ptr<comm::Communicator>> Split(int, int, absl::Duration) override {
+    return absl::UnimplementedError("ThreadCommunicator does not split");
+  }
+
+ private:
+  absl::StatusOr<comm::WorkHandle> Post(const Contribution& c) {
+    absl::MutexLock lock(&group_->mu);
+    const int64_t seq = group_->next_seq[rank_]++;
+    std::shared_ptr<Slot>& slot = group_->slots[seq];
+    if (slot == nullptr) {
+      slot = std::make_shared<Slot>();
+      slot->ranks.resize(group_->size);
+    }
+    slot->ranks[rank_] = c;
+    bool all = true;
+    for (const Contribution& r : slot->ranks) all = all && r.posted;
+    std::shared_ptr<Slot> mine = slot;
+    if (all) {
+      mine->status = Execute(*mine, group_->size);
+      mine->done = true;
+      group_->slots.erase(seq);
+    }
+    return comm::WorkHandle(std::make_shared<ThreadWork>(group_, mine, rank_));
+  }
+
+  std::shared_ptr<Group> group_;
+  int rank_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<comm::Communicator>> MakeThreadCommunicators(int world_size) {
+  auto group = std::make_shared<Group>(world_size);
+  std::vector<std::unique_ptr<comm::Communicator>> comms;
+  for (int r = 0; r < world_size; ++r) {
+    comms.push_back(std::make_unique<ThreadCommunicator>(group, r));
+  }
+  return comms;
+}
+
+}  // namespace fsdp_test
