@@ -1,0 +1,72 @@
+// File: tests/comm/launcher/launched_program.cc
+//
+// What the launcher tests launch. Usage: launched_program <mode> [args]:
+//   print              prints its environment summary, 200 long lines on
+//                      stdout, a line on stderr, and an unterminated "tail"
+//   fail RANK CODE     rank RANK exits CODE after 300 ms; the others print
+//                      READY and sleep 60 s
+//   signal RANK        rank RANK kills itself with SIGKILL after 300 ms;
+//                      the others sleep
+//   stubborn RANK CODE like fail, but the others ignore SIGTERM
+//   sleep              prints "READY <pid>" and sleeps 60 s
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "<unset>";
+}
+
+void SleepForever() {
+  for (int i = 0; i < 600; ++i) usleep(100 * 1000);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  const std::string mode = argv[1];
+  const int rank = std::atoi(Env("RANK").c_str());
+  if (mode == "print") {
+    std::printf("env rank=%s world=%s local_rank=%s local_world=%s addr=%s port=%s token=%s\n",
+                Env("RANK").c_str(), Env("WORLD_SIZE").c_str(), Env("LOCAL_RANK").c_str(),
+                Env("LOCAL_WORLD_SIZE").c_str(), Env("MASTER_ADDR").c_str(),
+                Env("MASTER_PORT").c_str(), Env("FSDP_JOB_TOKEN").c_str());
+    const std::string filler(300, 'x');
+    for (int i = 0; i < 200; ++i) {
+      // Written in pieces, so lines can only stay whole if the launcher
+      // reassembles them.
+      std::printf("rank %d line %d ", rank, i);
+      std::fflush(stdout);
+      std::printf("%s\n", filler.c_str());
+      std::fflush(stdout);
+    }
+    std::fprintf(stderr, "rank %d says this on stderr\n", rank);
+    std::printf("tail of rank %d", rank);
+    return 0;
+  }
+  if (mode == "sleep") {
+    std::printf("READY %d\n", getpid());
+    std::fflush(stdout);
+    SleepForever();
+    return 0;
+  }
+  if (argc < 3) return 2;
+  const int chosen = std::atoi(argv[2]);
+  if (mode == "stubborn" && rank != chosen) signal(SIGTERM, SIG_IGN);
+  if (rank == chosen) {
+    usleep(300 * 1000);
+    if (mode == "signal") raise(SIGKILL);
+    return argc > 3 ? std::atoi(argv[3]) : 1;
+  }
+  std::printf("READY %d\n", getpid());
+  std::fflush(stdout);
+  SleepForever();
+  return 0;
+}

@@ -1,0 +1,183 @@
+// File: tests/comm/launcher/launcher_test.cc
+//
+// The launch binary as a user runs it (a real process whose output is
+// captured), plus the library's small helpers.
+#include "comm/launcher/launcher.h"
+
+#include <signal.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/comm/rendezvous/rank_processes.h"
+
+namespace comm::testing {
+namespace {
+
+const char kLaunch[] = "comm/launcher/launch";
+const char kProgram[] = "tests/comm/launcher/launched_program";
+
+std::vector<std::string> LaunchArgs(int nproc, std::vector<std::string> program_args,
+                                    int grace_seconds = 3) {
+  std::vector<std::string> args = {"--nproc", std::to_string(nproc), "--grace_seconds",
+                                   std::to_string(grace_seconds), "--",
+                                   RunfilePath(kProgram)};
+  args.insert(args.end(), program_args.begin(), program_args.end());
+  return args;
+}
+
+std::string Describe(const ProcessResult& result) {
+  return absl::StrCat("exit=", result.exit_code, " signal=", result.signal,
+                      " timed_out=", result.timed_out, "\nstdout: ", result.out.substr(0, 2000),
+                      "\nstderr: ", result.err);
+}
+
+TEST(Launch, PrefixesWholeLinesAndSetsTheEnvironment) {
+  RankProcesses processes;
+  processes.Start(RunfilePath(kLaunch), LaunchArgs(3, {"print"}), {});
+  ProcessResult result = processes.Wait(0, absl::Seconds(30));
+  ASSERT_EQ(result.exit_code, 0) << Describe(result);
+
+  const std::regex line_pattern(R"(\[rank (\d)\] rank (\d) line (\d+) x{300})");
+  const std::regex env_pattern(
+      R"(\[rank (\d)\] env rank=(\d) world=3 local_rank=(\d) local_world=3 addr=127\.0\.0\.1 port=(\d+) token=(\S+))");
+  std::set<std::string> ports, tokens;
+  std::vector<int> lines_per_rank(3, 0);
+  int env_lines = 0;
+  for (absl::string_view line : absl::StrSplit(result.out, '\n', absl::SkipEmpty())) {
+    const std::string text(line);
+    std::smatch match;
+    if (std::regex_match(text, match, line_pattern)) {
+      EXPECT_EQ(match[1], match[2]) << "a line under the wrong prefix: " << text;
+      ++lines_per_rank[std::stoi(match[1])];
+    } else if (std::regex_match(text, match, env_pattern)) {
+      EXPECT_EQ(match[1], match[2]);
+      EXPECT_EQ(match[2], match[3]);
+      ports.insert(match[4]);
+      tokens.insert(match[5]);
+      ++env_lines;
+    } else {
+      EXPECT_TRUE(std::regex_match(text, std::regex(R"(\[rank (\d)\] tail of rank \1)")))
+          << "unexpected (mixed or unprefixed?) line: " << text;
+    }
+  }
+  EXPECT_EQ(lines_per_rank, std::vector<int>({200, 200, 200}));
+  EXPECT_EQ(env_lines, 3);
+  EXPECT_EQ(ports.size(), 1u);  // one MASTER_PORT for the job
+  EXPECT_EQ(tokens.size(), 1u);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_TRUE(Contains(result.err, absl::StrCat("[rank ", r, "] rank ", r,
+                                                  " says this on stderr\n")));
+    EXPECT_TRUE(Contains(result.out, absl::StrCat("[rank ", r, "] tail of rank ", r, "\n")));
+  }
+}
+
+TEST(Launch, FailingRankStopsTheOthersAndIsNamed) {
+  RankProcesses processes;
+  processes.Start(RunfilePath(kLaunch), LaunchArgs(3, {"fail", "1", "3"}), {});
+  ProcessResult result = processes.Wait(0, absl::Seconds(30));
+  EXPECT_EQ(result.exit_code, 3) << Describe(result);
+  EXPECT_TRUE(Contains(result.err, "rank 1 exited with code 3"));
+  EXPECT_LT(result.elapsed, absl::Seconds(10));  // the sleepers did not run out their 60 s
+}
+
+TEST(Launch, RankKilledBySignalIsNamed) {
+  RankProcesses processes;
+  processes.Start(RunfilePath(kLaunch), LaunchArgs(2, {"signal", "0"}), {});
+  ProcessResult result = processes.Wait(0, absl::Seconds(30));
+  EXPECT_EQ(result.exit_code, 128 + SIGKILL) << Describe(result);
+  EXPECT_TRUE(Contains(result.err, "rank 0 was killed by signal 9"));
+  EXPECT_LT(result.elapsed, absl::Seconds(10));
+}
+
+TEST(Launch, RanksIgnoringSigtermAreKilledAfterTheGrace) {
+  RankProcesses processes;
+  processes.Start(RunfilePath(kLaunch), LaunchArgs(3, {"stubborn", "2", "5"}, 1), {});
+  ProcessResult result = processes.Wait(0, absl::Seconds(30));
+  EXPECT_EQ(result.exit_code, 5) << Describe(result);
+  EXPECT_TRUE(Contains(result.err, "rank 2 exited with code 5"));
+  EXPECT_LT(result.elapsed, absl::Seconds(10));
+}
+
+bool ProcessGone(int pid) {
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  if (!stat) return true;
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  size_t close_paren = text.rfind(')');
+  return close_paren != std::string::npos && text.substr(close_paren + 2, 1) == "Z";
+}
+
+TEST(Launch, SigtermToTheLauncherStopsAllRanks) {
+  RankProcesses processes;
+  processes.Start(RunfilePath(kLaunch), LaunchArgs(2, {"sleep"}), {});
+  ASSERT_TRUE(processes.WaitForStdout(0, "[rank 0] READY", absl::Seconds(20)));
+  ASSERT_TRUE(processes.WaitForStdout(0, "[rank 1] READY", absl::Seconds(20)));
+  std::vector<int> pids;
+  const std::string out = processes.StdoutSoFar(0);
+  const std::regex ready(R"(READY (\d+))");
+  for (std::sregex_iterator it(out.begin(), out.end(), ready), end;
+       it != end; ++it) {
+    pids.push_back(std::stoi((*it)[1]));
+  }
+  ASSERT_EQ(pids.size(), 2u);
+  processes.Kill(0, SIGTERM);
+  ProcessResult result = processes.Wait(0, absl::Seconds(20));
+  EXPECT_EQ(result.exit_code, 130) << Describe(result);
+  EXPECT_TRUE(Contains(result.err, "stopping all ranks"));
+  absl::Time deadline = absl::Now() + absl::Seconds(5);
+  for (int pid : pids) {
+    while (!ProcessGone(pid) && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+    EXPECT_TRUE(ProcessGone(pid)) << "rank process " << pid << " outlived the launcher";
+  }
+}
+
+TEST(Launch, BadCommandLineIsExplained) {
+  RankProcesses processes;
+  processes.Start(RunfilePath(kLaunch), {"--nproc", "0", "--", "true"}, {});
+  ProcessResult result = processes.Wait(0, absl::Seconds(10));
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_TRUE(Contains(result.err, "--nproc N (N >= 1) is required"));
+}
+
+TEST(LauncherLibrary, Helpers) {
+  LaunchOptions bad;
+  bad.nproc = 2;
+  EXPECT_EQ(LaunchLocalRanks(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<std::string> self = SelfExecutablePath();
+  ASSERT_TRUE(self.ok());
+  EXPECT_TRUE(Contains(*self, "launcher_test"));
+  char arg0[] = "prog";
+  char arg1[] = "--flag";
+  char* argv[] = {arg0, arg1};
+  LaunchOptions options = SelfLaunchOptions(4, 2, argv);
+  EXPECT_EQ(options.nproc, 4);
+  EXPECT_EQ(options.argv, std::vector<std::string>({*self, "--flag"}));
+  EXPECT_EQ(JobExitCode(absl::StatusOr<int>(0)), 0);
+  EXPECT_EQ(JobExitCode(absl::StatusOr<int>(absl::CancelledError("x"))), 130);
+}
+
+TEST(LauncherLibrary, LaunchLocalRanksReturnsTheJobResult) {
+  LaunchOptions options;
+  options.nproc = 2;
+  options.argv = {"/bin/sh", "-c", "test \"$EXTRA\" = yes && exit $((RANK * 4))"};
+  options.extra_env = {{"EXTRA", "yes"}};
+  absl::StatusOr<int> result = LaunchLocalRanks(options);
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(Contains(std::string(result.status().message()), "rank 1 exited with code 4"));
+  EXPECT_EQ(JobExitCode(result), 4);
+  options.argv = {"/bin/sh", "-c", "test \"$EXTRA\" = yes"};
+  result = LaunchLocalRanks(options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(*result, 0);
+}
+
+}  // namespace
+}  // namespace comm::testing
