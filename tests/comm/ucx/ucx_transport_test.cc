@@ -49,6 +49,19 @@ TEST_P(Exchange, AllPairsAllTagsAllSizes) {
 // 1: no UCX at all (self messages only); 3: an odd world.
 INSTANTIATE_TEST_SUITE_P(WorldSizes, Exchange, ::testing::Values(1, 2, 3, 4));
 
+class Blocking : public ::testing::TestWithParam<int> {};
+
+TEST_P(Blocking, InterruptAndArrivalsWakeBlockUntilActivity) {
+  std::vector<ProcessResult> results = RunJob(GetParam(), "block", absl::Seconds(60));
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << Describe(results[r]);
+    EXPECT_TRUE(Contains(results[r].out, "interrupt woke after"));
+  }
+  if (GetParam() > 1) EXPECT_TRUE(Contains(results[0].out, "message woke the receiver"));
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, Blocking, ::testing::Values(1, 2));
+
 TEST(UcxTransport, MessageLongerThanTheReceiveFailsThatReceive) {
   std::vector<ProcessResult> results = RunJob(2, "too_long", absl::Seconds(60));
   for (size_t r = 0; r < results.size(); ++r) {

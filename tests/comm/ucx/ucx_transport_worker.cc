@@ -15,12 +15,16 @@
 //                 expects kUnavailable naming the victim within WAIT_MS; the
 //                 victim prints READY and sleeps (the test kills it), or with
 //                 env VICTIM_LEAVES=1 destroys its transport and exits 0.
+//   block         BlockUntilActivity wakes for Interrupt() from another thread,
+//                 and (with 2+ ranks) for a message that arrives while blocked:
+//                 rank 1 sends to rank 0 after 500 ms.
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -248,12 +252,65 @@ absl::Status WaitForPeer(Transport& transport, int victim) {
   return absl::OkStatus();
 }
 
+// Blocks with a long timeout until `completion` is done or a wake-up comes;
+// returns how long one BlockUntilActivity call took.
+absl::Status Block(Transport& transport, const char* what, absl::Duration* took) {
+  const absl::Time start = absl::Now();
+  FSDP_RETURN_IF_ERROR(transport.BlockUntilActivity(absl::Seconds(30)));
+  *took = absl::Now() - start;
+  std::printf("%s woke after %s\n", what, absl::FormatDuration(*took).c_str());
+  if (*took > absl::Seconds(10)) {
+    return absl::InternalError(absl::StrCat(what, ": BlockUntilActivity did not wake"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BlockScenario(Transport& transport) {
+  // Interrupt from another thread.
+  while (transport.Progress()) {
+  }
+  std::thread interrupter([&transport] {
+    absl::SleepFor(absl::Milliseconds(300));
+    transport.Interrupt();
+  });
+  absl::Duration took;
+  absl::Status blocked = Block(transport, "interrupt", &took);
+  interrupter.join();
+  FSDP_RETURN_IF_ERROR(blocked);
+  if (transport.world_size() < 2 || transport.rank() > 1) return absl::OkStatus();
+
+  char byte = 7;
+  Completion completion;
+  if (transport.rank() == 1) {
+    absl::SleepFor(absl::Milliseconds(500));
+    FSDP_RETURN_IF_ERROR(transport.PostSend(0, 3, &byte, 1, &completion));
+    return WaitFor(transport, {&completion}, absl::Seconds(30));
+  }
+  FSDP_RETURN_IF_ERROR(transport.PostRecv(1, 3, &byte, 1, &completion));
+  const absl::Time start = absl::Now();
+  int blocks = 0;
+  while (!completion.done) {
+    if (transport.Progress()) continue;
+    FSDP_RETURN_IF_ERROR(transport.BlockUntilActivity(absl::Seconds(30)));
+    ++blocks;
+  }
+  const absl::Duration waited = absl::Now() - start;
+  std::printf("message woke the receiver after %s (%d blocking calls)\n",
+              absl::FormatDuration(waited).c_str(), blocks);
+  FSDP_RETURN_IF_ERROR(completion.status);
+  if (waited > absl::Seconds(10)) {
+    return absl::InternalError("an arriving message did not wake BlockUntilActivity");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Run(const std::string& scenario) {
   FSDP_ASSIGN_OR_RETURN(comm::JobEnv env, comm::JobEnvFromEnvironment());
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<Transport> transport,
                         comm::CreateUcxTransport(env, absl::Seconds(20)));
   if (scenario == "exchange") return Exchange(*transport);
   if (scenario == "too_long") return TooLong(*transport);
+  if (scenario == "block") return BlockScenario(*transport);
   if (scenario == "wait_for_peer") {
     const char* victim = std::getenv("VICTIM");
     return WaitForPeer(*transport, victim ? std::atoi(victim) : 1);
