@@ -32,7 +32,9 @@
 //                         over (1 + prefetch_depth) consecutive units, x b
 //                         (the unit computing and the ones prefetched, in
 //                         forward or backward order); others: 0, their
-//                         parameter buffers are already whole.
+//                         parameter buffers are already whole. Not capped
+//                         by max_gathers_in_flight: a finished prefetch
+//                         still holds its buffer.
 //   unsharded gradients   gradient-sharding strategies: the largest sum of
 //                         padded_numel over 2 consecutive units, x b (the
 //                         unit in backward and the previous one still being
