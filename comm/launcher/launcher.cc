@@ -131,16 +131,24 @@ class StopSignalScope {
     action.sa_flags = SA_RESTART;
     sigaction(SIGINT, &action, &old_int_);
     sigaction(SIGTERM, &action, &old_term_);
+    // A closed stdout (`launch ... | head`) must not kill the launcher and
+    // orphan the ranks: writes then fail with EPIPE instead.
+    struct sigaction ignore = {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGPIPE, &ignore, &old_pipe_);
   }
   ~StopSignalScope() {
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGPIPE, &old_pipe_, nullptr);
     g_signal_pipe_write = -1;
   }
 
  private:
   struct sigaction old_int_ = {};
   struct sigaction old_term_ = {};
+  struct sigaction old_pipe_ = {};
 };
 
 }  // namespace
@@ -271,8 +279,10 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
       // stdout/stderr, then exec. Only async-signal-safe calls here.
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(1);
+      // Ignored signals stay ignored across exec: give the rank the defaults.
       signal(SIGINT, SIG_DFL);
       signal(SIGTERM, SIG_DFL);
+      signal(SIGPIPE, SIG_DFL);
       dup2(out_pipe[1], 1);
       dup2(err_pipe[1], 2);
       environ = child_env.data();
