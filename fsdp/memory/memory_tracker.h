@@ -111,7 +111,8 @@ class MemoryTracker {
   // Allocates `numel` zeroed elements counted under `category`. `label` only
   // appears in error messages. Errors: InvalidArgument for numel < 0,
   // ResourceExhausted when over budget or when the system allocator fails.
-  template <typename T>
+  // T defaults to float: tracker.Allocate(MemoryCategory::kGradients, n, "grads").
+  template <typename T = float>
   absl::StatusOr<TrackedBuffer<T>> Allocate(MemoryCategory category, int64_t numel,
                                             absl::string_view label);
 

@@ -46,6 +46,9 @@ TEST(MemoryTrackerTest, MoveTransfersOwnershipWithoutDoubleCounting) {
   absl::StatusOr<FloatBuffer> a = tracker.Allocate<float>(kAct, 8, "a");
   ASSERT_TRUE(a.ok());
   FloatBuffer b = std::move(*a);
+  absl::StatusOr<FloatBuffer> default_float = tracker.Allocate(kAct, 2, "float by default");
+  ASSERT_TRUE(default_float.ok());
+  default_float->Reset();
   EXPECT_EQ(a->size(), 0);
   EXPECT_EQ(b.size(), 8);
   FloatBuffer c;
