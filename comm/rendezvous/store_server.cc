@@ -285,8 +285,9 @@ void StoreServer::Loop::UpdateOthersConnected() {
   for (const auto& [rank, connection] : joined_) {
     if (rank != 0 && !connection->said_goodbye) ++count;
   }
-  absl::MutexLock lock(&server_->mutex_);
+  std::lock_guard<std::mutex> lock(server_->mutex_);
   server_->other_ranks_connected_ = count;
+  if (count == 0) server_->others_left_.notify_all();
 }
 
 absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(
@@ -304,11 +305,9 @@ absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(
 }
 
 void StoreServer::WaitForOthersToLeave(absl::Duration timeout) {
-  absl::MutexLock lock(&mutex_);
-  auto all_left = [this]() {
-    return other_ranks_connected_ == 0;
-  };
-  mutex_.AwaitWithTimeout(absl::Condition(&all_left), timeout);
+  std::unique_lock<std::mutex> lock(mutex_);
+  others_left_.wait_for(lock, absl::ToChronoMilliseconds(timeout),
+                        [this] { return other_ranks_connected_ == 0; });
 }
 
 StoreServer::~StoreServer() {

@@ -18,12 +18,13 @@
 #ifndef COMM_RENDEZVOUS_STORE_SERVER_H_
 #define COMM_RENDEZVOUS_STORE_SERVER_H_
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace comm {
@@ -59,8 +60,11 @@ class StoreServer {
 
   StoreServer() = default;
 
-  absl::Mutex mutex_;
-  int other_ranks_connected_ ABSL_GUARDED_BY(mutex_) = 0;
+  // std:: rather than absl::Mutex: Debian's Abseil is not built with
+  // ThreadSanitizer, which then cannot see absl::Mutex's ordering.
+  std::mutex mutex_;
+  std::condition_variable others_left_;
+  int other_ranks_connected_ = 0;  // guarded by mutex_
   int wake_pipe_[2] = {-1, -1};
   std::unique_ptr<Loop> loop_;
   std::thread thread_;
