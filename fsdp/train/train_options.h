@@ -34,12 +34,12 @@ struct TrainOptions {
   int d_model = 64;
   int heads = 4;
   int vocab = 64;
-  int seq_len = 32;
+  int seq_len = 64;
   // Batch: sequences per rank per micro-batch, micro-batches per step.
-  int micro_batch = 4;
+  int micro_batch = 8;
   int accum = 1;
   // Schedule and optimizer.
-  int steps = 60;
+  int steps = 100;
   float lr = 3e-3f;           // peak learning rate
   int warmup_steps = 5;
   float min_lr = 3e-4f;       // cosine decay floor
