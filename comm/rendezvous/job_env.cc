@@ -183,9 +183,16 @@ absl::StatusOr<JobEnv> JobEnvFromLookup(const EnvLookup& lookup) {
   std::optional<std::string> port = lookup("MASTER_PORT");
   if (env.world_size > 1) {
     if (env.master_addr.empty()) {
+      std::string hint = "export MASTER_ADDR=<host of rank 0>";
+      if (convention == &kSlurm) {
+        hint = "e.g. export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" "
+               "| head -n 1) in the batch script";
+      } else if (convention == &kMpirun) {
+        hint = "e.g. the first host of the hostfile, exported with mpirun -x MASTER_ADDR";
+      }
       return absl::InvalidArgumentError(absl::StrCat(
-          "MASTER_ADDR is not set; set it to the host name or address of rank 0 (with ",
-          source, ", e.g. the first host of the allocation)"));
+          "MASTER_ADDR is not set; set it to the host name or address of rank 0 (", hint,
+          ")"));
     }
     if (!port.has_value() || port->empty()) {
       return absl::InvalidArgumentError(
