@@ -34,6 +34,11 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(const JobEnv& env,
       absl::StrCat(env.master_addr, ":", env.master_port);
   std::unique_ptr<Rendezvous> rendezvous(new Rendezvous());
   rendezvous->env_ = env;
+  if (env.world_size == 1) {
+    // Nobody to meet and nobody to watch: no store, no port.
+    rendezvous->blobs_ = {blob};
+    return rendezvous;
+  }
 
   if (env.rank == 0) {
     StoreServerOptions options;

@@ -49,7 +49,8 @@ struct PeerEvent {
 
 class Rendezvous {
  public:
-  // Joins the job: rank 0 first starts the store. Waits at most `timeout`
+  // Joins the job: rank 0 first starts the store. With world size 1 it
+  // returns at once without any socket. Waits at most `timeout`
   // (plus a short grace to hear rank 0's reason when the store gives up).
   static absl::StatusOr<std::unique_ptr<Rendezvous>> Join(const JobEnv& env,
                                                           const std::string& blob,

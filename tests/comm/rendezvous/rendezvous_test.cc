@@ -54,6 +54,14 @@ TEST_P(RendezvousSuccess, EveryRankGetsEveryBlob) {
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, RendezvousSuccess, ::testing::Values(1, 2, 4));
 
+TEST(Rendezvous, WorldOfOneNeedsNoMasterPort) {
+  RankProcesses processes;
+  processes.Start(RunfilePath(kWorker), {}, {{"RANK", "0"}, {"WORLD_SIZE", "1"}});
+  ProcessResult result = processes.Wait(0, absl::Seconds(10));
+  EXPECT_EQ(result.exit_code, 0) << Describe(result);
+  EXPECT_TRUE(Contains(result.out, "ROSTER OK 1"));
+}
+
 TEST(RendezvousErrors, WrongWorldSizeAbortsEveryRank) {
   const int port = FreePort();
   const absl::Duration timeout = absl::Seconds(3);
