@@ -83,7 +83,7 @@ std::string MemorySnapshot::ToString() const {
 absl::Status MemoryTracker::Count(MemoryCategory category, int64_t num_bytes,
                                   absl::string_view label, absl::string_view verb) {
   const int c = static_cast<int>(category);
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (budget_bytes_ > 0 && current_total_ + num_bytes > budget_bytes_) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "memory budget exceeded: ", verb, " ", num_bytes, " bytes (", FormatBytes(num_bytes),
@@ -129,13 +129,13 @@ absl::Status MemoryTracker::Reserve(MemoryCategory category, int64_t num_bytes,
 
 void MemoryTracker::Release(MemoryCategory category, int64_t num_bytes) {
   const int c = static_cast<int>(category);
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   current_[c] -= num_bytes;
   current_total_ -= num_bytes;
 }
 
 MemorySnapshot MemoryTracker::Snapshot() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   MemorySnapshot s;
   s.current_bytes = current_;
   s.peak_bytes = peak_;
@@ -146,13 +146,13 @@ MemorySnapshot MemoryTracker::Snapshot() const {
 }
 
 void MemoryTracker::ResetPeaks() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   peak_ = current_;
   peak_total_ = current_total_;
 }
 
 void MemoryTracker::set_budget_bytes(int64_t budget_bytes) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   budget_bytes_ = budget_bytes;
 }
 

@@ -24,13 +24,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 
 namespace fsdp {
@@ -133,12 +133,15 @@ class MemoryTracker {
   void* AllocateBytes(MemoryCategory category, int64_t num_bytes, absl::string_view label,
                       absl::Status* status);
 
-  mutable absl::Mutex mu_;
-  int64_t budget_bytes_ ABSL_GUARDED_BY(mu_);
-  std::array<int64_t, kNumMemoryCategories> current_ ABSL_GUARDED_BY(mu_){};
-  std::array<int64_t, kNumMemoryCategories> peak_ ABSL_GUARDED_BY(mu_){};
-  int64_t current_total_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t peak_total_ ABSL_GUARDED_BY(mu_) = 0;
+  // std::mutex rather than absl::Mutex: Debian's Abseil is not built with
+  // ThreadSanitizer, which then cannot see absl::Mutex's ordering and reports
+  // false races; pthread mutexes are intercepted. Guards everything below.
+  mutable std::mutex mu_;
+  int64_t budget_bytes_;
+  std::array<int64_t, kNumMemoryCategories> current_{};
+  std::array<int64_t, kNumMemoryCategories> peak_{};
+  int64_t current_total_ = 0;
+  int64_t peak_total_ = 0;
 };
 
 // The process's peak resident set size (VmHWM in /proc/self/status), and the
