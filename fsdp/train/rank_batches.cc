@@ -28,6 +28,10 @@ absl::StatusOr<std::unique_ptr<RankBatches>> RankBatches::Create(const TrainOpti
   return std::unique_ptr<RankBatches>(new RankBatches(std::move(source), layout));
 }
 
+absl::Status ValidateTrainingData(const TrainOptions& options) {
+  return RankBatches::Create(options, /*rank=*/0).status();
+}
+
 absl::StatusOr<std::vector<Batch>> RankBatches::NextStep() {
   std::vector<Batch> micro_batches;
   micro_batches.reserve(layout_.accumulation_steps);

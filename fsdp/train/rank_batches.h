@@ -23,6 +23,11 @@
 
 namespace fsdp {
 
+// Opens the data source and checks the batch layout once, so the launching
+// parent can report a bad --data file (wrong magic, truncated, tokens outside
+// the vocabulary, ...) before any rank starts. Same errors as Create().
+absl::Status ValidateTrainingData(const TrainOptions& options);
+
 class RankBatches {
  public:
   // Errors from the data source (a bad .bin file names the file and the

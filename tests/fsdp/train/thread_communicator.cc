@@ -26,13 +26,16 @@ struct Contribution {
 
 struct Slot {
   std::vector<Contribution> ranks;
-  bool done = false;
+  bool all_posted = false;
+  absl::Time run_at;  // when the collective "arrives": all posted + delay
+  bool done = false;  // outputs written (by the first Test/Wait after run_at)
   absl::Status status;
 };
 
 struct Group {
-  explicit Group(int n) : size(n), next_seq(n, 0) {}
+  Group(int n, absl::Duration delay) : size(n), completion_delay(delay), next_seq(n, 0) {}
   const int size;
+  const absl::Duration completion_delay;
   absl::Mutex mu;
   std::vector<int64_t> next_seq ABSL_GUARDED_BY(mu);
   std::map<int64_t, std::shared_ptr<Slot>> slots ABSL_GUARDED_BY(mu);
@@ -98,14 +101,16 @@ class ThreadWork : public comm::Work {
       : group_(std::move(group)), slot_(std::move(slot)), rank_(rank) {}
   bool Test() override {
     absl::MutexLock lock(&group_->mu);
+    RunIfDue();
     return slot_->done;
   }
   absl::Status Wait(absl::Duration timeout) override {
+    const absl::Time deadline = absl::Now() + timeout;
     absl::MutexLock lock(&group_->mu);
     Slot* slot = slot_.get();
-    if (!group_->mu.AwaitWithTimeout(absl::Condition(
-                                         +[](Slot* s) { return s->done; }, slot),
-                                     timeout)) {
+    if (!group_->mu.AwaitWithDeadline(absl::Condition(
+                                          +[](Slot* s) { return s->all_posted; }, slot),
+                                      deadline)) {
       std::string missing;
       for (int r = 0; r < group_->size; ++r) {
         if (!slot->ranks[r].posted) absl::StrAppend(&missing, missing.empty() ? "" : ",", r);
@@ -114,10 +119,31 @@ class ThreadWork : public comm::Work {
           absl::StrCat("rank ", rank_, " (this thread) waited ", absl::FormatDuration(timeout),
                        " for rank(s) ", missing, " to post the collective"));
     }
+    if (slot->run_at > deadline) {
+      group_->mu.Unlock();
+      absl::SleepFor(deadline - absl::Now());
+      group_->mu.Lock();
+      return absl::DeadlineExceededError(absl::StrCat(
+          "rank ", rank_, " (this thread) waited ", absl::FormatDuration(timeout),
+          " for a slow collective"));
+    }
+    const absl::Time run_at = slot->run_at;
+    group_->mu.Unlock();
+    absl::SleepFor(run_at - absl::Now());
+    group_->mu.Lock();
+    RunIfDue();
     return slot->status;
   }
 
  private:
+  // The outputs are written only when the collective is due, so a caller
+  // that reads them before Wait()/Test() says done sees stale data.
+  void RunIfDue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(group_->mu) {
+    if (slot_->done || !slot_->all_posted || absl::Now() < slot_->run_at) return;
+    slot_->status = Execute(*slot_, group_->size);
+    slot_->done = true;
+  }
+
   std::shared_ptr<Group> group_;
   std::shared_ptr<Slot> slot_;
   int rank_;
@@ -174,8 +200,12 @@ class ThreadCommunicator : public comm::Communicator {
     for (const Contribution& r : slot->ranks) all = all && r.posted;
     std::shared_ptr<Slot> mine = slot;
     if (all) {
-      mine->status = Execute(*mine, group_->size);
-      mine->done = true;
+      mine->all_posted = true;
+      mine->run_at = absl::Now() + group_->completion_delay;
+      if (group_->completion_delay <= absl::ZeroDuration()) {
+        mine->status = Execute(*mine, group_->size);
+        mine->done = true;
+      }
       group_->slots.erase(seq);
     }
     return comm::WorkHandle(std::make_shared<ThreadWork>(group_, mine, rank_));
@@ -187,8 +217,9 @@ class ThreadCommunicator : public comm::Communicator {
 
 }  // namespace
 
-std::vector<std::unique_ptr<comm::Communicator>> MakeThreadCommunicators(int world_size) {
-  auto group = std::make_shared<Group>(world_size);
+std::vector<std::unique_ptr<comm::Communicator>> MakeThreadCommunicators(
+    int world_size, absl::Duration completion_delay) {
+  auto group = std::make_shared<Group>(world_size, completion_delay);
   std::vector<std::unique_ptr<comm::Communicator>> comms;
   for (int r = 0; r < world_size; ++r) {
     comms.push_back(std::make_unique<ThreadCommunicator>(group, r));

@@ -15,13 +15,19 @@
 #include <memory>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "comm/communicator.h"
 
 namespace fsdp_test {
 
 // Returns `world_size` communicators sharing one group; give one to each
-// thread. They share state kept alive by all of them.
-std::vector<std::unique_ptr<comm::Communicator>> MakeThreadCommunicators(int world_size);
+// thread. They share state kept alive by all of them. With a positive
+// `completion_delay`, a collective runs (writes its outputs) only that long
+// after its last rank posted it, inside the first Test()/Wait() after then: a
+// slow network, under which a caller that uses results without waiting
+// reads stale buffers.
+std::vector<std::unique_ptr<comm::Communicator>> MakeThreadCommunicators(
+    int world_size, absl::Duration completion_delay = absl::ZeroDuration());
 
 }  // namespace fsdp_test
 

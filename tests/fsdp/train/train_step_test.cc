@@ -59,8 +59,9 @@ std::vector<Batch> RankMicroBatches(int step, int rank, int world, int accum) {
 
 // Trains the bigram model with `world` threads; returns rank 0's view, and
 // checks every rank ended with bit-identical parameters.
-RunResult TrainBigram(int world, int accum, float grad_clip) {
-  auto comms = MakeThreadCommunicators(world);
+RunResult TrainBigram(int world, int accum, float grad_clip,
+                      absl::Duration completion_delay = absl::ZeroDuration()) {
+  auto comms = MakeThreadCommunicators(world, completion_delay);
   std::vector<RunResult> results(world);
   std::vector<absl::Status> statuses(world);
   std::vector<std::thread> threads;
@@ -146,6 +147,16 @@ INSTANTIATE_TEST_SUITE_P(Splits, GlobalBatchParityTest,
                            return absl::StrCat("world", info.param.world, "_accum",
                                                info.param.accum);
                          });
+
+// A slow network (every collective completes 3 ms after its last rank posts
+// it): the overlapped reductions must still be waited for before their
+// results are used, so the numbers are unchanged.
+TEST(TrainStepPerturbationTest, SlowCollectivesGiveTheSameResult) {
+  const RunResult reference = TrainBigram(1, 1, 0.05f);
+  ExpectClose(TrainBigram(3, 2, 0.05f, absl::Milliseconds(3)), reference, "slow world 3 accum 2");
+  ExpectClose(TrainBigram(4, 1, 0.0f, absl::Milliseconds(3)), TrainBigram(1, 1, 0.0f),
+              "slow world 4");
+}
 
 // The worked example of docs/data-parallel.md: four ranks whose gradients for
 // one weight are 0.8, 1.2, 1.0 and 1.0 all receive their mean and take the
