@@ -1,0 +1,287 @@
+// File: comm/communicator.cc
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "comm/barrier.h"
+#include "comm/broadcast.h"
+#include "comm/communicator_impl.h"
+#include "comm/direct_all_gather.h"
+#include "comm/recursive_doubling_all_reduce.h"
+#include "comm/ring_all_gather.h"
+#include "comm/ring_all_reduce.h"
+#include "comm/ring_reduce_scatter.h"
+#include "comm/ring_schedule.h"
+#include "comm/status_macros.h"
+#include "comm/tag.h"
+#include "comm/transport.h"
+
+namespace comm {
+namespace {
+
+// A collective that owns a scratch buffer its inner algorithm writes into
+// (the out-of-place ring reduce-scatter's partial sums).
+class WithScratch : public CollectiveOp {
+ public:
+  WithScratch(std::unique_ptr<std::byte[]> scratch, std::unique_ptr<CollectiveOp> inner)
+      : scratch_(std::move(scratch)), inner_(std::move(inner)) {}
+  absl::StatusOr<bool> Step(bool* progressed) override { return inner_->Step(progressed); }
+  AwaitedPeer Awaited() const override { return inner_->Awaited(); }
+  bool HasPendingTransportOps() const override { return inner_->HasPendingTransportOps(); }
+
+ private:
+  std::unique_ptr<std::byte[]> scratch_;  // declared first: destroyed after inner_
+  std::unique_ptr<CollectiveOp> inner_;
+};
+
+bool Overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  auto pa = reinterpret_cast<uintptr_t>(a);
+  auto pb = reinterpret_cast<uintptr_t>(b);
+  return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
+}
+
+bool UseLatencyAlgorithm(Algorithm algorithm, size_t num_bytes, size_t small_message_bytes) {
+  switch (algorithm) {
+    case Algorithm::kRing:
+      return false;
+    case Algorithm::kLatency:
+      return true;
+    case Algorithm::kAuto:
+      break;
+  }
+  return num_bytes <= small_message_bytes;
+}
+
+absl::Status CheckWholeElements(const char* op, const char* what, size_t num_bytes,
+                                Dtype dtype) {
+  if (num_bytes % DtypeSize(dtype) == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      op, ": ", what, " has ", num_bytes, " bytes, not a whole number of ", DtypeName(dtype),
+      " elements (", DtypeSize(dtype), " bytes each): pass the right dtype or buffer"));
+}
+
+}  // namespace
+
+CommunicatorImpl::CommunicatorImpl(std::shared_ptr<ProgressEngine> engine,
+                                   std::vector<int> global_ranks, int rank, uint32_t id,
+                                   const CommunicatorOptions& options)
+    : engine_(std::move(engine)),
+      global_ranks_(std::move(global_ranks)),
+      rank_(rank),
+      id_(id),
+      options_(options) {}
+
+std::string CommunicatorImpl::Where() const {
+  return absl::StrFormat("rank %d (group rank %d of %d, communicator 0x%x)",
+                         global_ranks_[rank_], rank_, size(), id_);
+}
+
+CommunicatorImpl::Posting CommunicatorImpl::NextPosting(const char* op_name) {
+  uint32_t sequence;
+  {
+    absl::MutexLock lock(&mu_);
+    sequence = next_sequence_++;
+  }
+  Posting posting;
+  posting.context.transport = engine_->transport();
+  posting.context.global_ranks = global_ranks_;
+  posting.context.rank = rank_;
+  posting.context.tag_base = CollectiveTagBase(id_, sequence);
+  posting.context.max_segment_bytes = options_.max_segment_bytes;
+  posting.description =
+      absl::StrFormat("%s #%u on communicator 0x%x (group rank %d of %d, tag 0x%x)", op_name,
+                      sequence, id_, rank_, size(), posting.context.tag_base);
+  return posting;
+}
+
+absl::StatusOr<WorkHandle> CommunicatorImpl::AllGather(const AllGatherOptions& options) {
+  const size_t n = static_cast<size_t>(size());
+  const size_t input_bytes = options.input.size();
+  if (options.output.size() != n * input_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "all_gather on ", Where(), ": output has ", options.output.size(),
+        " bytes but must hold group size ", n, " x input ", input_bytes, " = ",
+        n * input_bytes, " bytes"));
+  }
+  std::byte* own_slot = options.output.data() + static_cast<size_t>(rank_) * input_bytes;
+  if (options.input.data() != own_slot &&
+      Overlap(options.input.data(), input_bytes, options.output.data(), options.output.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "all_gather on ", Where(), ": input overlaps output other than exactly at this "
+        "rank's slot (byte offset ", rank_ * input_bytes, "); use separate buffers"));
+  }
+  Posting posting = NextPosting("all_gather");
+  if (n == 1 || input_bytes == 0) {
+    if (input_bytes > 0 && options.input.data() != own_slot) {
+      std::memcpy(own_slot, options.input.data(), input_bytes);
+    }
+    return ProgressEngine::Finished(absl::OkStatus());
+  }
+  std::unique_ptr<CollectiveOp> op;
+  if (UseLatencyAlgorithm(options.algorithm, options.output.size(),
+                          options_.small_message_bytes)) {
+    op = std::make_unique<DirectAllGather>(posting.context, options.input.data(),
+                                           options.output.data(), input_bytes);
+  } else {
+    std::vector<ElementRange> chunks(n);
+    for (size_t c = 0; c < n; ++c) chunks[c] = {c * input_bytes, input_bytes};
+    op = std::make_unique<RingAllGather>(posting.context, options.output.data(),
+                                         std::move(chunks), /*element_size=*/1,
+                                         options.input.data());
+  }
+  return engine_->Submit(std::move(op), std::move(posting.description));
+}
+
+absl::StatusOr<WorkHandle> CommunicatorImpl::ReduceScatter(
+    const ReduceScatterOptions& options) {
+  FSDP_RETURN_IF_ERROR(CheckWholeElements("reduce_scatter", "input", options.input.size(),
+                                          options.dtype));
+  const size_t element_size = DtypeSize(options.dtype);
+  const size_t count = options.input.size() / element_size;
+  const ElementRange own = CeilSplitChunk(count, size(), rank_);
+  const size_t own_bytes = own.count * element_size;
+  if (options.output.size() < own_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "reduce_scatter on ", Where(), ": output has ", options.output.size(),
+        " bytes but this rank's chunk is ", own.count, " ", DtypeName(options.dtype),
+        " elements (", own_bytes, " bytes) of ", count,
+        " split in ceil-sized chunks over ", size(), " ranks"));
+  }
+  const std::byte* own_input = options.input.data() + own.offset * element_size;
+  if (options.output.data() != own_input &&
+      Overlap(options.input.data(), options.input.size(), options.output.data(), own_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "reduce_scatter on ", Where(), ": output overlaps input other than exactly at "
+        "this rank's chunk (byte offset ", own.offset * element_size,
+        "); use separate buffers"));
+  }
+  Posting posting = NextPosting("reduce_scatter");
+  if (size() == 1 || count == 0) {
+    if (own_bytes > 0 && options.output.data() != own_input) {
+      std::memcpy(options.output.data(), own_input, own_bytes);
+    }
+    return ProgressEngine::Finished(absl::OkStatus());
+  }
+  std::unique_ptr<CollectiveOp> op;
+  if (UseLatencyAlgorithm(options.algorithm, options.input.size(),
+                          options_.small_message_bytes)) {
+    op = std::make_unique<RecursiveDoublingReduceScatter>(
+        posting.context, options.input.data(), options.output.data(), count, options.dtype,
+        options.op);
+  } else {
+    std::unique_ptr<std::byte[]> partials(new std::byte[options.input.size()]);
+    auto ring = std::make_unique<RingReduceScatter>(
+        posting.context, options.input.data(), partials.get(), options.output.data(), count,
+        options.dtype, options.op);
+    op = std::make_unique<WithScratch>(std::move(partials), std::move(ring));
+  }
+  return engine_->Submit(std::move(op), std::move(posting.description));
+}
+
+absl::StatusOr<WorkHandle> CommunicatorImpl::AllReduce(const AllReduceOptions& options) {
+  FSDP_RETURN_IF_ERROR(CheckWholeElements("all_reduce", "buffer", options.buffer.size(),
+                                          options.dtype));
+  const size_t count = options.buffer.size() / DtypeSize(options.dtype);
+  Posting posting = NextPosting("all_reduce");
+  if (size() == 1 || count == 0) return ProgressEngine::Finished(absl::OkStatus());
+  std::unique_ptr<CollectiveOp> op;
+  if (UseLatencyAlgorithm(options.algorithm, options.buffer.size(),
+                          options_.small_message_bytes)) {
+    op = std::make_unique<RecursiveDoublingAllReduce>(posting.context, options.buffer.data(),
+                                                      count, options.dtype, options.op);
+  } else {
+    op = std::make_unique<RingAllReduce>(posting.context, options.buffer.data(), count,
+                                         options.dtype, options.op);
+  }
+  return engine_->Submit(std::move(op), std::move(posting.description));
+}
+
+absl::StatusOr<WorkHandle> CommunicatorImpl::Broadcast(const BroadcastOptions& options) {
+  if (options.root < 0 || options.root >= size()) {
+    return absl::InvalidArgumentError(absl::StrCat("broadcast on ", Where(), ": root ",
+                                                   options.root, " is not a group rank in [0, ",
+                                                   size(), ")"));
+  }
+  Posting posting = NextPosting("broadcast");
+  if (size() == 1 || options.buffer.empty()) return ProgressEngine::Finished(absl::OkStatus());
+  return engine_->Submit(std::make_unique<BinomialBroadcast>(posting.context,
+                                                             options.buffer.data(),
+                                                             options.buffer.size(),
+                                                             options.root),
+                         std::move(posting.description));
+}
+
+absl::StatusOr<WorkHandle> CommunicatorImpl::Barrier() {
+  Posting posting = NextPosting("barrier");
+  if (size() == 1) return ProgressEngine::Finished(absl::OkStatus());
+  return engine_->Submit(std::make_unique<DisseminationBarrier>(posting.context),
+                         std::move(posting.description));
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorImpl::Split(int color, int key,
+                                                                      absl::Duration timeout) {
+  uint32_t split_sequence;
+  {
+    absl::MutexLock lock(&mu_);
+    split_sequence = next_split_++;
+  }
+  // Everyone learns everyone's (color, key) with one all-gather.
+  const int n = size();
+  int32_t mine[2] = {color, key};
+  std::vector<int32_t> all(2 * static_cast<size_t>(n));
+  AllGatherOptions gather;
+  gather.input = absl::Span<const std::byte>(reinterpret_cast<const std::byte*>(mine),
+                                             sizeof(mine));
+  gather.output = AsBytes(absl::MakeSpan(all));
+  FSDP_ASSIGN_OR_RETURN(WorkHandle work, AllGather(gather));
+  absl::Status gathered = work->Wait(timeout);
+  if (!gathered.ok()) {
+    return absl::Status(gathered.code(),
+                        absl::StrCat("split(color ", color, ", key ", key, ") on ", Where(),
+                                     ": exchanging colors: ", gathered.message()));
+  }
+  std::vector<int> members;  // group ranks of this communicator with my color
+  for (int r = 0; r < n; ++r) {
+    if (all[2 * r] == color) members.push_back(r);
+  }
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
+    return all[2 * a + 1] < all[2 * b + 1];  // by key; ties keep rank order
+  });
+  std::vector<int> child_global;
+  int child_rank = -1;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i] == rank_) child_rank = static_cast<int>(i);
+    child_global.push_back(global_ranks_[members[i]]);
+  }
+  FSDP_CHECK(child_rank >= 0);
+  return std::unique_ptr<Communicator>(new CommunicatorImpl(
+      engine_, std::move(child_global), child_rank,
+      ChildCommunicatorId(id_, split_sequence, color), options_));
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> Communicator::CreateOverTransport(
+    Transport* transport, const CommunicatorOptions& options) {
+  if (transport == nullptr) {
+    return absl::InvalidArgumentError("CreateOverTransport: transport is null");
+  }
+  if (transport->world_size() < 1 || transport->rank() < 0 ||
+      transport->rank() >= transport->world_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CreateOverTransport: transport reports rank ", transport->rank(), " of world size ",
+        transport->world_size(), "; need 0 <= rank < world size"));
+  }
+  if (options.max_segment_bytes == 0) {
+    return absl::InvalidArgumentError(
+        "CreateOverTransport: max_segment_bytes is 0; use at least a few KiB (default 1 MiB)");
+  }
+  std::vector<int> global_ranks(transport->world_size());
+  std::iota(global_ranks.begin(), global_ranks.end(), 0);
+  return std::unique_ptr<Communicator>(
+      new CommunicatorImpl(ProgressEngine::Create(transport), std::move(global_ranks),
+                           transport->rank(), kWorldCommunicatorId, options));
+}
+
+}  // namespace comm

@@ -1,0 +1,277 @@
+// File: comm/progress_engine.cc
+#include "comm/progress_engine.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace comm {
+
+struct ProgressEngine::Record {
+  std::unique_ptr<CollectiveOp> op;
+  std::string description;
+  absl::Time posted_at;
+  absl::Status status;       // final status, once done
+  std::atomic<bool> done{false};
+};
+
+class ProgressEngine::EngineWork : public Work {
+ public:
+  EngineWork(std::shared_ptr<ProgressEngine> engine, std::shared_ptr<Record> record)
+      : engine_(std::move(engine)), record_(std::move(record)) {}
+  bool Test() override { return engine_->Test(record_.get()); }
+  absl::Status Wait(absl::Duration timeout) override {
+    return engine_->Wait(record_.get(), timeout);
+  }
+
+ private:
+  std::shared_ptr<ProgressEngine> engine_;
+  std::shared_ptr<Record> record_;
+};
+
+namespace {
+
+class FinishedWork : public Work {
+ public:
+  explicit FinishedWork(absl::Status status) : status_(std::move(status)) {}
+  bool Test() override { return true; }
+  absl::Status Wait(absl::Duration) override { return status_; }
+
+ private:
+  absl::Status status_;
+};
+
+}  // namespace
+
+std::shared_ptr<ProgressEngine> ProgressEngine::Create(Transport* transport) {
+  std::shared_ptr<ProgressEngine> engine(new ProgressEngine(transport));
+  engine->thread_ = std::thread([raw = engine.get()] { raw->ThreadLoop(); });
+  return engine;
+}
+
+ProgressEngine::ProgressEngine(Transport* transport) : transport_(transport) {}
+
+ProgressEngine::~ProgressEngine() {
+  lock_wanted_.fetch_add(1);  // makes a busy progress thread let go of mu_
+  transport_->Interrupt();
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    lock_wanted_.fetch_sub(1);
+  }
+  if (thread_.joinable()) thread_.join();
+
+  absl::MutexLock lock(&mu_);
+  for (auto& record : active_) {
+    record->status = absl::CancelledError(
+        absl::StrCat("rank ", transport_->rank(), ": ", record->description,
+                     " was still in flight when its communicator was destroyed"));
+    record->done.store(true, std::memory_order_release);
+    draining_.push_back(std::move(record->op));
+  }
+  active_.clear();
+  // Give posted transfers a moment to finish so their memory can be freed.
+  absl::Time give_up = absl::Now() + absl::Milliseconds(200);
+  while (!draining_.empty() && absl::Now() < give_up) {
+    if (!transport_->Progress()) transport_->BlockUntilActivity(absl::Milliseconds(1)).IgnoreError();
+    draining_.erase(std::remove_if(draining_.begin(), draining_.end(),
+                                   [](const std::unique_ptr<CollectiveOp>& op) {
+                                     return !op->HasPendingTransportOps();
+                                   }),
+                    draining_.end());
+  }
+  // Whatever the transport may still write into is leaked, not freed under it.
+  for (auto& op : draining_) op.release();
+}
+
+WorkHandle ProgressEngine::Finished(absl::Status status) {
+  return std::make_shared<FinishedWork>(std::move(status));
+}
+
+void ProgressEngine::InterruptIfBlocked() {
+  if (blocked_in_transport_.load()) transport_->Interrupt();
+}
+
+absl::Status ProgressEngine::BlockInTransportLocked(absl::Duration timeout,
+                                                    int own_lock_wanted) {
+  // Dekker-style: we publish "blocked" before reading lock_wanted_, a poster
+  // publishes lock_wanted_ before reading "blocked", so one sees the other.
+  blocked_in_transport_.store(true);
+  absl::Status status = absl::OkStatus();
+  if (lock_wanted_.load() <= own_lock_wanted) status = transport_->BlockUntilActivity(timeout);
+  blocked_in_transport_.store(false);
+  return status;
+}
+
+WorkHandle ProgressEngine::Submit(std::unique_ptr<CollectiveOp> op, std::string description) {
+  auto record = std::make_shared<Record>();
+  record->op = std::move(op);
+  record->description = std::move(description);
+  record->posted_at = absl::Now();
+  lock_wanted_.fetch_add(1);
+  InterruptIfBlocked();
+  {
+    absl::MutexLock lock(&mu_);
+    lock_wanted_.fetch_sub(1);
+    active_.push_back(record);
+    // Step just this one now, so its first messages leave before we return.
+    bool progressed = false;
+    absl::StatusOr<bool> finished = record->op->Step(&progressed);
+    if (!finished.ok()) {
+      FinishLocked(record.get(), finished.status());
+    } else if (*finished) {
+      FinishLocked(record.get(), absl::OkStatus());
+    }
+  }
+  return std::make_shared<EngineWork>(shared_from_this(), std::move(record));
+}
+
+void ProgressEngine::FinishLocked(Record* record, absl::Status status) {
+  if (!status.ok()) {
+    status = absl::Status(status.code(), absl::StrCat("rank ", transport_->rank(), ": ",
+                                                      record->description, " failed: ",
+                                                      status.message()));
+  }
+  record->status = std::move(status);
+  if (record->op->HasPendingTransportOps()) {
+    draining_.push_back(std::move(record->op));
+  } else {
+    record->op.reset();
+  }
+  record->done.store(true, std::memory_order_release);
+  active_.erase(std::remove_if(active_.begin(), active_.end(),
+                               [record](const std::shared_ptr<Record>& r) {
+                                 return r.get() == record;
+                               }),
+                active_.end());
+}
+
+bool ProgressEngine::StepAllLocked() {
+  bool progressed = transport_->Progress();
+  // Copy: FinishLocked edits active_.
+  std::vector<std::shared_ptr<Record>> active = active_;
+  for (const auto& record : active) {
+    absl::StatusOr<bool> finished = record->op->Step(&progressed);
+    if (!finished.ok()) {
+      FinishLocked(record.get(), finished.status());
+      progressed = true;
+    } else if (*finished) {
+      FinishLocked(record.get(), absl::OkStatus());
+      progressed = true;
+    }
+  }
+  if (!draining_.empty()) {
+    draining_.erase(std::remove_if(draining_.begin(), draining_.end(),
+                                   [](const std::unique_ptr<CollectiveOp>& op) {
+                                     return !op->HasPendingTransportOps();
+                                   }),
+                    draining_.end());
+  }
+  if (!progressed && !active_.empty()) {
+    absl::Status health = transport_->health();
+    if (!health.ok()) {
+      std::vector<std::shared_ptr<Record>> doomed = active_;
+      for (const auto& record : doomed) {
+        FinishLocked(record.get(), absl::UnavailableError(health.message()));
+      }
+      progressed = true;
+    }
+  }
+  return progressed;
+}
+
+bool ProgressEngine::Test(Record* record) {
+  if (record->done.load(std::memory_order_acquire)) return true;
+  if (mu_.TryLock()) {
+    StepAllLocked();
+    mu_.Unlock();
+  }
+  return record->done.load(std::memory_order_acquire);
+}
+
+absl::Status ProgressEngine::Wait(Record* record, absl::Duration timeout) {
+  if (record->done.load(std::memory_order_acquire)) return record->status;
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + timeout;
+  lock_wanted_.fetch_add(1);
+  InterruptIfBlocked();
+  absl::MutexLock lock(&mu_);
+  absl::Time last_progress = absl::Now();
+  absl::Status result;
+  while (true) {
+    bool progressed = StepAllLocked();
+    if (record->done.load(std::memory_order_acquire)) {
+      result = record->status;
+      break;
+    }
+    absl::Time now = absl::Now();
+    if (progressed) {
+      last_progress = now;
+      continue;
+    }
+    if (now >= deadline) {
+      AwaitedPeer awaited = record->op->Awaited();
+      std::string whom =
+          awaited.global_rank >= 0
+              ? absl::StrCat("rank ", awaited.global_rank, " (", awaited.what, ")")
+              : awaited.what;
+      result = absl::DeadlineExceededError(absl::StrCat(
+          "rank ", transport_->rank(), ": ", record->description, " waited ",
+          absl::FormatDuration(now - start), " for ", whom,
+          "; it is still in flight: check that every rank of the group posts the same "
+          "collectives in the same order and that rank ",
+          awaited.global_rank, " is alive"));
+      break;
+    }
+    if (lock_wanted_.load() > 1) {
+      // Another poster or waiter wants the lock: let it in (it may be
+      // waiting on a collective that already finished).
+      mu_.Unlock();
+      std::this_thread::yield();
+      mu_.Lock();
+      continue;
+    }
+    if (now - last_progress < kWaitSpin) continue;
+    absl::Status blocked = BlockInTransportLocked(std::min(deadline - now, kWaitBlock), /*own_lock_wanted=*/1);
+    if (!blocked.ok()) {
+      result = absl::Status(blocked.code(),
+                            absl::StrCat("rank ", transport_->rank(), ": waiting for ",
+                                         record->description, ": ", blocked.message()));
+      break;
+    }
+  }
+  lock_wanted_.fetch_sub(1);  // under mu_, so the thread's condition sees it
+  return result;
+}
+
+void ProgressEngine::ThreadLoop() {
+  absl::MutexLock lock(&mu_);
+  absl::Time last_progress = absl::Now();
+  auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // Draining (failed) collectives alone do not keep the thread busy: they
+    // progress whenever anything else does, and at destruction.
+    return stopping_ || (!active_.empty() && lock_wanted_.load() == 0);
+  };
+  while (true) {
+    if (!has_work()) {
+      mu_.Await(absl::Condition(&has_work));
+      last_progress = absl::Now();
+    }
+    if (stopping_) return;
+    if (StepAllLocked()) {
+      last_progress = absl::Now();
+    } else if (absl::Now() - last_progress > kThreadSpin) {
+      BlockInTransportLocked(kThreadBlock, /*own_lock_wanted=*/0).IgnoreError();
+    }
+    if (lock_wanted_.load() > 0) {
+      // Let the poster or waiter in; it will step everything itself.
+      mu_.Unlock();
+      std::this_thread::yield();
+      mu_.Lock();
+    }
+  }
+}
+
+}  // namespace comm

@@ -1,0 +1,112 @@
+// File: comm/progress_engine.h
+//
+// Drives every in-flight collective of one Transport. One engine per
+// transport, shared by a communicator and all its sub-communicators (a
+// Transport is not thread-safe, and this is where its calls are serialized).
+//
+// Threading model ([Note: progress engine threads], also in docs/comm.md):
+// - One mutex serializes every Transport call and the list of collectives.
+// - A background progress thread steps all in-flight collectives while there
+//   are any and no caller is waiting on one, so communication overlaps the
+//   caller's computation. When a pass makes no progress it spins for
+//   kThreadSpin, then blocks in Transport::BlockUntilActivity (bounded by
+//   kThreadBlock) so idle ranks sharing a core do not burn it. With nothing in
+//   flight it sleeps on the mutex's condition, using no CPU.
+// - A caller in Work::Wait drives progress itself (no thread hand-off on the
+//   latency path): the background thread steps aside, the caller spins on
+//   Progress()+Step() for kWaitSpin after the last progress, then blocks in
+//   BlockUntilActivity in slices of at most kWaitBlock until its deadline.
+// - Posting a collective steps it once at once (its first sends go out
+//   before Post returns) and Interrupt()s the transport if the progress
+//   thread is blocked in it.
+//
+// Failures: a transport error ends the collective with that error, prefixed
+// "rank R: <op> #<seq> ... failed: ". When nothing progresses the engine asks
+// Transport::health(); a dead peer fails every in-flight collective with
+// kUnavailable naming it. A Wait that times out returns kDeadlineExceeded
+// naming this rank, the op, the time waited and the peer and transfer
+// awaited; the collective stays in flight and may be waited on again.
+//
+// A failed collective may still have transport operations posted into its
+// memory: the engine keeps it (not the caller's Work) until they finish. At
+// destruction, collectives still in flight are cancelled; ones whose
+// transport operations never finish are deliberately leaked rather than
+// freed under the transport.
+#ifndef COMM_PROGRESS_ENGINE_H_
+#define COMM_PROGRESS_ENGINE_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "comm/collective_op.h"
+#include "comm/communicator.h"
+#include "comm/transport.h"
+
+namespace comm {
+
+inline constexpr absl::Duration kWaitSpin = absl::Microseconds(75);
+inline constexpr absl::Duration kWaitBlock = absl::Milliseconds(5);
+inline constexpr absl::Duration kThreadSpin = absl::Microseconds(50);
+inline constexpr absl::Duration kThreadBlock = absl::Milliseconds(1);
+
+class ProgressEngine : public std::enable_shared_from_this<ProgressEngine> {
+ public:
+  // Starts the progress thread. `transport` must outlive the engine.
+  static std::shared_ptr<ProgressEngine> Create(Transport* transport);
+  ~ProgressEngine();
+
+  ProgressEngine(const ProgressEngine&) = delete;
+  ProgressEngine& operator=(const ProgressEngine&) = delete;
+
+  // Takes over `op`, steps it once, and returns its handle. `description`
+  // names it in errors: "all_reduce #12 on communicator 0x1 (tag 0x1000c000)".
+  WorkHandle Submit(std::unique_ptr<CollectiveOp> op, std::string description);
+
+  // A handle that is already finished with `status` (fast paths: world size
+  // 1, empty buffers).
+  static WorkHandle Finished(absl::Status status);
+
+  Transport* transport() const { return transport_; }
+
+ private:
+  struct Record;
+  class EngineWork;
+  friend class EngineWork;
+
+  explicit ProgressEngine(Transport* transport);
+  void ThreadLoop();
+  // One pass: transport progress, Step() of every collective, health check
+  // when idle. Returns whether anything happened.
+  bool StepAllLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FinishLocked(Record* record, absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Test(Record* record);
+  absl::Status Wait(Record* record, absl::Duration timeout);
+  // Wakes whichever thread is blocked in the transport, if one is.
+  void InterruptIfBlocked();
+  // BlockUntilActivity, with blocked_in_transport_ set around it; skipped if
+  // more than `own_lock_wanted` threads (the caller's own count) want mu_.
+  absl::Status BlockInTransportLocked(absl::Duration timeout, int own_lock_wanted)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  Transport* const transport_;
+  absl::Mutex mu_;
+  std::vector<std::shared_ptr<Record>> active_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<CollectiveOp>> draining_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Threads that want mu_ (waiters driving progress, posters): the progress
+  // thread steps aside while this is non-zero.
+  std::atomic<int> lock_wanted_{0};
+  std::atomic<bool> blocked_in_transport_{false};
+  std::thread thread_;
+};
+
+}  // namespace comm
+
+#endif  // COMM_PROGRESS_ENGINE_H_

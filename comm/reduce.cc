@@ -1,0 +1,117 @@
+// File: comm/reduce.cc
+#include "comm/reduce.h"
+
+#include <cstdint>
+
+namespace comm {
+namespace {
+
+// The bf16 conversions of comm/dtype.h, restated branch-free on integers so
+// the loops below vectorize. NaN inputs stay NaN (quieted) as in dtype.h.
+inline float Bf16BitsToFloat(uint16_t value) {
+  uint32_t bits = static_cast<uint32_t>(value) << 16;
+  float result;
+  __builtin_memcpy(&result, &bits, sizeof(result));
+  return result;
+}
+
+inline uint16_t FloatToBf16Bits(float value) {
+  uint32_t bits;
+  __builtin_memcpy(&bits, &value, sizeof(bits));
+  uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  uint32_t quiet_nan = (bits >> 16) | 0x0040u;
+  bool is_nan = (bits & 0x7fffffffu) > 0x7f800000u;
+  return static_cast<uint16_t>(is_nan ? quiet_nan : rounded);
+}
+
+void SumFloat(const float* __restrict a, const float* __restrict b, float* __restrict out,
+              size_t count) {
+  for (size_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
+}
+
+void SumFloatDivided(const float* __restrict a, const float* __restrict b,
+                     float* __restrict out, size_t count, float divisor) {
+  for (size_t i = 0; i < count; ++i) out[i] = (a[i] + b[i]) / divisor;
+}
+
+void SumFloatInPlace(const float* __restrict in, float* __restrict inout, size_t count) {
+  for (size_t i = 0; i < count; ++i) inout[i] = inout[i] + in[i];
+}
+
+void SumFloatInPlaceDivided(const float* __restrict in, float* __restrict inout, size_t count,
+                            float divisor) {
+  for (size_t i = 0; i < count; ++i) inout[i] = (inout[i] + in[i]) / divisor;
+}
+
+void SumBf16(const uint16_t* __restrict a, const uint16_t* __restrict b,
+             uint16_t* __restrict out, size_t count, float divisor) {
+  if (divisor == 1.0f) {
+    for (size_t i = 0; i < count; ++i) {
+      out[i] = FloatToBf16Bits(Bf16BitsToFloat(a[i]) + Bf16BitsToFloat(b[i]));
+    }
+  } else {
+    for (size_t i = 0; i < count; ++i) {
+      out[i] = FloatToBf16Bits((Bf16BitsToFloat(a[i]) + Bf16BitsToFloat(b[i])) / divisor);
+    }
+  }
+}
+
+void SumBf16InPlace(const uint16_t* __restrict in, uint16_t* __restrict inout, size_t count,
+                    float divisor) {
+  if (divisor == 1.0f) {
+    for (size_t i = 0; i < count; ++i) {
+      inout[i] = FloatToBf16Bits(Bf16BitsToFloat(inout[i]) + Bf16BitsToFloat(in[i]));
+    }
+  } else {
+    for (size_t i = 0; i < count; ++i) {
+      inout[i] = FloatToBf16Bits((Bf16BitsToFloat(inout[i]) + Bf16BitsToFloat(in[i])) / divisor);
+    }
+  }
+}
+
+}  // namespace
+
+void ReduceSum(Dtype dtype, const void* a, const void* b, void* out, size_t count,
+               float divisor) {
+  if (dtype == Dtype::kFloat32) {
+    auto* fa = static_cast<const float*>(a);
+    auto* fb = static_cast<const float*>(b);
+    auto* fo = static_cast<float*>(out);
+    if (divisor == 1.0f) {
+      SumFloat(fa, fb, fo, count);
+    } else {
+      SumFloatDivided(fa, fb, fo, count, divisor);
+    }
+  } else {
+    SumBf16(static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b),
+            static_cast<uint16_t*>(out), count, divisor);
+  }
+}
+
+void ReduceSumInPlace(Dtype dtype, const void* in, void* inout, size_t count, float divisor) {
+  if (dtype == Dtype::kFloat32) {
+    auto* fi = static_cast<const float*>(in);
+    auto* fio = static_cast<float*>(inout);
+    if (divisor == 1.0f) {
+      SumFloatInPlace(fi, fio, count);
+    } else {
+      SumFloatInPlaceDivided(fi, fio, count, divisor);
+    }
+  } else {
+    SumBf16InPlace(static_cast<const uint16_t*>(in), static_cast<uint16_t*>(inout), count,
+                   divisor);
+  }
+}
+
+void DivideInPlace(Dtype dtype, void* data, size_t count, float divisor) {
+  if (divisor == 1.0f) return;
+  if (dtype == Dtype::kFloat32) {
+    float* f = static_cast<float*>(data);
+    for (size_t i = 0; i < count; ++i) f[i] = f[i] / divisor;
+  } else {
+    uint16_t* h = static_cast<uint16_t*>(data);
+    for (size_t i = 0; i < count; ++i) h[i] = FloatToBf16Bits(Bf16BitsToFloat(h[i]) / divisor);
+  }
+}
+
+}  // namespace comm

@@ -1,0 +1,42 @@
+// File: comm/reduce.h
+//
+// Reduction kernels: elementwise sums of two buffers, for fp32 and bf16.
+//
+// Rounding rule (the same for every algorithm, which is what makes results
+// reproducible bit for bit): every hop of a reduction reads two operands,
+// converts bf16 operands to fp32, adds them in fp32, and rounds the sum to
+// the dtype once when storing it. The last hop of a kAverage reduction
+// divides the fp32 sum by the group size (a true division, not a
+// multiplication by the reciprocal) before that single rounding. Partial sums
+// travel between ranks in the dtype, so bf16 partials are rounded at every
+// hop; fp32 adds are exact IEEE adds. Addition is commutative in IEEE
+// arithmetic, so a+b and b+a give the same bits: only the shape of the
+// reduction tree matters, and each algorithm fixes it independently of timing.
+//
+// The loops are plain loops over restrict pointers so that -O2 vectorizes them.
+#ifndef COMM_REDUCE_H_
+#define COMM_REDUCE_H_
+
+#include <cstddef>
+
+#include "comm/dtype.h"
+
+namespace comm {
+
+// out[i] = (a[i] + b[i]) / divisor, rounded once to `dtype`. With divisor 1
+// no division happens. `out` must not overlap `a` or `b`.
+void ReduceSum(Dtype dtype, const void* a, const void* b, void* out, size_t count,
+               float divisor = 1.0f);
+
+// inout[i] = (inout[i] + in[i]) / divisor, rounded once. `in` and `inout` must
+// not overlap.
+void ReduceSumInPlace(Dtype dtype, const void* in, void* inout, size_t count,
+                      float divisor = 1.0f);
+
+// data[i] = data[i] / divisor, rounded once (for kAverage when one rank holds
+// the whole sum already).
+void DivideInPlace(Dtype dtype, void* data, size_t count, float divisor);
+
+}  // namespace comm
+
+#endif  // COMM_REDUCE_H_

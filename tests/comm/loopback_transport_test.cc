@@ -1,0 +1,117 @@
+// File: tests/comm/loopback_transport_test.cc
+// The fake honours the Transport contract the collectives rely on.
+#include "comm/loopback_transport.h"
+
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace comm {
+namespace {
+
+void DriveUntilDone(Transport& t, std::vector<Completion*> completions) {
+  absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < give_up) {
+    bool all = true;
+    for (Completion* c : completions) all = all && c->done;
+    if (all) return;
+    if (!t.Progress()) {
+      ASSERT_TRUE(t.BlockUntilActivity(absl::Milliseconds(1)).ok());
+    }
+  }
+  FAIL() << "completions did not finish in 10 s";
+}
+
+TEST(LoopbackTransportTest, MatchesByPeerAndTagInPostingOrder) {
+  LoopbackOptions options;
+  options.eager_bytes = 4;  // mix eager and receiver-copied messages
+  options.max_delay = absl::Microseconds(200);
+  LoopbackHub hub(3, options);
+  auto t0 = hub.CreateTransport(0), t1 = hub.CreateTransport(1), t2 = hub.CreateTransport(2);
+  std::vector<int> a = {1, 2, 3}, b = {4, 5, 6, 7}, c = {8};
+  Completion s1, s2, s3, s4;
+  // Rank 1 sends two messages with tag 5 and one with tag 6; rank 2 one with tag 5.
+  ASSERT_TRUE(t1->PostSend(0, 5, a.data(), 12, &s1).ok());
+  ASSERT_TRUE(t1->PostSend(0, 6, c.data(), 4, &s2).ok());
+  ASSERT_TRUE(t1->PostSend(0, 5, b.data(), 16, &s3).ok());
+  ASSERT_TRUE(t2->PostSend(0, 5, c.data(), 4, &s4).ok());
+  std::vector<int> r_first(4, -1), r_second(4, -1), r_tag6(1, -1), r_rank2(1, -1);
+  Completion c1, c2, c3, c4;
+  ASSERT_TRUE(t0->PostRecv(2, 5, r_rank2.data(), 4, &c4).ok());
+  ASSERT_TRUE(t0->PostRecv(1, 5, r_first.data(), 16, &c1).ok());
+  ASSERT_TRUE(t0->PostRecv(1, 5, r_second.data(), 16, &c2).ok());
+  ASSERT_TRUE(t0->PostRecv(1, 6, r_tag6.data(), 4, &c3).ok());
+  std::thread sender1([&] { DriveUntilDone(*t1, {&s1, &s2, &s3}); });
+  std::thread sender2([&] { DriveUntilDone(*t2, {&s4}); });
+  DriveUntilDone(*t0, {&c1, &c2, &c3, &c4});
+  sender1.join();
+  sender2.join();
+  EXPECT_TRUE(c1.status.ok() && c2.status.ok() && c3.status.ok() && c4.status.ok());
+  EXPECT_EQ(c1.received_bytes, 12u);
+  EXPECT_EQ(std::vector<int>(r_first.begin(), r_first.begin() + 3), a);
+  EXPECT_EQ(r_second, b);
+  EXPECT_EQ(r_tag6[0], 8);
+  EXPECT_EQ(r_rank2[0], 8);
+}
+
+TEST(LoopbackTransportTest, TooLongMessageFailsTheReceive) {
+  LoopbackHub hub(2);
+  auto t0 = hub.CreateTransport(0), t1 = hub.CreateTransport(1);
+  std::vector<char> big(100), small(10);
+  Completion sent, received;
+  ASSERT_TRUE(t1->PostSend(0, 1, big.data(), big.size(), &sent).ok());
+  ASSERT_TRUE(t0->PostRecv(1, 1, small.data(), small.size(), &received).ok());
+  DriveUntilDone(*t0, {&received});
+  EXPECT_EQ(received.status.code(), absl::StatusCode::kInternal);
+  EXPECT_NE(received.status.message().find("longer than the posted receive"),
+            std::string::npos);
+}
+
+TEST(LoopbackTransportTest, RejectsBadPeerAndTag) {
+  LoopbackHub hub(2);
+  auto t0 = hub.CreateTransport(0);
+  Completion c;
+  char byte = 0;
+  EXPECT_EQ(t0->PostSend(2, 1, &byte, 1, &c).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(t0->PostRecv(1, kMaxTransportTag + 1, &byte, 1, &c).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(LoopbackTransportTest, InterruptWakesABlockedCaller) {
+  LoopbackHub hub(2);
+  auto t0 = hub.CreateTransport(0);
+  absl::Time start = absl::Now();
+  std::thread waker([&] {
+    absl::SleepFor(absl::Milliseconds(20));
+    t0->Interrupt();
+  });
+  ASSERT_TRUE(t0->BlockUntilActivity(absl::Seconds(20)).ok());
+  waker.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  // Sticky: an Interrupt before the block makes it return at once.
+  t0->Interrupt();
+  start = absl::Now();
+  ASSERT_TRUE(t0->BlockUntilActivity(absl::Seconds(20)).ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
+TEST(LoopbackTransportTest, KilledPeerFailsPendingOperationsAndHealth) {
+  LoopbackHub hub(2);
+  auto t0 = hub.CreateTransport(0);
+  char byte = 0;
+  Completion received;
+  ASSERT_TRUE(t0->PostRecv(1, 1, &byte, 1, &received).ok());
+  EXPECT_TRUE(t0->health().ok());
+  hub.KillRank(1);
+  DriveUntilDone(*t0, {&received});
+  EXPECT_EQ(received.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(t0->health().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(t0->health().message().find("rank 1"), std::string::npos);
+  Completion sent;
+  EXPECT_EQ(t0->PostSend(1, 1, &byte, 1, &sent).code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace comm

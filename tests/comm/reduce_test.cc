@@ -1,0 +1,82 @@
+// File: tests/comm/reduce_test.cc
+// The kernels against scalar references built on comm/dtype.h conversions.
+#include "comm/reduce.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "comm/dtype.h"
+#include "gtest/gtest.h"
+
+namespace comm {
+namespace {
+
+uint32_t Bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+std::vector<float> RandomFloats(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+TEST(ReduceTest, Float32SumAndAverage) {
+  const size_t n = 1031;  // not a multiple of any vector width
+  auto a = RandomFloats(n, 1), b = RandomFloats(n, 2);
+  std::vector<float> out(n), inout = b;
+  ReduceSum(Dtype::kFloat32, a.data(), b.data(), out.data(), n);
+  for (size_t i = 0; i < n; ++i) EXPECT_EQ(Bits(out[i]), Bits(a[i] + b[i]));
+  ReduceSumInPlace(Dtype::kFloat32, a.data(), inout.data(), n, 3.0f);
+  for (size_t i = 0; i < n; ++i) EXPECT_EQ(Bits(inout[i]), Bits((a[i] + b[i]) / 3.0f));
+}
+
+TEST(ReduceTest, BFloat16AddsInFloatAndRoundsOnce) {
+  const size_t n = 1031;
+  auto fa = RandomFloats(n, 3), fb = RandomFloats(n, 4);
+  std::vector<BFloat16> a(n), b(n), out(n), inout(n);
+  for (size_t i = 0; i < n; ++i) {
+    a[i] = FloatToBFloat16(fa[i]);
+    b[i] = FloatToBFloat16(fb[i]);
+  }
+  inout = b;
+  ReduceSum(Dtype::kBFloat16, a.data(), b.data(), out.data(), n);
+  ReduceSumInPlace(Dtype::kBFloat16, a.data(), inout.data(), n, 8.0f / 3.0f);
+  for (size_t i = 0; i < n; ++i) {
+    float sum = BFloat16ToFloat(a[i]) + BFloat16ToFloat(b[i]);
+    EXPECT_EQ(out[i], FloatToBFloat16(sum));
+    EXPECT_EQ(inout[i], FloatToBFloat16(sum / (8.0f / 3.0f)));
+  }
+}
+
+TEST(ReduceTest, BFloat16RoundsTiesToEvenAndKeepsNaN) {
+  // 1 + 2^-8 is halfway between bf16 1.0 and 1.0078125: ties to even -> 1.0.
+  BFloat16 one = FloatToBFloat16(1.0f);
+  BFloat16 tiny = FloatToBFloat16(std::ldexp(1.0f, -8));
+  BFloat16 out;
+  ReduceSum(Dtype::kBFloat16, &one, &tiny, &out, 1);
+  EXPECT_EQ(out, one);
+  BFloat16 nan = FloatToBFloat16(std::nanf(""));
+  ReduceSum(Dtype::kBFloat16, &one, &nan, &out, 1);
+  EXPECT_TRUE(std::isnan(BFloat16ToFloat(out)));
+}
+
+TEST(ReduceTest, DivideInPlace) {
+  std::vector<float> f = {3.0f, -6.0f, 1.0f};
+  DivideInPlace(Dtype::kFloat32, f.data(), f.size(), 3.0f);
+  EXPECT_EQ(f[0], 1.0f);
+  EXPECT_EQ(f[1], -2.0f);
+  EXPECT_EQ(Bits(f[2]), Bits(1.0f / 3.0f));
+  BFloat16 h = FloatToBFloat16(1.0f);
+  DivideInPlace(Dtype::kBFloat16, &h, 1, 3.0f);
+  EXPECT_EQ(h, FloatToBFloat16(1.0f / 3.0f));
+}
+
+}  // namespace
+}  // namespace comm
