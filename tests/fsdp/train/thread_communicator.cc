@@ -1,12 +1,14 @@
 // File: tests/fsdp/train/thread_communicator.cc
 #include "tests/fsdp/train/thread_communicator.h"
 
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <map>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 
 namespace fsdp_test {
 namespace {
@@ -32,13 +34,16 @@ struct Slot {
   absl::Status status;
 };
 
+// std::mutex rather than absl::Mutex: Debian's Abseil is not built with
+// ThreadSanitizer, which then cannot see absl::Mutex's ordering.
 struct Group {
   Group(int n, absl::Duration delay) : size(n), completion_delay(delay), next_seq(n, 0) {}
   const int size;
   const absl::Duration completion_delay;
-  absl::Mutex mu;
-  std::vector<int64_t> next_seq ABSL_GUARDED_BY(mu);
-  std::map<int64_t, std::shared_ptr<Slot>> slots ABSL_GUARDED_BY(mu);
+  std::mutex mu;
+  std::condition_variable posted;         // some slot became all_posted
+  std::vector<int64_t> next_seq;          // guarded by mu
+  std::map<int64_t, std::shared_ptr<Slot>> slots;  // guarded by mu
 };
 
 // Runs a complete slot (every rank posted). Float32 only: that is all the
@@ -100,17 +105,17 @@ class ThreadWork : public comm::Work {
   ThreadWork(std::shared_ptr<Group> group, std::shared_ptr<Slot> slot, int rank)
       : group_(std::move(group)), slot_(std::move(slot)), rank_(rank) {}
   bool Test() override {
-    absl::MutexLock lock(&group_->mu);
+    std::lock_guard<std::mutex> lock(group_->mu);
     RunIfDue();
     return slot_->done;
   }
   absl::Status Wait(absl::Duration timeout) override {
     const absl::Time deadline = absl::Now() + timeout;
-    absl::MutexLock lock(&group_->mu);
+    std::unique_lock<std::mutex> lock(group_->mu);
     Slot* slot = slot_.get();
-    if (!group_->mu.AwaitWithDeadline(absl::Condition(
-                                          +[](Slot* s) { return s->all_posted; }, slot),
-                                      deadline)) {
+    const bool posted = group_->posted.wait_for(
+        lock, absl::ToChronoNanoseconds(timeout), [slot] { return slot->all_posted; });
+    if (!posted) {
       std::string missing;
       for (int r = 0; r < group_->size; ++r) {
         if (!slot->ranks[r].posted) absl::StrAppend(&missing, missing.empty() ? "" : ",", r);
@@ -119,18 +124,16 @@ class ThreadWork : public comm::Work {
           absl::StrCat("rank ", rank_, " (this thread) waited ", absl::FormatDuration(timeout),
                        " for rank(s) ", missing, " to post the collective"));
     }
-    if (slot->run_at > deadline) {
-      group_->mu.Unlock();
+    const absl::Time run_at = slot->run_at;
+    lock.unlock();
+    if (run_at > deadline) {
       absl::SleepFor(deadline - absl::Now());
-      group_->mu.Lock();
       return absl::DeadlineExceededError(absl::StrCat(
           "rank ", rank_, " (this thread) waited ", absl::FormatDuration(timeout),
           " for a slow collective"));
     }
-    const absl::Time run_at = slot->run_at;
-    group_->mu.Unlock();
     absl::SleepFor(run_at - absl::Now());
-    group_->mu.Lock();
+    lock.lock();
     RunIfDue();
     return slot->status;
   }
@@ -138,7 +141,8 @@ class ThreadWork : public comm::Work {
  private:
   // The outputs are written only when the collective is due, so a caller
   // that reads them before Wait()/Test() says done sees stale data.
-  void RunIfDue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(group_->mu) {
+  // Requires group_->mu.
+  void RunIfDue() {
     if (slot_->done || !slot_->all_posted || absl::Now() < slot_->run_at) return;
     slot_->status = Execute(*slot_, group_->size);
     slot_->done = true;
@@ -188,7 +192,7 @@ class ThreadCommunicator : public comm::Communicator {
 
  private:
   absl::StatusOr<comm::WorkHandle> Post(const Contribution& c) {
-    absl::MutexLock lock(&group_->mu);
+    std::lock_guard<std::mutex> lock(group_->mu);
     const int64_t seq = group_->next_seq[rank_]++;
     std::shared_ptr<Slot>& slot = group_->slots[seq];
     if (slot == nullptr) {
@@ -206,6 +210,7 @@ class ThreadCommunicator : public comm::Communicator {
         mine->status = Execute(*mine, group_->size);
         mine->done = true;
       }
+      group_->posted.notify_all();
       group_->slots.erase(seq);
     }
     return comm::WorkHandle(std::make_shared<ThreadWork>(group_, mine, rank_));
