@@ -1,0 +1,144 @@
+// File: examples/train_gpt.cc
+//
+// Trains a small GPT with replicated data parallelism on N local ranks:
+//
+//   bazel run -c opt //examples:train_gpt -- --nproc=2 --steps=60
+//
+// Without a launcher around it, the process validates its flags and then
+// re-launches itself as --nproc ranks (comm/launcher/launcher.h); each rank
+// joins the job from its environment and runs fsdp::RunTraining
+// (fsdp/train/train_run.h). Flags, output and the metrics file:
+// docs/train_gpt.md.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "comm/communicator.h"
+#include "comm/launcher/launcher.h"
+#include "comm/status_macros.h"
+#include "fsdp/train/rank_batches.h"
+#include "fsdp/train/strategy.h"
+#include "fsdp/train/train_options.h"
+#include "fsdp/train/train_run.h"
+
+namespace {
+const fsdp::TrainOptions kDefaults;
+}  // namespace
+
+ABSL_FLAG(int, nproc, kDefaults.nproc, "ranks to launch on this machine");
+ABSL_FLAG(std::string, strategy, "no_shard",
+          "no_shard (available); shard_optimizer, shard_grad_op, full_shard, hybrid_shard "
+          "(not available yet)");
+ABSL_FLAG(int, layers, kDefaults.layers, "transformer blocks");
+ABSL_FLAG(int, d_model, kDefaults.d_model, "model width (channels)");
+ABSL_FLAG(int, heads, kDefaults.heads, "attention heads; must divide d_model");
+ABSL_FLAG(int, vocab, kDefaults.vocab, "vocabulary size");
+ABSL_FLAG(int, seq_len, kDefaults.seq_len, "tokens per sequence");
+ABSL_FLAG(int, micro_batch, kDefaults.micro_batch, "sequences per rank per micro-batch");
+ABSL_FLAG(int, accum, kDefaults.accum, "micro-batches per optimizer step");
+ABSL_FLAG(int64_t, global_batch, 0,
+          "if > 0: sequences per optimizer step; sets micro_batch = global_batch / "
+          "(nproc * accum), which must divide evenly");
+ABSL_FLAG(int, steps, kDefaults.steps, "optimizer steps");
+ABSL_FLAG(double, lr, kDefaults.lr, "peak learning rate");
+ABSL_FLAG(double, min_lr, kDefaults.min_lr, "learning rate at the end of the cosine decay");
+ABSL_FLAG(int, warmup_steps, kDefaults.warmup_steps, "linear warmup steps");
+ABSL_FLAG(double, weight_decay, kDefaults.weight_decay, "decoupled weight decay");
+ABSL_FLAG(double, grad_clip, kDefaults.grad_clip, "max global gradient L2 norm; 0 = off");
+ABSL_FLAG(std::string, optimizer, "adamw", "adamw or sgd");
+ABSL_FLAG(uint64_t, seed, kDefaults.seed, "parameter initialization seed");
+ABSL_FLAG(int, threads, kDefaults.threads,
+          "compute threads per rank; 0 = hardware threads / ranks");
+ABSL_FLAG(std::string, data, "",
+          "llm.c .bin token file; empty = the synthetic Markov token stream");
+ABSL_FLAG(std::string, metrics_out, "", "write one JSON line per step here (rank 0)");
+ABSL_FLAG(int, comm_timeout_s, 120, "seconds any rank waits for a collective before failing");
+
+namespace {
+
+absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
+  fsdp::TrainOptions o;
+  o.nproc = absl::GetFlag(FLAGS_nproc);
+  FSDP_ASSIGN_OR_RETURN(o.strategy, fsdp::ParseStrategy(absl::GetFlag(FLAGS_strategy)));
+  o.layers = absl::GetFlag(FLAGS_layers);
+  o.d_model = absl::GetFlag(FLAGS_d_model);
+  o.heads = absl::GetFlag(FLAGS_heads);
+  o.vocab = absl::GetFlag(FLAGS_vocab);
+  o.seq_len = absl::GetFlag(FLAGS_seq_len);
+  o.micro_batch = absl::GetFlag(FLAGS_micro_batch);
+  o.accum = absl::GetFlag(FLAGS_accum);
+  o.steps = absl::GetFlag(FLAGS_steps);
+  o.lr = static_cast<float>(absl::GetFlag(FLAGS_lr));
+  o.min_lr = static_cast<float>(absl::GetFlag(FLAGS_min_lr));
+  o.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
+  o.weight_decay = static_cast<float>(absl::GetFlag(FLAGS_weight_decay));
+  o.grad_clip = static_cast<float>(absl::GetFlag(FLAGS_grad_clip));
+  const std::string optimizer = absl::GetFlag(FLAGS_optimizer);
+  if (optimizer == "adamw") {
+    o.optimizer = fsdp::OptimizerKind::kAdamW;
+  } else if (optimizer == "sgd") {
+    o.optimizer = fsdp::OptimizerKind::kSgd;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--optimizer='", optimizer, "' is not one of: adamw, sgd"));
+  }
+  o.seed = absl::GetFlag(FLAGS_seed);
+  o.threads = absl::GetFlag(FLAGS_threads);
+  o.data = absl::GetFlag(FLAGS_data);
+  o.metrics_out = absl::GetFlag(FLAGS_metrics_out);
+  const int timeout_s = absl::GetFlag(FLAGS_comm_timeout_s);
+  if (timeout_s <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--comm_timeout_s=", timeout_s, " must be positive"));
+  }
+  o.comm_timeout = absl::Seconds(timeout_s);
+  const int64_t global_batch = absl::GetFlag(FLAGS_global_batch);
+  if (global_batch != 0) FSDP_RETURN_IF_ERROR(fsdp::SetMicroBatchFromGlobalBatch(global_batch, o));
+  FSDP_RETURN_IF_ERROR(fsdp::ValidateTrainOptions(o));
+  FSDP_RETURN_IF_ERROR(fsdp::ValidateTrainingData(o));
+  return o;
+}
+
+absl::Status RunRank(const fsdp::TrainOptions& options) {
+  FSDP_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> world,
+                        comm::Communicator::CreateFromEnvironment());
+  FSDP_ASSIGN_OR_RETURN(fsdp::RunSummary summary,
+                        fsdp::RunTraining(options, *world, world->rank() == 0 ? stdout : nullptr));
+  (void)summary;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Trains a small GPT with replicated data parallelism on --nproc local ranks.\n"
+      "Example: train_gpt --nproc=2 --steps=60 --metrics_out=/tmp/m.jsonl");
+  absl::ParseCommandLine(argc, argv);
+  absl::StatusOr<fsdp::TrainOptions> options = OptionsFromFlags();
+  if (!options.ok()) {
+    // Validation happens in the launching parent, before any rank starts.
+    std::fprintf(stderr, "train_gpt: %s\n", std::string(options.status().message()).c_str());
+    return 2;
+  }
+  if (!comm::IsLaunchedRank()) {
+    comm::LaunchOptions launch = comm::SelfLaunchOptions(options->nproc, argc, argv);
+    absl::StatusOr<int> result = comm::LaunchLocalRanks(launch);
+    if (!result.ok()) {
+      std::fprintf(stderr, "train_gpt: %s\n", std::string(result.status().message()).c_str());
+    }
+    return comm::JobExitCode(result);
+  }
+  absl::Status status = RunRank(*options);
+  if (!status.ok()) {
+    std::fprintf(stderr, "train_gpt: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

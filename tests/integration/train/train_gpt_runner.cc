@@ -1,0 +1,73 @@
+// File: tests/integration/train/train_gpt_runner.cc
+#include "tests/integration/train/train_gpt_runner.h"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace fsdp_test {
+namespace {
+
+// The number after "\"key\":" in a JSON line, or NaN.
+double NumberField(const std::string& line, const std::string& key) {
+  const std::string needle = "\"" + key + "\":";
+  const size_t at = line.find(needle);
+  if (at == std::string::npos) return std::nan("");
+  return std::strtod(line.c_str() + at + needle.size(), nullptr);
+}
+
+std::string StringField(const std::string& line, const std::string& key) {
+  const std::string needle = "\"" + key + "\":\"";
+  const size_t at = line.find(needle);
+  if (at == std::string::npos) return "";
+  const size_t begin = at + needle.size();
+  return line.substr(begin, line.find('"', begin) - begin);
+}
+
+std::string TmpDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+}  // namespace
+
+std::string TrainGptPath() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  return absl::StrCat(srcdir ? srcdir : ".", "/", workspace ? workspace : "fsdp_cpp",
+                      "/examples/train_gpt");
+}
+
+TrainGptRun RunTrainGpt(const std::string& run_name, const std::vector<std::string>& flags) {
+  const std::string metrics = absl::StrCat(TmpDir(), "/", run_name, ".jsonl");
+  std::remove(metrics.c_str());
+  std::string command = TrainGptPath();
+  for (const std::string& flag : flags) absl::StrAppend(&command, " '", flag, "'");
+  absl::StrAppend(&command, " --metrics_out=", metrics, " 2>&1");
+  TrainGptRun run;
+  std::FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) run.output.append(buffer, n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream in(metrics);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("\"final\":true") != std::string::npos) {
+      run.has_final_line = true;
+      run.param_sha256 = StringField(line, "param_sha256");
+    } else {
+      run.losses.push_back(NumberField(line, "loss"));
+      run.lrs.push_back(NumberField(line, "lr"));
+    }
+  }
+  return run;
+}
+
+}  // namespace fsdp_test
