@@ -1,0 +1,170 @@
+// File: tests/integration/comm/failure_test.cc
+//
+// Failures across real processes on loopback: a rank SIGKILLed in the middle
+// of an all-reduce, a rank with a wrong WORLD_SIZE, and a rank that never
+// arrives. Ranks are started directly (tests/integration/comm/
+// rank_processes.h), not through //comm/launcher, because the launcher
+// tears the whole job down as soon as one rank dies, which would hide what the
+// survivors' communicators report.
+//
+// Each case checks the contract of comm/communicator.h and
+// comm/rendezvous/rendezvous.h from the worker's output lines:
+//   - every survivor fails (no one reports PASS) within its deadline,
+//   - with the documented code,
+//   - and the message names the culprit rank.
+//
+// Usage (Bazel passes it): failure_test <path of collective_worker>
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/integration/comm/rank_processes.h"
+
+namespace comm_test {
+namespace {
+
+std::string g_worker_path;
+
+// The survivors' Wait() timeout in the kill test: short, so the test is fast
+// even when the communicator only notices the death by timing out.
+constexpr int kWaitTimeoutMs = 5000;
+// How long a survivor may take past that to report and exit (loaded 2-core
+// machine, teardown of a UCX worker with a dead peer).
+constexpr absl::Duration kExitSlack = absl::Seconds(15);
+constexpr int kRendezvousTimeoutMs = 2000;
+
+std::string Describe(const RankOutcome& outcome) {
+  return absl::StrCat("rank ", outcome.rank, ": exited=", outcome.exited,
+                      " code=", outcome.exit_code, " signal=", outcome.term_signal,
+                      " killed_at_deadline=", outcome.killed_at_deadline,
+                      " lifetime=", absl::FormatDuration(outcome.lifetime),
+                      "\n--- output ---\n", outcome.output, "--------------");
+}
+
+// The "STATUS <CODE> after <ms> ms in <where>: <message>" line, parsed.
+struct StatusLine {
+  std::string code;
+  long long after_ms = -1;
+  std::string text;  // the whole line
+};
+
+bool ParseStatusLine(const std::string& output, StatusLine* parsed) {
+  std::string line = FindLine(output, " STATUS ");
+  if (line.empty()) return false;
+  parsed->text = line;
+  size_t at = line.find(" STATUS ") + 8;
+  size_t space = line.find(' ', at);
+  parsed->code = line.substr(at, space - at);
+  size_t after = line.find("after ", space);
+  if (after != std::string::npos) parsed->after_ms = std::atoll(line.c_str() + after + 6);
+  return true;
+}
+
+struct KillCase {
+  int world_size;
+  int victim;
+};
+
+class KillRankTest : public testing::TestWithParam<KillCase> {};
+
+TEST_P(KillRankTest, SurvivorsFailInTimeNamingTheDeadRank) {
+  const KillCase c = GetParam();
+  RankProcesses job(g_worker_path,
+                    {"--scenario=kill", absl::StrCat("--victim=", c.victim),
+                     absl::StrCat("--timeout_ms=", kWaitTimeoutMs),
+                     "--rendezvous_timeout_ms=20000"});
+  std::vector<int> ranks;
+  for (int r = 0; r < c.world_size; ++r) ranks.push_back(r);
+  ASSERT_TRUE(job.Start(c.world_size, ranks, {}).ok());
+  std::vector<RankOutcome> outcomes =
+      job.WaitAll(absl::Seconds(20) + absl::Milliseconds(kWaitTimeoutMs) + kExitSlack);
+
+  const std::string dead = absl::StrCat("rank ", c.victim);
+  for (const RankOutcome& outcome : outcomes) {
+    SCOPED_TRACE(Describe(outcome));
+    if (outcome.rank == c.victim) {
+      EXPECT_EQ(outcome.term_signal, SIGKILL);
+      EXPECT_FALSE(FindLine(outcome.output, "raising SIGKILL").empty())
+          << "the victim died before it reached the all-reduce";
+      continue;
+    }
+    EXPECT_FALSE(outcome.killed_at_deadline) << "a survivor hung";
+    EXPECT_TRUE(FindLine(outcome.output, " PASS ").empty())
+        << "a survivor finished an all-reduce that a dead rank was part of";
+    StatusLine status;
+    ASSERT_TRUE(ParseStatusLine(outcome.output, &status)) << "no STATUS line";
+    EXPECT_TRUE(status.code == "UNAVAILABLE" || status.code == "DEADLINE_EXCEEDED")
+        << status.text;
+    EXPECT_TRUE(absl::StrContains(status.text, "all_reduce")) << status.text;
+    // Detected within the Wait() deadline (plus scheduling slack).
+    EXPECT_GE(status.after_ms, 0) << status.text;
+    EXPECT_LE(status.after_ms, kWaitTimeoutMs + 2000) << status.text;
+    EXPECT_TRUE(absl::StrContains(status.text, dead))
+        << "the error does not name the dead " << dead << ": " << status.text;
+    EXPECT_TRUE(outcome.exited) << "a survivor did not exit by itself";
+    EXPECT_EQ(outcome.exit_code, 3);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    WorldSizes, KillRankTest,
+    testing::Values(KillCase{2, 1}, KillCase{3, 1}, KillCase{3, 0}, KillCase{4, 2}),
+    [](const testing::TestParamInfo<KillCase>& info) {
+      return absl::StrCat("world", info.param.world_size, "_victim", info.param.victim);
+    });
+
+TEST(RendezvousFailureTest, WrongWorldSizeOnOneRankFailsEveryRank) {
+  RankProcesses job(g_worker_path,
+                    {"--scenario=join", "--timeout_ms=5000",
+                     absl::StrCat("--rendezvous_timeout_ms=", kRendezvousTimeoutMs)});
+  ASSERT_TRUE(job.Start(/*world_size=*/2, {0, 1}, /*world_size_override=*/{{1, 3}}).ok());
+  std::vector<RankOutcome> outcomes = job.WaitAll(absl::Seconds(20));
+  for (const RankOutcome& outcome : outcomes) {
+    SCOPED_TRACE(Describe(outcome));
+    EXPECT_FALSE(outcome.killed_at_deadline) << "a rank hung";
+    EXPECT_TRUE(FindLine(outcome.output, " PASS ").empty());
+    StatusLine status;
+    ASSERT_TRUE(ParseStatusLine(outcome.output, &status)) << "no STATUS line";
+    EXPECT_TRUE(absl::StrContains(status.text, "in rendezvous")) << status.text;
+    EXPECT_TRUE(absl::StrContains(status.text, "WORLD_SIZE")) << status.text;
+    EXPECT_EQ(outcome.exit_code, 3);
+  }
+}
+
+TEST(RendezvousFailureTest, MissingRankIsNamedAfterTheTimeout) {
+  RankProcesses job(g_worker_path,
+                    {"--scenario=join", "--timeout_ms=5000",
+                     absl::StrCat("--rendezvous_timeout_ms=", kRendezvousTimeoutMs)});
+  ASSERT_TRUE(job.Start(/*world_size=*/3, {0, 1}, {}).ok());  // rank 2 never starts
+  std::vector<RankOutcome> outcomes = job.WaitAll(absl::Seconds(20));
+  for (const RankOutcome& outcome : outcomes) {
+    SCOPED_TRACE(Describe(outcome));
+    EXPECT_FALSE(outcome.killed_at_deadline) << "a rank hung";
+    StatusLine status;
+    ASSERT_TRUE(ParseStatusLine(outcome.output, &status)) << "no STATUS line";
+    EXPECT_TRUE(status.code == "ABORTED" || status.code == "DEADLINE_EXCEEDED")
+        << status.text;
+    EXPECT_TRUE(absl::StrContains(status.text, "rank 2")) << status.text;
+    // Not before the rendezvous timeout, and not much after it.
+    EXPECT_GE(status.after_ms, kRendezvousTimeoutMs - 100) << status.text;
+    EXPECT_LE(status.after_ms, kRendezvousTimeoutMs + 5000) << status.text;
+    EXPECT_EQ(outcome.exit_code, 3);
+  }
+}
+
+}  // namespace
+}  // namespace comm_test
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s <path of collective_worker>\n", argv[0]);
+    return 2;
+  }
+  comm_test::g_worker_path = argv[1];
+  return RUN_ALL_TESTS();
+}
