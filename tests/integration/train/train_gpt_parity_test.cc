@@ -63,5 +63,14 @@ TEST(TrainGptParityTest, EverySplitOfTheGlobalBatchGivesTheSameLosses) {
   }
 }
 
+// The same job twice: bit-identical losses and parameters (the reduction
+// order is fixed, so data parallelism adds no run-to-run noise).
+TEST(TrainGptParityTest, RepeatedRunIsBitIdentical) {
+  const TrainGptRun first = RunSmall("repeat_a", {"--nproc=2", "--micro_batch=4"});
+  const TrainGptRun second = RunSmall("repeat_b", {"--nproc=2", "--micro_batch=4"});
+  EXPECT_EQ(first.losses, second.losses);
+  EXPECT_EQ(first.param_sha256, second.param_sha256);
+}
+
 }  // namespace
 }  // namespace fsdp_test
