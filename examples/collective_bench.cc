@@ -237,6 +237,12 @@ absl::StatusOr<Config> ConfigFromFlags() {
   }
   if (config.collectives.empty()) return absl::InvalidArgumentError("--collectives is empty");
   config.csv = absl::GetFlag(FLAGS_csv);
+  // `bazel run` starts us in the runfiles tree; a relative path means the
+  // directory the user ran bazel from.
+  const char* user_directory = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (!config.csv.empty() && config.csv[0] != '/' && user_directory != nullptr) {
+    config.csv = absl::StrCat(user_directory, "/", config.csv);
+  }
   if (!config.csv.empty()) {
     // Checked now, not after minutes of measuring.
     const size_t slash = config.csv.rfind('/');
