@@ -76,6 +76,12 @@ FlatUnit::FlatUnit(FlatUnitLayout layout, FloatBuffer params, FloatBuffer grads,
       grads_(std::move(grads)),
       grad_shard_(std::move(grad_shard)) {}
 
+FlatUnit::~FlatUnit() {
+  // A failed collective reports its error at once; a stuck one (peer gone)
+  // gets a bounded drain, after which the process is expected to exit.
+  if (pending_ != nullptr) pending_->Wait(kDrainTimeout).IgnoreError();
+}
+
 absl::Span<const float> FlatUnit::params() const {
   return params_.span().subspan(0, layout_.numel);
 }

@@ -81,6 +81,12 @@ class FlatUnit {
   static absl::StatusOr<std::unique_ptr<FlatUnit>> Create(const FlatUnitLayout& layout,
                                                           MemoryTracker& tracker);
 
+  // If a collective on this unit's buffers is still in flight (a step failed
+  // midway), waits for it up to kDrainTimeout before freeing the buffers it
+  // reads and writes.
+  ~FlatUnit();
+  static constexpr absl::Duration kDrainTimeout = absl::Seconds(5);
+
   const FlatUnitLayout& layout() const { return layout_; }
   GradState grad_state() const { return grad_state_; }
 
