@@ -17,12 +17,14 @@
 #define COMM_COLLECTIVE_OP_H_
 
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "comm/scratch_pool.h"
 #include "comm/transport.h"
 
 namespace comm {
@@ -56,6 +58,7 @@ struct GroupContext {
   int rank = 0;                   // this rank, in the group numbering
   uint64_t tag_base = 0;          // CollectiveTagBase(...) of this collective
   size_t max_segment_bytes = size_t{1} << 20;
+  std::shared_ptr<ScratchPool> scratch_pool;  // shared by the engine's collectives
 
   int size() const { return static_cast<int>(global_ranks.size()); }
   int global(int group_rank) const { return global_ranks[group_rank]; }

@@ -26,14 +26,14 @@ namespace {
 // (the out-of-place ring reduce-scatter's partial sums).
 class WithScratch : public CollectiveOp {
  public:
-  WithScratch(std::unique_ptr<std::byte[]> scratch, std::unique_ptr<CollectiveOp> inner)
+  WithScratch(ScratchBuffer scratch, std::unique_ptr<CollectiveOp> inner)
       : scratch_(std::move(scratch)), inner_(std::move(inner)) {}
   absl::StatusOr<bool> Step(bool* progressed) override { return inner_->Step(progressed); }
   AwaitedPeer Awaited() const override { return inner_->Awaited(); }
   bool HasPendingTransportOps() const override { return inner_->HasPendingTransportOps(); }
 
  private:
-  std::unique_ptr<std::byte[]> scratch_;  // declared first: destroyed after inner_
+  ScratchBuffer scratch_;  // declared first: destroyed after inner_
   std::unique_ptr<CollectiveOp> inner_;
 };
 
@@ -91,6 +91,7 @@ CommunicatorImpl::Posting CommunicatorImpl::NextPosting(const char* op_name) {
   posting.context.rank = rank_;
   posting.context.tag_base = CollectiveTagBase(id_, sequence);
   posting.context.max_segment_bytes = options_.max_segment_bytes;
+  posting.context.scratch_pool = engine_->scratch_pool();
   posting.description =
       absl::StrFormat("%s #%u on communicator 0x%x (group rank %d of %d, tag 0x%x)", op_name,
                       sequence, id_, rank_, size(), posting.context.tag_base);
@@ -172,9 +173,9 @@ absl::StatusOr<WorkHandle> CommunicatorImpl::ReduceScatter(
         posting.context, options.input.data(), options.output.data(), count, options.dtype,
         options.op);
   } else {
-    std::unique_ptr<std::byte[]> partials(new std::byte[options.input.size()]);
+    ScratchBuffer partials = posting.context.scratch_pool->Acquire(options.input.size());
     auto ring = std::make_unique<RingReduceScatter>(
-        posting.context, options.input.data(), partials.get(), options.output.data(), count,
+        posting.context, options.input.data(), partials.data(), options.output.data(), count,
         options.dtype, options.op);
     op = std::make_unique<WithScratch>(std::move(partials), std::move(ring));
   }
@@ -262,26 +263,39 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorImpl::Split(int color,
       ChildCommunicatorId(id_, split_sequence, color), options_));
 }
 
-absl::StatusOr<std::unique_ptr<Communicator>> Communicator::CreateOverTransport(
-    Transport* transport, const CommunicatorOptions& options) {
-  if (transport == nullptr) {
-    return absl::InvalidArgumentError("CreateOverTransport: transport is null");
-  }
+absl::Status CheckTransportAndOptions(const Transport* transport,
+                                     const CommunicatorOptions& options) {
+  if (transport == nullptr) return absl::InvalidArgumentError("transport is null");
   if (transport->world_size() < 1 || transport->rank() < 0 ||
       transport->rank() >= transport->world_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "CreateOverTransport: transport reports rank ", transport->rank(), " of world size ",
+        "transport reports rank ", transport->rank(), " of world size ",
         transport->world_size(), "; need 0 <= rank < world size"));
   }
   if (options.max_segment_bytes == 0) {
     return absl::InvalidArgumentError(
-        "CreateOverTransport: max_segment_bytes is 0; use at least a few KiB (default 1 MiB)");
+        "max_segment_bytes is 0; use at least a few KiB (default 1 MiB)");
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> CreateWorldCommunicator(
+    std::shared_ptr<ProgressEngine> engine, const CommunicatorOptions& options) {
+  Transport* transport = engine->transport();
   std::vector<int> global_ranks(transport->world_size());
   std::iota(global_ranks.begin(), global_ranks.end(), 0);
-  return std::unique_ptr<Communicator>(
-      new CommunicatorImpl(ProgressEngine::Create(transport), std::move(global_ranks),
-                           transport->rank(), kWorldCommunicatorId, options));
+  return std::unique_ptr<Communicator>(new CommunicatorImpl(
+      std::move(engine), std::move(global_ranks), transport->rank(), kWorldCommunicatorId,
+      options));
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> Communicator::CreateOverTransport(
+    Transport* transport, const CommunicatorOptions& options) {
+  absl::Status valid = CheckTransportAndOptions(transport, options);
+  if (!valid.ok()) {
+    return absl::Status(valid.code(), absl::StrCat("CreateOverTransport: ", valid.message()));
+  }
+  return CreateWorldCommunicator(ProgressEngine::Create(transport, options.wait_spin), options);
 }
 
 }  // namespace comm

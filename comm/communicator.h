@@ -105,6 +105,11 @@ struct CommunicatorOptions {
   size_t max_segment_bytes = size_t{1} << 20;
   // kAuto uses the latency algorithm for messages up to this many bytes.
   size_t small_message_bytes = 64 * 1024;
+  // How long a caller in Work::Wait keeps polling the transport after the
+  // last progress before it blocks in the transport (comm/progress_engine.h).
+  // Longer: lower latency when ranks have their own cores; shorter: less CPU
+  // taken from ranks that share a core.
+  absl::Duration wait_spin = absl::Milliseconds(1);
   // How long the rendezvous waits for every rank to arrive.
   absl::Duration rendezvous_timeout = absl::Seconds(60);
 };

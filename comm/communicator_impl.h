@@ -69,6 +69,15 @@ class CommunicatorImpl : public Communicator {
   uint32_t next_split_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// OK if `transport` reports a sane rank/world size and `options` are usable.
+absl::Status CheckTransportAndOptions(const Transport* transport,
+                                      const CommunicatorOptions& options);
+
+// The world communicator over `engine`'s transport (shared by
+// CreateOverTransport and CreateFromEnvironment).
+absl::StatusOr<std::unique_ptr<Communicator>> CreateWorldCommunicator(
+    std::shared_ptr<ProgressEngine> engine, const CommunicatorOptions& options);
+
 }  // namespace comm
 
 #endif  // COMM_COMMUNICATOR_IMPL_H_

@@ -45,13 +45,23 @@ class FinishedWork : public Work {
 
 }  // namespace
 
-std::shared_ptr<ProgressEngine> ProgressEngine::Create(Transport* transport) {
-  std::shared_ptr<ProgressEngine> engine(new ProgressEngine(transport));
+std::shared_ptr<ProgressEngine> ProgressEngine::Create(Transport* transport,
+                                                       absl::Duration wait_spin) {
+  std::shared_ptr<ProgressEngine> engine(new ProgressEngine(transport, wait_spin));
   engine->thread_ = std::thread([raw = engine.get()] { raw->ThreadLoop(); });
   return engine;
 }
 
-ProgressEngine::ProgressEngine(Transport* transport) : transport_(transport) {}
+std::shared_ptr<ProgressEngine> ProgressEngine::CreateOwning(
+    std::unique_ptr<Transport> transport, absl::Duration wait_spin) {
+  std::shared_ptr<ProgressEngine> engine(new ProgressEngine(transport.get(), wait_spin));
+  engine->owned_transport_ = std::move(transport);
+  engine->thread_ = std::thread([raw = engine.get()] { raw->ThreadLoop(); });
+  return engine;
+}
+
+ProgressEngine::ProgressEngine(Transport* transport, absl::Duration wait_spin)
+    : transport_(transport), wait_spin_(wait_spin) {}
 
 ProgressEngine::~ProgressEngine() {
   lock_wanted_.fetch_add(1);  // makes a busy progress thread let go of mu_
@@ -233,7 +243,16 @@ absl::Status ProgressEngine::Wait(Record* record, absl::Duration timeout) {
       mu_.Lock();
       continue;
     }
-    if (now - last_progress < kWaitSpin) continue;
+    if (now - last_progress < wait_spin_) {
+      // Past a short pure spin, yield between polls: a rank sharing its core
+      // with the peer it waits for must let that peer run.
+      if (now - last_progress > kPureSpin) {
+        mu_.Unlock();
+        std::this_thread::yield();
+        mu_.Lock();
+      }
+      continue;
+    }
     absl::Status blocked = BlockInTransportLocked(std::min(deadline - now, kWaitBlock), /*own_lock_wanted=*/1);
     if (!blocked.ok()) {
       result = absl::Status(blocked.code(),

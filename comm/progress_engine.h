@@ -14,7 +14,7 @@
 //   flight it sleeps on the mutex's condition, using no CPU.
 // - A caller in Work::Wait drives progress itself (no thread hand-off on the
 //   latency path): the background thread steps aside, the caller spins on
-//   Progress()+Step() for kWaitSpin after the last progress, then blocks in
+//   Progress()+Step() for CommunicatorOptions::wait_spin after the last progress, then blocks in
 //   BlockUntilActivity in slices of at most kWaitBlock until its deadline.
 // - Posting a collective steps it once at once (its first sends go out
 //   before Post returns) and Interrupt()s the transport if the progress
@@ -47,11 +47,12 @@
 #include "absl/time/time.h"
 #include "comm/collective_op.h"
 #include "comm/communicator.h"
+#include "comm/scratch_pool.h"
 #include "comm/transport.h"
 
 namespace comm {
 
-inline constexpr absl::Duration kWaitSpin = absl::Microseconds(75);
+inline constexpr absl::Duration kPureSpin = absl::Microseconds(20);
 inline constexpr absl::Duration kWaitBlock = absl::Milliseconds(5);
 inline constexpr absl::Duration kThreadSpin = absl::Microseconds(50);
 inline constexpr absl::Duration kThreadBlock = absl::Milliseconds(1);
@@ -59,7 +60,12 @@ inline constexpr absl::Duration kThreadBlock = absl::Milliseconds(1);
 class ProgressEngine : public std::enable_shared_from_this<ProgressEngine> {
  public:
   // Starts the progress thread. `transport` must outlive the engine.
-  static std::shared_ptr<ProgressEngine> Create(Transport* transport);
+  static std::shared_ptr<ProgressEngine> Create(Transport* transport,
+                                                absl::Duration wait_spin);
+  // The same, owning the transport: it is destroyed after the engine has
+  // stopped (CreateFromEnvironment uses this).
+  static std::shared_ptr<ProgressEngine> CreateOwning(std::unique_ptr<Transport> transport,
+                                                      absl::Duration wait_spin);
   ~ProgressEngine();
 
   ProgressEngine(const ProgressEngine&) = delete;
@@ -74,13 +80,14 @@ class ProgressEngine : public std::enable_shared_from_this<ProgressEngine> {
   static WorkHandle Finished(absl::Status status);
 
   Transport* transport() const { return transport_; }
+  const std::shared_ptr<ScratchPool>& scratch_pool() const { return scratch_pool_; }
 
  private:
   struct Record;
   class EngineWork;
   friend class EngineWork;
 
-  explicit ProgressEngine(Transport* transport);
+  ProgressEngine(Transport* transport, absl::Duration wait_spin);
   void ThreadLoop();
   // One pass: transport progress, Step() of every collective, health check
   // when idle. Returns whether anything happened.
@@ -95,7 +102,11 @@ class ProgressEngine : public std::enable_shared_from_this<ProgressEngine> {
   absl::Status BlockInTransportLocked(absl::Duration timeout, int own_lock_wanted)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Declared first so it is destroyed last, after the thread has stopped.
+  std::unique_ptr<Transport> owned_transport_;
   Transport* const transport_;
+  const absl::Duration wait_spin_;
+  const std::shared_ptr<ScratchPool> scratch_pool_ = ScratchPool::Create();
   absl::Mutex mu_;
   std::vector<std::shared_ptr<Record>> active_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<CollectiveOp>> draining_ ABSL_GUARDED_BY(mu_);

@@ -36,7 +36,7 @@ RingReduceScatter::RingReduceScatter(const GroupContext& context, const void* in
                CeilChunkCount(count, context.size()));
   slot_bytes_ = slot_elements * element_size_;
   if (slot_bytes_ > 0) {
-    recv_slots_.reset(new std::byte[slot_bytes_ * kRingSegmentsInFlight]);
+    recv_slots_ = context.scratch_pool->Acquire(slot_bytes_ * kRingSegmentsInFlight);
   }
 }
 
@@ -50,12 +50,12 @@ const void* RingReduceScatter::SendData(const RingTransfer& send) {
 void* RingReduceScatter::RecvTarget(const RingTransfer&, size_t recv_index) {
   // The pipeline posts receive i only after receive i - kRingSegmentsInFlight
   // was processed, so slot i % kRingSegmentsInFlight is free again.
-  return recv_slots_.get() + (recv_index % kRingSegmentsInFlight) * slot_bytes_;
+  return recv_slots_.data() + (recv_index % kRingSegmentsInFlight) * slot_bytes_;
 }
 
 void RingReduceScatter::OnReceived(const RingTransfer& recv, size_t recv_index) {
   const std::byte* received =
-      recv_slots_.get() + (recv_index % kRingSegmentsInFlight) * slot_bytes_;
+      recv_slots_.data() + (recv_index % kRingSegmentsInFlight) * slot_bytes_;
   const std::byte* own = input_ + recv.offset * element_size_;
   const bool last_step = recv.step == context().size() - 2;
   std::byte* destination = last_step

@@ -36,6 +36,7 @@
 #include "comm/communicator.h"
 #include "comm/dtype.h"
 #include "comm/ring_pipeline.h"
+#include "comm/scratch_pool.h"
 
 namespace comm {
 
@@ -63,7 +64,7 @@ class RingReduceScatter : public RingPipeline {
   float final_divisor_;
   size_t output_offset_;  // element offset of this rank's chunk
   size_t slot_bytes_;
-  std::unique_ptr<std::byte[]> recv_slots_;
+  ScratchBuffer recv_slots_;
 };
 
 }  // namespace comm

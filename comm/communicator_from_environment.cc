@@ -1,0 +1,47 @@
+// File: comm/communicator_from_environment.cc
+//
+// Communicator::CreateFromEnvironment: job environment (launcher variables,
+// comm/rendezvous/job_env.h) -> UCX transport with rendezvous
+// (comm/ucx/ucx_transport.h) -> world communicator owning that transport.
+// Kept apart from communicator.cc so that code which only needs
+// CreateOverTransport (unit tests over the loopback fake) does not link UCX.
+// World size 1 needs no network: the UCX transport handles a world of one
+// without UCX or MASTER_ADDR/MASTER_PORT.
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "comm/communicator.h"
+#include "comm/communicator_impl.h"
+#include "comm/progress_engine.h"
+#include "comm/rendezvous/job_env.h"
+#include "comm/status_macros.h"
+#include "comm/ucx/ucx_transport.h"
+
+namespace comm {
+
+absl::StatusOr<std::unique_ptr<Communicator>> Communicator::CreateFromEnvironment(
+    const CommunicatorOptions& options) {
+  absl::StatusOr<JobEnv> env = JobEnvFromEnvironment();
+  if (!env.ok()) {
+    return absl::Status(env.status().code(),
+                        absl::StrCat("CreateFromEnvironment: reading the job environment: ",
+                                     env.status().message(),
+                                     " (to run a single process alone, set RANK=0 "
+                                     "WORLD_SIZE=1)"));
+  }
+  absl::StatusOr<std::unique_ptr<Transport>> transport =
+      CreateUcxTransport(*env, options.rendezvous_timeout);
+  if (!transport.ok()) {
+    return absl::Status(transport.status().code(),
+                        absl::StrCat("CreateFromEnvironment: ", DescribeJobEnv(*env), ": ",
+                                     transport.status().message()));
+  }
+  absl::Status valid = CheckTransportAndOptions(transport->get(), options);
+  if (!valid.ok()) {
+    return absl::Status(valid.code(), absl::StrCat("CreateFromEnvironment: ", valid.message()));
+  }
+  return CreateWorldCommunicator(ProgressEngine::CreateOwning(std::move(*transport), options.wait_spin), options);
+}
+
+}  // namespace comm
