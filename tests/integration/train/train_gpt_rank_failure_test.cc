@@ -1,0 +1,111 @@
+// File: tests/integration/train/train_gpt_rank_failure_test.cc
+//
+// A rank that dies mid-training (SIGKILL, as an OOM kill would) stops the
+// whole train_gpt job promptly, with an error naming that rank, instead of
+// leaving the survivor blocked in a gradient collective.
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <dirent.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "tests/integration/train/train_gpt_runner.h"
+
+namespace fsdp_test {
+namespace {
+
+// The pid of the child of `parent` whose environment has RANK=<rank>, or -1.
+pid_t FindRankChild(pid_t parent, int rank) {
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return -1;
+  pid_t found = -1;
+  const std::string want = absl::StrCat("RANK=", rank);
+  while (dirent* entry = readdir(proc)) {
+    const pid_t pid = std::atoi(entry->d_name);
+    if (pid <= 0) continue;
+    std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // Fields after the ")" ending the command name: state, ppid, ...
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != parent) continue;
+    std::ifstream environ(absl::StrCat("/proc/", pid, "/environ"));
+    std::string var;
+    while (std::getline(environ, var, '\0')) {
+      if (var == want) found = pid;
+    }
+  }
+  closedir(proc);
+  return found;
+}
+
+int CountLines(const std::string& path) {
+  std::ifstream in(path);
+  int n = 0;
+  std::string line;
+  while (std::getline(in, line)) ++n;
+  return n;
+}
+
+TEST(TrainGptRankFailureTest, KilledRankStopsTheJobWithItsName) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = tmp != nullptr ? tmp : "/tmp";
+  const std::string metrics = dir + "/killed.jsonl";
+  const std::string log = dir + "/killed.log";
+  const std::string binary = TrainGptPath();
+  const pid_t job = fork();
+  ASSERT_GE(job, 0);
+  if (job == 0) {
+    FILE* out = std::freopen(log.c_str(), "w", stdout);
+    (void)out;
+    dup2(fileno(stdout), fileno(stderr));
+    execl(binary.c_str(), binary.c_str(), "--nproc=2", "--steps=100000", "--threads=1",
+          ("--metrics_out=" + metrics).c_str(), "--comm_timeout_s=60", nullptr);
+    _exit(127);
+  }
+  // Wait until training is under way, then kill rank 1.
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  pid_t rank1 = -1;
+  while (absl::Now() < give_up && (rank1 < 0 || CountLines(metrics) < 3)) {
+    if (rank1 < 0) rank1 = FindRankChild(job, 1);
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_GT(rank1, 0) << "rank 1 of the job never appeared";
+  ASSERT_GE(CountLines(metrics), 3) << "training never started";
+  const absl::Time killed_at = absl::Now();
+  ASSERT_EQ(kill(rank1, SIGKILL), 0);
+
+  // The job must end on its own, well before the 60 s collective timeout.
+  int status = 0;
+  pid_t done = 0;
+  while ((done = waitpid(job, &status, WNOHANG)) == 0 &&
+         absl::Now() - killed_at < absl::Seconds(30)) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  if (done == 0) {
+    kill(job, SIGKILL);
+    waitpid(job, &status, 0);
+    FAIL() << "train_gpt still running 30 s after rank 1 was killed";
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "status " << status;
+  std::ifstream in(log);
+  std::stringstream output;
+  output << in.rdbuf();
+  EXPECT_NE(output.str().find("rank 1"), std::string::npos) << output.str();
+  EXPECT_NE(output.str().find("signal 9"), std::string::npos) << output.str();
+}
+
+}  // namespace
+}  // namespace fsdp_test
