@@ -23,7 +23,8 @@
 //             keys), with collectives on child and parent in flight together.
 //   all       grid, inflight and split, in that order.
 //   kill      every rank posts a large all-reduce; --victim raises SIGKILL
-//             right after posting; survivors report what Wait() returned.
+//             right after posting (or, with --novictim_posts, just before);
+//             survivors report what Wait() returned.
 //   join      rendezvous plus one barrier (the rendezvous-failure tests).
 #include <signal.h>
 #include <unistd.h>
@@ -61,6 +62,9 @@ ABSL_FLAG(std::string, bf16_rounding, "once",
           "accumulation, one rounding) or 'per_hop' (comm/reduce.h: every hop "
           "rounds; n ulps accepted). See collective_reference.h.");
 ABSL_FLAG(int, victim, 1, "kill: the rank that raises SIGKILL mid-collective.");
+ABSL_FLAG(bool, victim_posts, true,
+          "kill: the victim posts its all-reduce before dying (data may be in "
+          "flight) or dies before posting (the others wait for it).");
 ABSL_FLAG(int64_t, kill_count, 16 << 20, "kill: fp32 elements of the all-reduce.");
 
 namespace comm_test {
@@ -537,11 +541,18 @@ int RunKill(comm::Communicator& world, absl::Duration timeout) {
   }();
   absl::Time start = absl::Now();
   if (!aligned.ok()) return ReportStatus(prefix, start, "barrier before kill", aligned);
+  const bool victim = world.rank() == absl::GetFlag(FLAGS_victim);
+  const bool victim_posts = absl::GetFlag(FLAGS_victim_posts);
+  if (victim && !victim_posts) {
+    std::printf("%s raising SIGKILL before posting the all-reduce\n", prefix.c_str());
+    std::fflush(stdout);
+    raise(SIGKILL);
+  }
   comm::AllReduceOptions options;
   options.buffer = comm::AsBytes(absl::MakeSpan(values));
   options.algorithm = Algorithm::kRing;
   absl::StatusOr<comm::WorkHandle> work = world.AllReduce(options);
-  if (world.rank() == absl::GetFlag(FLAGS_victim)) {
+  if (victim) {
     std::printf("%s raising SIGKILL mid-all-reduce\n", prefix.c_str());
     std::fflush(stdout);
     raise(SIGKILL);

@@ -67,6 +67,7 @@ bool ParseStatusLine(const std::string& output, StatusLine* parsed) {
 struct KillCase {
   int world_size;
   int victim;
+  bool victim_posts;  // dies after posting its all-reduce, or just before
 };
 
 class KillRankTest : public testing::TestWithParam<KillCase> {};
@@ -75,6 +76,7 @@ TEST_P(KillRankTest, SurvivorsFailInTimeNamingTheDeadRank) {
   const KillCase c = GetParam();
   RankProcesses job(g_worker_path,
                     {"--scenario=kill", absl::StrCat("--victim=", c.victim),
+                     c.victim_posts ? "--victim_posts" : "--novictim_posts",
                      absl::StrCat("--timeout_ms=", kWaitTimeoutMs),
                      "--rendezvous_timeout_ms=20000"});
   std::vector<int> ranks;
@@ -89,7 +91,7 @@ TEST_P(KillRankTest, SurvivorsFailInTimeNamingTheDeadRank) {
     if (outcome.rank == c.victim) {
       EXPECT_EQ(outcome.term_signal, SIGKILL);
       EXPECT_FALSE(FindLine(outcome.output, "raising SIGKILL").empty())
-          << "the victim died before it reached the all-reduce";
+          << "the victim died before it reached the kill point";
       continue;
     }
     EXPECT_FALSE(outcome.killed_at_deadline) << "a survivor hung";
@@ -112,9 +114,12 @@ TEST_P(KillRankTest, SurvivorsFailInTimeNamingTheDeadRank) {
 
 INSTANTIATE_TEST_SUITE_P(
     WorldSizes, KillRankTest,
-    testing::Values(KillCase{2, 1}, KillCase{3, 1}, KillCase{3, 0}, KillCase{4, 2}),
+    testing::Values(KillCase{2, 1, true}, KillCase{3, 1, true}, KillCase{3, 0, true},
+                    KillCase{4, 2, true}, KillCase{2, 0, false}, KillCase{3, 2, false},
+                    KillCase{4, 1, false}),
     [](const testing::TestParamInfo<KillCase>& info) {
-      return absl::StrCat("world", info.param.world_size, "_victim", info.param.victim);
+      return absl::StrCat("world", info.param.world_size, "_victim", info.param.victim,
+                          info.param.victim_posts ? "_after_posting" : "_before_posting");
     });
 
 TEST(RendezvousFailureTest, WrongWorldSizeOnOneRankFailsEveryRank) {
