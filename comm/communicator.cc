@@ -22,18 +22,25 @@
 namespace comm {
 namespace {
 
-// A collective that owns a scratch buffer its inner algorithm writes into
-// (the out-of-place ring reduce-scatter's partial sums).
+// A collective that owns memory its inner algorithm uses: a scratch buffer
+// (the out-of-place ring reduce-scatter's partial sums) or the buffers of an
+// internal collective (Split's exchange), which must outlive every transport
+// operation even when the caller stops waiting.
 class WithScratch : public CollectiveOp {
  public:
-  WithScratch(ScratchBuffer scratch, std::unique_ptr<CollectiveOp> inner)
-      : scratch_(std::move(scratch)), inner_(std::move(inner)) {}
+  WithScratch(ScratchBuffer scratch, std::unique_ptr<CollectiveOp> inner,
+              std::shared_ptr<void> keep_alive = nullptr)
+      : keep_alive_(std::move(keep_alive)),
+        scratch_(std::move(scratch)),
+        inner_(std::move(inner)) {}
   absl::StatusOr<bool> Step(bool* progressed) override { return inner_->Step(progressed); }
   AwaitedPeer Awaited() const override { return inner_->Awaited(); }
   bool HasPendingTransportOps() const override { return inner_->HasPendingTransportOps(); }
 
  private:
-  ScratchBuffer scratch_;  // declared first: destroyed after inner_
+  // Declared before inner_: destroyed after it.
+  std::shared_ptr<void> keep_alive_;
+  ScratchBuffer scratch_;
   std::unique_ptr<CollectiveOp> inner_;
 };
 
@@ -99,6 +106,11 @@ CommunicatorImpl::Posting CommunicatorImpl::NextPosting(const char* op_name) {
 }
 
 absl::StatusOr<WorkHandle> CommunicatorImpl::AllGather(const AllGatherOptions& options) {
+  return PostAllGather(options, nullptr);
+}
+
+absl::StatusOr<WorkHandle> CommunicatorImpl::PostAllGather(const AllGatherOptions& options,
+                                                           std::shared_ptr<void> keep_alive) {
   const size_t n = static_cast<size_t>(size());
   const size_t input_bytes = options.input.size();
   if (options.output.size() != n * input_bytes) {
@@ -132,6 +144,9 @@ absl::StatusOr<WorkHandle> CommunicatorImpl::AllGather(const AllGatherOptions& o
     op = std::make_unique<RingAllGather>(posting.context, options.output.data(),
                                          std::move(chunks), /*element_size=*/1,
                                          options.input.data());
+  }
+  if (keep_alive != nullptr) {
+    op = std::make_unique<WithScratch>(ScratchBuffer(), std::move(op), std::move(keep_alive));
   }
   return engine_->Submit(std::move(op), std::move(posting.description));
 }
@@ -229,15 +244,24 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorImpl::Split(int color,
     absl::MutexLock lock(&mu_);
     split_sequence = next_split_++;
   }
-  // Everyone learns everyone's (color, key) with one all-gather.
+  // Everyone learns everyone's (color, key) with one all-gather. Its buffers
+  // live on the heap, owned by the collective too: if the wait below times
+  // out, the exchange stays in flight and must not write into a dead stack.
   const int n = size();
-  int32_t mine[2] = {color, key};
-  std::vector<int32_t> all(2 * static_cast<size_t>(n));
+  struct Exchange {
+    int32_t mine[2];
+    std::vector<int32_t> all;
+  };
+  auto exchange = std::make_shared<Exchange>();
+  exchange->mine[0] = color;
+  exchange->mine[1] = key;
+  exchange->all.resize(2 * static_cast<size_t>(n));
+  const std::vector<int32_t>& all = exchange->all;
   AllGatherOptions gather;
-  gather.input = absl::Span<const std::byte>(reinterpret_cast<const std::byte*>(mine),
-                                             sizeof(mine));
-  gather.output = AsBytes(absl::MakeSpan(all));
-  FSDP_ASSIGN_OR_RETURN(WorkHandle work, AllGather(gather));
+  gather.input = absl::Span<const std::byte>(
+      reinterpret_cast<const std::byte*>(exchange->mine), sizeof(exchange->mine));
+  gather.output = AsBytes(absl::MakeSpan(exchange->all));
+  FSDP_ASSIGN_OR_RETURN(WorkHandle work, PostAllGather(gather, exchange));
   absl::Status gathered = work->Wait(timeout);
   if (!gathered.ok()) {
     return absl::Status(gathered.code(),

@@ -57,6 +57,9 @@ class CommunicatorImpl : public Communicator {
     std::string description;
   };
   Posting NextPosting(const char* op_name);
+  // AllGather, with `keep_alive` owned by the collective until it is done.
+  absl::StatusOr<WorkHandle> PostAllGather(const AllGatherOptions& options,
+                                           std::shared_ptr<void> keep_alive);
   std::string Where() const;  // "rank 3 (group rank 1 of 4, communicator 0x1)"
 
   std::shared_ptr<ProgressEngine> engine_;
