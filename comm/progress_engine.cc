@@ -227,12 +227,16 @@ absl::Status ProgressEngine::Wait(Record* record, absl::Duration timeout) {
           awaited.global_rank >= 0
               ? absl::StrCat("rank ", awaited.global_rank, " (", awaited.what, ")")
               : awaited.what;
+      std::string hint =
+          awaited.global_rank >= 0
+              ? absl::StrCat(" and that rank ", awaited.global_rank, " is alive and progressing")
+              : "";
       result = absl::DeadlineExceededError(absl::StrCat(
           "rank ", transport_->rank(), ": ", record->description, " waited ",
           absl::FormatDuration(now - start), " for ", whom,
           "; it is still in flight: check that every rank of the group posts the same "
-          "collectives in the same order and that rank ",
-          awaited.global_rank, " is alive"));
+          "collectives in the same order",
+          hint));
       break;
     }
     if (lock_wanted_.load() > 1) {

@@ -3,7 +3,12 @@
 // Communicator behaviour beyond single collectives: several in flight,
 // sub-communicators (parity, node blocks, reversed keys, nested), timeouts
 // naming the awaited peer, dead peers, argument errors, world size 1.
+#include <array>
 #include <atomic>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -99,6 +104,116 @@ TEST(CommunicatorTest, SeveralCollectivesInFlightWithShuffledTiming) {
     }
     EXPECT_EQ(broadcast, Floats(2, 5000));
   }, options, loopback);
+}
+
+// A seeded random mix of collectives (same sequence on every rank), up to 4
+// in flight, random sizes, dtypes and algorithms, messages held back at
+// random: shakes out ordering and matching bugs.
+TEST(CommunicatorTest, RandomMixOfCollectivesUnderPerturbation) {
+  for (int n : {3, 5}) {
+    CommunicatorOptions options;
+    options.max_segment_bytes = 1000;  // odd size: segments cut mid-chunk
+    options.small_message_bytes = 3000;
+    LoopbackOptions loopback;
+    loopback.max_delay = absl::Microseconds(50);
+    loopback.eager_bytes = 700;
+    RunOnRanks(n, [&](int rank, Communicator& comm) {
+      std::mt19937 plan(42);  // identical on every rank
+      struct Pending {
+        WorkHandle work;
+        std::function<void()> check;
+      };
+      std::deque<Pending> pending;
+      std::vector<int> everyone(n);
+      for (int r = 0; r < n; ++r) everyone[r] = r;
+      for (int i = 0; i < 60; ++i) {
+        const int kind = plan() % 4;
+        const size_t count = plan() % 3000;
+        const Dtype dtype = plan() % 2 ? Dtype::kFloat32 : Dtype::kBFloat16;
+        const Algorithm algorithm =
+            std::array<Algorithm, 3>{Algorithm::kAuto, Algorithm::kRing,
+                                     Algorithm::kLatency}[plan() % 3];
+        const int root = static_cast<int>(plan() % n);
+        auto input = std::make_shared<std::vector<std::byte>>(Bytes(count, dtype));
+        for (size_t j = 0; j < count; ++j) SetElement(dtype, *input, j, ExactValue(rank + i, j));
+        auto expect_sum = [=](size_t j) {
+          float sum = 0;
+          for (int r = 0; r < n; ++r) sum += ExactValue(r + i, j);
+          return sum;
+        };
+        absl::StatusOr<WorkHandle> work;
+        std::function<void()> check;
+        if (kind == 0) {
+          AllReduceOptions o;
+          o.buffer = absl::MakeSpan(*input);
+          o.dtype = dtype;
+          o.algorithm = algorithm;
+          work = comm.AllReduce(o);
+          check = [=] {
+            for (size_t j = 0; j < count; ++j) {
+              ASSERT_EQ(GetElement(dtype, *input, j), expect_sum(j)) << "op " << i << " j " << j;
+            }
+          };
+        } else if (kind == 1) {
+          size_t begin, end;
+          ReferenceChunk(count, n, rank, &begin, &end);
+          auto output = std::make_shared<std::vector<std::byte>>(Bytes(end - begin, dtype));
+          ReduceScatterOptions o;
+          o.input = absl::MakeConstSpan(*input);
+          o.output = absl::MakeSpan(*output);
+          o.dtype = dtype;
+          o.algorithm = algorithm;
+          work = comm.ReduceScatter(o);
+          check = [=] {
+            for (size_t j = begin; j < end; ++j) {
+              ASSERT_EQ(GetElement(dtype, *output, j - begin), expect_sum(j)) << "op " << i;
+            }
+            (void)input;  // keeps the input alive while the collective runs
+          };
+        } else if (kind == 2) {
+          auto output = std::make_shared<std::vector<std::byte>>(Bytes(count * n, dtype));
+          AllGatherOptions o;
+          o.input = absl::MakeConstSpan(*input);
+          o.output = absl::MakeSpan(*output);
+          o.algorithm = algorithm;
+          work = comm.AllGather(o);
+          check = [=] {
+            for (int r = 0; r < n; ++r) {
+              for (size_t j = 0; j < count; ++j) {
+                ASSERT_EQ(GetElement(dtype, *output, r * count + j), ExactValue(r + i, j))
+                    << "op " << i;
+              }
+            }
+            (void)input;  // keeps the input alive while the collective runs
+          };
+        } else {
+          if (rank != root) {
+            for (size_t j = 0; j < count; ++j) SetElement(dtype, *input, j, 99.0f);
+          }
+          BroadcastOptions o;
+          o.buffer = absl::MakeSpan(*input);
+          o.root = root;
+          work = comm.Broadcast(o);
+          check = [=] {
+            for (size_t j = 0; j < count; ++j) {
+              ASSERT_EQ(GetElement(dtype, *input, j), ExactValue(root + i, j)) << "op " << i;
+            }
+          };
+        }
+        ASSERT_TRUE(work.ok()) << work.status();
+        pending.push_back({*work, check});
+        while (pending.size() > (plan() % 5)) {
+          ASSERT_TRUE(pending.front().work->Wait(kTimeout).ok());
+          pending.front().check();
+          pending.pop_front();
+        }
+      }
+      for (Pending& p : pending) {
+        ASSERT_TRUE(p.work->Wait(kTimeout).ok());
+        p.check();
+      }
+    }, options, loopback);
+  }
 }
 
 TEST(CommunicatorTest, SplitByParity) {
