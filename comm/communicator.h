@@ -46,9 +46,14 @@ class Transport;
 // and rounded once at the end.
 enum class ReduceOp { kSum, kAverage };
 
-// Which algorithm a collective uses. kAuto picks by message size: a
-// latency-oriented one (recursive doubling / binomial tree) below
-// CommunicatorOptions::small_message_bytes, the segmented ring above.
+// Which algorithm a collective uses. kAuto picks by the size of the whole
+// vector (reduce-scatter input, all-reduce buffer, all-gather output): the
+// latency-oriented one (recursive doubling; direct exchange for all-gather)
+// up to CommunicatorOptions::small_message_bytes, the segmented ring above.
+// Reduce-scatter and all-reduce of one vector thus take the same algorithm,
+// and all-reduce's chunk r is bit-identical to reduce-scatter's output on
+// rank r. Broadcast (pipelined binomial tree) and barrier (dissemination)
+// have one algorithm each. See docs/comm.md.
 enum class Algorithm { kAuto, kRing, kLatency };
 
 // An in-flight collective.
@@ -61,6 +66,8 @@ class Work {
   // Blocks until the collective finishes or `timeout` passes. On timeout:
   // kDeadlineExceeded naming this rank, the peer awaited, the op and the time.
   // Returns the collective's final status once finished (again on every call).
+  // After a timeout the collective is still in flight and may be waited on
+  // again; its buffers must stay alive until it finishes.
   virtual absl::Status Wait(absl::Duration timeout) = 0;
 };
 using WorkHandle = std::shared_ptr<Work>;
@@ -77,7 +84,8 @@ struct AllGatherOptions {
 // Reduce-scatter: `input` holds count elements on every rank; rank r receives
 // the reduction of chunk r in `output`. Chunks: the count is split into
 // group_size chunks of ceil(count / group_size) elements, the last ones
-// shorter (possibly empty). `output` must hold at least chunk r's elements.
+// shorter (possibly empty). `output` must hold at least chunk r's elements;
+// it may be exactly chunk r of `input`, and must not overlap it otherwise.
 struct ReduceScatterOptions {
   absl::Span<const std::byte> input;
   absl::Span<std::byte> output;
@@ -120,8 +128,9 @@ class Communicator {
 
   // Joins the job described by the environment (torchrun RANK/WORLD_SIZE/
   // LOCAL_RANK/MASTER_ADDR/MASTER_PORT, Open MPI OMPI_COMM_WORLD_*, or Slurm
-  // SLURM_*; see comm/job_env.h): rendezvous, then a UCX transport. With a
-  // world size of 1 it needs no network at all.
+  // SLURM_*; see comm/rendezvous/job_env.h): rendezvous, then a UCX
+  // transport. With a world size of 1 it needs no network at all. Defined in
+  // //comm:communicator_from_environment (which links UCX); depend on it too.
   static absl::StatusOr<std::unique_ptr<Communicator>> CreateFromEnvironment(
       const CommunicatorOptions& options = {});
 
