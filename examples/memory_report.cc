@@ -1,0 +1,581 @@
+// File: examples/memory_report.cc
+//
+// Memory per rank against model size, predicted and measured (docs/memory.md):
+//
+//   bazel run -c opt //examples:memory_report -- --out_dir=docs/memory-report
+//   bazel run -c opt //examples:memory_report -- --preset=small --mem_budget=2MiB
+//   bazel run -c opt //examples:memory_report -- --predict_only --params=7.5e9 \
+//       --ranks=1,64,1024 --precision=mixed
+//   bazel run -c opt //examples:memory_report -- --predict_only --layers=36 \
+//       --d_model=4096 --heads=32 --vocab=50304 --seq_len=2048 --micro_batch=1 --ranks=64
+//
+// Sweep mode visits every point of the preset (fsdp/report/sweep.h), predicts
+// it (fsdp/report/memory_estimate.h) and, when the training runtime accepts
+// it, measures it: the binary re-launches itself as the point's ranks
+// (comm/launcher), each rank trains a few steps and writes its per-category
+// tracker peaks and peak RSS to a file, and the parent takes the maximum over
+// ranks. Outputs in --out_dir, each written atomically: memory.csv,
+// memory.md, memory_<precision>.png (gnuplot) and the .gp scripts.
+//
+// Exit code: 0; 1 if a measured point failed or a file could not be
+// written; 2 for bad flags.
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "comm/communicator.h"
+#include "comm/launcher/launcher.h"
+#include "comm/status_macros.h"
+#include "fsdp/plan/sharding_strategy.h"
+#include "fsdp/report/atomic_file.h"
+#include "fsdp/report/budget.h"
+#include "fsdp/report/byte_size.h"
+#include "fsdp/report/measure_training.h"
+#include "fsdp/report/memory_estimate.h"
+#include "fsdp/report/rank_measurement.h"
+#include "fsdp/report/report_plot.h"
+#include "fsdp/report/report_rows.h"
+#include "fsdp/report/report_tables.h"
+#include "fsdp/report/sweep.h"
+#include "fsdp/train/strategy.h"
+
+ABSL_FLAG(std::string, preset, "full", "sweep preset: small (seconds) or full (a few minutes)");
+ABSL_FLAG(std::string, out_dir, "memory-report",
+          "sweep outputs go here (relative paths are taken from where bazel run was invoked)");
+ABSL_FLAG(std::string, mem_budget, "",
+          "per-rank memory budget, e.g. 2GiB or 500MB: report the largest model that fits and "
+          "draw the budget line");
+ABSL_FLAG(std::string, strategy, "all",
+          "comma-separated strategies, or all: no_shard, shard_optimizer, shard_grad_op, "
+          "full_shard, hybrid_shard");
+ABSL_FLAG(std::string, precision, "fp32,mixed", "comma-separated: fp32, mixed");
+ABSL_FLAG(std::string, ranks, "",
+          "comma-separated rank counts (default: the preset's; with --predict_only 1,8,64,1024)");
+ABSL_FLAG(int, group_size, 0,
+          "hybrid_shard's ranks per shard group (default: half the ranks); must divide ranks");
+ABSL_FLAG(int, steps, 0, "training steps per measured point (default: the preset's)");
+ABSL_FLAG(std::string, measure_cap, "6GiB",
+          "measure a point only if ranks x predicted bytes per rank stays below this");
+ABSL_FLAG(bool, predict_only, false,
+          "print predictions for --params or a GPT shape and exit; nothing is trained");
+ABSL_FLAG(std::string, params, "",
+          "--predict_only: a parameter count (e.g. 7.5e9), predicted by the ZeRO formulas");
+ABSL_FLAG(int, layers, 0, "--predict_only GPT shape: transformer blocks");
+ABSL_FLAG(int, d_model, 0, "--predict_only GPT shape: width");
+ABSL_FLAG(int, heads, 0, "--predict_only GPT shape: attention heads");
+ABSL_FLAG(int, vocab, 0, "--predict_only GPT shape: vocabulary");
+ABSL_FLAG(int, seq_len, 0, "--predict_only GPT shape: tokens per sequence");
+ABSL_FLAG(int, micro_batch, 1, "--predict_only GPT shape: sequences per rank per micro-batch");
+// Set by the sweep for the ranks it launches; not for people.
+ABSL_FLAG(std::string, rank_point, "",
+          "internal: 'strategy,ranks,layers,d_model,heads,vocab,seq_len,micro_batch,steps' of "
+          "the point this launched rank measures");
+ABSL_FLAG(std::string, rank_out, "", "internal: where this launched rank writes its measurement");
+
+namespace {
+
+using fsdp::report::FitRow;
+using fsdp::report::MemoryPoint;
+using fsdp::report::Precision;
+using fsdp::report::RankMeasurement;
+using fsdp::report::RankMemoryEstimate;
+using fsdp::report::ReportData;
+using fsdp::report::ReportRow;
+using fsdp::report::SweepOptions;
+
+// ---------------------------------------------------------------------------
+// Flags.
+
+absl::StatusOr<std::vector<int>> ParseIntList(const std::string& flag, const std::string& text) {
+  std::vector<int> values;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    int value = 0;
+    if (!absl::SimpleAtoi(item, &value) || value < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, "=", text, ": '", item, "' is not a positive integer"));
+    }
+    values.push_back(value);
+  }
+  if (values.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " is empty"));
+  }
+  return values;
+}
+
+absl::StatusOr<std::vector<fsdp::proto::ShardingStrategy>> ParseStrategies(
+    const std::string& text) {
+  if (text == "all") {
+    return std::vector<fsdp::proto::ShardingStrategy>{
+        fsdp::proto::NO_SHARD, fsdp::proto::SHARD_OPTIMIZER, fsdp::proto::SHARD_GRAD_OP,
+        fsdp::proto::FULL_SHARD, fsdp::proto::HYBRID_SHARD};
+  }
+  std::vector<fsdp::proto::ShardingStrategy> strategies;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    FSDP_ASSIGN_OR_RETURN(fsdp::proto::ShardingStrategy strategy,
+                          fsdp::plan::ParseShardingStrategy(item));
+    strategies.push_back(strategy);
+  }
+  if (strategies.empty()) return absl::InvalidArgumentError("--strategy is empty");
+  return strategies;
+}
+
+absl::StatusOr<std::vector<Precision>> ParsePrecisions(const std::string& text) {
+  std::vector<Precision> precisions;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    FSDP_ASSIGN_OR_RETURN(Precision precision, fsdp::report::ParsePrecision(item));
+    precisions.push_back(precision);
+  }
+  if (precisions.empty()) return absl::InvalidArgumentError("--precision is empty");
+  return precisions;
+}
+
+// 0 when the flag is empty.
+absl::StatusOr<int64_t> BudgetFromFlag() {
+  const std::string text = absl::GetFlag(FLAGS_mem_budget);
+  if (text.empty()) return 0;
+  FSDP_ASSIGN_OR_RETURN(int64_t budget, fsdp::report::ParseByteSize(text));
+  if (budget <= 0) return absl::InvalidArgumentError("--mem_budget must be positive");
+  return budget;
+}
+
+int GroupSizeFor(fsdp::proto::ShardingStrategy strategy, int ranks) {
+  if (strategy != fsdp::proto::HYBRID_SHARD) return 0;
+  const int flag = absl::GetFlag(FLAGS_group_size);
+  return flag > 0 ? flag : fsdp::report::SweepHybridGroupSize(ranks);
+}
+
+// A path as the user meant it: relative to where `bazel run` was invoked.
+std::string UserPath(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
+  return cwd != nullptr ? absl::StrCat(cwd, "/", path) : path;
+}
+
+// ---------------------------------------------------------------------------
+// Launched rank: measure one point and write the measurement.
+
+absl::Status RunMeasuringRank() {
+  std::vector<std::string> f = absl::StrSplit(absl::GetFlag(FLAGS_rank_point), ',');
+  std::vector<int> n;
+  for (size_t i = 1; i < f.size(); ++i) {
+    int v = 0;
+    if (!absl::SimpleAtoi(f[i], &v)) break;
+    n.push_back(v);
+  }
+  if (f.size() != 9 || n.size() != 8) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rank_point='", absl::GetFlag(FLAGS_rank_point), "' is malformed"));
+  }
+  MemoryPoint point;
+  FSDP_ASSIGN_OR_RETURN(point.strategy, fsdp::plan::ParseShardingStrategy(f[0]));
+  point.ranks = n[0];
+  point.config.layers = n[1];
+  point.config.d_model = n[2];
+  point.config.heads = n[3];
+  point.config.vocab = n[4];
+  point.config.seq_len = n[5];
+  point.micro_batch = n[6];
+  FSDP_ASSIGN_OR_RETURN(fsdp::TrainOptions options,
+                        fsdp::report::TrainOptionsForPoint(point, /*steps=*/n[7]));
+  FSDP_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> world,
+                        comm::Communicator::CreateFromEnvironment());
+  FSDP_ASSIGN_OR_RETURN(RankMeasurement measurement,
+                        fsdp::report::MeasureTrainingMemory(options, *world));
+  return fsdp::report::WriteFileAtomically(
+      absl::StrCat(absl::GetFlag(FLAGS_rank_out), ".rank", world->rank()),
+      fsdp::report::RankMeasurementToText(measurement));
+}
+
+// ---------------------------------------------------------------------------
+// Sweep: predict every point, measure those the runtime accepts.
+
+absl::StatusOr<RankMeasurement> MeasurePoint(const MemoryPoint& point, int steps,
+                                             const std::string& scratch_dir, int index) {
+  const std::string out = absl::StrCat(scratch_dir, "/point", index);
+  FSDP_ASSIGN_OR_RETURN(std::string self, comm::SelfExecutablePath());
+  comm::LaunchOptions launch;
+  launch.nproc = point.ranks;
+  const fsdp::GptConfig& c = point.config;
+  launch.argv = {self,
+                 absl::StrCat("--rank_point=", fsdp::plan::ShardingStrategyName(point.strategy),
+                              ",", point.ranks, ",", c.layers, ",", c.d_model, ",", c.heads, ",",
+                              c.vocab, ",", c.seq_len, ",", point.micro_batch, ",", steps),
+                 absl::StrCat("--rank_out=", out)};
+  FSDP_ASSIGN_OR_RETURN(int exit_code, comm::LaunchLocalRanks(launch));
+  if (exit_code != 0) {
+    return absl::InternalError(absl::StrCat("the ranks exited with code ", exit_code));
+  }
+  std::vector<RankMeasurement> ranks;
+  for (int r = 0; r < point.ranks; ++r) {
+    const std::string path = absl::StrCat(out, ".rank", r);
+    FSDP_ASSIGN_OR_RETURN(std::string text, fsdp::report::ReadWholeFile(path));
+    absl::StatusOr<RankMeasurement> m = fsdp::report::ParseRankMeasurement(text);
+    if (!m.ok()) {
+      return absl::InternalError(absl::StrCat("rank ", r, " (", path, "): ", m.status().message()));
+    }
+    ranks.push_back(*m);
+    std::remove(path.c_str());
+  }
+  return fsdp::report::MaxOverRanks(ranks);
+}
+
+// Runs `gnuplot script`; the PNG it writes is renamed into place afterwards.
+absl::Status RunGnuplot(const std::string& script_path) {
+  pid_t pid = 0;
+  char arg0[] = "gnuplot";
+  std::string script = script_path;
+  char* argv[] = {arg0, script.data(), nullptr};
+  const int error = posix_spawnp(&pid, "gnuplot", nullptr, nullptr, argv, environ);
+  if (error != 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "cannot run gnuplot (", std::strerror(error),
+        "); install it with tools/setup.sh (package gnuplot-nox)"));
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return absl::InternalError("waitpid(gnuplot) failed");
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::InternalError(absl::StrCat("gnuplot ", script_path, " failed (status ", status,
+                                            "); see its messages above"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WritePlot(const ReportData& data, Precision precision, const std::string& out_dir) {
+  const std::string stem =
+      absl::StrCat(out_dir, "/memory_", fsdp::report::PrecisionName(precision));
+  const std::string png = stem + ".png", png_tmp = absl::StrCat(stem, ".png.tmp.", getpid());
+  // The kept script names the final PNG; the one run writes a temporary.
+  FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(
+      stem + ".gp", fsdp::report::ReportGnuplotScript(data, precision, png)));
+  const std::string run_script = absl::StrCat(stem, ".gp.run.", getpid());
+  FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(
+      run_script, fsdp::report::ReportGnuplotScript(data, precision, png_tmp)));
+  absl::Status status = RunGnuplot(run_script);
+  std::remove(run_script.c_str());
+  if (status.ok() && std::rename(png_tmp.c_str(), png.c_str()) != 0) {
+    status = absl::InternalError(absl::StrCat("cannot rename ", png_tmp, " to ", png));
+  }
+  if (!status.ok()) std::remove(png_tmp.c_str());
+  return status;
+}
+
+std::string Mib(int64_t bytes) {
+  return absl::StrFormat("%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+absl::StatusOr<int> RunSweep() {
+  FSDP_ASSIGN_OR_RETURN(SweepOptions sweep,
+                        fsdp::report::SweepPreset(absl::GetFlag(FLAGS_preset)));
+  FSDP_ASSIGN_OR_RETURN(sweep.strategies, ParseStrategies(absl::GetFlag(FLAGS_strategy)));
+  FSDP_ASSIGN_OR_RETURN(sweep.precisions, ParsePrecisions(absl::GetFlag(FLAGS_precision)));
+  if (!absl::GetFlag(FLAGS_ranks).empty()) {
+    FSDP_ASSIGN_OR_RETURN(sweep.ranks, ParseIntList("ranks", absl::GetFlag(FLAGS_ranks)));
+  }
+  if (absl::GetFlag(FLAGS_steps) > 0) sweep.steps = absl::GetFlag(FLAGS_steps);
+  FSDP_ASSIGN_OR_RETURN(sweep.measure_cap_bytes,
+                        fsdp::report::ParseByteSize(absl::GetFlag(FLAGS_measure_cap)));
+  FSDP_ASSIGN_OR_RETURN(const int64_t budget, BudgetFromFlag());
+  const std::string out_dir = UserPath(absl::GetFlag(FLAGS_out_dir));
+  if (mkdir(out_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot create --out_dir '", out_dir, "': ", std::strerror(errno)));
+  }
+  char scratch_template[] = "/tmp/memory_report.XXXXXX";
+  if (mkdtemp(scratch_template) == nullptr) {
+    return absl::InternalError(absl::StrCat("mkdtemp: ", std::strerror(errno)));
+  }
+  const std::string scratch_dir = scratch_template;
+
+  ReportData data;
+  data.title = fsdp::report::SweepDescription(sweep);
+  data.budget_bytes = budget;
+  std::vector<MemoryPoint> points = fsdp::report::SweepPoints(sweep);
+  for (MemoryPoint& point : points) {
+    point.group_size = GroupSizeFor(point.strategy, point.ranks);
+  }
+  std::printf("memory_report: %s; %zu points -> %s\n", data.title.c_str(), points.size(),
+              out_dir.c_str());
+  std::fflush(stdout);
+  int failures = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const MemoryPoint& point = points[i];
+    ReportRow row;
+    row.point = point;
+    absl::StatusOr<RankMemoryEstimate> predicted = fsdp::report::EstimateRankMemory(point);
+    if (!predicted.ok()) {
+      std::printf("[%zu/%zu] %s: cannot predict: %s\n", i + 1, points.size(),
+                  fsdp::report::MemoryPointToString(point).c_str(),
+                  std::string(predicted.status().message()).c_str());
+      continue;
+    }
+    row.predicted = *predicted;
+    const absl::Time start = absl::Now();
+    absl::StatusOr<fsdp::TrainOptions> run =
+        fsdp::report::TrainOptionsForPoint(point, sweep.steps);
+    if (!run.ok()) {
+      row.status = absl::StrCat("not measured: ", run.status().message());
+    } else if (point.config.d_model > sweep.max_measured_width) {
+      row.status = absl::StrCat("predicted only: wider than the preset measures (d_model ",
+                                sweep.max_measured_width, ")");
+    } else if (static_cast<double>(point.ranks) * row.predicted.total_bytes() >
+               static_cast<double>(sweep.measure_cap_bytes)) {
+      row.status = absl::StrCat("predicted only: ", point.ranks, " x ",
+                                Mib(row.predicted.total_bytes()), " is over --measure_cap=",
+                                absl::GetFlag(FLAGS_measure_cap));
+    } else {
+      absl::StatusOr<RankMeasurement> measured =
+          MeasurePoint(point, sweep.steps, scratch_dir, static_cast<int>(i));
+      if (measured.ok()) {
+        row.measured = *measured;
+        row.status = "measured";
+      } else {
+        row.status = absl::StrCat("measurement failed: ", measured.status().message());
+        ++failures;
+      }
+    }
+    std::string line = absl::StrFormat(
+        "[%zu/%zu] %s params=%.3g: predicted %s", i + 1, points.size(),
+        fsdp::report::MemoryPointToString(point), static_cast<double>(row.predicted.num_params),
+        Mib(row.predicted.total_bytes()));
+    if (row.measured.has_value()) {
+      absl::StrAppend(
+          &line,
+          absl::StrFormat(", measured %s (x%.4f), peak RSS %s (%.1f s)",
+                          Mib(row.measured->peak_total_bytes),
+                          static_cast<double>(row.measured->peak_total_bytes) /
+                              row.predicted.total_bytes(),
+                          Mib(row.measured->peak_rss_bytes),
+                          absl::ToDoubleSeconds(absl::Now() - start)));
+    } else {
+      absl::StrAppend(&line, "; ", row.status);
+    }
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+    data.rows.push_back(std::move(row));
+  }
+  rmdir(scratch_dir.c_str());
+
+  if (budget > 0) {
+    std::printf("largest GPT-family model within %s per rank:\n",
+                fsdp::FormatBytes(budget).c_str());
+    for (Precision precision : sweep.precisions) {
+      for (fsdp::proto::ShardingStrategy strategy : sweep.strategies) {
+        for (int ranks : sweep.ranks) {
+          MemoryPoint point;
+          point.config.vocab = sweep.vocab;
+          point.config.seq_len = sweep.seq_len;
+          point.micro_batch = sweep.micro_batch;
+          point.strategy = strategy;
+          point.ranks = ranks;
+          point.group_size = GroupSizeFor(strategy, ranks);
+          point.precision = precision;
+          FSDP_ASSIGN_OR_RETURN(std::optional<fsdp::report::FittingModel> largest,
+                                fsdp::report::LargestFittingFamilyModel(point, budget));
+          FitRow fit;
+          fit.strategy = strategy;
+          fit.precision = precision;
+          fit.ranks = ranks;
+          fit.group_size = point.group_size;
+          fit.largest = largest;
+          std::printf("  %-16s %-5s ranks=%-5d %s\n",
+                      fsdp::plan::ShardingStrategyName(strategy).c_str(),
+                      fsdp::report::PrecisionName(precision), ranks,
+                      largest.has_value()
+                          ? absl::StrFormat("%.3g parameters (%s), %s per rank",
+                                            static_cast<double>(largest->estimate.num_params),
+                                            fsdp::GptConfigToString(largest->config),
+                                            Mib(largest->estimate.total_bytes()))
+                                .c_str()
+                          : "nothing fits");
+          data.fits.push_back(fit);
+        }
+      }
+    }
+  }
+
+  FSDP_RETURN_IF_ERROR(
+      fsdp::report::WriteFileAtomically(out_dir + "/memory.csv", fsdp::report::ReportCsv(data)));
+  FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(out_dir + "/memory.md",
+                                                          fsdp::report::ReportMarkdown(data)));
+  for (Precision precision : sweep.precisions) {
+    FSDP_RETURN_IF_ERROR(WritePlot(data, precision, out_dir));
+  }
+  std::printf("memory_report: wrote %s/memory.csv, memory.md and memory_<precision>.png%s\n",
+              out_dir.c_str(),
+              failures > 0 ? absl::StrCat("; ", failures, " measurement(s) FAILED").c_str() : "");
+  return failures > 0 ? 1 : 0;
+}
+
+// ---------------------------------------------------------------------------
+// --predict_only: instant tables for any size and world.
+
+absl::Status PredictOnly() {
+  FSDP_ASSIGN_OR_RETURN(const std::vector<fsdp::proto::ShardingStrategy> strategies,
+                        ParseStrategies(absl::GetFlag(FLAGS_strategy)));
+  FSDP_ASSIGN_OR_RETURN(const std::vector<Precision> precisions,
+                        ParsePrecisions(absl::GetFlag(FLAGS_precision)));
+  const std::string ranks_text =
+      absl::GetFlag(FLAGS_ranks).empty() ? "1,8,64,1024" : absl::GetFlag(FLAGS_ranks);
+  FSDP_ASSIGN_OR_RETURN(const std::vector<int> rank_counts, ParseIntList("ranks", ranks_text));
+  FSDP_ASSIGN_OR_RETURN(const int64_t budget, BudgetFromFlag());
+  const std::string params_text = absl::GetFlag(FLAGS_params);
+
+  if (!params_text.empty()) {
+    // By parameter count: the ZeRO paper's formulas, model state only.
+    double psi_value = 0;
+    if (!absl::SimpleAtod(params_text, &psi_value) || psi_value < 1 || psi_value > 4e18) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--params=", params_text, " is not a positive count like 7.5e9"));
+    }
+    const int64_t psi = static_cast<int64_t>(psi_value + 0.5);
+    std::printf("model state per rank for %lld parameters, Adam (ZeRO formulas; GB = 1e9 B; "
+                "activations need a shape: use --layers ... instead of --params)\n",
+                static_cast<long long>(psi));
+    std::printf("%-16s %-6s %7s %6s %20s %20s %20s %20s %12s%s\n", "strategy", "prec", "ranks",
+                "group", "parameters B", "gradients B", "optimizer+master B", "model state B",
+                "GB", budget > 0 ? "  fits budget" : "");
+    for (Precision precision : precisions) {
+      for (fsdp::proto::ShardingStrategy strategy : strategies) {
+        for (int ranks : rank_counts) {
+          const int group = GroupSizeFor(strategy, ranks);
+          absl::StatusOr<fsdp::report::ModelStateBytes> state =
+              fsdp::report::ZeroModelStateBytes(psi, strategy, ranks, group, precision,
+                                                fsdp::plan::OptimizerKind::kAdam);
+          if (!state.ok()) {
+            std::printf("%-16s %-6s %7d: %s\n", fsdp::plan::ShardingStrategyName(strategy).c_str(),
+                        fsdp::report::PrecisionName(precision), ranks,
+                        std::string(state.status().message()).c_str());
+            continue;
+          }
+          std::printf("%-16s %-6s %7d %6s %20lld %20lld %20lld %20lld %12.2f%s\n",
+                      fsdp::plan::ShardingStrategyName(strategy).c_str(),
+                      fsdp::report::PrecisionName(precision), ranks,
+                      group > 0 ? absl::StrCat(group).c_str() : "-",
+                      static_cast<long long>(state->parameter_bytes),
+                      static_cast<long long>(state->gradient_bytes),
+                      static_cast<long long>(state->optimizer_state_bytes),
+                      static_cast<long long>(state->total_bytes()), state->total_bytes() / 1e9,
+                      budget > 0 ? (state->total_bytes() <= budget ? "  yes" : "  no") : "");
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // By GPT shape: the full estimate, through the shard planner.
+  MemoryPoint base;
+  base.config.layers = absl::GetFlag(FLAGS_layers);
+  base.config.d_model = absl::GetFlag(FLAGS_d_model);
+  base.config.heads = absl::GetFlag(FLAGS_heads);
+  base.config.vocab = absl::GetFlag(FLAGS_vocab);
+  base.config.seq_len = absl::GetFlag(FLAGS_seq_len);
+  base.micro_batch = absl::GetFlag(FLAGS_micro_batch);
+  if (base.config.layers == 0 || base.config.d_model == 0 || base.config.heads == 0 ||
+      base.config.vocab == 0 || base.config.seq_len == 0) {
+    return absl::InvalidArgumentError(
+        "--predict_only needs --params=COUNT, or a GPT shape: --layers --d_model --heads "
+        "--vocab --seq_len (and --micro_batch, default 1)");
+  }
+  std::printf("per-rank peak for %s micro_batch=%d, Adam (GB = 1e9 B)\n",
+              fsdp::GptConfigToString(base.config).c_str(), base.micro_batch);
+  std::printf("%-16s %-6s %7s %6s %18s %16s %16s %16s %18s %10s %10s%s\n", "strategy", "prec",
+              "ranks", "group", "model state B", "gathered B", "comm B", "activ+work B",
+              "total B", "state GB", "total GB", budget > 0 ? "  fits budget" : "");
+  for (Precision precision : precisions) {
+    for (fsdp::proto::ShardingStrategy strategy : strategies) {
+      for (int ranks : rank_counts) {
+        MemoryPoint point = base;
+        point.strategy = strategy;
+        point.ranks = ranks;
+        point.group_size = GroupSizeFor(strategy, ranks);
+        point.precision = precision;
+        absl::StatusOr<RankMemoryEstimate> e = fsdp::report::EstimateRankMemory(point);
+        if (!e.ok()) {
+          std::printf("%-16s %-6s %7d: %s\n", fsdp::plan::ShardingStrategyName(strategy).c_str(),
+                      fsdp::report::PrecisionName(precision), ranks,
+                      std::string(e.status().message()).c_str());
+          continue;
+        }
+        std::printf("%-16s %-6s %7d %6s %18lld %16lld %16lld %16lld %18lld %10.2f %10.2f%s\n",
+                    fsdp::plan::ShardingStrategyName(strategy).c_str(),
+                    fsdp::report::PrecisionName(precision), ranks,
+                    point.group_size > 0 ? absl::StrCat(point.group_size).c_str() : "-",
+                    static_cast<long long>(e->model_state_bytes()),
+                    static_cast<long long>(e->gathered_bytes),
+                    static_cast<long long>(e->comm_buffer_bytes),
+                    static_cast<long long>(e->activation_bytes + e->workspace_bytes),
+                    static_cast<long long>(e->total_bytes()), e->model_state_bytes() / 1e9,
+                    e->total_bytes() / 1e9,
+                    budget > 0 ? (e->total_bytes() <= budget ? "  yes" : "  no") : "");
+      }
+    }
+  }
+  if (budget > 0 && !strategies.empty()) {
+    // The budget check's own words for the first configuration, as train_gpt
+    // would print them.
+    MemoryPoint point = base;
+    point.strategy = strategies.front();
+    point.ranks = rank_counts.front();
+    point.group_size = GroupSizeFor(point.strategy, point.ranks);
+    point.precision = precisions.front();
+    const absl::Status fits = fsdp::report::CheckFitsBudget(point, budget);
+    std::printf("budget check for %s: %s\n", fsdp::report::MemoryPointToString(point).c_str(),
+                fits.ok() ? "fits" : std::string(fits.message()).c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Per-rank memory against model size, predicted and measured; see docs/memory.md.\n"
+      "  memory_report [--preset=small|full] [--out_dir=DIR] [--mem_budget=2GiB]\n"
+      "  memory_report --predict_only --params=7.5e9 --ranks=1,64,1024 --precision=mixed");
+  absl::ParseCommandLine(argc, argv);
+  if (comm::IsLaunchedRank()) {
+    const absl::Status status = RunMeasuringRank();
+    if (!status.ok()) {
+      std::fprintf(stderr, "memory_report rank: %s\n", std::string(status.message()).c_str());
+      return 1;
+    }
+    return 0;
+  }
+  if (absl::GetFlag(FLAGS_predict_only)) {
+    const absl::Status status = PredictOnly();
+    if (!status.ok()) {
+      std::fprintf(stderr, "memory_report: %s\n", std::string(status.message()).c_str());
+      return 2;
+    }
+    return 0;
+  }
+  const absl::StatusOr<int> result = RunSweep();
+  if (!result.ok()) {
+    std::fprintf(stderr, "memory_report: %s\n", std::string(result.status().message()).c_str());
+    return result.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  return *result;
+}

@@ -1,0 +1,165 @@
+// File: fsdp/report/budget.cc
+#include "fsdp/report/budget.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "comm/status_macros.h"
+#include "fsdp/plan/sharding_strategy.h"
+#include "fsdp/report/gpt_family.h"
+#include "fsdp/train/strategy.h"
+
+namespace fsdp {
+namespace report {
+namespace {
+
+constexpr int kMaxSuggestedRanks = 65536;
+constexpr int kMaxSuggestions = 4;
+
+// Strategies a suggestion may name, least sharded first. hybrid_shard is
+// left out: with G < ranks it keeps more than full_shard on the same ranks.
+constexpr proto::ShardingStrategy kSuggestedStrategies[] = {
+    proto::NO_SHARD, proto::SHARD_OPTIMIZER, proto::SHARD_GRAD_OP, proto::FULL_SHARD};
+
+int Percent(int64_t part, int64_t whole) {
+  return whole > 0 ? static_cast<int>(100.0 * static_cast<double>(part) / whole + 0.5) : 0;
+}
+
+// "full_shard on 4 ranks (310.20 MiB)".
+std::string Suggestion(const MemoryPoint& point, const RankMemoryEstimate& estimate) {
+  return absl::StrCat(plan::ShardingStrategyName(point.strategy), " on ", point.ranks,
+                      point.ranks == 1 ? " rank" : " ranks", " (",
+                      FormatBytes(estimate.total_bytes()), ")");
+}
+
+// Up to kMaxSuggestions fitting variations of `point`: other strategies at
+// the same ranks, then each strategy's smallest rank count ranks x 2^k.
+std::vector<std::string> FittingAlternatives(const MemoryPoint& point, int64_t budget_bytes) {
+  std::vector<std::string> suggestions;
+  // Same ranks, other strategies.
+  for (proto::ShardingStrategy strategy : kSuggestedStrategies) {
+    if (strategy == point.strategy) continue;
+    MemoryPoint alternative = point;
+    alternative.strategy = strategy;
+    alternative.group_size = 0;
+    absl::StatusOr<RankMemoryEstimate> estimate = EstimateRankMemory(alternative);
+    if (estimate.ok() && estimate->total_bytes() <= budget_bytes) {
+      suggestions.push_back(Suggestion(alternative, *estimate));
+      break;  // the least sharded one that fits is enough at this rank count
+    }
+  }
+  // More ranks, each strategy's smallest count.
+  for (proto::ShardingStrategy strategy : kSuggestedStrategies) {
+    MemoryPoint alternative = point;
+    alternative.strategy = strategy;
+    alternative.group_size = 0;
+    for (int64_t ranks = int64_t{point.ranks} * 2; ranks <= kMaxSuggestedRanks; ranks *= 2) {
+      alternative.ranks = static_cast<int>(ranks);
+      absl::StatusOr<RankMemoryEstimate> estimate = EstimateRankMemory(alternative);
+      if (!estimate.ok()) break;
+      if (estimate->total_bytes() <= budget_bytes) {
+        suggestions.push_back(Suggestion(alternative, *estimate));
+        break;
+      }
+    }
+    if (static_cast<int>(suggestions.size()) >= kMaxSuggestions) break;
+  }
+  return suggestions;
+}
+
+}  // namespace
+
+absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes) {
+  if (budget_bytes <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the memory budget must be a positive byte count per rank, got ", budget_bytes));
+  }
+  FSDP_ASSIGN_OR_RETURN(RankMemoryEstimate estimate, EstimateRankMemory(point));
+  const int64_t total = estimate.total_bytes();
+  if (total <= budget_bytes) return absl::OkStatus();
+
+  const std::vector<NamedBytes> parts = EstimateParts(estimate);
+  NamedBytes largest = parts.front();
+  std::vector<std::string> listed;
+  for (const NamedBytes& part : parts) {
+    if (part.bytes > largest.bytes) largest = part;
+    if (part.bytes > 0) listed.push_back(absl::StrCat(part.name, " ", FormatBytes(part.bytes)));
+  }
+  std::string message = absl::StrCat(
+      plan::ShardingStrategyName(point.strategy), " ", PrecisionName(point.precision), " on ",
+      point.ranks, point.ranks == 1 ? " rank" : " ranks", " (", GptConfigToString(point.config),
+      " micro_batch=", point.micro_batch, ", ", estimate.num_params, " parameters) needs ",
+      FormatBytes(total), " per rank, ", FormatBytes(total - budget_bytes), " (",
+      Percent(total - budget_bytes, budget_bytes), "%) over the budget of ",
+      FormatBytes(budget_bytes), "; the largest part is ", largest.name, ": ",
+      FormatBytes(largest.bytes), " (", Percent(largest.bytes, total), "% of the total; ",
+      absl::StrJoin(listed, ", "), ").");
+
+  const std::vector<std::string> suggestions = FittingAlternatives(point, budget_bytes);
+  if (!suggestions.empty()) {
+    absl::StrAppend(&message, " Would fit: ", absl::StrJoin(suggestions, ", "), ".");
+  } else {
+    // Sharding cannot shrink activations and workspace; say so when they
+    // are what is left over.
+    const int64_t unshardable = estimate.activation_bytes + estimate.workspace_bytes;
+    absl::StrAppend(&message, " No strategy fits on up to ", kMaxSuggestedRanks,
+                    " ranks: activations and workspace alone need ", FormatBytes(unshardable),
+                    unshardable > budget_bytes / 2 ? " (sharding does not reduce them)" : "",
+                    "; reduce micro_batch or seq_len, or choose a smaller model.");
+  }
+  return absl::ResourceExhaustedError(message);
+}
+
+absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& options) {
+  MemoryPoint point;
+  point.config.layers = options.layers;
+  point.config.d_model = options.d_model;
+  point.config.heads = options.heads;
+  point.config.vocab = options.vocab;
+  point.config.seq_len = options.seq_len;
+  point.micro_batch = options.micro_batch;
+  point.ranks = options.nproc;
+  point.precision = Precision::kFp32;
+  point.optimizer = options.optimizer == OptimizerKind::kAdamW
+                        ? plan::OptimizerKind::kAdam
+                        : plan::OptimizerKind::kSgdMomentum;
+  FSDP_ASSIGN_OR_RETURN(point.strategy,
+                        plan::ParseShardingStrategy(StrategyName(options.strategy)));
+  if (point.strategy == proto::HYBRID_SHARD) {
+    return absl::InvalidArgumentError(
+        "the memory budget check needs hybrid_shard's group size, which the training options "
+        "do not carry yet; check a MemoryPoint with group_size set instead");
+  }
+  return point;
+}
+
+absl::Status CheckTrainingFitsBudget(const TrainOptions& options, int64_t budget_bytes) {
+  FSDP_ASSIGN_OR_RETURN(MemoryPoint point, MemoryPointFromTrainOptions(options));
+  return CheckFitsBudget(point, budget_bytes);
+}
+
+absl::StatusOr<std::optional<FittingModel>> LargestFittingFamilyModel(const MemoryPoint& point,
+                                                                      int64_t budget_bytes) {
+  std::optional<FittingModel> largest;
+  for (int width = kGptFamilyWidthStep; width <= kGptFamilyMaxWidth;
+       width += kGptFamilyWidthStep) {
+    MemoryPoint candidate = point;
+    candidate.config = GptFamilyConfig(width, point.config.vocab, point.config.seq_len);
+    FSDP_ASSIGN_OR_RETURN(RankMemoryEstimate estimate, EstimateRankMemory(candidate));
+    // Memory grows with width, so the first miss ends the scan.
+    if (estimate.total_bytes() > budget_bytes) {
+      if (largest.has_value()) {
+        largest->next_num_params = estimate.num_params;
+        largest->next_total_bytes = estimate.total_bytes();
+      }
+      break;
+    }
+    largest = FittingModel{candidate.config, estimate};
+  }
+  return largest;
+}
+
+}  // namespace report
+}  // namespace fsdp

@@ -1,0 +1,72 @@
+// File: fsdp/report/budget.h
+//
+// Does a training configuration fit a per-rank memory budget, and if not,
+// what would? Predictions come from EstimateRankMemory (memory_estimate.h);
+// nothing is allocated.
+//
+//   // In train_gpt's launching parent, before any rank starts:
+//   FSDP_ASSIGN_OR_RETURN(int64_t budget, ParseByteSize(absl::GetFlag(FLAGS_mem_budget)));
+//   FSDP_RETURN_IF_ERROR(CheckTrainingFitsBudget(options, budget));
+//
+// A configuration over budget gives kResourceExhausted like
+//
+//   no_shard fp32 on 2 ranks (layers=16 d_model=512 ... micro_batch=2) needs
+//   1.04 GiB per rank, 0.54 GiB (108%) over the budget of 512.00 MiB; the
+//   largest part is optimizer_state: 400.12 MiB (38% of the total; parameters
+//   200.06 MiB, gradients 200.06 MiB, optimizer_state 400.12 MiB, activations
+//   ...). Would fit: full_shard on 4 ranks (310.20 MiB), shard_grad_op on 8
+//   ranks (...).
+#ifndef FSDP_REPORT_BUDGET_H_
+#define FSDP_REPORT_BUDGET_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "fsdp/report/memory_estimate.h"
+#include "fsdp/train/train_options.h"
+
+namespace fsdp {
+namespace report {
+
+// OK when EstimateRankMemory(point).total_bytes() <= budget_bytes.
+// kResourceExhausted otherwise, naming the predicted bytes, how much over,
+// the dominant category (with every category's bytes), and up to four
+// configurations that would fit: the other strategies at the same rank
+// count first, then each strategy's smallest rank count among ranks x 2^k
+// (up to 65536 ranks), hybrid_shard left out (it never needs less than
+// full_shard). When nothing fits, it says which part (e.g. activations and
+// workspace, which sharding does not reduce) alone exceeds the budget and
+// what to reduce. kInvalidArgument for budget_bytes <= 0 or a bad point.
+absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes);
+
+// The MemoryPoint a training run's options describe: its GPT, micro_batch,
+// strategy and nproc ranks, fp32, Adam for AdamW and SGD with momentum for
+// SGD (fsdp/train/unit_optimizers.cc). hybrid_shard is not accepted (the
+// options have no group size yet): InvalidArgument.
+absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& options);
+
+// CheckFitsBudget(MemoryPointFromTrainOptions(options), budget_bytes): what
+// train_gpt calls for --mem_budget.
+absl::Status CheckTrainingFitsBudget(const TrainOptions& options, int64_t budget_bytes);
+
+// The largest member of the GPT family (gpt_family.h, with point.config's
+// vocab and seq_len) that fits budget_bytes with point's strategy, ranks,
+// precision, micro_batch and optimizer, scanning every width up to
+// kGptFamilyMaxWidth; nullopt when even the smallest does not fit.
+struct FittingModel {
+  GptConfig config;
+  RankMemoryEstimate estimate;
+  // The next family member, the first over budget (num_params 0 when the
+  // scan reached kGptFamilyMaxWidth): the budget is crossed in between.
+  int64_t next_num_params = 0;
+  int64_t next_total_bytes = 0;
+};
+absl::StatusOr<std::optional<FittingModel>> LargestFittingFamilyModel(const MemoryPoint& point,
+                                                                      int64_t budget_bytes);
+
+}  // namespace report
+}  // namespace fsdp
+
+#endif  // FSDP_REPORT_BUDGET_H_

@@ -1,0 +1,141 @@
+// File: fsdp/report/memory_estimate.h
+//
+// One rank's predicted peak memory for a GPT training job, by category: the
+// shard planner's model state and working buffers (fsdp/plan/memory_model.h)
+// plus the model's activations and workspace (fsdp/nn/gpt_spec.h) plus the
+// communication buffers this training runtime keeps (fsdp/train/flat_unit.h).
+// docs/memory.md derives every term and its agreement with the ZeRO paper.
+//
+//   MemoryPoint point;
+//   point.config = {/*layers=*/4, /*d_model=*/128, /*heads=*/2, /*vocab=*/2048,
+//                   /*seq_len=*/128};
+//   point.strategy = proto::FULL_SHARD;
+//   point.ranks = 8;
+//   point.precision = Precision::kMixed;
+//   FSDP_ASSIGN_OR_RETURN(RankMemoryEstimate e, EstimateRankMemory(point));
+//   e.total_bytes();                                   // sum of category peaks
+//   e.tracker_bytes(MemoryCategory::kOptimizerState);  // what MemoryTracker sees
+//
+// For a model known only by its parameter count Psi, ZeroModelStateBytes is
+// the ZeRO paper's per-device formula itself (no units, no padding).
+#ifndef FSDP_REPORT_MEMORY_ESTIMATE_H_
+#define FSDP_REPORT_MEMORY_ESTIMATE_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "fsdp/memory/memory_tracker.h"
+#include "fsdp/nn/gpt_spec.h"
+#include "fsdp/plan/memory_model.h"
+#include "proto/shard_plan.pb.h"
+
+namespace fsdp {
+namespace report {
+
+enum class Precision {
+  kFp32,   // 4-byte parameters, gradients, Adam moments (K = 8: 4 + 4 + 8 bytes/param)
+  kMixed,  // bf16 parameters and gradients, fp32 master + Adam state (K = 12)
+};
+const char* PrecisionName(Precision precision);  // "fp32", "mixed"
+// "fp32" or "mixed"; InvalidArgument naming both otherwise.
+absl::StatusOr<Precision> ParsePrecision(absl::string_view name);
+
+// One training configuration, per rank.
+struct MemoryPoint {
+  GptConfig config;
+  int micro_batch = 4;  // sequences of config.seq_len tokens per rank per micro-batch
+  proto::ShardingStrategy strategy = proto::NO_SHARD;
+  int ranks = 1;
+  int group_size = 0;  // hybrid_shard only: ranks per shard group (divides ranks)
+  Precision precision = Precision::kFp32;
+  plan::OptimizerKind optimizer = plan::OptimizerKind::kAdam;
+  int prefetch_depth = 1;  // units all-gathered ahead (sharded parameters only)
+};
+
+// "full_shard mixed ranks=8 layers=4 d_model=128 ... micro_batch=4".
+std::string MemoryPointToString(const MemoryPoint& point);
+
+// One rank's predicted peak bytes by category. Each field is that
+// category's peak over a step; total_bytes() sums them (an upper bound on the
+// peak of the sum, and equal to it when, as here, everything but the
+// activations is allocated before the first forward and held to the end).
+struct RankMemoryEstimate {
+  int64_t num_params = 0;  // real parameters (unpadded), Psi
+  // Model state.
+  int64_t parameter_bytes = 0;         // kept between steps: whole or one shard, compute dtype
+  int64_t gradient_bytes = 0;          // kept for the optimizer: whole or one shard
+  int64_t master_parameter_bytes = 0;  // fp32 master copy, mixed precision only
+  int64_t optimizer_state_bytes = 0;   // Adam moments (fp32)
+  // Working buffers.
+  int64_t gathered_bytes = 0;      // units in flight: gathered parameters and unsharded
+                                   // gradients beyond the kept state above
+  int64_t comm_buffer_bytes = 0;   // collectives' staging buffers
+  // Model-dependent.
+  int64_t activation_bytes = 0;    // saved activations of one micro-batch
+  int64_t workspace_bytes = 0;     // backward scratch
+
+  // Detail of gathered_bytes, for the tracker mapping.
+  int64_t gathered_parameter_bytes = 0;
+  int64_t unsharded_gradient_bytes = 0;
+
+  // The ZeRO paper's model states: parameters + gradients + optimizer states
+  // (the latter counting the fp32 master copy, so K = 12 for mixed Adam).
+  int64_t model_state_bytes() const {
+    return parameter_bytes + gradient_bytes + master_parameter_bytes + optimizer_state_bytes;
+  }
+  int64_t total_bytes() const {
+    return model_state_bytes() + gathered_bytes + comm_buffer_bytes + activation_bytes +
+           workspace_bytes;
+  }
+  // The same bytes as MemoryTracker counts them (the planner's mapping):
+  // kParameters = parameters + master + gathered parameters, kGradients =
+  // gradients + unsharded gradients, and the rest one to one.
+  int64_t tracker_bytes(MemoryCategory category) const;
+};
+
+// The estimate's parts in report order, with the names the CSV and the
+// budget messages use: parameters, gradients, master_parameters,
+// optimizer_state, gathered, comm_buffers, activations, workspace.
+struct NamedBytes {
+  const char* name;
+  int64_t bytes;
+};
+std::vector<NamedBytes> EstimateParts(const RankMemoryEstimate& estimate);
+
+// Validates the point (GPT config, ranks >= 1, micro_batch >= 1, the
+// planner's strategy/group rules) and predicts. InvalidArgument saying what
+// to change otherwise.
+absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& point);
+
+// The communication buffers this runtime keeps per rank, in bytes (see
+// [Note: communication buffers] in memory_estimate.cc). Exposed for tests.
+int64_t CommBufferBytes(const proto::ShardPlan& plan);
+
+// The ZeRO paper's per-device model states for Psi parameters (Rajbhandari
+// et al. 2019, Figure 1 and Section 5): with b = 2 (mixed) or 4 (fp32) bytes
+// per parameter and gradient, K = 4 * (master ? 1 : 0) + 4 * states, N = the
+// shard group (ranks, or group_size for hybrid_shard):
+//   no_shard        b Psi + b Psi + K Psi
+//   shard_optimizer b Psi + b Psi + K Psi / N
+//   shard_grad_op   b Psi + (b + K) Psi / N
+//   full_shard      (b + b + K) Psi / N
+// Divisions round up (whole elements per rank).
+struct ModelStateBytes {
+  int64_t parameter_bytes = 0;
+  int64_t gradient_bytes = 0;
+  int64_t optimizer_state_bytes = 0;  // including the fp32 master copy
+  int64_t total_bytes() const { return parameter_bytes + gradient_bytes + optimizer_state_bytes; }
+};
+absl::StatusOr<ModelStateBytes> ZeroModelStateBytes(int64_t num_params,
+                                                    proto::ShardingStrategy strategy, int ranks,
+                                                    int group_size, Precision precision,
+                                                    plan::OptimizerKind optimizer);
+
+}  // namespace report
+}  // namespace fsdp
+
+#endif  // FSDP_REPORT_MEMORY_ESTIMATE_H_

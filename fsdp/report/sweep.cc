@@ -1,0 +1,111 @@
+// File: fsdp/report/sweep.cc
+#include "fsdp/report/sweep.h"
+
+#include "absl/strings/str_cat.h"
+#include "comm/status_macros.h"
+#include "fsdp/plan/sharding_strategy.h"
+#include "fsdp/report/gpt_family.h"
+#include "fsdp/train/strategy.h"
+
+namespace fsdp {
+namespace report {
+namespace {
+
+const std::vector<proto::ShardingStrategy> kAllStrategies = {
+    proto::NO_SHARD, proto::SHARD_OPTIMIZER, proto::SHARD_GRAD_OP, proto::FULL_SHARD,
+    proto::HYBRID_SHARD};
+
+}  // namespace
+
+absl::StatusOr<SweepOptions> SweepPreset(absl::string_view name) {
+  SweepOptions sweep;
+  sweep.name = std::string(name);
+  sweep.strategies = kAllStrategies;
+  sweep.precisions = {Precision::kFp32, Precision::kMixed};
+  if (name == "small") {
+    sweep.widths = {32, 64};
+    sweep.max_measured_width = 64;
+    sweep.vocab = 256;
+    sweep.seq_len = 32;
+    sweep.micro_batch = 2;
+    sweep.ranks = {1, 2, 4};
+    sweep.steps = 2;
+    return sweep;
+  }
+  if (name == "full") {
+    sweep.widths = {128, 192, 256, 384, 512, 640, 768, 1024, 1536, 2048, 3072, 4096};
+    sweep.max_measured_width = 768;
+    sweep.vocab = 2048;
+    sweep.seq_len = 128;
+    sweep.micro_batch = 2;
+    sweep.ranks = {1, 2, 4, 8};
+    sweep.steps = 2;
+    return sweep;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown preset '", name, "'; use small (a few tiny points, seconds) or full "
+                   "(1e6 to 2.6e10 parameters, a few minutes)"));
+}
+
+int SweepHybridGroupSize(int ranks) { return ranks >= 2 ? ranks / 2 : 1; }
+
+std::vector<MemoryPoint> SweepPoints(const SweepOptions& sweep) {
+  std::vector<MemoryPoint> points;
+  for (Precision precision : sweep.precisions) {
+    for (proto::ShardingStrategy strategy : sweep.strategies) {
+      for (int ranks : sweep.ranks) {
+        for (int width : sweep.widths) {
+          MemoryPoint point;
+          point.config = GptFamilyConfig(width, sweep.vocab, sweep.seq_len);
+          point.micro_batch = sweep.micro_batch;
+          point.strategy = strategy;
+          point.ranks = ranks;
+          point.group_size = strategy == proto::HYBRID_SHARD ? SweepHybridGroupSize(ranks) : 0;
+          point.precision = precision;
+          points.push_back(point);
+        }
+      }
+    }
+  }
+  return points;
+}
+
+absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int steps) {
+  if (point.precision != Precision::kFp32) {
+    return absl::UnimplementedError(
+        "the training runtime trains in fp32 only (TrainOptions has no mixed-precision option)");
+  }
+  if (point.strategy == proto::HYBRID_SHARD) {
+    return absl::UnimplementedError(
+        "TrainOptions has no hybrid_shard group size yet, so the runtime cannot be asked for "
+        "this point");
+  }
+  if (point.optimizer != plan::OptimizerKind::kAdam) {
+    return absl::UnimplementedError("the report measures AdamW runs only");
+  }
+  TrainOptions options;
+  options.nproc = point.ranks;
+  FSDP_ASSIGN_OR_RETURN(options.strategy,
+                        ParseStrategy(plan::ShardingStrategyName(point.strategy)));
+  options.layers = point.config.layers;
+  options.d_model = point.config.d_model;
+  options.heads = point.config.heads;
+  options.vocab = point.config.vocab;
+  options.seq_len = point.config.seq_len;
+  options.micro_batch = point.micro_batch;
+  options.accum = 1;
+  options.steps = steps;
+  options.warmup_steps = 0;
+  options.optimizer = OptimizerKind::kAdamW;
+  FSDP_RETURN_IF_ERROR(ValidateTrainOptions(options));
+  return options;
+}
+
+std::string SweepDescription(const SweepOptions& sweep) {
+  return absl::StrCat(sweep.name, " sweep: GPT family vocab=", sweep.vocab,
+                      " seq_len=", sweep.seq_len, " micro_batch=", sweep.micro_batch, ", ",
+                      sweep.steps, " training steps per measured point");
+}
+
+}  // namespace report
+}  // namespace fsdp

@@ -1,0 +1,74 @@
+// File: fsdp/report/sweep.h
+//
+// Which configurations the memory report visits, and how a configuration
+// becomes a training run. Pure: nothing here launches or allocates.
+//
+//   FSDP_ASSIGN_OR_RETURN(SweepOptions sweep, SweepPreset("small"));
+//   for (const MemoryPoint& point : SweepPoints(sweep)) {
+//     absl::StatusOr<TrainOptions> run = TrainOptionsForPoint(point, sweep.steps);
+//     if (!run.ok()) { /* report "not measured: " + run.status().message() */ }
+//     ...
+//   }
+#ifndef FSDP_REPORT_SWEEP_H_
+#define FSDP_REPORT_SWEEP_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "fsdp/report/memory_estimate.h"
+#include "fsdp/train/train_options.h"
+#include "proto/shard_plan.pb.h"
+
+namespace fsdp {
+namespace report {
+
+struct SweepOptions {
+  std::string name;  // "small", "full"
+  // GPT family widths (gpt_family.h); every one is predicted.
+  std::vector<int> widths;
+  // Widths above this are predicted only (too slow to train here).
+  int max_measured_width = 0;
+  int vocab = 2048;
+  int seq_len = 128;
+  int micro_batch = 2;
+  std::vector<int> ranks;
+  std::vector<proto::ShardingStrategy> strategies;
+  std::vector<Precision> precisions;
+  int steps = 2;  // training steps per measured point
+  // A point is measured only if ranks x predicted bytes per rank stays under
+  // this, so a sweep never asks the machine for more than it can give.
+  int64_t measure_cap_bytes = int64_t{6} << 30;
+};
+
+// "small": two tiny models (4e4 and 1.3e5 parameters, vocab 256, seq_len 32)
+// on 1, 2 and 4 ranks, every strategy and precision; seconds, run as a test.
+// "full": widths 128 to 4096 (1.3e6 to 2.6e10 parameters, vocab 2048,
+// seq_len 128) on 1, 2, 4, 8 ranks, measured up to width 768 (1.7e8) within
+// 6 GiB in total; a few minutes on 2 cores. InvalidArgument for other names.
+absl::StatusOr<SweepOptions> SweepPreset(absl::string_view name);
+
+// hybrid_shard's group size in a sweep: half the ranks (two replicas), or 1
+// on one rank.
+int SweepHybridGroupSize(int ranks);
+
+// Every (precision, strategy, ranks, width) point, in that nesting order.
+std::vector<MemoryPoint> SweepPoints(const SweepOptions& sweep);
+
+// The training run that measures `point`: its GPT, micro_batch, strategy and
+// ranks, `steps` steps, AdamW, one micro-batch per step. Errors say why the
+// runtime cannot train it, so the report can print "not measured: <why>":
+// kUnimplemented for mixed precision and hybrid_shard's group size (the
+// training options have neither yet), and ValidateTrainOptions' errors
+// (kUnimplemented for a strategy the runtime does not run yet).
+absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int steps);
+
+// "small" / "full" sweep summary for titles: "vocab=2048 seq_len=128 micro_batch=2, 2 steps".
+std::string SweepDescription(const SweepOptions& sweep);
+
+}  // namespace report
+}  // namespace fsdp
+
+#endif  // FSDP_REPORT_SWEEP_H_

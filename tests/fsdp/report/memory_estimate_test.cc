@@ -1,0 +1,198 @@
+// File: tests/fsdp/report/memory_estimate_test.cc
+//
+// The per-rank estimate against independent references: the ZeRO paper's
+// per-device formulas (written out here from the paper, with Psi counted
+// from the GPT shapes by hand), the paper's own 7.5e9-parameter numbers, and
+// the runtime's allocations recomputed from the unit shapes.
+#include "fsdp/report/memory_estimate.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace fsdp {
+namespace report {
+namespace {
+
+// Psi of the GPT of fsdp/nn/gpt_spec.h, from its shapes (C = d_model, V =
+// vocab, T = seq_len, L = layers): wte V C + wpe T C; per block 2C (ln1) +
+// 3C^2 + 3C (qkv) + C^2 + C (proj) + 2C (ln2) + 4C^2 + 4C (fc) + 4C^2 + C
+// (mlp proj); head 2C + V C.
+int64_t HandCountedParams(const GptConfig& c) {
+  const int64_t C = c.d_model, V = c.vocab, T = c.seq_len, L = c.layers;
+  const int64_t block = 12 * C * C + 13 * C;
+  return V * C + T * C + L * block + 2 * C + V * C;
+}
+
+struct ZeroCase {
+  proto::ShardingStrategy strategy;
+  // Bytes per device for mixed-precision Adam, K = 12 (paper Section 5.1):
+  // baseline (2 + 2 + K) Psi; P_os 2 Psi + 2 Psi + K Psi / Nd;
+  // P_os+g 2 Psi + (2 + K) Psi / Nd; P_os+g+p (2 + 2 + K) Psi / Nd.
+  double Paper(double psi, double nd) const {
+    switch (strategy) {
+      case proto::NO_SHARD:
+        return 16.0 * psi;
+      case proto::SHARD_OPTIMIZER:
+        return 4.0 * psi + 12.0 * psi / nd;
+      case proto::SHARD_GRAD_OP:
+        return 2.0 * psi + 14.0 * psi / nd;
+      default:
+        return 16.0 * psi / nd;
+    }
+  }
+};
+
+TEST(MemoryEstimateTest, MixedPrecisionModelStateIsTheZeroPapersFormulaAtManyDegrees) {
+  const std::vector<GptConfig> configs = {{2, 64, 4, 256, 64}, {4, 96, 3, 1000, 128},
+                                          {12, 768, 12, 50304, 1024}};
+  const std::vector<int> degrees = {1, 2, 3, 4, 5, 7, 8, 16, 64, 100, 256, 1024, 4096, 16384};
+  const std::vector<ZeroCase> cases = {{proto::NO_SHARD}, {proto::SHARD_OPTIMIZER},
+                                       {proto::SHARD_GRAD_OP}, {proto::FULL_SHARD}};
+  for (const GptConfig& config : configs) {
+    const int64_t psi = HandCountedParams(config);
+    const int64_t units = config.layers + 2;
+    for (int nd : degrees) {
+      for (const ZeroCase& zero : cases) {
+        MemoryPoint point;
+        point.config = config;
+        point.strategy = zero.strategy;
+        point.ranks = nd;
+        point.precision = Precision::kMixed;
+        absl::StatusOr<RankMemoryEstimate> e = EstimateRankMemory(point);
+        ASSERT_TRUE(e.ok()) << e.status();
+        EXPECT_EQ(e->num_params, psi);
+        // Each unit pads by fewer than nd elements, each costing at most
+        // 16 bytes on a rank; shards round up by less than one element per unit.
+        const double slack = 16.0 * units * nd + 16.0 * units;
+        EXPECT_NEAR(static_cast<double>(e->model_state_bytes()), zero.Paper(psi, nd), slack)
+            << MemoryPointToString(point);
+        if (nd == 1) {
+          EXPECT_EQ(e->model_state_bytes(), 16 * psi) << MemoryPointToString(point);
+        }
+      }
+    }
+  }
+}
+
+TEST(MemoryEstimateTest, ZeroFormulaReproducesThePapersSevenPointFiveBillionExample) {
+  // Rajbhandari et al. 2019, Figure 1: Psi = 7.5B, Nd = 64, K = 12.
+  struct Row {
+    proto::ShardingStrategy strategy;
+    double paper_gb;
+  };
+  for (const Row& row : {Row{proto::NO_SHARD, 120.0}, Row{proto::SHARD_OPTIMIZER, 31.4},
+                         Row{proto::SHARD_GRAD_OP, 16.6}, Row{proto::FULL_SHARD, 1.9}}) {
+    absl::StatusOr<ModelStateBytes> bytes = ZeroModelStateBytes(
+        7500000000, row.strategy, 64, 0, Precision::kMixed, plan::OptimizerKind::kAdam);
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    EXPECT_NEAR(bytes->total_bytes() / 1e9, row.paper_gb, 0.05) << row.strategy;
+  }
+}
+
+TEST(MemoryEstimateTest, ZeroFormulaFp32AndHybrid) {
+  const int64_t psi = 1000003;  // prime: shards round up
+  absl::StatusOr<ModelStateBytes> fp32 =
+      ZeroModelStateBytes(psi, proto::NO_SHARD, 8, 0, Precision::kFp32, plan::OptimizerKind::kAdam);
+  ASSERT_TRUE(fp32.ok());
+  EXPECT_EQ(fp32->parameter_bytes, 4 * psi);
+  EXPECT_EQ(fp32->gradient_bytes, 4 * psi);
+  EXPECT_EQ(fp32->optimizer_state_bytes, 8 * psi);  // no master copy in fp32
+  const int64_t shard = (psi + 3) / 4;
+  absl::StatusOr<ModelStateBytes> hybrid = ZeroModelStateBytes(
+      psi, proto::HYBRID_SHARD, 16, 4, Precision::kMixed, plan::OptimizerKind::kAdam);
+  ASSERT_TRUE(hybrid.ok());
+  EXPECT_EQ(hybrid->total_bytes(), 16 * shard);
+  EXPECT_FALSE(ZeroModelStateBytes(psi, proto::HYBRID_SHARD, 16, 3, Precision::kMixed,
+                                   plan::OptimizerKind::kAdam)
+                   .ok());
+  EXPECT_FALSE(ZeroModelStateBytes(0, proto::FULL_SHARD, 16, 0, Precision::kMixed,
+                                   plan::OptimizerKind::kAdam)
+                   .ok());
+}
+
+// What DataParallelTrainer allocates for no_shard, recomputed from the unit
+// sizes: per unit a padded parameter and gradient buffer and a gradient
+// shard staging buffer, AdamW's two moments over the real elements, one
+// scalar; the model's activations and workspace from its formula.
+TEST(MemoryEstimateTest, NoShardFp32MatchesTheRuntimesAllocationsTermByTerm) {
+  const GptConfig config{3, 48, 4, 300, 40};
+  for (int ranks : {1, 2, 3, 8}) {
+    int64_t padded = 0, shards = 0, real = 0;
+    for (const UnitSpec& unit : GptUnitSpecs(config)) {
+      const int64_t shard = (unit.numel() + ranks - 1) / ranks;
+      shards += shard;
+      padded += shard * ranks;
+      real += unit.numel();
+    }
+    MemoryPoint point;
+    point.config = config;
+    point.micro_batch = 3;
+    point.ranks = ranks;
+    absl::StatusOr<RankMemoryEstimate> e = EstimateRankMemory(point);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_EQ(e->tracker_bytes(MemoryCategory::kParameters), 4 * padded);
+    EXPECT_EQ(e->tracker_bytes(MemoryCategory::kGradients), 4 * padded);
+    // The planner counts Adam state on the padded buffer; the runtime on the
+    // real elements: at most units x (ranks - 1) elements apart.
+    EXPECT_GE(e->tracker_bytes(MemoryCategory::kOptimizerState), 8 * real);
+    EXPECT_LE(e->tracker_bytes(MemoryCategory::kOptimizerState), 8 * padded);
+    EXPECT_EQ(e->tracker_bytes(MemoryCategory::kCommBuffers), 4 * shards + 4);
+    const int64_t B = 3, T = 40, C = 48, H = 4, V = 300;
+    const int64_t saved = 4 * (B * T * C + B * T) +
+                          3 * 4 * (16 * B * T * C + 4 * B * T + B * H * T * T) +
+                          4 * (B * T * C + 3 * B * T + B * T * V);
+    EXPECT_EQ(e->tracker_bytes(MemoryCategory::kActivations), saved);
+    EXPECT_EQ(e->tracker_bytes(MemoryCategory::kWorkspace), 4 * (10 * B * T * C + T * T));
+    EXPECT_EQ(e->gathered_bytes, 0);
+  }
+}
+
+TEST(MemoryEstimateTest, TrackerCategoriesAndPartsBothSumToTheTotal) {
+  for (proto::ShardingStrategy strategy : {proto::NO_SHARD, proto::SHARD_OPTIMIZER,
+                                           proto::SHARD_GRAD_OP, proto::FULL_SHARD,
+                                           proto::HYBRID_SHARD}) {
+    for (Precision precision : {Precision::kFp32, Precision::kMixed}) {
+      MemoryPoint point;
+      point.config = {4, 64, 4, 512, 64};
+      point.strategy = strategy;
+      point.ranks = 4;
+      point.group_size = strategy == proto::HYBRID_SHARD ? 2 : 0;
+      point.precision = precision;
+      absl::StatusOr<RankMemoryEstimate> e = EstimateRankMemory(point);
+      ASSERT_TRUE(e.ok()) << e.status();
+      int64_t by_tracker = 0, by_parts = 0;
+      for (int c = 0; c < kNumMemoryCategories; ++c) {
+        by_tracker += e->tracker_bytes(static_cast<MemoryCategory>(c));
+      }
+      for (const NamedBytes& part : EstimateParts(*e)) by_parts += part.bytes;
+      EXPECT_EQ(by_tracker, e->total_bytes()) << MemoryPointToString(point);
+      EXPECT_EQ(by_parts, e->total_bytes()) << MemoryPointToString(point);
+      EXPECT_EQ(e->master_parameter_bytes > 0, precision == Precision::kMixed);
+      // Full sharding gathers units to compute; the others keep them whole.
+      const bool gathers = strategy == proto::FULL_SHARD || strategy == proto::HYBRID_SHARD;
+      EXPECT_EQ(e->gathered_parameter_bytes > 0, gathers) << MemoryPointToString(point);
+    }
+  }
+}
+
+TEST(MemoryEstimateTest, BadPointsAreClearErrors) {
+  MemoryPoint point;
+  point.micro_batch = 0;
+  EXPECT_NE(EstimateRankMemory(point).status().message().find("micro_batch"), std::string::npos);
+  point.micro_batch = 1;
+  point.config.heads = 5;  // does not divide 64
+  EXPECT_EQ(EstimateRankMemory(point).status().code(), absl::StatusCode::kInvalidArgument);
+  point.config.heads = 4;
+  point.strategy = proto::HYBRID_SHARD;
+  point.ranks = 6;
+  point.group_size = 4;
+  EXPECT_EQ(EstimateRankMemory(point).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(ParsePrecision("bf16").ok());
+  EXPECT_EQ(*ParsePrecision("mixed"), Precision::kMixed);
+}
+
+}  // namespace
+}  // namespace report
+}  // namespace fsdp

@@ -1,0 +1,101 @@
+// File: tests/fsdp/report/report_io_test.cc
+//
+// Atomic file writes, the rank measurement text format, the sweep presets
+// and which points the runtime can be asked to train.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "fsdp/report/atomic_file.h"
+#include "fsdp/report/rank_measurement.h"
+#include "fsdp/report/sweep.h"
+#include "gtest/gtest.h"
+
+namespace fsdp {
+namespace report {
+namespace {
+
+std::string TmpDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+TEST(AtomicFileTest, ReplacesTheWholeFileAndLeavesNoTemporary) {
+  const std::string path = TmpDir() + "/atomic.txt";
+  ASSERT_TRUE(WriteFileAtomically(path, "first version, longer").ok());
+  ASSERT_TRUE(WriteFileAtomically(path, "second").ok());
+  EXPECT_EQ(*ReadWholeFile(path), "second");
+  struct stat st;
+  EXPECT_NE(stat(absl::StrCat(path, ".tmp.", getpid()).c_str(), &st), 0);
+  const absl::Status missing = WriteFileAtomically(TmpDir() + "/no/such/dir/f.txt", "x");
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.message().find("no/such/dir"), std::string::npos);
+  EXPECT_EQ(ReadWholeFile(TmpDir() + "/absent").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(RankMeasurementTest, TextRoundTripsAndRejectsDamage) {
+  RankMeasurement m;
+  for (int c = 0; c < kNumMemoryCategories; ++c) m.peak_bytes[c] = (c + 1) * 1000003;
+  m.peak_total_bytes = 99;
+  m.peak_rss_bytes = int64_t{5} << 33;
+  m.baseline_rss_bytes = 12345;
+  const std::string text = RankMeasurementToText(m);
+  absl::StatusOr<RankMeasurement> back = ParseRankMeasurement(text);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->peak_bytes, m.peak_bytes);
+  EXPECT_EQ(back->peak_rss_bytes, m.peak_rss_bytes);
+  EXPECT_EQ(back->baseline_rss_bytes, 12345);
+  EXPECT_FALSE(ParseRankMeasurement(text.substr(0, text.size() / 2)).ok());
+  EXPECT_FALSE(ParseRankMeasurement("parameters lots\n").ok());
+
+  RankMeasurement other = m;
+  other.peak_bytes[2] += 1;
+  other.peak_rss_bytes = 1;
+  const RankMeasurement max = MaxOverRanks({m, other});
+  EXPECT_EQ(max.peak_bytes[2], m.peak_bytes[2] + 1);
+  EXPECT_EQ(max.peak_rss_bytes, m.peak_rss_bytes);
+}
+
+TEST(SweepTest, PresetsCoverTheirGridAndStartNearAMillionParameters) {
+  absl::StatusOr<SweepOptions> full = SweepPreset("full");
+  ASSERT_TRUE(full.ok());
+  const std::vector<MemoryPoint> points = SweepPoints(*full);
+  EXPECT_EQ(points.size(), full->widths.size() * full->ranks.size() * 5 * 2);
+  absl::StatusOr<RankMemoryEstimate> first = EstimateRankMemory(points.front());
+  ASSERT_TRUE(first.ok());
+  EXPECT_GT(first->num_params, 500000);
+  EXPECT_LT(first->num_params, 2000000);
+  for (const MemoryPoint& point : points) {
+    if (point.strategy == proto::HYBRID_SHARD) {
+      EXPECT_EQ(point.ranks % point.group_size, 0);
+    }
+    ASSERT_TRUE(EstimateRankMemory(point).ok()) << MemoryPointToString(point);
+  }
+  EXPECT_TRUE(SweepPreset("small").ok());
+  EXPECT_EQ(SweepPreset("huge").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SweepTest, TrainOptionsForPointSaysWhyThePointCannotBeTrained) {
+  MemoryPoint point;
+  point.config = {2, 32, 1, 256, 32};
+  point.ranks = 2;
+  absl::StatusOr<TrainOptions> run = TrainOptionsForPoint(point, 3);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->nproc, 2);
+  EXPECT_EQ(run->steps, 3);
+  EXPECT_EQ(run->d_model, 32);
+  point.precision = Precision::kMixed;
+  EXPECT_NE(TrainOptionsForPoint(point, 3).status().message().find("fp32 only"),
+            std::string::npos);
+  point.precision = Precision::kFp32;
+  point.strategy = proto::HYBRID_SHARD;
+  point.group_size = 1;
+  EXPECT_EQ(TrainOptionsForPoint(point, 3).status().code(), absl::StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace report
+}  // namespace fsdp
