@@ -8,10 +8,12 @@ tools/setup.sh || exit 1
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+# The denominator: every test target `bazel test //...` runs (manual ones excluded),
+# so a test that fails to build counts as failed.
+total=$(bazel query 'tests(//...) except attr(tags, manual, tests(//...))' 2>/dev/null | grep -c '^//')
 bazel test //... --test_summary=short "$@" 2>&1 | tee "$log"
 bazel_rc=${PIPESTATUS[0]}
 
-total=$(bazel query 'tests(//...)' 2>/dev/null | grep -c '^//')
 passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
 failed=$((total - passed))
 echo "${passed} passed, ${failed} failed"
