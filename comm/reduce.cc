@@ -103,15 +103,4 @@ void ReduceSumInPlace(Dtype dtype, const void* in, void* inout, size_t count, fl
   }
 }
 
-void DivideInPlace(Dtype dtype, void* data, size_t count, float divisor) {
-  if (divisor == 1.0f) return;
-  if (dtype == Dtype::kFloat32) {
-    float* f = static_cast<float*>(data);
-    for (size_t i = 0; i < count; ++i) f[i] = f[i] / divisor;
-  } else {
-    uint16_t* h = static_cast<uint16_t*>(data);
-    for (size_t i = 0; i < count; ++i) h[i] = FloatToBf16Bits(Bf16BitsToFloat(h[i]) / divisor);
-  }
-}
-
 }  // namespace comm

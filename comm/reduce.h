@@ -35,10 +35,6 @@ void ReduceSum(Dtype dtype, const void* a, const void* b, void* out, size_t coun
 void ReduceSumInPlace(Dtype dtype, const void* in, void* inout, size_t count,
                       float divisor = 1.0f);
 
-// data[i] = data[i] / divisor, rounded once (for kAverage when one rank holds
-// the whole sum already).
-void DivideInPlace(Dtype dtype, void* data, size_t count, float divisor);
-
 }  // namespace comm
 
 #endif  // COMM_REDUCE_H_

@@ -67,16 +67,5 @@ TEST(ReduceTest, BFloat16RoundsTiesToEvenAndKeepsNaN) {
   EXPECT_TRUE(std::isnan(BFloat16ToFloat(out)));
 }
 
-TEST(ReduceTest, DivideInPlace) {
-  std::vector<float> f = {3.0f, -6.0f, 1.0f};
-  DivideInPlace(Dtype::kFloat32, f.data(), f.size(), 3.0f);
-  EXPECT_EQ(f[0], 1.0f);
-  EXPECT_EQ(f[1], -2.0f);
-  EXPECT_EQ(Bits(f[2]), Bits(1.0f / 3.0f));
-  BFloat16 h = FloatToBFloat16(1.0f);
-  DivideInPlace(Dtype::kBFloat16, &h, 1, 3.0f);
-  EXPECT_EQ(h, FloatToBFloat16(1.0f / 3.0f));
-}
-
 }  // namespace
 }  // namespace comm
