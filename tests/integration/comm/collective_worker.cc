@@ -16,7 +16,8 @@
 // Scenarios (--scenario):
 //   grid      every collective x counts {0, 1, 7, 4096, 1 MiB + 3} x {fp32,
 //             bf16} x algorithms {auto, ring, latency}, plus bf16 rounding,
-//             in-place all-gather and broadcasts from several roots.
+//             in-place all-gather and reduce-scatter, and broadcasts from
+//             several roots.
 //   inflight  seven different collectives posted back to back, then waited in
 //             reverse order.
 //   split     sub-communicators by parity and by blocks of three (reversed
@@ -105,6 +106,9 @@ struct PendingCheck {
   size_t output_bytes = 0;
   // Returns "" if `output` is right.
   std::function<std::string(const PendingCheck&)> check;
+  // True when `check` verifies the guard bytes itself (in-place cases whose
+  // guard does not follow `output_bytes`).
+  bool guard_checked_by_check = false;
 };
 
 class Worker {
@@ -133,10 +137,12 @@ class Worker {
                                              std::vector<int> sources, Dtype dtype,
                                              size_t count, Algorithm algorithm,
                                              bool in_place);
+  // `in_place`: the output is chunk r of the input itself, which
+  // comm/communicator.h allows.
   absl::StatusOr<PendingCheck> PostReduceScatter(comm::Communicator& comm,
                                                  std::vector<int> sources, Dtype dtype,
                                                  ReduceOp op, ValueMode mode, size_t count,
-                                                 Algorithm algorithm);
+                                                 Algorithm algorithm, bool in_place = false);
   absl::StatusOr<PendingCheck> PostAllReduce(comm::Communicator& comm,
                                              std::vector<int> sources, Dtype dtype,
                                              ReduceOp op, ValueMode mode, size_t count,
@@ -200,7 +206,7 @@ absl::StatusOr<PendingCheck> Worker::PostReduceScatter(comm::Communicator& comm,
                                                        std::vector<int> sources,
                                                        Dtype dtype, ReduceOp op,
                                                        ValueMode mode, size_t count,
-                                                       Algorithm algorithm) {
+                                                       Algorithm algorithm, bool in_place) {
   const uint64_t salt = next_salt_++;
   const Bf16Rounding rounding = rounding_;
   const size_t element = comm::DtypeSize(dtype);
@@ -211,20 +217,37 @@ absl::StatusOr<PendingCheck> Worker::PostReduceScatter(comm::Communicator& comm,
   pending.name = absl::StrCat("reduce_scatter ", OpName(op), " ", DtypeName(dtype),
                               mode == ValueMode::kBf16Fractions ? " fractions" : "",
                               " count=", count, " ", AlgorithmName(algorithm),
-                              " group=", comm.size());
-  pending.input = MakeInput(dtype, mode, me, count, salt);
+                              in_place ? " in-place" : "", " group=", comm.size());
   pending.output_bytes = chunk * element;
-  pending.output = MakeOutputWithGuard(pending.output_bytes);
   comm::ReduceScatterOptions options;
-  options.input = ConstSpan(pending.input, pending.input.size());
-  options.output = MutableSpan(pending.output, pending.output_bytes);
+  if (in_place) {
+    // One buffer: the input, with guard bytes after it; the output is its
+    // chunk r. The check reads chunk r back from there.
+    std::vector<std::byte> input = MakeInput(dtype, mode, me, count, salt);
+    pending.output = MakeOutputWithGuard(input.size());
+    if (!input.empty()) std::memcpy(pending.output.data(), input.data(), input.size());
+    options.input = ConstSpan(pending.output, input.size());
+    options.output = absl::Span<std::byte>(pending.output.data() + begin * element,
+                                           pending.output_bytes);
+  } else {
+    pending.input = MakeInput(dtype, mode, me, count, salt);
+    pending.output = MakeOutputWithGuard(pending.output_bytes);
+    options.input = ConstSpan(pending.input, pending.input.size());
+    options.output = MutableSpan(pending.output, pending.output_bytes);
+  }
   options.dtype = dtype;
   options.op = op;
   options.algorithm = algorithm;
+  const size_t input_bytes = count * element;
   pending.check = [=](const PendingCheck& p) {
-    return CheckReduced(dtype, op, mode, sources, begin, chunk, salt,
-                        ConstSpan(p.output, p.output_bytes), rounding);
+    const size_t offset = in_place ? begin * element : 0;
+    std::string error = CheckReduced(
+        dtype, op, mode, sources, begin, chunk, salt,
+        absl::Span<const std::byte>(p.output.data() + offset, p.output_bytes), rounding);
+    if (error.empty() && in_place) error = CheckGuard(p.output, input_bytes);
+    return error;
   };
+  pending.guard_checked_by_check = in_place;
   FSDP_ASSIGN_OR_RETURN(pending.work, comm.ReduceScatter(options));
   return pending;
 }
@@ -300,7 +323,9 @@ absl::Status Worker::Finish(PendingCheck& pending) {
   }
   ++checks_;
   std::string error = pending.check(pending);
-  if (error.empty()) error = CheckGuard(pending.output, pending.output_bytes);
+  if (error.empty() && !pending.guard_checked_by_check) {
+    error = CheckGuard(pending.output, pending.output_bytes);
+  }
   if (!error.empty()) {
     ++failures_;
     std::printf("%s FAIL %s: %s\n", prefix().c_str(), pending.name.c_str(), error.c_str());
@@ -357,6 +382,11 @@ absl::Status Worker::RunGrid(const std::vector<Algorithm>& algorithms) {
       }
       FSDP_RETURN_IF_ERROR(PostAndFinish(
           PostAllGather(world_, world_sources_, dtype, count, Algorithm::kAuto, true)));
+      for (Algorithm algorithm : algorithms) {
+        FSDP_RETURN_IF_ERROR(PostAndFinish(PostReduceScatter(
+            world_, world_sources_, dtype, ReduceOp::kSum, ValueMode::kSmallIntegers, count,
+            algorithm, /*in_place=*/true)));
+      }
       for (int root : roots) {
         FSDP_RETURN_IF_ERROR(
             PostAndFinish(PostBroadcast(world_, world_sources_, dtype, count, root)));
