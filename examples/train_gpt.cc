@@ -1,8 +1,12 @@
 // File: examples/train_gpt.cc
 //
-// Trains a small GPT with replicated data parallelism on N local ranks:
+// Trains a small GPT with data parallelism on N local ranks, with any
+// sharding strategy (docs/sharding.md):
 //
 //   bazel run -c opt //examples:train_gpt -- --nproc=2 --steps=60
+//   bazel run -c opt //examples:train_gpt -- --nproc=4 --strategy=full_shard
+//   bazel run -c opt //examples:train_gpt -- --nproc=4 --strategy=hybrid_shard --group_size=2
+//   bazel run -c opt //examples:train_gpt -- --nproc=4 --strategy=full_shard --dump_plan
 //
 // Without a launcher around it, the process validates its flags and then
 // re-launches itself as --nproc ranks (comm/launcher/launcher.h); each rank
@@ -10,6 +14,7 @@
 // (fsdp/train/train_run.h). Flags, output and the metrics file:
 // docs/train_gpt.md.
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,8 +38,22 @@ const fsdp::TrainOptions kDefaults;
 
 ABSL_FLAG(int, nproc, kDefaults.nproc, "ranks to launch on this machine");
 ABSL_FLAG(std::string, strategy, "no_shard",
-          "no_shard (available); shard_optimizer, shard_grad_op, full_shard, hybrid_shard "
-          "(not available yet)");
+          "no_shard, shard_optimizer (ZeRO-1), shard_grad_op (ZeRO-2), full_shard (ZeRO-3), "
+          "hybrid_shard (full_shard within --group_size ranks, replicated across groups)");
+ABSL_FLAG(int, group_size, 0,
+          "hybrid_shard only: ranks per shard group (consecutive ranks); must divide --nproc");
+ABSL_FLAG(int, prefetch_depth, kDefaults.prefetch_depth,
+          "units whose parameter all-gather starts ahead of the unit computing; 0 = none");
+ABSL_FLAG(int, max_gathers_in_flight, kDefaults.max_gathers_in_flight,
+          "most parameter all-gathers outstanding at once (>= 1)");
+ABSL_FLAG(bool, mixed_precision, false,
+          "bf16 parameter all-gathers and gradient reduce-scatters; fp32 master shards, "
+          "optimizer state and compute");
+ABSL_FLAG(int64_t, min_unit_numel, 0,
+          "merge consecutive model units into plan units of at least this many elements; "
+          "0 = one plan unit per model unit");
+ABSL_FLAG(bool, dump_plan, false,
+          "print the shard plan (text protobuf) for these flags and exit without training");
 ABSL_FLAG(int, layers, kDefaults.layers, "transformer blocks");
 ABSL_FLAG(int, d_model, kDefaults.d_model, "model width (channels)");
 ABSL_FLAG(int, heads, kDefaults.heads, "attention heads; must divide d_model");
@@ -66,6 +85,11 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   fsdp::TrainOptions o;
   o.nproc = absl::GetFlag(FLAGS_nproc);
   FSDP_ASSIGN_OR_RETURN(o.strategy, fsdp::ParseStrategy(absl::GetFlag(FLAGS_strategy)));
+  o.group_size = absl::GetFlag(FLAGS_group_size);
+  o.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
+  o.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
+  o.mixed_precision = absl::GetFlag(FLAGS_mixed_precision);
+  o.min_unit_numel = absl::GetFlag(FLAGS_min_unit_numel);
   o.layers = absl::GetFlag(FLAGS_layers);
   o.d_model = absl::GetFlag(FLAGS_d_model);
   o.heads = absl::GetFlag(FLAGS_heads);
@@ -105,9 +129,19 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   return o;
 }
 
-absl::Status RunRank(const fsdp::TrainOptions& options) {
+// Test hook, for tests/integration/train (mismatched plans): the rank named
+// by this variable plans with --min_unit_numel one larger than the others,
+// as if it had been given different flags. Read here, in the example's main
+// program, so the library never sees it.
+constexpr char kPerturbPlanRankEnv[] = "TRAIN_GPT_TEST_PERTURB_PLAN_RANK";
+
+absl::Status RunRank(fsdp::TrainOptions options) {
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> world,
                         comm::Communicator::CreateFromEnvironment());
+  if (const char* perturb = std::getenv(kPerturbPlanRankEnv);
+      perturb != nullptr && std::atoi(perturb) == world->rank()) {
+    options.min_unit_numel += 1;
+  }
   FSDP_ASSIGN_OR_RETURN(fsdp::RunSummary summary,
                         fsdp::RunTraining(options, *world, world->rank() == 0 ? stdout : nullptr));
   (void)summary;
@@ -118,14 +152,23 @@ absl::Status RunRank(const fsdp::TrainOptions& options) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "Trains a small GPT with replicated data parallelism on --nproc local ranks.\n"
-      "Example: train_gpt --nproc=2 --steps=60 --metrics_out=/tmp/m.jsonl");
+      "Trains a small GPT with data parallelism (any --strategy) on --nproc local ranks.\n"
+      "Example: train_gpt --nproc=2 --strategy=full_shard --steps=60 --metrics_out=/tmp/m.jsonl");
   absl::ParseCommandLine(argc, argv);
   absl::StatusOr<fsdp::TrainOptions> options = OptionsFromFlags();
   if (!options.ok()) {
     // Validation happens in the launching parent, before any rank starts.
     std::fprintf(stderr, "train_gpt: %s\n", std::string(options.status().message()).c_str());
     return 2;
+  }
+  if (absl::GetFlag(FLAGS_dump_plan)) {
+    absl::StatusOr<std::string> text = fsdp::TrainingPlanText(*options);
+    if (!text.ok()) {
+      std::fprintf(stderr, "train_gpt: %s\n", std::string(text.status().message()).c_str());
+      return 2;
+    }
+    std::fputs(text->c_str(), stdout);
+    return 0;
   }
   if (!comm::IsLaunchedRank()) {
     comm::LaunchOptions launch = comm::SelfLaunchOptions(options->nproc, argc, argv);

@@ -38,11 +38,16 @@ absl::StatusOr<Strategy> ParseStrategy(absl::string_view name) {
 }
 
 absl::Status CheckStrategyAvailable(Strategy strategy) {
-  if (strategy == Strategy::kNoShard) return absl::OkStatus();
-  return absl::UnimplementedError(absl::StrCat(
-      "strategy '", StrategyName(strategy),
-      "' is not available yet; only --strategy=no_shard (replicated data "
-      "parallel) is implemented in this build"));
+  switch (strategy) {
+    case Strategy::kNoShard:
+    case Strategy::kShardOptimizer:
+    case Strategy::kShardGradOp:
+    case Strategy::kFullShard:
+    case Strategy::kHybridShard:
+      return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("strategy value ", static_cast<int>(strategy), " is not a known strategy"));
 }
 
 }  // namespace fsdp

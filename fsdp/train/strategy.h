@@ -1,10 +1,7 @@
 // File: fsdp/train/strategy.h
 //
-// Which data-parallel strategy the training step runs. Only kNoShard (every
-// rank holds full parameters, gradients and optimizer state; gradients are
-// averaged across ranks after backward) is implemented; the sharded ones
-// follow the same per-unit flat-buffer runtime (fsdp/train/flat_unit.h) and are
-// named here so that flags, configs and the step's switch already know them.
+// Which data-parallel strategy the training step runs (all five are
+// implemented by fsdp/train/train_step.cc; docs/sharding.md compares them).
 //
 //   kNoShard         replicated (DDP / ZeRO-0)
 //   kShardOptimizer  optimizer state sharded (ZeRO-1)
@@ -39,8 +36,8 @@ const char* StrategyName(Strategy strategy);
 // Parses a flag spelling. kInvalidArgument listing the valid names otherwise.
 absl::StatusOr<Strategy> ParseStrategy(absl::string_view name);
 
-// OK for strategies this build's training step runs; kUnimplemented, saying
-// which strategy is not available yet and which one to use, for the rest.
+// OK for strategies this build's training step runs (every one of them);
+// kept so callers that validate a strategy need not change.
 absl::Status CheckStrategyAvailable(Strategy strategy);
 
 }  // namespace fsdp

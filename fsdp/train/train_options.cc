@@ -18,6 +18,25 @@ absl::Status Positive(const char* flag, int64_t value) {
 
 }  // namespace
 
+absl::Status ValidateGroupSize(Strategy strategy, int group_size, int nproc) {
+  if (strategy != Strategy::kHybridShard) {
+    if (group_size == 0) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--group_size=", group_size, " only applies to --strategy=hybrid_shard (got --strategy=",
+        StrategyName(strategy), "); drop --group_size or use hybrid_shard"));
+  }
+  std::string divisors;
+  for (int g = 1; g <= nproc; ++g) {
+    if (nproc % g == 0) absl::StrAppend(&divisors, divisors.empty() ? "" : ", ", g);
+  }
+  if (group_size < 1 || group_size > nproc || nproc % group_size != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--strategy=hybrid_shard needs --group_size (ranks per shard group) dividing --nproc=",
+        nproc, " into equal groups; got --group_size=", group_size, "; valid: ", divisors));
+  }
+  return absl::OkStatus();
+}
+
 const char* OptimizerKindName(OptimizerKind kind) {
   return kind == OptimizerKind::kAdamW ? "adamw" : "sgd";
 }
@@ -25,6 +44,20 @@ const char* OptimizerKindName(OptimizerKind kind) {
 absl::Status ValidateTrainOptions(const TrainOptions& o) {
   FSDP_RETURN_IF_ERROR(Positive("nproc", o.nproc));
   FSDP_RETURN_IF_ERROR(CheckStrategyAvailable(o.strategy));
+  FSDP_RETURN_IF_ERROR(ValidateGroupSize(o.strategy, o.group_size, o.nproc));
+  if (o.prefetch_depth < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--prefetch_depth=", o.prefetch_depth, " must not be negative (0 disables prefetch)"));
+  }
+  if (o.max_gathers_in_flight < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_gathers_in_flight=", o.max_gathers_in_flight,
+        " must be at least 1 (the unit about to compute needs its own all-gather)"));
+  }
+  if (o.min_unit_numel < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--min_unit_numel=", o.min_unit_numel, " must not be negative (0 disables merging)"));
+  }
   FSDP_RETURN_IF_ERROR(Positive("layers", o.layers));
   FSDP_RETURN_IF_ERROR(Positive("d_model", o.d_model));
   FSDP_RETURN_IF_ERROR(Positive("heads", o.heads));
@@ -101,11 +134,13 @@ std::string TrainOptionsToString(const TrainOptions& o) {
   return absl::StrFormat(
       "strategy=%s nproc=%d layers=%d d_model=%d heads=%d vocab=%d seq_len=%d "
       "micro_batch=%d accum=%d global_batch=%d steps=%d optimizer=%s lr=%g min_lr=%g "
-      "warmup_steps=%d weight_decay=%g grad_clip=%g seed=%d threads=%d data=%s",
+      "warmup_steps=%d weight_decay=%g grad_clip=%g seed=%d threads=%d data=%s group_size=%d "
+      "prefetch_depth=%d max_gathers_in_flight=%d mixed_precision=%s min_unit_numel=%d",
       StrategyName(o.strategy), o.nproc, o.layers, o.d_model, o.heads, o.vocab, o.seq_len,
       o.micro_batch, o.accum, o.global_batch(), o.steps, OptimizerKindName(o.optimizer), o.lr,
       o.min_lr, o.warmup_steps, o.weight_decay, o.grad_clip, o.seed, o.threads,
-      o.data.empty() ? "synthetic" : o.data);
+      o.data.empty() ? "synthetic" : o.data, o.group_size, o.prefetch_depth,
+      o.max_gathers_in_flight, o.mixed_precision ? "true" : "false", o.min_unit_numel);
 }
 
 }  // namespace fsdp

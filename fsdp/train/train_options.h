@@ -29,6 +29,13 @@ struct TrainOptions {
   // Job shape.
   int nproc = 2;
   Strategy strategy = Strategy::kNoShard;
+  // Sharding (docs/sharding.md). group_size: hybrid_shard's G, ranks per
+  // shard group, dividing nproc; 0 for the other strategies.
+  int group_size = 0;
+  int prefetch_depth = 1;         // units all-gathered ahead; 0 = no prefetch
+  int max_gathers_in_flight = 2;  // outstanding parameter all-gathers, >= 1
+  bool mixed_precision = false;   // bf16 all-gather / reduce-scatter
+  int64_t min_unit_numel = 0;     // merge units below this many elements; 0 = off
   // Model (a GPT; see fsdp/nn/gpt_spec.h).
   int layers = 2;
   int d_model = 64;
@@ -62,9 +69,15 @@ struct TrainOptions {
 
 // OK, or InvalidArgument naming the flag, its value and what to do:
 // every size positive, heads dividing d_model, lr positive, 0 <= min_lr <= lr,
-// non-negative warmup, weight decay and clip, an available strategy
-// (kUnimplemented otherwise), a readable --data file.
+// non-negative warmup, weight decay and clip, a group size that is 0 for
+// every strategy but hybrid_shard and, for hybrid_shard, divides nproc (the
+// message lists the sizes that do), prefetch_depth >= 0,
+// max_gathers_in_flight >= 1, min_unit_numel >= 0, a readable --data file.
 absl::Status ValidateTrainOptions(const TrainOptions& options);
+
+// The --group_size rule alone (also used by ValidateTrainOptions): 0 for
+// every strategy but hybrid_shard; for hybrid_shard 1..nproc dividing nproc.
+absl::Status ValidateGroupSize(Strategy strategy, int group_size, int nproc);
 
 // Sets micro_batch from a requested global batch: global_batch sequences per
 // step split over nproc ranks and accum micro-batches each. InvalidArgument

@@ -11,6 +11,8 @@
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/compute_threads.h"
 #include "fsdp/nn/gpt_model.h"
+#include "fsdp/nn/gpt_spec.h"
+#include "fsdp/plan/shard_planner.h"
 #include "fsdp/optim/lr_schedule.h"
 #include "fsdp/train/metrics_writer.h"
 #include "fsdp/train/param_digest.h"
@@ -19,6 +21,42 @@
 #include "fsdp/train/unit_optimizers.h"
 
 namespace fsdp {
+namespace {
+
+GptConfig GptConfigFrom(const TrainOptions& options) {
+  GptConfig config;
+  config.layers = options.layers;
+  config.d_model = options.d_model;
+  config.heads = options.heads;
+  config.vocab = options.vocab;
+  config.seq_len = options.seq_len;
+  return config;
+}
+
+}  // namespace
+
+TrainStepOptions TrainStepOptionsFrom(const TrainOptions& options) {
+  TrainStepOptions step_options;
+  step_options.strategy = options.strategy;
+  step_options.accum_steps = options.accum;
+  step_options.grad_clip = options.grad_clip;
+  step_options.seed = options.seed;
+  step_options.comm_timeout = options.comm_timeout;
+  step_options.group_size = options.group_size;
+  step_options.prefetch_depth = options.prefetch_depth;
+  step_options.max_gathers_in_flight = options.max_gathers_in_flight;
+  step_options.mixed_precision = options.mixed_precision;
+  step_options.min_unit_numel = options.min_unit_numel;
+  return step_options;
+}
+
+absl::StatusOr<std::string> TrainingPlanText(const TrainOptions& options) {
+  FSDP_RETURN_IF_ERROR(ValidateTrainOptions(options));
+  FSDP_ASSIGN_OR_RETURN(proto::ShardPlan plan,
+                        BuildTrainingPlan(GptUnitSpecs(GptConfigFrom(options)),
+                                          TrainStepOptionsFrom(options), options.nproc));
+  return plan::ShardPlanToText(plan);
+}
 
 absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Communicator& world,
                                        std::FILE* log) {
@@ -31,23 +69,13 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
   FSDP_RETURN_IF_ERROR(
       SetComputeThreads(options.threads > 0 ? options.threads : DefaultComputeThreads()));
 
-  GptConfig config;
-  config.layers = options.layers;
-  config.d_model = options.d_model;
-  config.heads = options.heads;
-  config.vocab = options.vocab;
-  config.seq_len = options.seq_len;
+  const GptConfig config = GptConfigFrom(options);
 
   MemoryTracker tracker;
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<GptModel> model,
                         GptModel::Create(config, options.micro_batch, &tracker));
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<UnitOptimizer> optimizer, MakeUnitOptimizer(options.optimizer, options.weight_decay));
-  TrainStepOptions step_options;
-  step_options.strategy = options.strategy;
-  step_options.accum_steps = options.accum;
-  step_options.grad_clip = options.grad_clip;
-  step_options.seed = options.seed;
-  step_options.comm_timeout = options.comm_timeout;
+  const TrainStepOptions step_options = TrainStepOptionsFrom(options);
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<DataParallelTrainer> trainer,
                         DataParallelTrainer::Create(model.get(), &world, &tracker,
                                                     std::move(optimizer), step_options));
@@ -71,9 +99,13 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
   summary.num_params = 0;
   for (const UnitSpec& unit : model->units()) summary.num_params += unit.numel();
   if (log != nullptr) {
-    std::fprintf(log, "train_gpt: %s\ntrain_gpt: %lld parameters in %d units, %lld tokens/step\n",
+    std::fprintf(log,
+                 "train_gpt: %s\ntrain_gpt: %lld parameters in %d units (%d plan units, "
+                 "%lld elements per rank per sharded state), %lld tokens/step\n",
                  TrainOptionsToString(options).c_str(),
                  static_cast<long long>(summary.num_params), model->num_units(),
+                 trainer->num_units(),
+                 static_cast<long long>(trainer->plan().total_shard_numel()),
                  static_cast<long long>(options.tokens_per_step()));
     std::fflush(log);
   }
@@ -119,12 +151,19 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
   }
 
   summary.steps = options.steps;
-  summary.param_sha256 = ParamSha256Hex(trainer->ParamsInModelOrder());
+  summary.memory = tracker.Snapshot();
+  summary.peak_gathered_param_numel = trainer->peak_gathered_param_numel();
+  summary.peak_unsharded_grad_numel = trainer->peak_unsharded_grad_numel();
+  summary.plan_fingerprint = trainer->plan().fingerprint();
+  FSDP_ASSIGN_OR_RETURN(std::vector<std::vector<float>> params,
+                        trainer->GatherParamsInModelOrder());
+  std::vector<absl::Span<const float>> param_spans(params.begin(), params.end());
+  summary.param_sha256 = ParamSha256Hex(param_spans);
   const double timed_seconds = absl::ToDoubleSeconds(timed_step_time);
   summary.tokens_per_s = timed_seconds > 0 ? timed_tokens / timed_seconds : 0.0;
   summary.comm_wait_share =
       timed_seconds > 0 ? absl::ToDoubleSeconds(timed_comm_wait) / timed_seconds : 0.0;
-  summary.peak_bytes = tracker.Snapshot().peak_total_bytes;
+  summary.peak_bytes = summary.memory.peak_total_bytes;
   if (metrics != nullptr) {
     FinalMetrics f;
     f.steps = summary.steps;

@@ -20,7 +20,9 @@
 
 #include "absl/status/statusor.h"
 #include "comm/communicator.h"
+#include "fsdp/memory/memory_tracker.h"
 #include "fsdp/train/train_options.h"
+#include "fsdp/train/train_step.h"
 
 namespace fsdp {
 
@@ -33,7 +35,23 @@ struct RunSummary {
   double comm_wait_share = 0.0;  // time blocked in collectives / step time, same steps
   int64_t peak_bytes = 0;     // this rank's tracked peak
   int64_t num_params = 0;
+  // This rank's tracker after the last step (current and peak per category),
+  // taken before the parameter digest's transient gather.
+  MemorySnapshot memory;
+  // Largest gathered-parameter / unsharded-gradient working buffers held at
+  // once, in elements (DataParallelTrainer::peak_*_numel).
+  int64_t peak_gathered_param_numel = 0;
+  int64_t peak_unsharded_grad_numel = 0;
+  uint64_t plan_fingerprint = 0;
 };
+
+// The step options a TrainOptions asks for (strategy, accumulation, clip,
+// seed, timeout and the sharding options).
+TrainStepOptions TrainStepOptionsFrom(const TrainOptions& options);
+
+// The shard plan RunTraining would use, as text protobuf (what train_gpt
+// --dump_plan prints). No communication; the errors are the planner's.
+absl::StatusOr<std::string> TrainingPlanText(const TrainOptions& options);
 
 // Runs options.steps optimizer steps on this rank. `log` may be null (no
 // progress lines). world.size() must equal options.nproc.

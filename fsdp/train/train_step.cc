@@ -1,28 +1,56 @@
 // File: fsdp/train/train_step.cc
 //
-// The replicated data-parallel step (Strategy::kNoShard), top to bottom:
+// The data-parallel step for every strategy, top to bottom:
 //
 //   for each micro-batch m of accum_steps:
-//     forward over units 0..n-1
-//     backward over units n-1..0; on the LAST micro-batch only, each unit's
-//       gradient bucket starts reducing as soon as its backward is done
-//   finish the reductions (every rank now holds the averaged gradients)
+//     forward over units 0..n-1:
+//       unshard (all-gather, usually already prefetched), prefetch the next
+//       units, compute, reshard (full_shard / hybrid; the last unit stays
+//       gathered for the backward that follows at once)
+//     backward over units n-1..0:
+//       unshard, prefetch the previous units, backward into the unsharded
+//       gradients; on the LAST micro-batch only, start this unit's gradient
+//       reduce-scatter and finish the one of the unit after it; reshard
+//   finish the reductions (unit 0's reduce-scatter; no_shard's all-gathers,
+//     hybrid's cross-group all-reduces)
 //   average the loss across ranks (one scalar all-reduce), for reporting
-//   clip by the global gradient norm (optional)
-//   optimizer step over every unit's full flat buffer; zero the gradients
+//   clip by the global gradient norm (one scalar all-reduce of the sum of
+//     squares of the shards)
+//   optimizer step: no_shard on the full buffers, every other strategy on
+//     this rank's shard; zero the gradients
+//   shard_optimizer / shard_grad_op: post the all-gather of the updated
+//     parameter shards (waited for at the unit's next forward)
 //
-// [Note: overlap of reduction and backward] A unit's bucket is its flat
-// gradient buffer. Its reduce-scatter is posted right after its backward
-// (the comm progress engine moves it while the next units compute). After
-// the NEXT unit's backward we wait for it, scale the shard and post the
-// all-gather, which again runs while backward continues. Waiting one unit
-// behind, at fixed points, keeps the order in which ranks post collectives
-// identical on every rank (the communicator requires it) while letting each
-// reduce-scatter overlap a whole unit of compute.
+// Which buffers exist and which collectives run per strategy:
+// docs/sharding.md. The unit states: fsdp/train/unit_state.h.
+//
+// [Note: prefetch] Before computing unit u the step starts the all-gathers
+// of up to prefetch_depth units that come next (forward: u+1, u+2, ...;
+// backward: u-1, u-2, ...), while fewer than max_gathers_in_flight gathers
+// are outstanding. So at most 1 + prefetch_depth consecutive units are
+// gathered at once, which is the bound fsdp/plan/memory_model.h predicts.
+// The count of outstanding gathers is the units in kGathering, a function
+// of the schedule alone, so every rank posts the same collectives in the
+// same order (the communicator requires it).
+//
+// [Note: overlap of reduction and backward] A unit's reduce-scatter is
+// posted right after its backward (the comm progress engine moves it while
+// the next units compute). After the NEXT unit's backward we wait for it and
+// start its second phase (no_shard: all-gather of the averaged shard;
+// hybrid: the cross-group all-reduce) or, for the other strategies, free the
+// unit's unsharded gradients. Waiting one unit behind, at fixed points, keeps
+// the posting order identical on every rank, and bounds the unsharded
+// gradients of gradient-sharding strategies to two consecutive units.
 //
 // [Note: accumulation] Micro-batches before the last only accumulate into
-// the flat gradients (kAccumulated); communicating them would move the same
-// bytes accum_steps times for nothing, because reduction is linear.
+// the unsharded gradients (kAccumulated); reduction is linear, so reducing
+// each micro-batch would send the same bytes accum_steps times. The price
+// for gradient-sharding strategies: with accum_steps > 1 every unit's
+// unsharded fp32 gradients live from its first backward of the step to its
+// reduce-scatter on the last micro-batch (parameters stay sharded, and are
+// re-gathered for every micro-batch's forward and backward). In exchange the
+// result is bit-identical to no_shard's. docs/sharding.md weighs the
+// alternative (a reduce-scatter per micro-batch into the shard).
 #include "fsdp/train/train_step.h"
 
 #include <cmath>
@@ -31,8 +59,44 @@
 #include "absl/strings/str_cat.h"
 #include "comm/status_macros.h"
 #include "fsdp/optim/grad_clip.h"
+#include "fsdp/plan/shard_planner.h"
+#include "fsdp/train/plan_agreement.h"
 
 namespace fsdp {
+namespace {
+
+proto::ShardingStrategy ToPlanStrategy(Strategy strategy) {
+  switch (strategy) {
+    case Strategy::kNoShard:
+      return proto::NO_SHARD;
+    case Strategy::kShardOptimizer:
+      return proto::SHARD_OPTIMIZER;
+    case Strategy::kShardGradOp:
+      return proto::SHARD_GRAD_OP;
+    case Strategy::kFullShard:
+      return proto::FULL_SHARD;
+    case Strategy::kHybridShard:
+      return proto::HYBRID_SHARD;
+  }
+  return proto::SHARDING_STRATEGY_UNSPECIFIED;
+}
+
+}  // namespace
+
+absl::StatusOr<proto::ShardPlan> BuildTrainingPlan(const std::vector<UnitSpec>& units,
+                                                   const TrainStepOptions& options,
+                                                   int world_size) {
+  plan::PlannerOptions planner;
+  planner.strategy = ToPlanStrategy(options.strategy);
+  planner.world_size = world_size;
+  planner.group_size = options.group_size;
+  planner.min_unit_numel = options.min_unit_numel;
+  planner.prefetch_depth = options.prefetch_depth;
+  planner.max_gathers_in_flight = options.max_gathers_in_flight;
+  planner.mixed_precision = options.mixed_precision;
+  planner.include_rank_ranges = true;
+  return plan::BuildShardPlan(units, planner);
+}
 
 absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create(
     Model* model, comm::Communicator* world, MemoryTracker* tracker,
@@ -51,15 +115,44 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
   }
   std::unique_ptr<DataParallelTrainer> trainer(
       new DataParallelTrainer(model, world, tracker, std::move(optimizer), options));
-  for (int u = 0; u < model->num_units(); ++u) {
-    FSDP_ASSIGN_OR_RETURN(FlatUnitLayout layout,
-                          MakeFlatUnitLayout(model->units()[u], u, world->size()));
-    FSDP_ASSIGN_OR_RETURN(std::unique_ptr<FlatUnit> unit, FlatUnit::Create(layout, *tracker));
-    model->InitUnitParams(u, unit->mutable_params(), options.seed);
-    FSDP_RETURN_IF_ERROR(trainer->optimizer_->AddUnit(u, layout.numel, *tracker));
-    trainer->units_.push_back(std::move(unit));
+  DataParallelTrainer& t = *trainer;
+
+  // The layout of every unit is the plan's, and every rank must hold the
+  // same plan before any buffer is laid out by it.
+  FSDP_ASSIGN_OR_RETURN(t.plan_, BuildTrainingPlan(model->units(), options, world->size()));
+  FSDP_RETURN_IF_ERROR(CheckPlansAgree(*world, t.plan_, options.comm_timeout));
+
+  const int group_size = t.plan_.shard_group_size();
+  t.runtime_ = UnitRuntime::For(options.strategy, options.mixed_precision, world->size(),
+                                world->rank(), group_size);
+  t.comms_.shard_group = world;
+  t.comms_.replica_group = world;
+  if (options.strategy == Strategy::kHybridShard && group_size < world->size()) {
+    // Shard group: G consecutive ranks. Replica group: the ranks with the
+    // same shard rank in every shard group (plan.replica_groups).
+    FSDP_ASSIGN_OR_RETURN(t.shard_group_, world->Split(/*color=*/world->rank() / group_size,
+                                                       /*key=*/world->rank(),
+                                                       options.comm_timeout));
+    FSDP_ASSIGN_OR_RETURN(t.replica_group_, world->Split(/*color=*/world->rank() % group_size,
+                                                         /*key=*/world->rank(),
+                                                         options.comm_timeout));
+    t.comms_.shard_group = t.shard_group_.get();
+    t.comms_.replica_group = t.replica_group_.get();
   }
-  FSDP_ASSIGN_OR_RETURN(trainer->scalar_comm_buffer_,
+
+  for (const proto::UnitPlan& unit_plan : t.plan_.units()) {
+    auto init = [&](absl::Span<float> padded) {
+      for (const proto::SourceUnit& source : unit_plan.source_units()) {
+        model->InitUnitParams(source.model_unit_index(),
+                              padded.subspan(source.offset(), source.numel()), options.seed);
+      }
+    };
+    FSDP_ASSIGN_OR_RETURN(std::unique_ptr<ShardedUnit> unit,
+                          ShardedUnit::Create(unit_plan, t.runtime_, *tracker, *t.optimizer_,
+                                              init));
+    t.units_.push_back(std::move(unit));
+  }
+  FSDP_ASSIGN_OR_RETURN(t.scalar_comm_buffer_,
                         tracker->Allocate<float>(MemoryCategory::kCommBuffers, 1,
                                                  "loss/norm all-reduce scalar"));
   return trainer;
@@ -72,64 +165,64 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
   const int n = num_units();
   const int accum = options_.accum_steps;
   const absl::Duration timeout = options_.comm_timeout;
-  comm::Communicator& world = *world_;
-  CommWaitClock clock;
+  clock_.Reset();
 
   // Forward and backward over every micro-batch.
   double local_loss_sum = 0.0;
   for (int m = 0; m < accum; ++m) {
-    const Batch& batch = micro_batches[m];
     const bool last_micro_batch = (m == accum - 1);
     for (int u = 0; u < n; ++u) {
-      FSDP_RETURN_IF_ERROR(model_->ForwardUnit(u, units_[u]->params(), batch));
+      FSDP_RETURN_IF_ERROR(ForwardUnit(u, micro_batches[m]));  // gather, compute, free
     }
     local_loss_sum += model_->loss();
     for (int u = n - 1; u >= 0; --u) {
-      FlatUnit& unit = *units_[u];
-      FSDP_RETURN_IF_ERROR(model_->BackwardUnit(u, unit.params(), unit.mutable_grads(),
-                                                1.0f / static_cast<float>(accum)));
-      FSDP_RETURN_IF_ERROR(unit.MarkBackwardDone());
-      if (!last_micro_batch) continue;  // [Note: accumulation]
-      FSDP_RETURN_IF_ERROR(unit.StartReduction(world));
-      if (u + 1 < n) {  // [Note: overlap of reduction and backward]
-        FSDP_RETURN_IF_ERROR(units_[u + 1]->FinishReduceScatter(
-            world, 1.0f / static_cast<float>(world.size()), timeout, clock));
+      ShardedUnit& unit = *units_[u];
+      FSDP_RETURN_IF_ERROR(BackwardUnit(u, 1.0f / static_cast<float>(accum)));
+      if (last_micro_batch) {  // [Note: accumulation]
+        FSDP_RETURN_IF_ERROR(unit.StartReduction(comms_));
+        if (u + 1 < n) {  // [Note: overlap of reduction and backward]
+          FSDP_RETURN_IF_ERROR(units_[u + 1]->FinishReduceScatter(comms_, timeout, clock_));
+        }
       }
+      if (runtime_.shard_params) FSDP_RETURN_IF_ERROR(unit.Reshard());
     }
   }
 
   // Finish the reductions: the first unit's reduce-scatter, then every
-  // all-gather, in the order they were posted.
-  FSDP_RETURN_IF_ERROR(
-      units_[0]->FinishReduceScatter(world, 1.0f / static_cast<float>(world.size()), timeout,
-                                     clock));
+  // second phase, in the order they were posted.
+  FSDP_RETURN_IF_ERROR(units_[0]->FinishReduceScatter(comms_, timeout, clock_));
   for (int u = n - 1; u >= 0; --u) {
-    FSDP_RETURN_IF_ERROR(units_[u]->FinishAllGather(timeout, clock));
+    FSDP_RETURN_IF_ERROR(units_[u]->FinishReduction(timeout, clock_));
   }
 
   // Loss for reporting: the mean over all ranks' micro-batches.
   FSDP_ASSIGN_OR_RETURN(
       float loss,
-      AverageLossAcrossRanks(static_cast<float>(local_loss_sum / accum), clock));
+      AverageLossAcrossRanks(static_cast<float>(local_loss_sum / accum), clock_));
 
-  // Global-norm clipping.
+  // Global-norm clipping over the shards.
   float grad_norm = 0.0f;
   if (options_.grad_clip > 0.0f) {
-    FSDP_ASSIGN_OR_RETURN(const float sum_of_squares, GlobalGradSumOfSquares(clock));
-    grad_norm = std::sqrt(sum_of_squares);
+    FSDP_ASSIGN_OR_RETURN(const double sum_of_squares, GlobalGradSumOfSquares(clock_));
+    grad_norm = static_cast<float>(std::sqrt(sum_of_squares));
     const float scale = ClipScale(sum_of_squares, options_.grad_clip);
-    for (auto& unit : units_) ScaleInPlace(unit->mutable_grads(), scale);
+    for (auto& unit : units_) FSDP_RETURN_IF_ERROR(unit->ScaleReducedGrads(scale));
   }
 
-  // Optimizer step over the full flat buffers, then clear the gradients.
+  // Optimizer step (full buffers for no_shard, this rank's shard otherwise),
+  // then clear the gradients.
   const int step = steps_taken_ + 1;
   for (int u = 0; u < n; ++u) {
-    FlatUnit& unit = *units_[u];
-    FSDP_RETURN_IF_ERROR(
-        optimizer_->StepUnit(u, unit.mutable_params(), unit.grads(), lr, step));
-    FSDP_RETURN_IF_ERROR(unit.ZeroGrads());
+    FSDP_RETURN_IF_ERROR(units_[u]->StepOptimizer(*optimizer_, u, lr, step));
+    FSDP_RETURN_IF_ERROR(units_[u]->ZeroGrads());
   }
   steps_taken_ = step;
+
+  // shard_optimizer / shard_grad_op keep whole parameters: all-gather the
+  // updated shards now; the next forward waits for each unit's gather.
+  if (runtime_.shard_optimizer && !runtime_.shard_params) {
+    for (auto& unit : units_) FSDP_RETURN_IF_ERROR(unit->Unshard(comms_));
+  }
 
   StepResult result;
   result.step = step;
@@ -137,9 +230,9 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
   result.lr = lr;
   result.grad_norm = grad_norm;
   result.global_tokens = int64_t{micro_batches[0].batch_size} * micro_batches[0].seq_len *
-                         accum * world.size();
+                         accum * world_->size();
   result.step_time = absl::Now() - start;
-  result.comm_wait = clock.total();
+  result.comm_wait = clock_.total();
   return result;
 }
 
@@ -164,6 +257,65 @@ absl::Status DataParallelTrainer::CheckBatches(absl::Span<const Batch> micro_bat
   return absl::OkStatus();
 }
 
+// [Note: prefetch]
+absl::Status DataParallelTrainer::Prefetch(int unit, int direction) {
+  int in_flight = 0;
+  for (const auto& u : units_) in_flight += u->param_state() == ParamState::kGathering ? 1 : 0;
+  for (int k = 1; k <= options_.prefetch_depth; ++k) {
+    const int next = unit + k * direction;
+    if (next < 0 || next >= num_units()) break;
+    if (units_[next]->param_state() != ParamState::kSharded) continue;
+    if (in_flight >= options_.max_gathers_in_flight) break;
+    FSDP_RETURN_IF_ERROR(units_[next]->Unshard(comms_));
+    ++in_flight;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DataParallelTrainer::ForwardUnit(int u, const Batch& batch) {
+  ShardedUnit& unit = *units_[u];
+  FSDP_RETURN_IF_ERROR(unit.Unshard(comms_));  // no-op if prefetched or whole
+  FSDP_RETURN_IF_ERROR(unit.WaitForUnshard(options_.comm_timeout, clock_));
+  FSDP_RETURN_IF_ERROR(Prefetch(u, +1));
+  NoteWorkingBuffers();
+  FSDP_ASSIGN_OR_RETURN(absl::Span<const float> params, unit.UnshardedParams());
+  for (const proto::SourceUnit& source : unit.plan().source_units()) {
+    FSDP_RETURN_IF_ERROR(model_->ForwardUnit(
+        source.model_unit_index(), params.subspan(source.offset(), source.numel()), batch));
+  }
+  // The last unit's backward comes next: keep it gathered.
+  if (runtime_.shard_params && u + 1 < num_units()) FSDP_RETURN_IF_ERROR(unit.Reshard());
+  return absl::OkStatus();
+}
+
+absl::Status DataParallelTrainer::BackwardUnit(int u, float loss_scale) {
+  ShardedUnit& unit = *units_[u];
+  FSDP_RETURN_IF_ERROR(unit.Unshard(comms_));
+  FSDP_RETURN_IF_ERROR(unit.WaitForUnshard(options_.comm_timeout, clock_));
+  FSDP_RETURN_IF_ERROR(Prefetch(u, -1));
+  FSDP_ASSIGN_OR_RETURN(absl::Span<float> grads, unit.GradsForBackward());
+  NoteWorkingBuffers();
+  FSDP_ASSIGN_OR_RETURN(absl::Span<const float> params, unit.UnshardedParams());
+  const auto& sources = unit.plan().source_units();
+  for (int s = sources.size() - 1; s >= 0; --s) {
+    const proto::SourceUnit& source = sources[s];
+    FSDP_RETURN_IF_ERROR(model_->BackwardUnit(
+        source.model_unit_index(), params.subspan(source.offset(), source.numel()),
+        grads.subspan(source.offset(), source.numel()), loss_scale));
+  }
+  return unit.MarkBackwardDone();
+}
+
+void DataParallelTrainer::NoteWorkingBuffers() {
+  int64_t gathered = 0, grads = 0;
+  for (const auto& unit : units_) {
+    gathered += unit->gathered_param_numel();
+    grads += unit->unsharded_grad_numel();
+  }
+  peak_gathered_param_numel_ = std::max(peak_gathered_param_numel_, gathered);
+  peak_unsharded_grad_numel_ = std::max(peak_unsharded_grad_numel_, grads);
+}
+
 absl::StatusOr<float> DataParallelTrainer::AverageLossAcrossRanks(float local_loss,
                                                                   CommWaitClock& clock) {
   if (world_->size() == 1) return local_loss;
@@ -177,31 +329,54 @@ absl::StatusOr<float> DataParallelTrainer::AverageLossAcrossRanks(float local_lo
   return scalar_comm_buffer_[0] / static_cast<float>(world_->size());
 }
 
-// [Note: sharded norm] Each rank sums the squares of ITS SHARD of every
-// unit only, and one scalar all-reduce adds the partial sums: exactly what
-// the sharded strategies must do, so the clip scale agrees bit for bit.
-absl::StatusOr<float> DataParallelTrainer::GlobalGradSumOfSquares(CommWaitClock& clock) {
+// [Note: sharded norm] Each rank sums the squares of ITS SHARD of every unit
+// only, and one scalar all-reduce over the shard group (which holds every
+// shard exactly once; for hybrid_shard each group holds a full copy) adds
+// the partial sums. no_shard does the same over its slice of the full
+// gradients, so the clip scale agrees bit for bit across strategies.
+absl::StatusOr<double> DataParallelTrainer::GlobalGradSumOfSquares(CommWaitClock& clock) {
   double local = 0.0;
   for (const auto& unit : units_) {
-    local += SumOfSquares(unit->padded_grads().subspan(
-        unit->layout().shard_offset(world_->rank()), unit->layout().shard_numel));
+    FSDP_ASSIGN_OR_RETURN(absl::Span<const float> owned, unit->OwnedReducedGrads());
+    local += SumOfSquares(owned);
   }
-  if (world_->size() == 1) return static_cast<float>(local);
+  comm::Communicator& group = *comms_.shard_group;
+  if (group.size() == 1) return static_cast<double>(static_cast<float>(local));
   scalar_comm_buffer_[0] = static_cast<float>(local);
   comm::AllReduceOptions options;
   options.buffer = comm::AsBytes(scalar_comm_buffer_.span());
   options.dtype = comm::Dtype::kFloat32;
   options.op = comm::ReduceOp::kSum;
-  FSDP_ASSIGN_OR_RETURN(comm::WorkHandle work, world_->AllReduce(options));
+  FSDP_ASSIGN_OR_RETURN(comm::WorkHandle work, group.AllReduce(options));
   FSDP_RETURN_IF_ERROR(clock.Wait(*work, options_.comm_timeout, "gradient-norm all-reduce"));
   return scalar_comm_buffer_[0];
 }
 
-std::vector<absl::Span<const float>> DataParallelTrainer::ParamsInModelOrder() const {
-  std::vector<absl::Span<const float>> spans;
-  spans.reserve(units_.size());
-  for (const auto& unit : units_) spans.push_back(unit->params());
-  return spans;
+absl::StatusOr<std::vector<std::vector<float>>>
+DataParallelTrainer::GatherParamsInModelOrder() {
+  std::vector<std::vector<float>> params(model_->num_units());
+  CommWaitClock clock;
+  for (auto& unit : units_) {
+    // shard_optimizer / shard_grad_op: let the post-step gather land first.
+    if (unit->param_state() == ParamState::kGathering) {
+      FSDP_RETURN_IF_ERROR(unit->WaitForUnshard(options_.comm_timeout, clock));
+    }
+    // The fp32 shards (masters), not a bf16-rounded copy.
+    FSDP_ASSIGN_OR_RETURN(
+        FloatBuffer whole,
+        tracker_->Allocate<float>(MemoryCategory::kParameters, unit->plan().padded_numel(),
+                                  absl::StrCat("unit ", unit->plan().index(), " params digest")));
+    FSDP_ASSIGN_OR_RETURN(PendingCollective gather,
+                          PostAllGather(*comms_.shard_group, unit->ParamShard(), whole.span(),
+                                        comm::Dtype::kFloat32, *tracker_, "params digest"));
+    FSDP_RETURN_IF_ERROR(gather.Finish(options_.comm_timeout, clock,
+                                       absl::StrCat(unit->name(), " parameter digest gather")));
+    for (const proto::SourceUnit& source : unit->plan().source_units()) {
+      auto span = whole.span().subspan(source.offset(), source.numel());
+      params[source.model_unit_index()].assign(span.begin(), span.end());
+    }
+  }
+  return params;
 }
 
 }  // namespace fsdp

@@ -1,9 +1,15 @@
 // File: fsdp/train/train_step.h
 //
-// The data-parallel training step. One DataParallelTrainer per rank owns the
-// units' flat buffers (fsdp/train/flat_unit.h) and drives a fsdp::Model, a
-// comm::Communicator and an optimizer through one optimizer step at a time:
+// The data-parallel training step for every strategy (fsdp/train/strategy.h):
+// no_shard, shard_optimizer (ZeRO-1), shard_grad_op (ZeRO-2), full_shard
+// (ZeRO-3 / FSDP) and hybrid_shard. One DataParallelTrainer per rank lays
+// the model out by the shard planner's ShardPlan (fsdp/plan/shard_planner.h),
+// checks at start-up that every rank holds the same plan, owns every unit's
+// buffers (fsdp/train/unit_state.h) and drives a fsdp::Model, the
+// communicator(s) and an optimizer through one optimizer step at a time:
 //
+//   TrainStepOptions options;
+//   options.strategy = Strategy::kFullShard;
 //   FSDP_ASSIGN_OR_RETURN(auto trainer, DataParallelTrainer::Create(
 //       &model, &world, &tracker, std::move(optimizer), options));
 //   for (int step = 1; step <= steps; ++step) {
@@ -12,8 +18,9 @@
 //     FSDP_ASSIGN_OR_RETURN(StepResult r, trainer->Step(micro_batches, lr));
 //   }
 //
-// The step itself reads top to bottom in train_step.cc; docs/data-parallel.md
-// explains buckets, overlap, accumulation and the averaging math.
+// The step itself reads top to bottom in train_step.cc; docs/sharding.md
+// draws it, with the strategies side by side, and docs/data-parallel.md
+// derives the averaging.
 //
 // [Note: gradient scaling] Every rank runs accum_steps micro-batches of the
 // same shape. Each backward adds d(loss / accum_steps)/dparams, where loss is
@@ -36,10 +43,12 @@
 #include "comm/communicator.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/model.h"
+#include "fsdp/nn/param_spec.h"
 #include "fsdp/train/comm_wait_clock.h"
-#include "fsdp/train/flat_unit.h"
 #include "fsdp/train/strategy.h"
 #include "fsdp/train/unit_optimizer.h"
+#include "fsdp/train/unit_state.h"
+#include "proto/shard_plan.pb.h"
 
 namespace fsdp {
 
@@ -50,6 +59,20 @@ struct TrainStepOptions {
   uint64_t seed = 0;      // parameter initialization (Model::InitUnitParams)
   // Bound on every wait for a collective.
   absl::Duration comm_timeout = absl::Seconds(60);
+  // hybrid_shard only: G, ranks per shard group (consecutive ranks); must
+  // divide the world size. 0 for every other strategy.
+  int group_size = 0;
+  // Units whose parameter all-gather is started ahead of the unit computing
+  // (forward: the next units; backward: the previous ones). 0 = none.
+  int prefetch_depth = 1;
+  // Most parameter all-gathers outstanding at once (>= 1).
+  int max_gathers_in_flight = 2;
+  // bf16 parameter all-gathers and gradient reduce-scatters; fp32 master
+  // shards, optimizer state and compute.
+  bool mixed_precision = false;
+  // Merge consecutive model units into plan units of at least this many
+  // elements (fewer, larger collectives); 0 = one plan unit per model unit.
+  int64_t min_unit_numel = 0;
 };
 
 struct StepResult {
@@ -62,14 +85,24 @@ struct StepResult {
   absl::Duration comm_wait;      // of which blocked in collectives
 };
 
+// The shard plan the trainer uses for `units` on `world_size` ranks: the
+// strategy, group size, prefetch and merging options mapped onto
+// plan::PlannerOptions. InvalidArgument (the planner's, saying what to
+// change) for a bad group size, world size or option.
+absl::StatusOr<proto::ShardPlan> BuildTrainingPlan(const std::vector<UnitSpec>& units,
+                                                   const TrainStepOptions& options,
+                                                   int world_size);
+
 class DataParallelTrainer {
  public:
-  // Lays out every unit padded to the world size, allocates its buffers
-  // through `tracker`, initializes parameters from options.seed (identically
-  // on every rank: Model::InitUnitParams is deterministic), and allocates the
-  // optimizer state. kUnimplemented for strategies not available yet,
-  // kInvalidArgument for bad options. model, world and tracker must outlive
-  // the trainer.
+  // Builds the plan (BuildTrainingPlan), checks that every rank of `world`
+  // holds the same one (CheckPlansAgree: on a mismatch every rank fails
+  // with the first differing unit and field), splits `world` into shard and
+  // replica groups for hybrid_shard, allocates every unit's buffers through
+  // `tracker`, initializes parameters from options.seed (identically on every
+  // rank: Model::InitUnitParams is deterministic) and the optimizer state for
+  // what this rank steps. Collective: every rank of `world` must call it.
+  // model, world and tracker must outlive the trainer.
   static absl::StatusOr<std::unique_ptr<DataParallelTrainer>> Create(
       Model* model, comm::Communicator* world, MemoryTracker* tracker,
       std::unique_ptr<UnitOptimizer> optimizer, const TrainStepOptions& options);
@@ -79,11 +112,21 @@ class DataParallelTrainer {
   // must call it with the same number and shape of micro-batches.
   absl::StatusOr<StepResult> Step(absl::Span<const Batch> micro_batches, float lr);
 
+  // Every model unit's real parameters, in model order, gathered whole on
+  // every rank (for digests, checkpoints, tests). Collective: every rank
+  // must call it. The gathered copy is transient (kParameters).
+  absl::StatusOr<std::vector<std::vector<float>>> GatherParamsInModelOrder();
+
+  const proto::ShardPlan& plan() const { return plan_; }
+  const UnitRuntime& runtime() const { return runtime_; }
   int num_units() const { return static_cast<int>(units_.size()); }
-  const FlatUnit& unit(int index) const { return *units_[index]; }
+  const ShardedUnit& unit(int index) const { return *units_[index]; }
   int steps_taken() const { return steps_taken_; }
-  // Every unit's real parameters in model order (for digests, checkpoints).
-  std::vector<absl::Span<const float>> ParamsInModelOrder() const;
+  // Largest sum of gathered parameter / unsharded gradient elements held
+  // at once by this trainer's units since Create (the working buffers the
+  // memory model bounds; also visible in the tracker's categories).
+  int64_t peak_gathered_param_numel() const { return peak_gathered_param_numel_; }
+  int64_t peak_unsharded_grad_numel() const { return peak_unsharded_grad_numel_; }
 
  private:
   DataParallelTrainer(Model* model, comm::Communicator* world, MemoryTracker* tracker,
@@ -96,17 +139,31 @@ class DataParallelTrainer {
 
   absl::Status CheckBatches(absl::Span<const Batch> micro_batches) const;
   // Helpers of Step(), in the order it calls them.
+  absl::Status Prefetch(int unit, int direction);
+  absl::Status ForwardUnit(int unit, const Batch& batch);
+  absl::Status BackwardUnit(int unit, float loss_scale);
+  void NoteWorkingBuffers();
   absl::StatusOr<float> AverageLossAcrossRanks(float local_loss, CommWaitClock& clock);
-  absl::StatusOr<float> GlobalGradSumOfSquares(CommWaitClock& clock);
+  absl::StatusOr<double> GlobalGradSumOfSquares(CommWaitClock& clock);
 
   Model* model_;
   comm::Communicator* world_;
   MemoryTracker* tracker_;
   std::unique_ptr<UnitOptimizer> optimizer_;
   TrainStepOptions options_;
-  std::vector<std::unique_ptr<FlatUnit>> units_;
+  proto::ShardPlan plan_;
+  UnitRuntime runtime_;
+  // hybrid_shard: the sub-communicators from world_->Split; comms_ points at
+  // them, or at world_ for the other strategies.
+  std::unique_ptr<comm::Communicator> shard_group_;
+  std::unique_ptr<comm::Communicator> replica_group_;
+  UnitComms comms_;
+  std::vector<std::unique_ptr<ShardedUnit>> units_;
   FloatBuffer scalar_comm_buffer_;  // 1 float: the loss / norm all-reduces
+  CommWaitClock clock_;             // this step's blocked time
   int steps_taken_ = 0;
+  int64_t peak_gathered_param_numel_ = 0;
+  int64_t peak_unsharded_grad_numel_ = 0;
 };
 
 }  // namespace fsdp

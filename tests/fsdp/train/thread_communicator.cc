@@ -1,6 +1,7 @@
 // File: tests/fsdp/train/thread_communicator.cc
 #include "tests/fsdp/train/thread_communicator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -9,11 +10,14 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "comm/dtype.h"
 
 namespace fsdp_test {
 namespace {
 
-enum class Op { kAllGather, kReduceScatter, kAllReduce, kBroadcast, kBarrier };
+enum class Op { kAllGather, kReduceScatter, kAllReduce, kBroadcast, kBarrier, kSplit };
+
+struct Group;
 
 struct Contribution {
   bool posted = false;
@@ -24,6 +28,9 @@ struct Contribution {
   size_t output_bytes = 0;
   comm::ReduceOp reduce = comm::ReduceOp::kSum;
   int root = 0;
+  comm::Dtype dtype = comm::Dtype::kFloat32;
+  int color = 0;  // kSplit
+  int key = 0;    // kSplit
 };
 
 struct Slot {
@@ -32,6 +39,8 @@ struct Slot {
   absl::Time run_at;  // when the collective "arrives": all posted + delay
   bool done = false;  // outputs written (by the first Test/Wait after run_at)
   absl::Status status;
+  // kSplit: for each rank of the group, its new group and rank in it.
+  std::vector<std::pair<std::shared_ptr<Group>, int>> split_result;
 };
 
 // std::mutex rather than absl::Mutex: Debian's Abseil is not built with
@@ -46,8 +55,42 @@ struct Group {
   std::map<int64_t, std::shared_ptr<Slot>> slots;  // guarded by mu
 };
 
-// Runs a complete slot (every rank posted). Float32 only: that is all the
-// training step sends.
+float Load(const std::byte* data, size_t i, comm::Dtype dtype) {
+  if (dtype == comm::Dtype::kFloat32) {
+    float v;
+    std::memcpy(&v, data + i * 4, 4);
+    return v;
+  }
+  comm::BFloat16 b;
+  std::memcpy(&b, data + i * 2, 2);
+  return comm::BFloat16ToFloat(b);
+}
+
+void Store(std::byte* data, size_t i, float v, comm::Dtype dtype) {
+  if (dtype == comm::Dtype::kFloat32) {
+    std::memcpy(data + i * 4, &v, 4);
+  } else {
+    const comm::BFloat16 b = comm::FloatToBFloat16(v);
+    std::memcpy(data + i * 2, &b, 2);
+  }
+}
+
+// Forms the sub-groups of a kSplit: ranks of one color, ordered by (key, rank).
+void ExecuteSplit(Slot& slot, int n, absl::Duration delay) {
+  std::map<int, std::vector<std::pair<int, int>>> by_color;  // color -> (key, rank)
+  for (int r = 0; r < n; ++r) by_color[slot.ranks[r].color].push_back({slot.ranks[r].key, r});
+  slot.split_result.resize(n);
+  for (auto& [color, members] : by_color) {
+    std::sort(members.begin(), members.end());
+    auto group = std::make_shared<Group>(static_cast<int>(members.size()), delay);
+    for (size_t i = 0; i < members.size(); ++i) {
+      slot.split_result[members[i].second] = {group, static_cast<int>(i)};
+    }
+  }
+}
+
+// Runs a complete slot (every rank posted). Reductions accumulate in fp32
+// in rank order and round once (bf16), as comm/ promises.
 absl::Status Execute(Slot& slot, int n) {
   const Contribution& first = slot.ranks[0];
   for (int r = 1; r < n; ++r) {
@@ -62,8 +105,9 @@ absl::Status Execute(Slot& slot, int n) {
     case Op::kAllGather:
       for (int dst = 0; dst < n; ++dst) {
         for (int src = 0; src < n; ++src) {
-          std::memcpy(slot.ranks[dst].output + src * first.input_bytes, slot.ranks[src].input,
-                      first.input_bytes);
+          // memmove: a rank's input may alias its own slot of its output.
+          std::memmove(slot.ranks[dst].output + src * first.input_bytes, slot.ranks[src].input,
+                       first.input_bytes);
         }
       }
       return absl::OkStatus();
@@ -73,25 +117,31 @@ absl::Status Execute(Slot& slot, int n) {
       for (int r = 0; r < n; ++r) std::memcpy(slot.ranks[r].output, data.data(), data.size());
       return absl::OkStatus();
     }
+    case Op::kSplit:
+      return absl::OkStatus();  // done by the caller, which knows the delay
     case Op::kAllReduce:
     case Op::kReduceScatter: {
-      const size_t count = first.input_bytes / sizeof(float);
+      const size_t elem = comm::DtypeSize(first.dtype);
+      const size_t count = first.input_bytes / elem;
       std::vector<float> sum(count, 0.0f);
       for (int r = 0; r < n; ++r) {
-        const float* in = reinterpret_cast<const float*>(slot.ranks[r].input);
-        for (size_t i = 0; i < count; ++i) sum[i] += in[i];
+        for (size_t i = 0; i < count; ++i) sum[i] += Load(slot.ranks[r].input, i, first.dtype);
       }
       if (first.reduce == comm::ReduceOp::kAverage) {
         for (float& v : sum) v /= static_cast<float>(n);
       }
       if (first.op == Op::kAllReduce) {
-        for (int r = 0; r < n; ++r) std::memcpy(slot.ranks[r].output, sum.data(), count * 4);
+        for (int r = 0; r < n; ++r) {
+          for (size_t i = 0; i < count; ++i) Store(slot.ranks[r].output, i, sum[i], first.dtype);
+        }
       } else {
         const size_t chunk = (count + n - 1) / n;
         for (int r = 0; r < n; ++r) {
           const size_t begin = std::min(count, r * chunk);
           const size_t end = std::min(count, begin + chunk);
-          std::memcpy(slot.ranks[r].output, sum.data() + begin, (end - begin) * 4);
+          for (size_t i = begin; i < end; ++i) {
+            Store(slot.ranks[r].output, i - begin, sum[i], first.dtype);
+          }
         }
       }
       return absl::OkStatus();
@@ -168,11 +218,13 @@ class ThreadCommunicator : public comm::Communicator {
   absl::StatusOr<comm::WorkHandle> ReduceScatter(const comm::ReduceScatterOptions& o) override {
     Contribution c{true, Op::kReduceScatter, o.input.data(), o.input.size(), o.output.data(),
                    o.output.size(), o.op};
+    c.dtype = o.dtype;
     return Post(c);
   }
   absl::StatusOr<comm::WorkHandle> AllReduce(const comm::AllReduceOptions& o) override {
     Contribution c{true, Op::kAllReduce, o.buffer.data(), o.buffer.size(), o.buffer.data(),
                    o.buffer.size(), o.op};
+    c.dtype = o.dtype;
     return Post(c);
   }
   absl::StatusOr<comm::WorkHandle> Broadcast(const comm::BroadcastOptions& o) override {
@@ -186,12 +238,24 @@ class ThreadCommunicator : public comm::Communicator {
     c.posted = true;
     return Post(c);
   }
-  absl::StatusOr<std::unique_ptr<comm::Communicator>> Split(int, int, absl::Duration) override {
-    return absl::UnimplementedError("ThreadCommunicator does not split");
+  absl::StatusOr<std::unique_ptr<comm::Communicator>> Split(int color, int key,
+                                                            absl::Duration timeout) override {
+    Contribution c;
+    c.posted = true;
+    c.op = Op::kSplit;
+    c.color = color;
+    c.key = key;
+    std::shared_ptr<Slot> slot;
+    comm::WorkHandle work = Post(c, &slot);
+    absl::Status status = work->Wait(timeout);
+    if (!status.ok()) return status;
+    std::lock_guard<std::mutex> lock(group_->mu);
+    auto [group, rank] = slot->split_result[rank_];
+    return std::unique_ptr<comm::Communicator>(new ThreadCommunicator(group, rank));
   }
 
  private:
-  absl::StatusOr<comm::WorkHandle> Post(const Contribution& c) {
+  comm::WorkHandle Post(const Contribution& c, std::shared_ptr<Slot>* slot_out = nullptr) {
     std::lock_guard<std::mutex> lock(group_->mu);
     const int64_t seq = group_->next_seq[rank_]++;
     std::shared_ptr<Slot>& slot = group_->slots[seq];
@@ -203,7 +267,9 @@ class ThreadCommunicator : public comm::Communicator {
     bool all = true;
     for (const Contribution& r : slot->ranks) all = all && r.posted;
     std::shared_ptr<Slot> mine = slot;
+    if (slot_out != nullptr) *slot_out = mine;
     if (all) {
+      if (c.op == Op::kSplit) ExecuteSplit(*mine, group_->size, group_->completion_delay);
       mine->all_posted = true;
       mine->run_at = absl::Now() + group_->completion_delay;
       if (group_->completion_delay <= absl::ZeroDuration()) {

@@ -4,7 +4,9 @@
 // so the training step's cross-rank arithmetic can be unit-tested without a
 // network. Collectives are matched by their posting order on each rank (as
 // the real communicator requires); the last rank to post the k-th collective
-// computes it for everyone, summing contributions in rank order 0..N-1.
+// computes it for everyone, summing contributions in rank order 0..N-1
+// (fp32 or bf16; bf16 accumulates in fp32 and rounds once, like comm/).
+// Split() forms sub-groups by color, ordered by (key, rank), as comm/ does.
 // Work::Wait honours its timeout and names the ranks that never posted.
 //
 // Cross-process behaviour is tested with the real communicator in

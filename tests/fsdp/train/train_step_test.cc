@@ -83,9 +83,7 @@ RunResult TrainBigram(int world, int accum, float grad_clip,
           FSDP_ASSIGN_OR_RETURN(StepResult result, trainer->Step(batches, kLr));
           results[r].losses.push_back(result.loss);
         }
-        for (auto span : trainer->ParamsInModelOrder()) {
-          results[r].params.emplace_back(span.begin(), span.end());
-        }
+        FSDP_ASSIGN_OR_RETURN(results[r].params, trainer->GatherParamsInModelOrder());
         return absl::OkStatus();
       }();
     });
@@ -187,7 +185,9 @@ TEST(WorkedExampleTest, FourRanksAverageOneWeight) {
       ASSERT_TRUE(result.ok()) << result.status();
       local_grad[r] = model.last_local_grad();
       received[r] = sgd_view->last_grads()[0][0];
-      weight[r] = (*trainer)->unit(0).params()[0];
+      auto params = (*trainer)->GatherParamsInModelOrder();
+      ASSERT_TRUE(params.ok()) << params.status();
+      weight[r] = (*params)[0][0];
     });
   }
   for (auto& t : threads) t.join();
@@ -207,12 +207,22 @@ TEST(WorkedExampleTest, FourRanksAverageOneWeight) {
 // an error naming the unit being reduced and the missing rank.
 TEST(TrainStepTimeoutTest, MissingRankGivesNamedDeadlineError) {
   auto comms = MakeThreadCommunicators(2);
-  MemoryTracker tracker;
-  BigramModel model(kVocab, kDim);
   TrainStepOptions options;
   options.comm_timeout = absl::Milliseconds(200);
+  // Rank 1 takes part in Create (the shard-plan check is collective) and
+  // then never steps.
+  std::thread rank1([&] {
+    MemoryTracker tracker;
+    BigramModel model(kVocab, kDim);
+    auto trainer = DataParallelTrainer::Create(&model, comms[1].get(), &tracker,
+                                               std::make_unique<PlainSgd>(), options);
+    EXPECT_TRUE(trainer.ok()) << trainer.status();
+  });
+  MemoryTracker tracker;
+  BigramModel model(kVocab, kDim);
   auto trainer = DataParallelTrainer::Create(&model, comms[0].get(), &tracker,
                                              std::make_unique<PlainSgd>(), options);
+  rank1.join();
   ASSERT_TRUE(trainer.ok()) << trainer.status();
   const absl::Time start = absl::Now();
   auto result = (*trainer)->Step(RankMicroBatches(0, 0, 2, 1), kLr);
@@ -224,17 +234,35 @@ TEST(TrainStepTimeoutTest, MissingRankGivesNamedDeadlineError) {
   EXPECT_NE(result.status().message().find("rank(s) 1"), std::string::npos) << result.status();
 }
 
-TEST(TrainStepOptionsTest, RejectsUnavailableStrategyAndBadAccumulation) {
+// A rank that never arrives at all: Create's shard-plan check names it.
+TEST(TrainStepTimeoutTest, MissingRankAtCreateIsNamed) {
+  auto comms = MakeThreadCommunicators(2);
+  MemoryTracker tracker;
+  BigramModel model(kVocab, kDim);
+  TrainStepOptions options;
+  options.comm_timeout = absl::Milliseconds(200);
+  auto trainer = DataParallelTrainer::Create(&model, comms[0].get(), &tracker,
+                                             std::make_unique<PlainSgd>(), options);
+  ASSERT_EQ(trainer.status().code(), absl::StatusCode::kDeadlineExceeded) << trainer.status();
+  EXPECT_NE(trainer.status().message().find("shard plan check"), std::string::npos)
+      << trainer.status();
+  EXPECT_NE(trainer.status().message().find("rank(s) 1"), std::string::npos) << trainer.status();
+}
+
+TEST(TrainStepOptionsTest, RejectsBadGroupSizeAndBadAccumulation) {
   auto comms = MakeThreadCommunicators(1);
   MemoryTracker tracker;
   BigramModel model(kVocab, kDim);
   TrainStepOptions options;
-  options.strategy = Strategy::kFullShard;
+  options.strategy = Strategy::kHybridShard;
+  options.group_size = 2;  // more than the one rank
   auto trainer = DataParallelTrainer::Create(&model, comms[0].get(), &tracker,
                                              std::make_unique<PlainSgd>(), options);
-  EXPECT_EQ(trainer.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(trainer.status().message().find("full_shard"), std::string::npos);
-  options.strategy = Strategy::kNoShard;
+  EXPECT_EQ(trainer.status().code(), absl::StatusCode::kInvalidArgument) << trainer.status();
+  EXPECT_NE(trainer.status().message().find("group_size"), std::string::npos)
+      << trainer.status();
+  options.strategy = Strategy::kFullShard;
+  options.group_size = 0;
   options.accum_steps = 0;
   trainer = DataParallelTrainer::Create(&model, comms[0].get(), &tracker,
                                         std::make_unique<PlainSgd>(), options);

@@ -102,7 +102,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{{"--d_model=30", "--heads=4"}, "--heads=4 does not divide --d_model=30"},
         BadFlag{{"--nproc=2", "--global_batch=7"},
                 "--global_batch=7 sequences do not split across --nproc=2 ranks"},
-        BadFlag{{"--strategy=full_shard"}, "'full_shard' is not available yet"},
+        BadFlag{{"--nproc=4", "--strategy=hybrid_shard", "--group_size=3"},
+                "needs --group_size (ranks per shard group) dividing --nproc=4 into equal "
+                "groups; got --group_size=3; valid: 1, 2, 4"},
+        BadFlag{{"--nproc=3", "--strategy=hybrid_shard"}, "got --group_size=0; valid: 1, 3"},
+        BadFlag{{"--strategy=full_shard", "--group_size=2"},
+                "--group_size=2 only applies to --strategy=hybrid_shard"},
+        BadFlag{{"--strategy=full_shard", "--prefetch_depth=-1"},
+                "--prefetch_depth=-1 must not be negative"},
         BadFlag{{"--strategy=zero9"}, "unknown strategy 'zero9'"},
         BadFlag{{"--optimizer=lion"}, "--optimizer='lion' is not one of: adamw, sgd"},
         BadFlag{{"--data=/nonexistent/x.bin"}, "--data='/nonexistent/x.bin' cannot be opened"}));

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "comm/communicator.h"
@@ -56,7 +57,9 @@ absl::Status RunRank() {
   batch.targets = {0};
   FSDP_ASSIGN_OR_RETURN(fsdp::StepResult result, trainer->Step({batch}, kLr));
   (void)result;
-  const float weight = trainer->unit(0).params()[0];
+  FSDP_ASSIGN_OR_RETURN(std::vector<std::vector<float>> params,
+                        trainer->GatherParamsInModelOrder());
+  const float weight = params[0][0];
   uint32_t bits;
   std::memcpy(&bits, &weight, sizeof(bits));
   const std::string path = absl::StrCat(std::getenv("WORKED_EXAMPLE_DIR"), "/rank", rank, ".txt");

@@ -1,0 +1,186 @@
+// File: fsdp/train/unit_collectives.cc
+#include "fsdp/train/unit_collectives.h"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "comm/dtype.h"
+#include "comm/status_macros.h"
+
+namespace fsdp {
+namespace {
+
+// A collective that finished when it was posted (world size 1, empty units).
+class FinishedWork : public comm::Work {
+ public:
+  bool Test() override { return true; }
+  absl::Status Wait(absl::Duration) override { return absl::OkStatus(); }
+};
+
+comm::WorkHandle Finished() { return std::make_shared<FinishedWork>(); }
+
+absl::Status CheckSplit(const comm::Communicator& comm, size_t full_numel, size_t shard_numel,
+                        absl::string_view what) {
+  const size_t n = static_cast<size_t>(comm.size());
+  if (shard_numel * n != full_numel) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": a buffer of ", full_numel, " floats and a shard of ", shard_numel,
+        " floats do not split over ", n,
+        " ranks; the unit must be padded to a multiple of the shard group size (its ShardPlan)"));
+  }
+  return absl::OkStatus();
+}
+
+void Narrow(absl::Span<const float> in, absl::Span<uint16_t> out) {
+  for (size_t i = 0; i < in.size(); ++i) out[i] = comm::FloatToBFloat16(in[i]);
+}
+
+}  // namespace
+
+PendingCollective& PendingCollective::operator=(PendingCollective&& other) {
+  if (this != &other) {
+    Drain();
+    work_ = std::move(other.work_);
+    other.work_ = nullptr;
+    send_staging_ = std::move(other.send_staging_);
+    recv_staging_ = std::move(other.recv_staging_);
+    unpack_into_ = other.unpack_into_;
+  }
+  return *this;
+}
+
+void PendingCollective::Drain() {
+  // A failed collective reports its error at once; a stuck one (peer gone)
+  // gets a bounded wait, after which the process is expected to exit.
+  if (work_ != nullptr) work_->Wait(kDrainTimeout).IgnoreError();
+  work_ = nullptr;
+}
+
+absl::Status PendingCollective::Finish(absl::Duration timeout, CommWaitClock& clock,
+                                       absl::string_view what) {
+  if (work_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, ": Finish() called with no collective in flight"));
+  }
+  const absl::Status status = clock.Wait(*work_, timeout, what);
+  if (!status.ok()) return status;  // keep work_: the destructor drains it
+  work_ = nullptr;
+  if (!recv_staging_.empty()) {
+    for (size_t i = 0; i < unpack_into_.size(); ++i) {
+      unpack_into_[i] = comm::BFloat16ToFloat(recv_staging_[static_cast<int64_t>(i)]);
+    }
+  }
+  send_staging_.Reset();
+  recv_staging_.Reset();
+  unpack_into_ = {};
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator& comm,
+                                                absl::Span<const float> shard,
+                                                absl::Span<float> gathered, comm::Dtype dtype,
+                                                MemoryTracker& tracker,
+                                                absl::string_view label) {
+  FSDP_RETURN_IF_ERROR(CheckSplit(comm, gathered.size(), shard.size(), label));
+  PendingCollective pending;
+  if (gathered.empty()) {
+    pending.work_ = Finished();
+    return pending;
+  }
+  comm::AllGatherOptions options;
+  if (dtype == comm::Dtype::kFloat32) {
+    if (comm.size() == 1) {
+      std::copy(shard.begin(), shard.end(), gathered.begin());
+      pending.work_ = Finished();
+      return pending;
+    }
+    options.input = comm::AsConstBytes(shard);
+    options.output = comm::AsBytes(gathered);
+  } else {
+    FSDP_ASSIGN_OR_RETURN(pending.send_staging_,
+                          tracker.Allocate<uint16_t>(MemoryCategory::kCommBuffers,
+                                                     static_cast<int64_t>(shard.size()),
+                                                     absl::StrCat(label, " bf16 send")));
+    FSDP_ASSIGN_OR_RETURN(pending.recv_staging_,
+                          tracker.Allocate<uint16_t>(MemoryCategory::kCommBuffers,
+                                                     static_cast<int64_t>(gathered.size()),
+                                                     absl::StrCat(label, " bf16 receive")));
+    Narrow(shard, pending.send_staging_.span());
+    pending.unpack_into_ = gathered;
+    if (comm.size() == 1) {
+      std::copy(pending.send_staging_.span().begin(), pending.send_staging_.span().end(),
+                pending.recv_staging_.span().begin());
+      pending.work_ = Finished();
+      return pending;
+    }
+    options.input = comm::AsConstBytes(absl::Span<const uint16_t>(pending.send_staging_.span()));
+    options.output = comm::AsBytes(pending.recv_staging_.span());
+  }
+  FSDP_ASSIGN_OR_RETURN(pending.work_, comm.AllGather(options));
+  return pending;
+}
+
+absl::StatusOr<PendingCollective> PostReduceScatterSum(comm::Communicator& comm,
+                                                       absl::Span<const float> full,
+                                                       absl::Span<float> shard, comm::Dtype dtype,
+                                                       MemoryTracker& tracker,
+                                                       absl::string_view label) {
+  FSDP_RETURN_IF_ERROR(CheckSplit(comm, full.size(), shard.size(), label));
+  PendingCollective pending;
+  if (full.empty()) {
+    pending.work_ = Finished();
+    return pending;
+  }
+  comm::ReduceScatterOptions options;
+  options.op = comm::ReduceOp::kSum;
+  options.dtype = dtype;
+  if (dtype == comm::Dtype::kFloat32) {
+    if (comm.size() == 1) {
+      std::copy(full.begin(), full.end(), shard.begin());
+      pending.work_ = Finished();
+      return pending;
+    }
+    options.input = comm::AsConstBytes(full);
+    options.output = comm::AsBytes(shard);
+  } else {
+    FSDP_ASSIGN_OR_RETURN(pending.send_staging_,
+                          tracker.Allocate<uint16_t>(MemoryCategory::kCommBuffers,
+                                                     static_cast<int64_t>(full.size()),
+                                                     absl::StrCat(label, " bf16 send")));
+    FSDP_ASSIGN_OR_RETURN(pending.recv_staging_,
+                          tracker.Allocate<uint16_t>(MemoryCategory::kCommBuffers,
+                                                     static_cast<int64_t>(shard.size()),
+                                                     absl::StrCat(label, " bf16 receive")));
+    Narrow(full, pending.send_staging_.span());
+    pending.unpack_into_ = shard;
+    if (comm.size() == 1) {
+      std::copy(pending.send_staging_.span().begin(), pending.send_staging_.span().end(),
+                pending.recv_staging_.span().begin());
+      pending.work_ = Finished();
+      return pending;
+    }
+    options.input = comm::AsConstBytes(absl::Span<const uint16_t>(pending.send_staging_.span()));
+    options.output = comm::AsBytes(pending.recv_staging_.span());
+  }
+  FSDP_ASSIGN_OR_RETURN(pending.work_, comm.ReduceScatter(options));
+  return pending;
+}
+
+absl::StatusOr<PendingCollective> PostAllReduceSum(comm::Communicator& comm,
+                                                   absl::Span<float> values) {
+  PendingCollective pending;
+  if (values.empty() || comm.size() == 1) {
+    pending.work_ = Finished();
+    return pending;
+  }
+  comm::AllReduceOptions options;
+  options.buffer = comm::AsBytes(values);
+  options.dtype = comm::Dtype::kFloat32;
+  options.op = comm::ReduceOp::kSum;
+  FSDP_ASSIGN_OR_RETURN(pending.work_, comm.AllReduce(options));
+  return pending;
+}
+
+}  // namespace fsdp

@@ -1,0 +1,100 @@
+// File: fsdp/train/unit_collectives.h
+//
+// What a unit sends, apart from when its state changes (unit_state.cc decides
+// that). Each Post* function issues one collective on fp32 buffers and
+// returns a PendingCollective; Finish() waits for it (with a deadline, the
+// time charged to a CommWaitClock) and, for a bf16 collective, unpacks the
+// received bf16 values into the fp32 output.
+//
+//   FSDP_ASSIGN_OR_RETURN(PendingCollective gather,
+//       PostAllGather(comm, shard, gathered, comm::Dtype::kBFloat16, tracker, "unit 3"));
+//   ... compute ...
+//   FSDP_RETURN_IF_ERROR(gather.Finish(timeout, clock, "unit 3 parameter all-gather"));
+//
+// [Note: wire dtype] With comm::Dtype::kFloat32 the collective reads and
+// writes the caller's buffers directly. With kBFloat16 (--mixed_precision)
+// the input is rounded to bf16 into a staging buffer, the collective moves
+// bf16 (reductions accumulate in fp32 and round once, comm/communicator.h),
+// and Finish() widens the bf16 result into the fp32 output. The staging
+// buffers are counted as MemoryCategory::kCommBuffers and live exactly as
+// long as the collective: posted -> Finish().
+//
+// World size 1 has an explicit path: the collective is a copy (through the
+// same bf16 rounding when asked) and finishes when posted. Empty buffers (a
+// unit without parameters) post nothing.
+#ifndef FSDP_TRAIN_UNIT_COLLECTIVES_H_
+#define FSDP_TRAIN_UNIT_COLLECTIVES_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "comm/communicator.h"
+#include "fsdp/memory/memory_tracker.h"
+#include "fsdp/train/comm_wait_clock.h"
+
+namespace fsdp {
+
+// One collective in flight on a unit's buffers. Move-only. Destroying one
+// that is still in flight (a step failed midway) waits for it up to
+// kDrainTimeout before its staging buffers are freed.
+class PendingCollective {
+ public:
+  PendingCollective() = default;
+  PendingCollective(PendingCollective&&) = default;
+  PendingCollective& operator=(PendingCollective&& other);
+  ~PendingCollective() { Drain(); }
+  static constexpr absl::Duration kDrainTimeout = absl::Seconds(5);
+
+  bool in_flight() const { return work_ != nullptr; }
+
+  // Waits up to `timeout` (blocked time charged to `clock`; errors prefixed
+  // with `what`), unpacks a bf16 result, frees the staging buffers.
+  // FailedPrecondition if nothing is in flight.
+  absl::Status Finish(absl::Duration timeout, CommWaitClock& clock, absl::string_view what);
+
+ private:
+  friend absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator&,
+                                                         absl::Span<const float>,
+                                                         absl::Span<float>, comm::Dtype,
+                                                         MemoryTracker&, absl::string_view);
+  friend absl::StatusOr<PendingCollective> PostReduceScatterSum(comm::Communicator&,
+                                                                absl::Span<const float>,
+                                                                absl::Span<float>, comm::Dtype,
+                                                                MemoryTracker&,
+                                                                absl::string_view);
+  friend absl::StatusOr<PendingCollective> PostAllReduceSum(comm::Communicator&,
+                                                            absl::Span<float>);
+  void Drain();
+
+  comm::WorkHandle work_;
+  TrackedBuffer<uint16_t> send_staging_;  // bf16 input (kCommBuffers)
+  TrackedBuffer<uint16_t> recv_staging_;  // bf16 output (kCommBuffers)
+  absl::Span<float> unpack_into_;         // where Finish() widens recv_staging_
+};
+
+// All-gather: every rank's `shard` into `gathered` (comm.size() * shard.size()
+// floats, rank-major). `shard` may alias its own slot of `gathered`.
+absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator& comm,
+                                                absl::Span<const float> shard,
+                                                absl::Span<float> gathered, comm::Dtype dtype,
+                                                MemoryTracker& tracker, absl::string_view label);
+
+// Sum reduce-scatter: `full` (comm.size() * shard.size() floats) summed over
+// ranks, this rank's chunk into `shard`.
+absl::StatusOr<PendingCollective> PostReduceScatterSum(comm::Communicator& comm,
+                                                       absl::Span<const float> full,
+                                                       absl::Span<float> shard, comm::Dtype dtype,
+                                                       MemoryTracker& tracker,
+                                                       absl::string_view label);
+
+// Sum all-reduce of `values` in place, in fp32.
+absl::StatusOr<PendingCollective> PostAllReduceSum(comm::Communicator& comm,
+                                                   absl::Span<float> values);
+
+}  // namespace fsdp
+
+#endif  // FSDP_TRAIN_UNIT_COLLECTIVES_H_

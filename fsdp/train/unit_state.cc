@@ -1,0 +1,329 @@
+// File: fsdp/train/unit_state.cc
+//
+// The parameter and gradient state machines of one unit, side by side; see
+// [Note: parameter state machine] and [Note: gradient state machine] in
+// unit_state.h. What each collective sends is in unit_collectives.cc.
+#include "fsdp/train/unit_state.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "comm/dtype.h"
+#include "comm/status_macros.h"
+
+namespace fsdp {
+
+const char* ParamStateName(ParamState state) {
+  switch (state) {
+    case ParamState::kSharded:
+      return "kSharded";
+    case ParamState::kGathering:
+      return "kGathering";
+    case ParamState::kUnsharded:
+      return "kUnsharded";
+  }
+  return "unknown";
+}
+
+const char* GradStateName(GradState state) {
+  switch (state) {
+    case GradState::kIdle:
+      return "kIdle";
+    case GradState::kAccumulated:
+      return "kAccumulated";
+    case GradState::kReduceScattering:
+      return "kReduceScattering";
+    case GradState::kAllGathering:
+      return "kAllGathering";
+    case GradState::kAllReducingAcrossGroups:
+      return "kAllReducingAcrossGroups";
+    case GradState::kReduced:
+      return "kReduced";
+  }
+  return "unknown";
+}
+
+UnitRuntime UnitRuntime::For(Strategy strategy, bool mixed_precision, int world_size,
+                             int world_rank, int shard_group_size) {
+  UnitRuntime r;
+  r.strategy = strategy;
+  r.shard_params = strategy == Strategy::kFullShard || strategy == Strategy::kHybridShard;
+  r.shard_grads = r.shard_params || strategy == Strategy::kShardGradOp;
+  r.shard_optimizer = strategy != Strategy::kNoShard;
+  r.master_shard = r.shard_params || (r.shard_optimizer && mixed_precision);
+  r.param_dtype = mixed_precision ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
+  r.reduce_dtype = r.param_dtype;
+  r.world_size = world_size;
+  r.shard_group_size = shard_group_size;
+  r.shard_rank = world_rank % shard_group_size;
+  r.replica_group_count = world_size / shard_group_size;
+  return r;
+}
+
+absl::StatusOr<std::unique_ptr<ShardedUnit>> ShardedUnit::Create(
+    const proto::UnitPlan& plan, const UnitRuntime& runtime, MemoryTracker& tracker,
+    UnitOptimizer& optimizer, const std::function<void(absl::Span<float>)>& init) {
+  std::unique_ptr<ShardedUnit> unit(new ShardedUnit(plan, runtime, tracker));
+  const std::string label = unit->Label();
+  FSDP_ASSIGN_OR_RETURN(unit->params_,
+                        tracker.Allocate<float>(MemoryCategory::kParameters, plan.padded_numel(),
+                                                absl::StrCat(label, " unsharded params")));
+  init(unit->params_.span());
+  if (runtime.master_shard) {
+    FSDP_ASSIGN_OR_RETURN(unit->master_,
+                          tracker.Allocate<float>(MemoryCategory::kParameters, plan.shard_numel(),
+                                                  absl::StrCat(label, " fp32 param shard")));
+    auto slice = unit->params_.span().subspan(
+        int64_t{runtime.shard_rank} * plan.shard_numel(), plan.shard_numel());
+    std::copy(slice.begin(), slice.end(), unit->master_.span().begin());
+  }
+  if (runtime.shard_params) {
+    unit->params_.Reset();
+    unit->param_state_ = ParamState::kSharded;
+  } else if (runtime.master_shard) {
+    // The unsharded copy holds what a bf16 all-gather would deliver, from
+    // the first step on (see [Note: wire dtype] in unit_collectives.h).
+    for (float& v : unit->params_.span()) v = comm::BFloat16ToFloat(comm::FloatToBFloat16(v));
+  }
+  if (!runtime.shard_grads) {
+    FSDP_ASSIGN_OR_RETURN(unit->grads_,
+                          tracker.Allocate<float>(MemoryCategory::kGradients, plan.padded_numel(),
+                                                  absl::StrCat(label, " unsharded grads")));
+  }
+  FSDP_ASSIGN_OR_RETURN(
+      unit->grad_shard_,
+      tracker.Allocate<float>(
+          runtime.shard_grads ? MemoryCategory::kGradients : MemoryCategory::kCommBuffers,
+          plan.shard_numel(), absl::StrCat(label, " grad shard")));
+  FSDP_RETURN_IF_ERROR(optimizer.AddUnit(
+      plan.index(), runtime.shard_optimizer ? plan.shard_numel() : plan.flat_numel(), tracker));
+  return unit;
+}
+
+std::string ShardedUnit::Label() const {
+  return absl::StrCat("unit ", plan_.index(), " (", plan_.name(), ")");
+}
+
+absl::Status ShardedUnit::Fail(const char* call, const char* needed, const char* current) const {
+  return absl::FailedPreconditionError(absl::StrCat(Label(), ": ", call, " needs ", needed,
+                                                    " but the unit is in ", current));
+}
+
+absl::Span<float> ShardedUnit::MutableParamShard() {
+  if (runtime_.master_shard) return master_.span();
+  return params_.span().subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(),
+                                plan_.shard_numel());
+}
+
+absl::Span<const float> ShardedUnit::ParamShard() const {
+  return const_cast<ShardedUnit*>(this)->MutableParamShard();
+}
+
+// ---------------------------------------------------------------------------
+// Parameter transitions.
+
+absl::Status ShardedUnit::Unshard(const UnitComms& comms) {
+  if (param_state_ != ParamState::kSharded) return absl::OkStatus();  // done or pending
+  if (runtime_.shard_params) {
+    FSDP_ASSIGN_OR_RETURN(params_, tracker_.Allocate<float>(
+                                       MemoryCategory::kParameters, plan_.padded_numel(),
+                                       absl::StrCat(Label(), " gathered params")));
+  }
+  FSDP_ASSIGN_OR_RETURN(param_gather_,
+                        PostAllGather(*comms.shard_group, MutableParamShard(), params_.span(),
+                                      runtime_.param_dtype, tracker_,
+                                      absl::StrCat(Label(), " parameter all-gather")));
+  param_state_ = ParamState::kGathering;
+  return absl::OkStatus();
+}
+
+absl::Status ShardedUnit::WaitForUnshard(absl::Duration timeout, CommWaitClock& clock) {
+  if (param_state_ == ParamState::kUnsharded) return absl::OkStatus();
+  if (param_state_ != ParamState::kGathering) {
+    return Fail("WaitForUnshard", "parameter state kGathering or kUnsharded (call Unshard first)",
+                ParamStateName(param_state_));
+  }
+  FSDP_RETURN_IF_ERROR(
+      param_gather_.Finish(timeout, clock, absl::StrCat(Label(), " parameter all-gather")));
+  param_state_ = ParamState::kUnsharded;
+  return absl::OkStatus();
+}
+
+absl::Status ShardedUnit::Reshard() {
+  if (param_state_ != ParamState::kUnsharded) {
+    return Fail("Reshard", "parameter state kUnsharded", ParamStateName(param_state_));
+  }
+  if (runtime_.shard_params) params_.Reset();
+  param_state_ = ParamState::kSharded;
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Gradient transitions.
+
+absl::StatusOr<absl::Span<float>> ShardedUnit::GradsForBackward() {
+  if (grad_state_ != GradState::kIdle && grad_state_ != GradState::kAccumulated) {
+    return Fail("GradsForBackward", "gradient state kIdle or kAccumulated (a backward ran while "
+                "the unit's reduction was in flight)", GradStateName(grad_state_));
+  }
+  if (grads_.empty() && plan_.padded_numel() > 0) {
+    FSDP_ASSIGN_OR_RETURN(grads_, tracker_.Allocate<float>(
+                                      MemoryCategory::kGradients, plan_.padded_numel(),
+                                      absl::StrCat(Label(), " unsharded grads")));
+  }
+  return grads_.span();
+}
+
+absl::Status ShardedUnit::MarkBackwardDone() {
+  if (grad_state_ != GradState::kIdle && grad_state_ != GradState::kAccumulated) {
+    return Fail("MarkBackwardDone", "gradient state kIdle or kAccumulated",
+                GradStateName(grad_state_));
+  }
+  grad_state_ = GradState::kAccumulated;
+  return absl::OkStatus();
+}
+
+absl::Status ShardedUnit::StartReduction(const UnitComms& comms) {
+  if (grad_state_ != GradState::kAccumulated) {
+    return Fail("StartReduction", "gradient state kAccumulated", GradStateName(grad_state_));
+  }
+  FSDP_ASSIGN_OR_RETURN(grad_reduction_,
+                        PostReduceScatterSum(*comms.shard_group, grads_.span(),
+                                             grad_shard_.span(), runtime_.reduce_dtype, tracker_,
+                                             absl::StrCat(Label(), " gradient reduce-scatter")));
+  grad_state_ = GradState::kReduceScattering;
+  return absl::OkStatus();
+}
+
+absl::Status ShardedUnit::FinishReduceScatter(const UnitComms& comms, absl::Duration timeout,
+                                              CommWaitClock& clock) {
+  if (grad_state_ != GradState::kReduceScattering) {
+    return Fail("FinishReduceScatter", "gradient state kReduceScattering",
+                GradStateName(grad_state_));
+  }
+  FSDP_RETURN_IF_ERROR(grad_reduction_.Finish(
+      timeout, clock, absl::StrCat(Label(), " gradient reduce-scatter")));
+  const float average = 1.0f / static_cast<float>(runtime_.world_size);
+  if (runtime_.shard_grads) grads_.Reset();  // the shard is their home now
+  if (runtime_.strategy == Strategy::kNoShard) {
+    // [Note: why sum then scale] in docs/data-parallel.md: the same scale of
+    // the same shard as every sharded strategy, then back to full.
+    for (float& v : grad_shard_.span()) v *= average;
+    FSDP_ASSIGN_OR_RETURN(grad_reduction_,
+                          PostAllGather(*comms.shard_group, grad_shard_.span(), grads_.span(),
+                                        runtime_.reduce_dtype, tracker_,
+                                        absl::StrCat(Label(), " gradient all-gather")));
+    grad_state_ = GradState::kAllGathering;
+  } else if (runtime_.replica_group_count > 1) {
+    FSDP_ASSIGN_OR_RETURN(grad_reduction_,
+                          PostAllReduceSum(*comms.replica_group, grad_shard_.span()));
+    grad_state_ = GradState::kAllReducingAcrossGroups;
+  } else {
+    for (float& v : grad_shard_.span()) v *= average;
+    grad_state_ = GradState::kReduced;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShardedUnit::FinishReduction(absl::Duration timeout, CommWaitClock& clock) {
+  switch (grad_state_) {
+    case GradState::kReduced:
+      return absl::OkStatus();
+    case GradState::kAllGathering:
+      FSDP_RETURN_IF_ERROR(grad_reduction_.Finish(
+          timeout, clock, absl::StrCat(Label(), " gradient all-gather")));
+      break;
+    case GradState::kAllReducingAcrossGroups: {
+      FSDP_RETURN_IF_ERROR(grad_reduction_.Finish(
+          timeout, clock, absl::StrCat(Label(), " cross-group gradient all-reduce")));
+      const float average = 1.0f / static_cast<float>(runtime_.world_size);
+      for (float& v : grad_shard_.span()) v *= average;
+      break;
+    }
+    default:
+      return Fail("FinishReduction",
+                  "gradient state kAllGathering, kAllReducingAcrossGroups or kReduced",
+                  GradStateName(grad_state_));
+  }
+  grad_state_ = GradState::kReduced;
+  return absl::OkStatus();
+}
+
+absl::Status ShardedUnit::ZeroGrads() {
+  if (grad_state_ != GradState::kReduced && grad_state_ != GradState::kIdle) {
+    return Fail("ZeroGrads", "gradient state kReduced or kIdle", GradStateName(grad_state_));
+  }
+  std::fill(grads_.span().begin(), grads_.span().end(), 0.0f);
+  std::fill(grad_shard_.span().begin(), grad_shard_.span().end(), 0.0f);
+  grad_state_ = GradState::kIdle;
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Optimizer.
+
+absl::StatusOr<absl::Span<const float>> ShardedUnit::OwnedReducedGrads() const {
+  if (grad_state_ != GradState::kReduced) {
+    return Fail("OwnedReducedGrads", "gradient state kReduced", GradStateName(grad_state_));
+  }
+  if (runtime_.strategy == Strategy::kNoShard) {
+    return grads_.span().subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(),
+                                 plan_.shard_numel());
+  }
+  return grad_shard_.span();
+}
+
+absl::Status ShardedUnit::ScaleReducedGrads(float scale) {
+  if (grad_state_ != GradState::kReduced) {
+    return Fail("ScaleReducedGrads", "gradient state kReduced", GradStateName(grad_state_));
+  }
+  absl::Span<float> grads =
+      runtime_.strategy == Strategy::kNoShard ? grads_.span() : grad_shard_.span();
+  for (float& v : grads) v *= scale;
+  return absl::OkStatus();
+}
+
+absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index, float lr,
+                                        int step) {
+  if (grad_state_ != GradState::kReduced) {
+    return Fail("StepOptimizer", "gradient state kReduced", GradStateName(grad_state_));
+  }
+  if (!runtime_.shard_optimizer) {
+    if (param_state_ != ParamState::kUnsharded) {
+      return Fail("StepOptimizer", "parameter state kUnsharded", ParamStateName(param_state_));
+    }
+    return optimizer.StepUnit(unit_index, params_.span().subspan(0, plan_.flat_numel()),
+                              grads_.span().subspan(0, plan_.flat_numel()), lr, step);
+  }
+  const ParamState needed = runtime_.shard_params ? ParamState::kSharded : ParamState::kUnsharded;
+  if (param_state_ != needed) {
+    return Fail("StepOptimizer", ParamStateName(needed), ParamStateName(param_state_));
+  }
+  FSDP_RETURN_IF_ERROR(
+      optimizer.StepUnit(unit_index, MutableParamShard(), grad_shard_.span(), lr, step));
+  // shard_optimizer / shard_grad_op: the unsharded copy is stale outside this
+  // rank's shard until the all-gather of the updated shards.
+  param_state_ = ParamState::kSharded;
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Views.
+
+absl::StatusOr<absl::Span<const float>> ShardedUnit::UnshardedParams() const {
+  if (param_state_ != ParamState::kUnsharded) {
+    return Fail("UnshardedParams", "parameter state kUnsharded", ParamStateName(param_state_));
+  }
+  return absl::Span<const float>(params_.span()).subspan(0, plan_.flat_numel());
+}
+
+int64_t ShardedUnit::gathered_param_numel() const {
+  return runtime_.shard_params ? params_.size() : 0;
+}
+
+int64_t ShardedUnit::unsharded_grad_numel() const {
+  return runtime_.shard_grads ? grads_.size() : 0;
+}
+
+}  // namespace fsdp

@@ -1,0 +1,211 @@
+// File: fsdp/train/unit_state.h
+//
+// One plan unit (a ShardPlan UnitPlan: one model unit, or several merged) at
+// run time: its flat buffers, and the state of its parameters and of its
+// gradients within a step. The transitions sit side by side in
+// unit_state.cc; what each collective sends is in unit_collectives.cc.
+//
+// [Note: flat buffers] A unit's parameters lie back to back in one padded
+// flat buffer, laid out by its UnitPlan (offsets, padded_numel,
+// shard_numel); shard rank r owns [r * shard_numel, (r+1) * shard_numel).
+// The model receives spans into the unsharded buffer, one model unit at a
+// time (UnitPlan.source_units).
+//
+// [Note: parameter state machine]
+//
+//   kSharded --Unshard (post all-gather)--> kGathering
+//      ^                                        | WaitForUnshard
+//      +-------------Reshard----------------- kUnsharded
+//
+//   kSharded    only this rank's shard is current. full_shard / hybrid: the
+//               unsharded buffer is freed. shard_optimizer / shard_grad_op:
+//               the persistent unsharded buffer is stale outside this rank's
+//               shard (after the optimizer step, before the all-gather).
+//   kGathering  the all-gather of every rank's shard is in flight.
+//   kUnsharded  the whole unit is current; the model may compute with it.
+//               no_shard stays here for ever.
+//
+// Unshard() is a no-op in kGathering or kUnsharded (a prefetch may have
+// started it); WaitForUnshard() is a no-op in kUnsharded; Reshard() needs
+// kUnsharded.
+//
+// [Note: gradient state machine]
+//
+//   kIdle --MarkBackwardDone--> kAccumulated --StartReduction--> kReduceScattering
+//     ^                          |   ^ (more micro-batches)            |
+//     |                          +---+                    FinishReduceScatter
+//     |                                                            |
+//     |          no_shard: kAllGathering (averaged shards -> full)  |
+//     |          hybrid:   kAllReducingAcrossGroups (shard sums)   |
+//     |          others:   straight to kReduced  <------------------+
+//     |                          | FinishReduction
+//     +---------ZeroGrads----- kReduced
+//
+// kReduced means: no_shard, the full gradients are the average over ranks;
+// every other strategy, this rank's gradient shard is (grad_shard()).
+// Each call checks its state and returns FailedPreconditionError naming the
+// unit, the call, the current state and the state(s) it needed.
+//
+// Not thread-safe: one training thread drives every unit.
+#ifndef FSDP_TRAIN_UNIT_STATE_H_
+#define FSDP_TRAIN_UNIT_STATE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "comm/communicator.h"
+#include "fsdp/memory/memory_tracker.h"
+#include "fsdp/train/comm_wait_clock.h"
+#include "fsdp/train/strategy.h"
+#include "fsdp/train/unit_collectives.h"
+#include "fsdp/train/unit_optimizer.h"
+#include "proto/shard_plan.pb.h"
+
+namespace fsdp {
+
+enum class ParamState { kSharded, kGathering, kUnsharded };
+const char* ParamStateName(ParamState state);
+
+enum class GradState {
+  kIdle,                     // zero; nothing accumulated since the last step
+  kAccumulated,              // this rank's (scaled) gradients summed over micro-batches
+  kReduceScattering,         // sum reduce-scatter into the shard in flight
+  kAllGathering,             // no_shard: averaged shard -> full gradients in flight
+  kAllReducingAcrossGroups,  // hybrid_shard: shard sum across shard groups in flight
+  kReduced,                  // averaged: full (no_shard) or this rank's shard
+};
+const char* GradStateName(GradState state);
+
+// What a strategy keeps and sends; the same for every unit of a trainer.
+struct UnitRuntime {
+  Strategy strategy = Strategy::kNoShard;
+  // full_shard, hybrid_shard: only the parameter shard persists.
+  bool shard_params = false;
+  // shard_grad_op, full_shard, hybrid_shard: a persistent gradient shard;
+  // the unsharded gradients exist from a unit's first backward to its
+  // reduce-scatter.
+  bool shard_grads = false;
+  // every strategy but no_shard: the optimizer steps this rank's shard.
+  bool shard_optimizer = false;
+  // Separate fp32 master shard: shard_params, or a sharded optimizer in mixed
+  // precision (the unsharded buffer then holds bf16-rounded values).
+  bool master_shard = false;
+  comm::Dtype param_dtype = comm::Dtype::kFloat32;   // parameter all-gathers
+  comm::Dtype reduce_dtype = comm::Dtype::kFloat32;  // gradient reduce-scatters
+  int world_size = 1;
+  // Ranks a unit is sharded over (world, or G for hybrid) and this rank's
+  // place among them.
+  int shard_group_size = 1;
+  int shard_rank = 0;
+  int replica_group_count = 1;
+
+  static UnitRuntime For(Strategy strategy, bool mixed_precision, int world_size, int world_rank,
+                         int shard_group_size);
+};
+
+// The communicators a unit's collectives run on.
+struct UnitComms {
+  comm::Communicator* shard_group = nullptr;    // all-gather, reduce-scatter
+  comm::Communicator* replica_group = nullptr;  // hybrid: cross-group all-reduce
+};
+
+class ShardedUnit {
+ public:
+  // Allocates the unit's persistent buffers through `tracker` and fills the
+  // parameters from `init` (called once with the unsharded padded buffer,
+  // zeroed, for the caller to write the real elements; only this rank's
+  // shard of it is kept when parameters are sharded). Registers the
+  // optimizer state for the unit's numel (no_shard) or shard.
+  static absl::StatusOr<std::unique_ptr<ShardedUnit>> Create(
+      const proto::UnitPlan& plan, const UnitRuntime& runtime, MemoryTracker& tracker,
+      UnitOptimizer& optimizer, const std::function<void(absl::Span<float>)>& init);
+  ~ShardedUnit() = default;
+
+  const proto::UnitPlan& plan() const { return plan_; }
+  const std::string& name() const { return plan_.name(); }
+  ParamState param_state() const { return param_state_; }
+  GradState grad_state() const { return grad_state_; }
+
+  // --- Parameter transitions --------------------------------------------
+  absl::Status Unshard(const UnitComms& comms);
+  absl::Status WaitForUnshard(absl::Duration timeout, CommWaitClock& clock);
+  absl::Status Reshard();
+
+  // --- Gradient transitions ---------------------------------------------
+  // The unsharded gradient buffer the next backward ADDS into (allocated on
+  // the first backward of a step for gradient-sharding strategies). Needs
+  // kIdle or kAccumulated.
+  absl::StatusOr<absl::Span<float>> GradsForBackward();
+  absl::Status MarkBackwardDone();
+  absl::Status StartReduction(const UnitComms& comms);
+  // Waits for the reduce-scatter; then the second phase (see the note) or
+  // the scale by 1 / world_size.
+  absl::Status FinishReduceScatter(const UnitComms& comms, absl::Duration timeout,
+                                   CommWaitClock& clock);
+  // Finishes the second phase if any; a no-op in kReduced.
+  absl::Status FinishReduction(absl::Duration timeout, CommWaitClock& clock);
+  absl::Status ZeroGrads();
+
+  // --- Optimizer ----------------------------------------------------------
+  // The averaged gradients this rank owns for clipping (its shard; no_shard:
+  // its slice of the full gradients, so every element is counted once
+  // across ranks). Needs kReduced.
+  absl::StatusOr<absl::Span<const float>> OwnedReducedGrads() const;
+  // Multiplies the gradients the optimizer will read by `scale` (clipping).
+  absl::Status ScaleReducedGrads(float scale);
+  // One optimizer step: no_shard, on the full parameters; otherwise on this
+  // rank's shard (params then kSharded until the next Unshard for
+  // shard_optimizer / shard_grad_op). Needs kReduced.
+  absl::Status StepOptimizer(UnitOptimizer& optimizer, int unit_index, float lr, int step);
+
+  // --- Views --------------------------------------------------------------
+  // The real elements of the unsharded parameters (needs kUnsharded).
+  absl::StatusOr<absl::Span<const float>> UnshardedParams() const;
+  // This rank's current parameter shard (master or slice), any state but
+  // kGathering.
+  absl::Span<const float> ParamShard() const;
+  absl::Span<const float> grad_shard() const { return grad_shard_.span(); }
+  // Bytes of the unsharded buffers currently allocated beyond the persistent
+  // ones (the "gathered parameters" and "unsharded gradients" working
+  // buffers of fsdp/plan/memory_model.h).
+  int64_t gathered_param_numel() const;
+  int64_t unsharded_grad_numel() const;
+
+ private:
+  ShardedUnit(const proto::UnitPlan& plan, const UnitRuntime& runtime, MemoryTracker& tracker)
+      : plan_(plan), runtime_(runtime), tracker_(tracker) {}
+  absl::Status Fail(const char* call, const char* needed, const char* current) const;
+  std::string Label() const;
+  absl::Span<float> MutableParamShard();
+
+  proto::UnitPlan plan_;
+  UnitRuntime runtime_;
+  MemoryTracker& tracker_;
+  ParamState param_state_ = ParamState::kUnsharded;
+  GradState grad_state_ = GradState::kIdle;
+
+  // Unsharded parameters (padded_numel, kParameters): persistent unless
+  // shard_params, then allocated by Unshard and freed by Reshard.
+  FloatBuffer params_;
+  // fp32 master shard (shard_numel, kParameters) when runtime_.master_shard.
+  FloatBuffer master_;
+  // Unsharded gradients (padded_numel, kGradients): persistent unless
+  // shard_grads, then from the first backward to the reduce-scatter.
+  FloatBuffer grads_;
+  // The reduce-scatter's output (shard_numel): kGradients when gradients are
+  // sharded (it is their home), kCommBuffers otherwise (staging for the
+  // optimizer's shard or no_shard's all-gather).
+  FloatBuffer grad_shard_;
+  PendingCollective param_gather_;
+  PendingCollective grad_reduction_;
+};
+
+}  // namespace fsdp
+
+#endif  // FSDP_TRAIN_UNIT_STATE_H_

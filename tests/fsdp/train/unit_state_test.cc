@@ -1,0 +1,232 @@
+// File: tests/fsdp/train/unit_state_test.cc
+//
+// One unit's buffers and its parameter and gradient state machines, per
+// strategy, with one rank (the explicit world-size-1 path) and with two ranks
+// as threads: which buffers exist in which memory category, every checked
+// transition (including the wrong ones), and the collectives' results
+// against formulas (padding, averaging, bf16 rounding).
+#include "fsdp/train/unit_state.h"
+
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "comm/dtype.h"
+#include "fsdp/plan/shard_planner.h"
+#include "gtest/gtest.h"
+#include "tests/fsdp/train/test_models.h"
+#include "tests/fsdp/train/thread_communicator.h"
+
+namespace fsdp {
+namespace {
+
+// The plan of one unit "u" of `numel` elements for `strategy` on `world`.
+proto::UnitPlan PlanOfNumel(int64_t numel, int world, proto::ShardingStrategy strategy) {
+  plan::PlannerOptions options;
+  options.strategy = strategy;
+  options.world_size = world;
+  options.group_size = strategy == proto::HYBRID_SHARD ? world : 0;
+  auto plan = plan::BuildShardPlan({UnitSpec{"u", {ParamSpec{"u.w", {numel}}}}}, options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan->units(0);
+}
+
+// Parameters 1, 2, 3, ... (padding stays 0).
+void InitCounting(absl::Span<float> padded, int64_t numel) {
+  for (int64_t i = 0; i < numel; ++i) padded[i] = static_cast<float>(i + 1);
+}
+
+std::unique_ptr<ShardedUnit> Make(const proto::UnitPlan& plan, Strategy strategy, bool mixed,
+                                  int world, int rank, MemoryTracker& tracker,
+                                  UnitOptimizer& optimizer) {
+  const UnitRuntime runtime = UnitRuntime::For(strategy, mixed, world, rank, world);
+  auto unit = ShardedUnit::Create(plan, runtime, tracker, optimizer, [&](absl::Span<float> p) {
+    InitCounting(p, plan.flat_numel());
+  });
+  EXPECT_TRUE(unit.ok()) << unit.status();
+  return unit.ok() ? std::move(*unit) : nullptr;
+}
+
+TEST(ShardedUnitTest, BuffersByStrategyAndCategory) {
+  // 7 elements over 4 ranks: padded 8, shard 2.
+  struct Case {
+    Strategy strategy;
+    proto::ShardingStrategy plan_strategy;
+    int64_t params, grads, comm;  // floats after Create
+  };
+  const Case cases[] = {
+      {Strategy::kNoShard, proto::NO_SHARD, 8, 8, 2},
+      {Strategy::kShardOptimizer, proto::SHARD_OPTIMIZER, 8, 8, 2},
+      {Strategy::kShardGradOp, proto::SHARD_GRAD_OP, 8, 2, 0},
+      {Strategy::kFullShard, proto::FULL_SHARD, 2, 2, 0},
+  };
+  for (const Case& c : cases) {
+    MemoryTracker tracker;
+    fsdp_test::PlainSgd sgd;
+    auto unit = Make(PlanOfNumel(7, 4, c.plan_strategy), c.strategy, false, 4, 1, tracker, sgd);
+    ASSERT_NE(unit, nullptr);
+    MemorySnapshot s = tracker.Snapshot();
+    EXPECT_EQ(s.current(MemoryCategory::kParameters), 4 * c.params) << StrategyName(c.strategy);
+    EXPECT_EQ(s.current(MemoryCategory::kGradients), 4 * c.grads) << StrategyName(c.strategy);
+    EXPECT_EQ(s.current(MemoryCategory::kCommBuffers), 4 * c.comm) << StrategyName(c.strategy);
+    // Rank 1 owns elements [2, 4): the values 3 and 4.
+    auto shard = unit->ParamShard();
+    ASSERT_EQ(shard.size(), 2u);
+    EXPECT_EQ(shard[0], 3.0f);
+    EXPECT_EQ(shard[1], 4.0f);
+    EXPECT_EQ(unit->param_state(), c.strategy == Strategy::kFullShard ? ParamState::kSharded
+                                                                      : ParamState::kUnsharded);
+  }
+}
+
+TEST(ShardedUnitTest, WrongTransitionsNameBothStates) {
+  auto comms = fsdp_test::MakeThreadCommunicators(1);
+  UnitComms c{comms[0].get(), comms[0].get()};
+  MemoryTracker tracker;
+  fsdp_test::PlainSgd sgd;
+  auto unit = Make(PlanOfNumel(3, 1, proto::FULL_SHARD), Strategy::kFullShard, false, 1, 0,
+                   tracker, sgd);
+  ASSERT_NE(unit, nullptr);
+  ShardedUnit& u = *unit;
+  CommWaitClock clock;
+
+  // Parameters.
+  absl::Status s = u.WaitForUnshard(absl::Seconds(1), clock);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("unit 0 (u)"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("kGathering"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("kSharded"), std::string::npos) << s;
+  EXPECT_EQ(u.Reshard().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(u.UnshardedParams().status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(u.Unshard(c).ok());
+  EXPECT_EQ(u.param_state(), ParamState::kGathering);
+  ASSERT_TRUE(u.Unshard(c).ok());  // pending: a no-op
+  s = u.Reshard();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("kGathering"), std::string::npos) << s;
+  ASSERT_TRUE(u.WaitForUnshard(absl::Seconds(1), clock).ok());
+  EXPECT_EQ(u.param_state(), ParamState::kUnsharded);
+  auto params = u.UnshardedParams();
+  ASSERT_TRUE(params.ok());
+  EXPECT_EQ(std::vector<float>(params->begin(), params->end()),
+            (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(u.gathered_param_numel(), 3);
+
+  // Gradients.
+  s = u.StartReduction(c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("kAccumulated"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("kIdle"), std::string::npos) << s;
+  EXPECT_EQ(u.FinishReduceScatter(c, absl::Seconds(1), clock).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(u.FinishReduction(absl::Seconds(1), clock).code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto grads = u.GradsForBackward();
+  ASSERT_TRUE(grads.ok());
+  EXPECT_EQ(u.unsharded_grad_numel(), 3);
+  ASSERT_TRUE(u.MarkBackwardDone().ok());
+  ASSERT_TRUE(u.MarkBackwardDone().ok());  // a second micro-batch accumulates
+  EXPECT_EQ(u.ZeroGrads().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(u.StepOptimizer(sgd, 0, 0.1f, 1).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(u.StartReduction(c).ok());
+  EXPECT_EQ(u.grad_state(), GradState::kReduceScattering);
+  // A backward while the reduction is in flight would corrupt it.
+  EXPECT_EQ(u.GradsForBackward().status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(u.MarkBackwardDone().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(u.FinishReduceScatter(c, absl::Seconds(1), clock).ok());
+  EXPECT_EQ(u.grad_state(), GradState::kReduced);  // full_shard: no second phase
+  EXPECT_EQ(u.unsharded_grad_numel(), 0);           // freed after the reduce-scatter
+  // The optimizer steps the shard, so the parameters must be resharded first.
+  EXPECT_EQ(u.StepOptimizer(sgd, 0, 0.1f, 1).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(u.Reshard().ok());
+  EXPECT_EQ(u.gathered_param_numel(), 0);
+  ASSERT_TRUE(u.StepOptimizer(sgd, 0, 0.1f, 1).ok());
+  ASSERT_TRUE(u.ZeroGrads().ok());
+  EXPECT_EQ(u.grad_state(), GradState::kIdle);
+}
+
+// Two ranks, every strategy: gradients (r+1)*(i+1) on rank r for the 5 real
+// elements of a unit padded to 6; the averaged gradient is 1.5*(i+1), the
+// padding stays zero; no_shard ends with it whole, the others with the
+// rank's shard.
+TEST(ShardedUnitTest, TwoRanksAverageTheirGradients) {
+  constexpr int kWorld = 2;
+  const std::pair<Strategy, proto::ShardingStrategy> strategies[] = {
+      {Strategy::kNoShard, proto::NO_SHARD},
+      {Strategy::kShardOptimizer, proto::SHARD_OPTIMIZER},
+      {Strategy::kShardGradOp, proto::SHARD_GRAD_OP},
+      {Strategy::kFullShard, proto::FULL_SHARD},
+      {Strategy::kHybridShard, proto::HYBRID_SHARD}};
+  for (auto [strategy, plan_strategy] : strategies) {
+    auto comms = fsdp_test::MakeThreadCommunicators(kWorld);
+    std::vector<std::vector<float>> owned(kWorld);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kWorld; ++r) {
+      threads.emplace_back([&, r] {
+        MemoryTracker tracker;
+        fsdp_test::PlainSgd sgd;
+        UnitComms c{comms[r].get(), comms[r].get()};
+        auto unit = Make(PlanOfNumel(5, kWorld, plan_strategy), strategy, false, kWorld, r,
+                         tracker, sgd);
+        ASSERT_NE(unit, nullptr);
+        auto grads = unit->GradsForBackward();
+        ASSERT_TRUE(grads.ok());
+        for (int i = 0; i < 5; ++i) (*grads)[i] = (r + 1) * (i + 1);
+        CommWaitClock clock;
+        ASSERT_TRUE(unit->MarkBackwardDone().ok());
+        ASSERT_TRUE(unit->StartReduction(c).ok());
+        ASSERT_TRUE(unit->FinishReduceScatter(c, absl::Seconds(10), clock).ok());
+        ASSERT_TRUE(unit->FinishReduction(absl::Seconds(10), clock).ok());
+        auto mine = unit->OwnedReducedGrads();
+        ASSERT_TRUE(mine.ok()) << mine.status();
+        owned[r].assign(mine->begin(), mine->end());
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < kWorld; ++r) {
+      ASSERT_EQ(owned[r].size(), 3u) << StrategyName(strategy);
+      for (int k = 0; k < 3; ++k) {
+        const int i = r * 3 + k;
+        EXPECT_EQ(owned[r][k], i < 5 ? 1.5f * (i + 1) : 0.0f)
+            << StrategyName(strategy) << " rank " << r << " element " << i;
+      }
+    }
+  }
+}
+
+// Mixed precision: the all-gathered parameters are the bf16 rounding of the
+// fp32 master shards, which stay exact.
+TEST(ShardedUnitTest, MixedPrecisionGathersBf16RoundedParameters) {
+  constexpr int kWorld = 2;
+  auto comms = fsdp_test::MakeThreadCommunicators(kWorld);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kWorld; ++r) {
+    threads.emplace_back([&, r] {
+      MemoryTracker tracker;
+      fsdp_test::PlainSgd sgd;
+      UnitComms c{comms[r].get(), comms[r].get()};
+      const proto::UnitPlan plan = PlanOfNumel(4, kWorld, proto::FULL_SHARD);
+      const UnitRuntime runtime = UnitRuntime::For(Strategy::kFullShard, true, kWorld, r, kWorld);
+      const float values[4] = {1.0f + 1.0f / 1024, 3.14159265f, -2.718281828f, 1e-3f};
+      auto unit = ShardedUnit::Create(plan, runtime, tracker, sgd, [&](absl::Span<float> p) {
+        for (int i = 0; i < 4; ++i) p[i] = values[i];
+      });
+      ASSERT_TRUE(unit.ok());
+      CommWaitClock clock;
+      ASSERT_TRUE((*unit)->Unshard(c).ok());
+      EXPECT_GT(tracker.Snapshot().current(MemoryCategory::kCommBuffers), 0);  // bf16 staging
+      ASSERT_TRUE((*unit)->WaitForUnshard(absl::Seconds(10), clock).ok());
+      EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kCommBuffers), 0);
+      auto params = (*unit)->UnshardedParams();
+      ASSERT_TRUE(params.ok());
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ((*params)[i], comm::BFloat16ToFloat(comm::FloatToBFloat16(values[i]))) << i;
+      }
+      EXPECT_EQ((*unit)->ParamShard()[0], values[2 * r]);  // the master is exact
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace
+}  // namespace fsdp
