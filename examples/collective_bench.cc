@@ -387,7 +387,7 @@ absl::StatusOr<double> MeasureTagBandwidth(size_t bytes) {
   absl::StatusOr<int> port = comm::PickFreePort();
   if (!port.ok()) return port.status();
   const int iterations =
-      static_cast<int>(std::clamp<size_t>((size_t{2} << 30) / bytes, 5, 2000));
+      static_cast<int>(std::clamp<size_t>((size_t{1} << 30) / bytes, 5, 2000));
   std::vector<std::string> common = {
       "-t", "tag_bw", "-s", absl::StrCat(bytes), "-n", absl::StrCat(iterations),
       "-w", absl::StrCat(std::max(1, iterations / 10)), "-f", "-v", "-p", absl::StrCat(*port)};
@@ -447,11 +447,24 @@ absl::StatusOr<double> MeasureTagBandwidth(size_t bytes) {
       absl::StrCat("cannot parse ucx_perftest output: ", output->substr(0, 300)));
 }
 
+// The best of a few runs: on a shared machine a run is only ever slowed
+// down, and the goals compare against what the link can do.
+constexpr int kPerftestRuns = 3;
+
 std::vector<Row> MeasurePerftestSweep(const std::vector<size_t>& sizes) {
   std::vector<Row> rows;
-  std::printf("# ucx_perftest -t tag_bw over loopback (2 processes, nothing else of ours running)\n");
+  std::printf("# ucx_perftest -t tag_bw over loopback (2 processes, nothing else of ours "
+              "running; best of %d runs)\n", kPerftestRuns);
   for (size_t bytes : sizes) {
-    absl::StatusOr<double> gbps = MeasureTagBandwidth(bytes);
+    absl::StatusOr<double> gbps = absl::InternalError("not run");
+    for (int run = 0; run < kPerftestRuns; ++run) {
+      absl::StatusOr<double> once = MeasureTagBandwidth(bytes);
+      if (!once.ok()) {
+        gbps = once;
+        break;
+      }
+      if (!gbps.ok() || *once > *gbps) gbps = once;
+    }
     if (!gbps.ok()) {
       std::printf("#   %zu bytes: %s\n", bytes, std::string(gbps.status().message()).c_str());
       continue;
@@ -828,6 +841,22 @@ int RunRank(const Config& config) {
   }
   comm::Communicator& comm = **created;
   const bool printer = comm.rank() == 0;
+  // Job warm-up: the first collectives of a fresh job pay for connection
+  // set-up, first-touch page faults and UCX's lazy initialisation (the first
+  // table's small sizes came out 5x slower without this).
+  for (Collective collective : config.collectives) {
+    for (size_t bytes : {sizes.front(), sizes.back()}) {
+      Cell cell(comm, config, collective, bytes);
+      for (int i = 0; i < std::max(1, config.warmup); ++i) {
+        absl::Status warmed = PostAndWait(cell, config.timeout);
+        if (!warmed.ok()) {
+          std::fprintf(stderr, "collective_bench: rank %d: warm-up %s: %s\n", comm.rank(),
+                       CollectiveName(collective), warmed.ToString().c_str());
+          return 3;
+        }
+      }
+    }
+  }
   std::vector<Row> rows;
   int64_t total_wrong = 0;
   for (Collective collective : config.collectives) {
