@@ -1,0 +1,552 @@
+// File: tests/fsdp/train/sharded_step_test.cc
+//
+// The sharded strategies with N ranks as N threads over the in-process
+// communicator (thread_communicator.h), each checked against an independent
+// reference rather than numbers it produced:
+//   * parity: shard_optimizer, shard_grad_op and full_shard end with the SAME
+//     BITS as no_shard at the same world size (fp32), for world sizes 1-4
+//     (3: padding), with clipping, accumulation, prefetch depths 0-2, merged
+//     units and a unit holding a single weight; hybrid_shard within 1e-6
+//     relative; all of them within 1e-5 of one rank on the global batch;
+//   * mixed precision: the sharded strategies agree bit for bit with each
+//     other, and stay near the fp32 run;
+//   * memory, from the tracker: model state per rank is 1/N of no_shard's
+//     (plus padding), and the gathered parameters and unsharded gradients
+//     never exceed the plan's bound for the prefetch depth;
+//   * errors on every rank: mismatched plans (the first differing field),
+//     a group size that does not divide the world.
+// The same over real processes: tests/integration/train/.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "comm/status_macros.h"
+#include "fsdp/nn/compute_threads.h"
+#include "fsdp/nn/gpt_model.h"
+#include "fsdp/train/train_step.h"
+#include "fsdp/train/unit_optimizers.h"
+#include "gtest/gtest.h"
+#include "tests/fsdp/train/test_models.h"
+#include "tests/fsdp/train/thread_communicator.h"
+
+namespace fsdp {
+namespace {
+
+using fsdp_test::BigramModel;
+using fsdp_test::MakeBatch;
+using fsdp_test::MakeThreadCommunicators;
+using fsdp_test::OneWeightModel;
+using fsdp_test::PlainSgd;
+
+constexpr int kVocab = 11;  // units of 55 and 66 floats: padding for 4 ranks
+constexpr int kDim = 5;
+constexpr int kSeqLen = 6;
+constexpr int kGlobalBatch = 12;
+constexpr int kSteps = 5;
+constexpr float kLr = 0.5f;
+
+enum class ModelKind { kBigram, kOneWeight };
+
+struct Config {
+  Strategy strategy = Strategy::kNoShard;
+  int world = 1;
+  int accum = 1;
+  float grad_clip = 0.0f;
+  int group_size = 0;
+  int prefetch_depth = 1;
+  int max_gathers_in_flight = 2;
+  bool mixed_precision = false;
+  int64_t min_unit_numel = 0;
+  absl::Duration completion_delay = absl::ZeroDuration();
+  ModelKind model = ModelKind::kBigram;
+};
+
+std::string Describe(const Config& c) {
+  return absl::StrCat(StrategyName(c.strategy), " world ", c.world, " accum ", c.accum,
+                      " clip ", c.grad_clip, " group ", c.group_size, " prefetch ",
+                      c.prefetch_depth, "/", c.max_gathers_in_flight, " mixed ",
+                      c.mixed_precision, " min_unit ", c.min_unit_numel);
+}
+
+TrainStepOptions StepOptions(const Config& c) {
+  TrainStepOptions o;
+  o.strategy = c.strategy;
+  o.accum_steps = c.accum;
+  o.grad_clip = c.grad_clip;
+  o.seed = 1234;
+  o.comm_timeout = absl::Seconds(20);
+  o.group_size = c.group_size;
+  o.prefetch_depth = c.prefetch_depth;
+  o.max_gathers_in_flight = c.max_gathers_in_flight;
+  o.mixed_precision = c.mixed_precision;
+  o.min_unit_numel = c.min_unit_numel;
+  return o;
+}
+
+// Rank `rank` of `world` takes sequences [(m * world + rank) * mb, +mb) of
+// the step's global batch for micro-batch m.
+std::vector<Batch> RankMicroBatches(int step, int rank, int world, int accum) {
+  const int mb = kGlobalBatch / (world * accum);
+  Batch global = MakeBatch(kGlobalBatch, kSeqLen, kVocab, step);
+  std::vector<Batch> out;
+  for (int m = 0; m < accum; ++m) {
+    Batch b;
+    b.batch_size = mb;
+    b.seq_len = kSeqLen;
+    const int first = (m * world + rank) * mb * kSeqLen;
+    b.inputs.assign(global.inputs.begin() + first, global.inputs.begin() + first + mb * kSeqLen);
+    b.targets.assign(global.targets.begin() + first,
+                     global.targets.begin() + first + mb * kSeqLen);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+struct RunResult {
+  std::vector<float> losses;
+  std::vector<std::vector<float>> params;  // per model unit, after the last step
+};
+
+// Trains with c.world threads; returns rank 0's view and checks that every
+// rank ended with bit-identical parameters.
+RunResult Train(const Config& c) {
+  auto comms = MakeThreadCommunicators(c.world, c.completion_delay);
+  std::vector<RunResult> results(c.world);
+  std::vector<absl::Status> statuses(c.world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < c.world; ++r) {
+    threads.emplace_back([&, r] {
+      statuses[r] = [&]() -> absl::Status {
+        MemoryTracker tracker;
+        std::unique_ptr<Model> model;
+        if (c.model == ModelKind::kBigram) {
+          model = std::make_unique<BigramModel>(kVocab, kDim);
+        } else {
+          model = std::make_unique<OneWeightModel>(0.5f);
+        }
+        FSDP_ASSIGN_OR_RETURN(auto trainer,
+                              DataParallelTrainer::Create(model.get(), comms[r].get(), &tracker,
+                                                          std::make_unique<PlainSgd>(),
+                                                          StepOptions(c)));
+        for (int step = 0; step < kSteps; ++step) {
+          std::vector<Batch> batches = RankMicroBatches(step, r, c.world, c.accum);
+          FSDP_ASSIGN_OR_RETURN(StepResult result, trainer->Step(batches, kLr));
+          results[r].losses.push_back(result.loss);
+        }
+        FSDP_ASSIGN_OR_RETURN(results[r].params, trainer->GatherParamsInModelOrder());
+        return absl::OkStatus();
+      }();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < c.world; ++r) {
+    EXPECT_TRUE(statuses[r].ok()) << Describe(c) << " rank " << r << ": " << statuses[r];
+    EXPECT_EQ(results[r].params, results[0].params) << Describe(c) << " rank " << r;
+  }
+  return results[0];
+}
+
+void ExpectWithin(const RunResult& got, const RunResult& want, double relative,
+                  const std::string& what) {
+  ASSERT_EQ(got.losses.size(), want.losses.size()) << what;
+  for (size_t s = 0; s < want.losses.size(); ++s) {
+    EXPECT_NEAR(got.losses[s], want.losses[s], relative * std::fabs(want.losses[s]))
+        << what << " step " << s;
+  }
+  ASSERT_EQ(got.params.size(), want.params.size()) << what;
+  for (size_t u = 0; u < want.params.size(); ++u) {
+    ASSERT_EQ(got.params[u].size(), want.params[u].size()) << what;
+    for (size_t i = 0; i < want.params[u].size(); ++i) {
+      EXPECT_NEAR(got.params[u][i], want.params[u][i],
+                  relative * std::fabs(want.params[u][i]) + 1e-7)
+          << what << " unit " << u << " element " << i;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Parity.
+
+struct ParityCase {
+  int world;
+  int accum;
+  float grad_clip;
+};
+
+class ShardedParityTest : public ::testing::TestWithParam<ParityCase> {};
+
+TEST_P(ShardedParityTest, EveryStrategyMatchesNoShardBitForBit) {
+  const ParityCase p = GetParam();
+  Config base;
+  base.world = p.world;
+  base.accum = p.accum;
+  base.grad_clip = p.grad_clip;
+  const RunResult no_shard = Train(base);
+  // The single process on the global batch: the independent reference.
+  Config single;
+  single.grad_clip = p.grad_clip;
+  const RunResult reference = Train(single);
+  EXPECT_LT(reference.losses.back(), reference.losses.front());  // it learns
+  ExpectWithin(no_shard, reference, 1e-5, Describe(base));
+  for (Strategy strategy :
+       {Strategy::kShardOptimizer, Strategy::kShardGradOp, Strategy::kFullShard}) {
+    Config c = base;
+    c.strategy = strategy;
+    const RunResult sharded = Train(c);
+    EXPECT_EQ(sharded.params, no_shard.params) << Describe(c);
+    EXPECT_EQ(sharded.losses, no_shard.losses) << Describe(c);
+    ExpectWithin(sharded, reference, 1e-5, Describe(c));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Worlds, ShardedParityTest,
+    ::testing::Values(ParityCase{1, 1, 0.0f}, ParityCase{2, 1, 0.0f}, ParityCase{3, 1, 0.0f},
+                      ParityCase{4, 1, 0.0f}, ParityCase{2, 1, 0.05f}, ParityCase{3, 1, 0.05f},
+                      ParityCase{4, 1, 0.05f}, ParityCase{2, 3, 0.0f}, ParityCase{3, 2, 0.05f},
+                      ParityCase{4, 3, 0.05f}),
+    [](const ::testing::TestParamInfo<ParityCase>& info) {
+      return absl::StrCat("world", info.param.world, "_accum", info.param.accum,
+                          info.param.grad_clip > 0 ? "_clip" : "");
+    });
+
+TEST(ShardedParityTest, PrefetchDepthAndGatherLimitDoNotChangeTheResult) {
+  Config base;
+  base.world = 3;
+  base.grad_clip = 0.05f;
+  const RunResult no_shard = Train(base);
+  for (auto [depth, gathers] : {std::pair{0, 1}, {1, 1}, {1, 2}, {2, 1}, {2, 3}}) {
+    Config c = base;
+    c.strategy = Strategy::kFullShard;
+    c.prefetch_depth = depth;
+    c.max_gathers_in_flight = gathers;
+    EXPECT_EQ(Train(c).params, no_shard.params) << Describe(c);
+  }
+}
+
+TEST(ShardedParityTest, MergedUnitsMatchNoShardWithTheSameMerging) {
+  Config base;
+  base.world = 3;
+  base.min_unit_numel = 60;  // 55 + 66: one plan unit
+  const RunResult merged_no_shard = Train(base);
+  Config unmerged = base;
+  unmerged.min_unit_numel = 0;
+  ExpectWithin(merged_no_shard, Train(unmerged), 1e-6, "merged vs unmerged no_shard");
+  for (Strategy strategy :
+       {Strategy::kShardOptimizer, Strategy::kShardGradOp, Strategy::kFullShard}) {
+    Config c = base;
+    c.strategy = strategy;
+    EXPECT_EQ(Train(c).params, merged_no_shard.params) << Describe(c);
+  }
+}
+
+// One unit holding one weight: on 3 and 4 ranks most shards are pure padding.
+TEST(ShardedParityTest, SingleTinyParameterUnit) {
+  for (int world : {2, 3, 4}) {
+    Config base;
+    base.world = world;
+    base.model = ModelKind::kOneWeight;
+    const RunResult no_shard = Train(base);
+    for (Strategy strategy :
+         {Strategy::kShardOptimizer, Strategy::kShardGradOp, Strategy::kFullShard}) {
+      Config c = base;
+      c.strategy = strategy;
+      EXPECT_EQ(Train(c).params, no_shard.params) << Describe(c);
+    }
+    Config hybrid = base;
+    hybrid.strategy = Strategy::kHybridShard;
+    hybrid.group_size = 1;
+    ExpectWithin(Train(hybrid), no_shard, 1e-6, Describe(hybrid));
+  }
+}
+
+TEST(ShardedParityTest, HybridShardWithinOneMillionth) {
+  for (auto [world, group, accum] :
+       {std::tuple{2, 1, 1}, {2, 2, 1}, {4, 2, 1}, {4, 1, 1}, {4, 4, 1}, {4, 2, 3}}) {
+    Config base;
+    base.world = world;
+    base.accum = accum;
+    base.grad_clip = 0.05f;
+    const RunResult no_shard = Train(base);
+    Config c = base;
+    c.strategy = Strategy::kHybridShard;
+    c.group_size = group;
+    const RunResult hybrid = Train(c);
+    ExpectWithin(hybrid, no_shard, 1e-6, Describe(c));
+    Config single;
+    single.grad_clip = 0.05f;
+    ExpectWithin(hybrid, Train(single), 1e-5, Describe(c) + " vs one process");
+  }
+}
+
+// Every collective completes 3 ms after its last rank posts it: a prefetch
+// or reduction used before it is waited for would read stale buffers.
+TEST(ShardedParityTest, SlowCollectivesGiveTheSameBits) {
+  Config base;
+  base.world = 3;
+  base.accum = 2;
+  base.grad_clip = 0.05f;
+  const RunResult no_shard = Train(base);
+  for (Strategy strategy : {Strategy::kShardGradOp, Strategy::kFullShard}) {
+    Config c = base;
+    c.strategy = strategy;
+    c.prefetch_depth = 2;
+    c.max_gathers_in_flight = 2;
+    c.completion_delay = absl::Milliseconds(3);
+    EXPECT_EQ(Train(c).params, no_shard.params) << Describe(c);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Mixed precision.
+
+TEST(MixedPrecisionTest, ShardedStrategiesAgreeAndStayNearFp32) {
+  Config base;
+  base.world = 2;
+  base.strategy = Strategy::kFullShard;
+  const RunResult fp32 = Train(base);
+  Config mixed = base;
+  mixed.mixed_precision = true;
+  const RunResult full_shard = Train(mixed);
+  // The same bf16 all-gathers from the same fp32 masters, the same bf16
+  // reduce-scatters: bit for bit the same across the sharded strategies.
+  for (Strategy strategy : {Strategy::kShardOptimizer, Strategy::kShardGradOp}) {
+    Config c = mixed;
+    c.strategy = strategy;
+    EXPECT_EQ(Train(c).params, full_shard.params) << Describe(c);
+  }
+  // bf16 keeps 8 bits of mantissa: near the fp32 run, not equal to it.
+  EXPECT_NE(full_shard.params, fp32.params);
+  for (size_t s = 0; s < fp32.losses.size(); ++s) {
+    EXPECT_NEAR(full_shard.losses[s], fp32.losses[s], 1e-2 * fp32.losses[s]) << "step " << s;
+  }
+  for (size_t u = 0; u < fp32.params.size(); ++u) {
+    float scale = 0.0f;  // bf16 error is relative to the unit's magnitude
+    for (float v : fp32.params[u]) scale = std::max(scale, std::fabs(v));
+    for (size_t i = 0; i < fp32.params[u].size(); ++i) {
+      EXPECT_NEAR(full_shard.params[u][i], fp32.params[u][i], 1e-2 * scale)
+          << "unit " << u << " element " << i;
+    }
+  }
+  EXPECT_LT(full_shard.losses.back(), full_shard.losses.front());
+}
+
+// ---------------------------------------------------------------------------
+// Memory, from the tracker's accounting, on a GPT of 5 units.
+
+struct MemoryRun {
+  MemorySnapshot after_create;
+  MemorySnapshot after_steps;
+  int64_t peak_gathered_numel = 0;
+  int64_t peak_unsharded_grad_numel = 0;
+  proto::ShardPlan plan;
+};
+
+MemoryRun TrainGptForMemory(Strategy strategy, int world, int prefetch_depth,
+                            int max_gathers_in_flight) {
+  EXPECT_TRUE(SetComputeThreads(1).ok());
+  GptConfig config;
+  config.layers = 3;
+  config.d_model = 16;
+  config.heads = 2;
+  config.vocab = 29;  // odd sizes: padding
+  config.seq_len = 8;
+  constexpr int kMicroBatch = 2;
+  auto comms = MakeThreadCommunicators(world);
+  std::vector<MemoryRun> runs(world);
+  std::vector<absl::Status> statuses(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      statuses[r] = [&]() -> absl::Status {
+        MemoryTracker tracker;
+        FSDP_ASSIGN_OR_RETURN(auto model, GptModel::Create(config, kMicroBatch, &tracker));
+        FSDP_ASSIGN_OR_RETURN(auto adamw, MakeUnitOptimizer(OptimizerKind::kAdamW, 0.0f));
+        TrainStepOptions options;
+        options.strategy = strategy;
+        options.prefetch_depth = prefetch_depth;
+        options.max_gathers_in_flight = max_gathers_in_flight;
+        options.comm_timeout = absl::Seconds(30);
+        FSDP_ASSIGN_OR_RETURN(auto trainer,
+                              DataParallelTrainer::Create(model.get(), comms[r].get(), &tracker,
+                                                          std::move(adamw), options));
+        runs[r].after_create = tracker.Snapshot();
+        runs[r].plan = trainer->plan();
+        for (int step = 0; step < 2; ++step) {
+          Batch batch = MakeBatch(kMicroBatch, config.seq_len, config.vocab, step * world + r);
+          FSDP_ASSIGN_OR_RETURN(StepResult result, trainer->Step({batch}, 1e-3f));
+          (void)result;
+        }
+        runs[r].after_steps = tracker.Snapshot();
+        runs[r].peak_gathered_numel = trainer->peak_gathered_param_numel();
+        runs[r].peak_unsharded_grad_numel = trainer->peak_unsharded_grad_numel();
+        return absl::OkStatus();
+      }();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < world; ++r) EXPECT_TRUE(statuses[r].ok()) << r << ": " << statuses[r];
+  return runs[0];
+}
+
+// The largest sum of padded_numel over `window` consecutive plan units.
+int64_t LargestWindow(const proto::ShardPlan& plan, int window) {
+  int64_t best = 0;
+  for (int first = 0; first < plan.units_size(); ++first) {
+    int64_t sum = 0;
+    for (int u = first; u < std::min(plan.units_size(), first + window); ++u) {
+      sum += plan.units(u).padded_numel();
+    }
+    best = std::max(best, sum);
+  }
+  return best;
+}
+
+TEST(ShardedMemoryTest, ModelStatePerRankIsOneNthOfNoShard) {
+  constexpr int kWorld = 4;
+  const MemoryRun no_shard = TrainGptForMemory(Strategy::kNoShard, kWorld, 1, 2);
+  const int64_t flat = no_shard.plan.total_flat_numel();
+  const int64_t padded = no_shard.plan.total_padded_numel();
+  const int64_t shard = no_shard.plan.total_shard_numel();
+  ASSERT_EQ(shard * kWorld, padded);
+  ASSERT_LT(padded - flat, no_shard.plan.units_size() * kWorld);  // padding only
+  using C = MemoryCategory;
+  // no_shard: everything whole (AdamW: 2 moments over the real elements).
+  EXPECT_EQ(no_shard.after_create.current(C::kParameters), 4 * padded);
+  EXPECT_EQ(no_shard.after_create.current(C::kGradients), 4 * padded);
+  EXPECT_EQ(no_shard.after_create.current(C::kOptimizerState), 2 * 4 * flat);
+
+  const MemoryRun zero1 = TrainGptForMemory(Strategy::kShardOptimizer, kWorld, 1, 2);
+  EXPECT_EQ(zero1.after_create.current(C::kParameters), 4 * padded);
+  EXPECT_EQ(zero1.after_create.current(C::kGradients), 4 * padded);
+  EXPECT_EQ(zero1.after_create.current(C::kOptimizerState), 2 * 4 * shard);
+
+  const MemoryRun zero2 = TrainGptForMemory(Strategy::kShardGradOp, kWorld, 1, 2);
+  EXPECT_EQ(zero2.after_create.current(C::kParameters), 4 * padded);
+  EXPECT_EQ(zero2.after_create.current(C::kGradients), 4 * shard);
+  EXPECT_EQ(zero2.after_create.current(C::kOptimizerState), 2 * 4 * shard);
+  EXPECT_EQ(zero2.after_steps.current(C::kGradients), 4 * shard);  // between steps
+
+  const MemoryRun zero3 = TrainGptForMemory(Strategy::kFullShard, kWorld, 1, 2);
+  EXPECT_EQ(zero3.after_create.current(C::kParameters), 4 * shard);
+  EXPECT_EQ(zero3.after_create.current(C::kGradients), 4 * shard);
+  EXPECT_EQ(zero3.after_create.current(C::kOptimizerState), 2 * 4 * shard);
+  EXPECT_EQ(zero3.after_steps.current(C::kParameters), 4 * shard);  // gathered ones freed
+  EXPECT_EQ(zero3.after_steps.current(C::kGradients), 4 * shard);
+  // 1/N of no_shard within padding: N * shard = padded < flat + units * N.
+  EXPECT_LE(kWorld * zero3.after_create.current(C::kParameters),
+            no_shard.after_create.current(C::kParameters));
+  EXPECT_LT(kWorld * zero3.after_create.current(C::kOptimizerState),
+            no_shard.after_create.current(C::kOptimizerState) +
+                2 * 4 * no_shard.plan.units_size() * kWorld);
+}
+
+TEST(ShardedMemoryTest, WorkingBuffersStayWithinThePlansBound) {
+  constexpr int kWorld = 2;
+  for (auto [depth, gathers] : {std::pair{0, 1}, {1, 2}, {2, 3}, {2, 1}}) {
+    const MemoryRun run = TrainGptForMemory(Strategy::kFullShard, kWorld, depth, gathers);
+    const int64_t shard = run.plan.total_shard_numel();
+    const int64_t bound = LargestWindow(run.plan, 1 + depth);
+    const std::string what = absl::StrCat("prefetch ", depth, " gathers ", gathers);
+    EXPECT_LE(run.peak_gathered_numel, bound) << what;
+    EXPECT_LE(run.peak_unsharded_grad_numel, LargestWindow(run.plan, 2)) << what;
+    // The tracker agrees: beyond the persistent shards, kParameters held at
+    // most the bound (Create's one-unit init buffer is below it too).
+    EXPECT_LE(run.after_steps.peak(MemoryCategory::kParameters) - 4 * shard, 4 * bound) << what;
+    EXPECT_LE(run.after_steps.peak(MemoryCategory::kGradients) - 4 * shard,
+              4 * LargestWindow(run.plan, 2))
+        << what;
+    // Prefetch really holds the next unit: more than one unit gathered.
+    if (depth == 0) {
+      EXPECT_EQ(run.peak_gathered_numel, LargestWindow(run.plan, 1)) << what;
+    } else {
+      EXPECT_GT(run.peak_gathered_numel, LargestWindow(run.plan, 1)) << what;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Errors on every rank.
+
+// Runs Create on `world` thread ranks, rank r with options_for(r) and
+// model_for(r); returns every rank's status.
+std::vector<absl::Status> CreateOnEveryRank(
+    int world, const std::function<TrainStepOptions(int)>& options_for,
+    const std::function<std::unique_ptr<Model>(int)>& model_for) {
+  auto comms = MakeThreadCommunicators(world);
+  std::vector<absl::Status> statuses(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      MemoryTracker tracker;
+      std::unique_ptr<Model> model = model_for(r);
+      statuses[r] = DataParallelTrainer::Create(model.get(), comms[r].get(), &tracker,
+                                                std::make_unique<PlainSgd>(), options_for(r))
+                        .status();
+    });
+  }
+  for (auto& t : threads) t.join();
+  return statuses;
+}
+
+TEST(PlanAgreementTest, MismatchedOptionsFailOnEveryRankNamingTheField) {
+  auto statuses = CreateOnEveryRank(
+      3,
+      [](int r) {
+        TrainStepOptions o;
+        o.strategy = Strategy::kFullShard;
+        o.comm_timeout = absl::Seconds(20);
+        if (r == 1) o.min_unit_numel = 1;  // as if rank 1 got other flags
+        return o;
+      },
+      [](int) { return std::make_unique<BigramModel>(kVocab, kDim); });
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(statuses[r].code(), absl::StatusCode::kInvalidArgument) << r << statuses[r];
+    EXPECT_NE(statuses[r].message().find("rank 0 and rank 1 hold different shard plans"),
+              std::string::npos)
+        << statuses[r];
+    EXPECT_NE(statuses[r].message().find("min_unit_numel"), std::string::npos) << statuses[r];
+  }
+}
+
+TEST(PlanAgreementTest, MismatchedModelsFailOnEveryRankNamingTheUnit) {
+  auto statuses = CreateOnEveryRank(
+      3,
+      [](int) {
+        TrainStepOptions o;
+        o.strategy = Strategy::kShardGradOp;
+        o.comm_timeout = absl::Seconds(20);
+        return o;
+      },
+      [](int r) { return std::make_unique<BigramModel>(kVocab, r == 2 ? kDim + 1 : kDim); });
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(statuses[r].code(), absl::StatusCode::kInvalidArgument) << r << statuses[r];
+    EXPECT_NE(statuses[r].message().find("rank 0 and rank 2 hold different shard plans: unit 0 "
+                                         "'embed'"),
+              std::string::npos)
+        << statuses[r];
+  }
+}
+
+TEST(PlanAgreementTest, GroupSizeNotDividingTheWorldFailsOnEveryRank) {
+  auto statuses = CreateOnEveryRank(
+      3,
+      [](int) {
+        TrainStepOptions o;
+        o.strategy = Strategy::kHybridShard;
+        o.group_size = 2;
+        o.comm_timeout = absl::Seconds(20);
+        return o;
+      },
+      [](int) { return std::make_unique<BigramModel>(kVocab, kDim); });
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(statuses[r].code(), absl::StatusCode::kInvalidArgument) << r << statuses[r];
+    EXPECT_NE(statuses[r].message().find("group_size"), std::string::npos) << statuses[r];
+  }
+}
+
+}  // namespace
+}  // namespace fsdp
