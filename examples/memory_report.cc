@@ -4,9 +4,9 @@
 //
 //   bazel run -c opt //examples:memory_report -- --out_dir=docs/memory-report
 //   bazel run -c opt //examples:memory_report -- --preset=small --mem_budget=2MiB
-//   bazel run -c opt //examples:memory_report -- --predict_only --params=7.5e9 \
-//       --ranks=1,64,1024 --precision=mixed
-//   bazel run -c opt //examples:memory_report -- --predict_only --layers=36 \
+//   bazel run -c opt //examples:memory_report -- --predict_only --params=7.5e9
+//       --ranks=1,64,1024 --precision=mixed                  (one command line)
+//   bazel run -c opt //examples:memory_report -- --predict_only --layers=36
 //       --d_model=4096 --heads=32 --vocab=50304 --seq_len=2048 --micro_batch=1 --ranks=64
 //
 // Sweep mode visits every point of the preset (fsdp/report/sweep.h), predicts
@@ -89,8 +89,8 @@ ABSL_FLAG(int, seq_len, 0, "--predict_only GPT shape: tokens per sequence");
 ABSL_FLAG(int, micro_batch, 1, "--predict_only GPT shape: sequences per rank per micro-batch");
 // Set by the sweep for the ranks it launches; not for people.
 ABSL_FLAG(std::string, rank_point, "",
-          "internal: 'strategy,ranks,layers,d_model,heads,vocab,seq_len,micro_batch,steps' of "
-          "the point this launched rank measures");
+          "internal: 'strategy,ranks,layers,d_model,heads,vocab,seq_len,micro_batch,steps,"
+          "group_size' of the point this launched rank measures");
 ABSL_FLAG(std::string, rank_out, "", "internal: where this launched rank writes its measurement");
 
 namespace {
@@ -183,7 +183,7 @@ absl::Status RunMeasuringRank() {
     if (!absl::SimpleAtoi(f[i], &v)) break;
     n.push_back(v);
   }
-  if (f.size() != 9 || n.size() != 8) {
+  if (f.size() != 10 || n.size() != 9) {
     return absl::InvalidArgumentError(
         absl::StrCat("--rank_point='", absl::GetFlag(FLAGS_rank_point), "' is malformed"));
   }
@@ -196,6 +196,7 @@ absl::Status RunMeasuringRank() {
   point.config.vocab = n[4];
   point.config.seq_len = n[5];
   point.micro_batch = n[6];
+  point.group_size = n[8];
   FSDP_ASSIGN_OR_RETURN(fsdp::TrainOptions options,
                         fsdp::report::TrainOptionsForPoint(point, /*steps=*/n[7]));
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> world,
@@ -220,7 +221,8 @@ absl::StatusOr<RankMeasurement> MeasurePoint(const MemoryPoint& point, int steps
   launch.argv = {self,
                  absl::StrCat("--rank_point=", fsdp::plan::ShardingStrategyName(point.strategy),
                               ",", point.ranks, ",", c.layers, ",", c.d_model, ",", c.heads, ",",
-                              c.vocab, ",", c.seq_len, ",", point.micro_batch, ",", steps),
+                              c.vocab, ",", c.seq_len, ",", point.micro_batch, ",", steps, ",",
+                              point.group_size),
                  absl::StrCat("--rank_out=", out)};
   FSDP_ASSIGN_OR_RETURN(int exit_code, comm::LaunchLocalRanks(launch));
   if (exit_code != 0) {
@@ -267,9 +269,12 @@ absl::Status WritePlot(const ReportData& data, Precision precision, const std::s
   const std::string stem =
       absl::StrCat(out_dir, "/memory_", fsdp::report::PrecisionName(precision));
   const std::string png = stem + ".png", png_tmp = absl::StrCat(stem, ".png.tmp.", getpid());
-  // The kept script names the final PNG; the one run writes a temporary.
+  // The kept script names the final PNG by its file name (run it from
+  // out_dir); the one run here writes a temporary, renamed when complete.
   FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(
-      stem + ".gp", fsdp::report::ReportGnuplotScript(data, precision, png)));
+      stem + ".gp",
+      fsdp::report::ReportGnuplotScript(
+          data, precision, absl::StrCat("memory_", fsdp::report::PrecisionName(precision), ".png"))));
   const std::string run_script = absl::StrCat(stem, ".gp.run.", getpid());
   FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(
       run_script, fsdp::report::ReportGnuplotScript(data, precision, png_tmp)));

@@ -1,6 +1,7 @@
 // File: fsdp/report/memory_estimate.cc
 #include "fsdp/report/memory_estimate.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -70,28 +71,85 @@ std::vector<NamedBytes> EstimateParts(const RankMemoryEstimate& e) {
           {"workspace", e.workspace_bytes}};
 }
 
-// [Note: communication buffers] What the runtime keeps for collectives:
-//  * strategies that keep whole gradients (no_shard, shard_optimizer) reduce
-//    each unit's gradients by a reduce-scatter into a per-unit shard buffer
-//    and an all-gather back (fsdp/train/flat_unit.h); every unit owns its
+// [Note: communication buffers] What the runtime keeps for collectives
+// (fsdp/train/unit_state.h, unit_collectives.h), in fp32 training:
+//  * strategies that keep whole gradients (no_shard, shard_optimizer)
+//    reduce each unit's gradients by a reduce-scatter into a per-unit shard
+//    buffer (then all-gather back, or step the shard); every unit owns its
 //    shard buffer for the whole run, so together they hold one shard of
-//    every unit: reduce dtype x total_shard_numel. The shard planner's
-//    "communication scratch" (one shard of the largest unit) assumes a
-//    single reused buffer, which undercounts this runtime by up to the
-//    whole model on one rank (S = P there).
+//    every unit: reduce dtype x total_shard_numel.
 //  * gradient-sharding strategies reduce-scatter straight into the gradient
-//    shard they keep (counted under gradients), so only the planner's
-//    scratch remains.
+//    shard they keep (counted under gradients) and all-gather straight into
+//    the gathered parameters: no staging at all.
 //  * plus the trainer's one-float scalar for the loss / norm all-reduces.
+// The shard planner's "communication scratch" (one shard of the largest
+// unit, twice for hybrid_shard) describes neither: it undercounts the first
+// case by up to the whole model on one rank (S = P there) and overcounts the
+// second; docs/memory.md has the fix for fsdp/plan/memory_model.cc.
 int64_t CommBufferBytes(const proto::ShardPlan& plan) {
   const int64_t reduce_bytes = plan.reduce_dtype() == proto::BF16 ? 2 : 4;
   if (!plan.sharded_state().gradients()) {
     return reduce_bytes * plan.total_shard_numel() + kScalarAllReduceBytes;
   }
-  plan::MemoryModelInputs no_inputs;
-  return plan::PredictRankMemory(plan, no_inputs).communication_scratch_bytes +
-         kScalarAllReduceBytes;
+  return kScalarAllReduceBytes;
 }
+
+// [Note: peak of the total] The runtime's step (fsdp/train/train_step.cc)
+// walks the units forward, then backward, and the tracked total peaks at one
+// of these moments (P_u = padded numel of plan unit u, b = compute bytes):
+//   forward of unit u:  saved activations of units 0..u, plus (sharded
+//                       parameters) unit u and the prefetch_depth next units
+//                       gathered, b P each;
+//   backward of unit u: saved activations of units 0..u (each unit's are
+//                       freed after its backward), plus (sharded parameters)
+//                       unit u and the prefetch_depth previous units
+//                       gathered, plus (sharded gradients) the unsharded
+//                       gradients of unit u and of unit u+1, whose
+//                       reduce-scatter is waited for after u's backward.
+// Everything else (kept parameters, gradients, master copy, optimizer state,
+// communication buffers, workspace) is held for the whole step. So
+//   peak total = held + max over those moments,
+// which equals the sum of the category peaks when nothing is gathered.
+namespace {
+
+int64_t PeakTotalBytes(const proto::ShardPlan& plan, const GptActivationBreakdown& activations,
+                       const RankMemoryEstimate& e, int prefetch_depth) {
+  const int64_t param_bytes = plan.param_dtype() == proto::BF16 ? 2 : 4;
+  const int64_t reduce_bytes = plan.reduce_dtype() == proto::BF16 ? 2 : 4;
+  const bool gather = plan.sharded_state().parameters();
+  const bool unshard_grads = plan.sharded_state().gradients();
+  const int n = plan.units_size();
+  const int last_model_unit = activations.layers + 1;  // the head
+  std::vector<int64_t> saved(n), gathered(n), unsharded(n);
+  for (int u = 0; u < n; ++u) {
+    const proto::UnitPlan& unit = plan.units(u);
+    for (const proto::SourceUnit& source : unit.source_units()) {
+      const int m = source.model_unit_index();
+      saved[u] += m == 0 ? activations.embedding_bytes
+                         : (m == last_model_unit ? activations.head_bytes : activations.block_bytes);
+    }
+    gathered[u] = gather ? param_bytes * unit.padded_numel() : 0;
+    unsharded[u] = unshard_grads ? reduce_bytes * unit.padded_numel() : 0;
+  }
+  int64_t transient = 0, saved_so_far = 0;
+  std::vector<int64_t> saved_through(n);
+  for (int u = 0; u < n; ++u) {
+    saved_so_far += saved[u];
+    saved_through[u] = saved_so_far;
+    int64_t in_flight = gathered[u];
+    for (int k = 1; k <= prefetch_depth && u + k < n; ++k) in_flight += gathered[u + k];
+    transient = std::max(transient, saved_through[u] + in_flight);
+  }
+  for (int u = n - 1; u >= 0; --u) {
+    int64_t in_flight = gathered[u] + unsharded[u] + (u + 1 < n ? unsharded[u + 1] : 0);
+    for (int k = 1; k <= prefetch_depth && u - k >= 0; ++k) in_flight += gathered[u - k];
+    transient = std::max(transient, saved_through[u] + in_flight);
+  }
+  const int64_t held = e.model_state_bytes() + e.comm_buffer_bytes + e.workspace_bytes;
+  return held + transient;
+}
+
+}  // namespace
 
 absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& point) {
   FSDP_RETURN_IF_ERROR(ValidateGptConfig(point.config));
@@ -129,6 +187,7 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& point) 
   e.comm_buffer_bytes = CommBufferBytes(plan);
   e.activation_bytes = planned.activation_bytes;
   e.workspace_bytes = planned.workspace_bytes;
+  e.peak_total_bytes = PeakTotalBytes(plan, activations, e, point.prefetch_depth);
   return e;
 }
 

@@ -60,9 +60,10 @@ struct MemoryPoint {
 std::string MemoryPointToString(const MemoryPoint& point);
 
 // One rank's predicted peak bytes by category. Each field is that
-// category's peak over a step; total_bytes() sums them (an upper bound on the
-// peak of the sum, and equal to it when, as here, everything but the
-// activations is allocated before the first forward and held to the end).
+// category's peak over a step. Their sum bounds the peak of the total, but
+// the working buffers peak during backward while the activations are being
+// freed, so the total's peak is computed from the runtime's schedule: see
+// [Note: peak of the total] in memory_estimate.cc.
 struct RankMemoryEstimate {
   int64_t num_params = 0;  // real parameters (unpadded), Psi
   // Model state.
@@ -87,10 +88,15 @@ struct RankMemoryEstimate {
   int64_t model_state_bytes() const {
     return parameter_bytes + gradient_bytes + master_parameter_bytes + optimizer_state_bytes;
   }
-  int64_t total_bytes() const {
+  // The sum of the category peaks (an upper bound on the total's peak).
+  int64_t sum_of_parts_bytes() const {
     return model_state_bytes() + gathered_bytes + comm_buffer_bytes + activation_bytes +
            workspace_bytes;
   }
+  // The predicted peak of the total: what the tracker's peak_total_bytes
+  // measures, and what budgets are checked against.
+  int64_t peak_total_bytes = 0;
+  int64_t total_bytes() const { return peak_total_bytes; }
   // The same bytes as MemoryTracker counts them (the planner's mapping):
   // kParameters = parameters + master + gathered parameters, kGradients =
   // gradients + unsharded gradients, and the rest one to one.

@@ -58,11 +58,11 @@ int SweepHybridGroupSize(int ranks);
 std::vector<MemoryPoint> SweepPoints(const SweepOptions& sweep);
 
 // The training run that measures `point`: its GPT, micro_batch, strategy and
-// ranks, `steps` steps, AdamW, one micro-batch per step. Errors say why the
-// runtime cannot train it, so the report can print "not measured: <why>":
-// kUnimplemented for mixed precision and hybrid_shard's group size (the
-// training options have neither yet), and ValidateTrainOptions' errors
-// (kUnimplemented for a strategy the runtime does not run yet).
+// ranks (and hybrid group size), prefetch depth, `steps` steps, AdamW, one
+// micro-batch per step. Errors say why the runtime cannot train it, so the
+// report can print "not measured: <why>": kUnimplemented for mixed precision
+// (see [Note: runtime mixed precision] in sweep.cc), and
+// ValidateTrainOptions' errors (e.g. a strategy the runtime does not run).
 absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int steps);
 
 // "small" / "full" sweep summary for titles: "vocab=2048 seq_len=128 micro_batch=2, 2 steps".
