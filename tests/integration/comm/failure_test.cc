@@ -13,7 +13,8 @@
 //   - with the documented code,
 //   - and the message names the culprit rank.
 //
-// Usage (Bazel passes it): failure_test <path of collective_worker>
+// Usage (Bazel passes it): failure_test <path of collective_worker> [--gtest_filter=...]
+// (BUILD makes two targets of it: kill_rank_test and rendezvous_failure_test.)
 #include <signal.h>
 
 #include <string>
