@@ -350,6 +350,12 @@ absl::StatusOr<int> RunSweep() {
       row.status = absl::StrCat("predicted only: ", point.ranks, " x ",
                                 Mib(row.predicted.total_bytes()), " is over --measure_cap=",
                                 absl::GetFlag(FLAGS_measure_cap));
+    } else if (static_cast<double>(point.ranks) * row.predicted.num_params >
+               sweep.max_measured_rank_params) {
+      row.status = absl::StrFormat(
+          "predicted only: %d ranks x %.3g parameters is over the preset's %.3g (compute time)",
+          point.ranks, static_cast<double>(row.predicted.num_params),
+          sweep.max_measured_rank_params);
     } else {
       absl::StatusOr<RankMeasurement> measured =
           MeasurePoint(point, sweep.steps, scratch_dir, static_cast<int>(i));

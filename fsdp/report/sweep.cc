@@ -34,7 +34,7 @@ absl::StatusOr<SweepOptions> SweepPreset(absl::string_view name) {
   }
   if (name == "full") {
     sweep.widths = {128, 192, 256, 384, 512, 640, 768, 1024, 1536, 2048, 3072, 4096};
-    sweep.max_measured_width = 768;
+    sweep.max_measured_width = 512;
     sweep.vocab = 2048;
     sweep.seq_len = 128;
     sweep.micro_batch = 2;

@@ -39,15 +39,19 @@ struct SweepOptions {
   std::vector<Precision> precisions;
   int steps = 2;  // training steps per measured point
   // A point is measured only if ranks x predicted bytes per rank stays under
-  // this, so a sweep never asks the machine for more than it can give.
+  // this, so a sweep never asks the machine for more than it can give,
   int64_t measure_cap_bytes = int64_t{6} << 30;
+  // and if ranks x parameters stays under this (a step's compute, on this
+  // machine's 2 cores, grows with it).
+  double max_measured_rank_params = 2.5e8;
 };
 
 // "small": two tiny models (4e4 and 1.3e5 parameters, vocab 256, seq_len 32)
 // on 1, 2 and 4 ranks, every strategy and precision; seconds, run as a test.
 // "full": widths 128 to 4096 (1.3e6 to 2.6e10 parameters, vocab 2048,
-// seq_len 128) on 1, 2, 4, 8 ranks, measured up to width 768 (1.7e8) within
-// 6 GiB in total; a few minutes on 2 cores. InvalidArgument for other names.
+// seq_len 128) on 1, 2, 4, 8 ranks, measured up to width 512 (5.3e7
+// parameters) within 6 GiB and 2.5e8 rank-parameters in total; about ten
+// minutes on 2 cores. InvalidArgument for other names.
 absl::StatusOr<SweepOptions> SweepPreset(absl::string_view name);
 
 // hybrid_shard's group size in a sweep: half the ranks (two replicas), or 1

@@ -132,7 +132,16 @@ TEST(BudgetTest, TrainOptionsAreCheckedAsTheirMemoryPoint) {
   const absl::Status over = CheckTrainingFitsBudget(options, total - 1);
   EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted);
   options.strategy = Strategy::kHybridShard;
-  EXPECT_EQ(CheckTrainingFitsBudget(options, total).code(), absl::StatusCode::kInvalidArgument);
+  options.group_size = 1;
+  point.strategy = proto::HYBRID_SHARD;
+  point.group_size = 1;
+  const int64_t hybrid_total = EstimateRankMemory(point)->total_bytes();
+  EXPECT_TRUE(CheckTrainingFitsBudget(options, hybrid_total).ok());
+  EXPECT_FALSE(CheckTrainingFitsBudget(options, hybrid_total - 1).ok());
+  options.mixed_precision = true;
+  const absl::Status mixed = CheckTrainingFitsBudget(options, total);
+  EXPECT_EQ(mixed.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(mixed.message().find("--mixed_precision"), std::string::npos) << mixed.message();
 }
 
 TEST(BudgetTest, LargestFittingFamilyModelFitsAndTheNextDoesNot) {
