@@ -108,5 +108,37 @@ TEST(TrainRunTest, WorldSizeMustMatchNproc) {
   EXPECT_EQ(summary.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// RunTraining with every strategy (the API fsdp/report and train_gpt call):
+// the fp32 strategies end with no_shard's digest, hybrid close to it, and
+// the summary reports the plan and the working-buffer peaks.
+TEST(TrainRunTest, EveryStrategyThroughRunTraining) {
+  TrainOptions base = SmallOptions(/*nproc=*/4, /*micro_batch=*/1, /*accum=*/1);
+  base.steps = 3;
+  const std::vector<RunSummary> no_shard = RunThreads(base);
+  for (Strategy strategy :
+       {Strategy::kShardOptimizer, Strategy::kShardGradOp, Strategy::kFullShard}) {
+    TrainOptions o = base;
+    o.strategy = strategy;
+    const std::vector<RunSummary> runs = RunThreads(o);
+    for (const RunSummary& run : runs) {
+      EXPECT_EQ(run.param_sha256, no_shard[0].param_sha256) << StrategyName(strategy);
+      EXPECT_EQ(run.plan_fingerprint, runs[0].plan_fingerprint);
+    }
+    if (strategy == Strategy::kFullShard) {
+      EXPECT_GT(runs[0].peak_gathered_param_numel, 0);
+      EXPECT_LT(runs[0].memory.peak(MemoryCategory::kOptimizerState),
+                no_shard[0].memory.peak(MemoryCategory::kOptimizerState));
+    } else {
+      EXPECT_EQ(runs[0].peak_gathered_param_numel, 0);
+    }
+  }
+  TrainOptions hybrid = base;
+  hybrid.strategy = Strategy::kHybridShard;
+  hybrid.group_size = 2;
+  const std::vector<RunSummary> runs = RunThreads(hybrid);
+  EXPECT_NEAR(runs[0].final_loss, no_shard[0].final_loss, 1e-6 * no_shard[0].final_loss);
+  EXPECT_EQ(runs[1].param_sha256, runs[0].param_sha256);
+}
+
 }  // namespace
 }  // namespace fsdp
