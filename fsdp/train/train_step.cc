@@ -18,8 +18,8 @@
 //     squares of the shards)
 //   optimizer step: no_shard on the full buffers, every other strategy on
 //     this rank's shard; zero the gradients
-//   shard_optimizer / shard_grad_op: post the all-gather of the updated
-//     parameter shards (waited for at the unit's next forward)
+//   (shard_optimizer / shard_grad_op: the updated shards are all-gathered
+//     into the whole parameters by the next forward's unshard + prefetch)
 //
 // Which buffers exist and which collectives run per strategy:
 // docs/sharding.md. The unit states: fsdp/train/unit_state.h.
@@ -218,11 +218,10 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
   }
   steps_taken_ = step;
 
-  // shard_optimizer / shard_grad_op keep whole parameters: all-gather the
-  // updated shards now; the next forward waits for each unit's gather.
-  if (runtime_.shard_optimizer && !runtime_.shard_params) {
-    for (auto& unit : units_) FSDP_RETURN_IF_ERROR(unit->Unshard(comms_));
-  }
+  // shard_optimizer / shard_grad_op: every unit is now kSharded (only this
+  // rank's shard of its whole buffer is current). The next forward gathers
+  // the updated shards through the same Unshard + prefetch path as
+  // full_shard, so at most max_gathers_in_flight of them are outstanding.
 
   StepResult result;
   result.step = step;
@@ -357,7 +356,7 @@ DataParallelTrainer::GatherParamsInModelOrder() {
   std::vector<std::vector<float>> params(model_->num_units());
   CommWaitClock clock;
   for (auto& unit : units_) {
-    // shard_optimizer / shard_grad_op: let the post-step gather land first.
+    // A gather in flight (a prefetch after a failed step) lands first.
     if (unit->param_state() == ParamState::kGathering) {
       FSDP_RETURN_IF_ERROR(unit->WaitForUnshard(options_.comm_timeout, clock));
     }

@@ -20,7 +20,8 @@
 //   kSharded    only this rank's shard is current. full_shard / hybrid: the
 //               unsharded buffer is freed. shard_optimizer / shard_grad_op:
 //               the persistent unsharded buffer is stale outside this rank's
-//               shard (after the optimizer step, before the all-gather).
+//               shard (from the optimizer step to the next forward's
+//               all-gather, which writes into it in place).
 //   kGathering  the all-gather of every rank's shard is in flight.
 //   kUnsharded  the whole unit is current; the model may compute with it.
 //               no_shard stays here for ever.
