@@ -1,6 +1,8 @@
 // File: fsdp/report/budget.cc
 #include "fsdp/report/budget.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -34,37 +36,48 @@ std::string Suggestion(const MemoryPoint& point, const RankMemoryEstimate& estim
                       FormatBytes(estimate.total_bytes()), ")");
 }
 
-// Up to kMaxSuggestions fitting variations of `point`: other strategies at
-// the same ranks, then each strategy's smallest rank count ranks x 2^k.
+// Up to kMaxSuggestions fitting variations of `point`, fewest ranks first:
+// the least sharded other strategy that fits on the same ranks, then each
+// strategy that does not fit there at its smallest rank count ranks x 2^k.
 std::vector<std::string> FittingAlternatives(const MemoryPoint& point, int64_t budget_bytes) {
-  std::vector<std::string> suggestions;
-  // Same ranks, other strategies.
-  for (proto::ShardingStrategy strategy : kSuggestedStrategies) {
-    if (strategy == point.strategy) continue;
+  struct Fit {
+    int ranks;
+    int order;  // position in kSuggestedStrategies
+    std::string text;
+  };
+  std::vector<Fit> fits;
+  bool same_ranks_found = false;
+  for (int s = 0; s < static_cast<int>(std::size(kSuggestedStrategies)); ++s) {
     MemoryPoint alternative = point;
-    alternative.strategy = strategy;
+    alternative.strategy = kSuggestedStrategies[s];
     alternative.group_size = 0;
-    absl::StatusOr<RankMemoryEstimate> estimate = EstimateRankMemory(alternative);
-    if (estimate.ok() && estimate->total_bytes() <= budget_bytes) {
-      suggestions.push_back(Suggestion(alternative, *estimate));
-      break;  // the least sharded one that fits is enough at this rank count
+    absl::StatusOr<RankMemoryEstimate> here = EstimateRankMemory(alternative);
+    if (here.ok() && here->total_bytes() <= budget_bytes) {
+      // Fits on the same ranks: suggest the least sharded such strategy
+      // only; more ranks for it would not be news.
+      if (!same_ranks_found && alternative.strategy != point.strategy) {
+        fits.push_back({point.ranks, s, Suggestion(alternative, *here)});
+        same_ranks_found = true;
+      }
+      continue;
     }
-  }
-  // More ranks, each strategy's smallest count.
-  for (proto::ShardingStrategy strategy : kSuggestedStrategies) {
-    MemoryPoint alternative = point;
-    alternative.strategy = strategy;
-    alternative.group_size = 0;
     for (int64_t ranks = int64_t{point.ranks} * 2; ranks <= kMaxSuggestedRanks; ranks *= 2) {
       alternative.ranks = static_cast<int>(ranks);
       absl::StatusOr<RankMemoryEstimate> estimate = EstimateRankMemory(alternative);
       if (!estimate.ok()) break;
       if (estimate->total_bytes() <= budget_bytes) {
-        suggestions.push_back(Suggestion(alternative, *estimate));
+        fits.push_back({alternative.ranks, s, Suggestion(alternative, *estimate)});
         break;
       }
     }
-    if (static_cast<int>(suggestions.size()) >= kMaxSuggestions) break;
+  }
+  std::sort(fits.begin(), fits.end(), [](const Fit& a, const Fit& b) {
+    return a.ranks != b.ranks ? a.ranks < b.ranks : a.order < b.order;
+  });
+  std::vector<std::string> suggestions;
+  for (const Fit& fit : fits) {
+    if (static_cast<int>(suggestions.size()) == kMaxSuggestions) break;
+    suggestions.push_back(fit.text);
   }
   return suggestions;
 }

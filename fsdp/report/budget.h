@@ -33,10 +33,10 @@ namespace report {
 // OK when EstimateRankMemory(point).total_bytes() <= budget_bytes.
 // kResourceExhausted otherwise, naming the predicted bytes, how much over,
 // the dominant category (with every category's bytes), and up to four
-// configurations that would fit: the other strategies at the same rank
-// count first, then each strategy's smallest rank count among ranks x 2^k
-// (up to 65536 ranks), hybrid_shard left out (it never needs less than
-// full_shard). When nothing fits, it says which part (e.g. activations and
+// configurations that would fit, fewest ranks first: the least sharded
+// other strategy that fits on the same ranks, and each strategy that does
+// not at its smallest rank count among ranks x 2^k (up to 65536 ranks);
+// hybrid_shard left out (it never needs less than full_shard). When nothing fits, it says which part (e.g. activations and
 // workspace, which sharding does not reduce) alone exceeds the budget and
 // what to reduce. kInvalidArgument for budget_bytes <= 0 or a bad point.
 absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes);

@@ -153,7 +153,7 @@ std::string ReportGnuplotScript(const ReportData& data, Precision precision,
                   "set xlabel 'parameters'\n"
                   "set ylabel 'peak bytes per rank'\n"
                   "set grid xtics ytics mxtics mytics lc rgb '#dddddd'\n"
-                  "set key top left font ',8'\n",
+                  "set key bottom right font ',8'\n",
                   "set multiplot layout ", layout_rows, ",", columns,
                   " title \"Peak memory per rank against model size, ", PrecisionName(precision),
                   " Adam: predicted dashed, measured solid\\n",
