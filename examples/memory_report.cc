@@ -359,6 +359,15 @@ absl::StatusOr<int> RunSweep() {
     } else {
       absl::StatusOr<RankMeasurement> measured =
           MeasurePoint(point, sweep.steps, scratch_dir, static_cast<int>(i));
+      if (!measured.ok()) {
+        // One retry: the launcher picks a free MASTER_PORT that another
+        // process on this shared machine can take before rank 0 binds it
+        // ("MASTER_PORT ... is in use"); a real failure fails again.
+        std::printf("[%zu/%zu] launch failed (%s); retrying once on a new port\n", i + 1,
+                    points.size(), std::string(measured.status().message()).c_str());
+        std::fflush(stdout);
+        measured = MeasurePoint(point, sweep.steps, scratch_dir, static_cast<int>(i));
+      }
       if (measured.ok()) {
         row.measured = *measured;
         row.status = "measured";
