@@ -26,6 +26,7 @@
 #include "comm/status_macros.h"
 #include "fsdp/nn/compute_threads.h"
 #include "fsdp/nn/gpt_model.h"
+#include "fsdp/plan/memory_model.h"
 #include "fsdp/train/train_step.h"
 #include "fsdp/train/unit_optimizers.h"
 #include "gtest/gtest.h"
@@ -265,7 +266,8 @@ TEST(ShardedParityTest, SingleTinyParameterUnit) {
 
 TEST(ShardedParityTest, HybridShardWithinOneMillionth) {
   for (auto [world, group, accum] :
-       {std::tuple{2, 1, 1}, {2, 2, 1}, {4, 2, 1}, {4, 1, 1}, {4, 4, 1}, {4, 2, 3}}) {
+       {std::tuple{2, 1, 1}, {2, 2, 1}, {3, 1, 1}, {3, 3, 2}, {4, 2, 1}, {4, 1, 1}, {4, 4, 1},
+        {4, 2, 3}}) {
     Config base;
     base.world = world;
     base.accum = accum;
@@ -465,6 +467,36 @@ TEST(ShardedMemoryTest, WorkingBuffersStayWithinThePlansBound) {
     } else {
       EXPECT_GT(run.peak_gathered_numel, LargestWindow(run.plan, 1)) << what;
     }
+  }
+}
+
+// Measured peaks against fsdp/plan/memory_model.h's prediction, category by
+// category (fp32, AdamW): the accounting the memory report compares.
+TEST(ShardedMemoryTest, MeasuredPeaksWithinThePlansPrediction) {
+  for (Strategy strategy : {Strategy::kNoShard, Strategy::kShardOptimizer,
+                            Strategy::kShardGradOp, Strategy::kFullShard}) {
+    const MemoryRun run = TrainGptForMemory(strategy, 2, 1, 2);
+    plan::MemoryModelInputs inputs;
+    inputs.optimizer = plan::OptimizerKind::kAdam;
+    const plan::RankMemoryPrediction predicted = plan::PredictRankMemory(run.plan, inputs);
+    using C = MemoryCategory;
+    const std::string what = StrategyName(strategy);
+    EXPECT_LE(run.after_steps.peak(C::kParameters),
+              predicted.parameter_bytes + predicted.master_parameter_bytes +
+                  predicted.gathered_parameter_bytes)
+        << what;
+    EXPECT_LE(run.after_steps.peak(C::kGradients),
+              predicted.gradient_bytes + predicted.unsharded_gradient_bytes)
+        << what;
+    EXPECT_LE(run.after_steps.peak(C::kOptimizerState), predicted.optimizer_state_bytes) << what;
+    if (strategy != Strategy::kNoShard) {  // no_shard's moments skip the padding
+      EXPECT_EQ(run.after_steps.peak(C::kOptimizerState), predicted.optimizer_state_bytes)
+          << what;
+    }
+    // Model state between steps is exactly the prediction's persistent part.
+    const int64_t persistent_params = run.after_create.current(C::kParameters);
+    EXPECT_EQ(persistent_params, predicted.parameter_bytes + predicted.master_parameter_bytes)
+        << what;
   }
 }
 
