@@ -59,11 +59,16 @@ int CountLines(const std::string& path) {
   return n;
 }
 
-TEST(TrainGptRankFailureTest, KilledRankStopsTheJobWithItsName) {
+// Under no_shard the survivor is blocked in a gradient collective; under
+// full_shard also in parameter all-gathers (prefetched ones in flight).
+class TrainGptRankFailureTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TrainGptRankFailureTest, KilledRankStopsTheJobWithItsName) {
   const char* tmp = std::getenv("TEST_TMPDIR");
   const std::string dir = tmp != nullptr ? tmp : "/tmp";
-  const std::string metrics = dir + "/killed.jsonl";
-  const std::string log = dir + "/killed.log";
+  const std::string metrics = dir + "/killed_" + GetParam() + ".jsonl";
+  const std::string log = dir + "/killed_" + GetParam() + ".log";
+  const std::string strategy = absl::StrCat("--strategy=", GetParam());
   const std::string binary = TrainGptPath();
   const pid_t job = fork();
   ASSERT_GE(job, 0);
@@ -72,7 +77,8 @@ TEST(TrainGptRankFailureTest, KilledRankStopsTheJobWithItsName) {
     (void)out;
     dup2(fileno(stdout), fileno(stderr));
     execl(binary.c_str(), binary.c_str(), "--nproc=2", "--steps=100000", "--threads=1",
-          ("--metrics_out=" + metrics).c_str(), "--comm_timeout_s=60", nullptr);
+          strategy.c_str(), ("--metrics_out=" + metrics).c_str(), "--comm_timeout_s=60",
+          nullptr);
     _exit(127);
   }
   // Wait until training is under way, then kill rank 1.
@@ -106,6 +112,9 @@ TEST(TrainGptRankFailureTest, KilledRankStopsTheJobWithItsName) {
   EXPECT_NE(output.str().find("rank 1"), std::string::npos) << output.str();
   EXPECT_NE(output.str().find("signal 9"), std::string::npos) << output.str();
 }
+
+INSTANTIATE_TEST_SUITE_P(Strategies, TrainGptRankFailureTest,
+                         ::testing::Values("no_shard", "full_shard"));
 
 }  // namespace
 }  // namespace fsdp_test
