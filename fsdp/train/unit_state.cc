@@ -298,7 +298,10 @@ absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index
   }
   const ParamState needed = runtime_.shard_params ? ParamState::kSharded : ParamState::kUnsharded;
   if (param_state_ != needed) {
-    return Fail("StepOptimizer", ParamStateName(needed), ParamStateName(param_state_));
+    return Fail("StepOptimizer",
+                runtime_.shard_params ? "parameter state kSharded (Reshard after backward)"
+                                      : "parameter state kUnsharded",
+                ParamStateName(param_state_));
   }
   FSDP_RETURN_IF_ERROR(
       optimizer.StepUnit(unit_index, MutableParamShard(), grad_shard_.span(), lr, step));
