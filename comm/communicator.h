@@ -42,8 +42,11 @@ namespace comm {
 
 class Transport;
 
-// How a reduction combines contributions. bf16 data is accumulated in fp32
-// and rounded once at the end.
+// How a reduction combines contributions. bf16 data: every addition is done
+// in fp32 and its result rounded to bf16 once; partial sums travel between
+// ranks as bf16, so a reduction over N ranks rounds up to N-1 times (like
+// NCCL). kAverage divides by the group size in fp32 before the last rounding.
+// See comm/reduce.h for the exact order.
 enum class ReduceOp { kSum, kAverage };
 
 // Which algorithm a collective uses. kAuto picks by the size of the whole

@@ -4,7 +4,7 @@
 // bytes, peers and tags, and nothing of collectives (those live in
 // comm/*_collective files and drive a Transport through this interface only).
 //
-// Implementations: comm/ucx_transport.h (UCX, between processes) and
+// Implementations: comm/ucx/ucx_transport.h (UCX, between processes) and
 // comm/loopback_transport.h (in-process, testonly, for unit tests).
 //
 // Threading contract: a Transport is not thread-safe. Exactly one thread at a

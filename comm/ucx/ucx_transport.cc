@@ -1,6 +1,7 @@
 // File: comm/ucx/ucx_transport.cc
 #include "comm/ucx/ucx_transport.h"
 
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <ucp/api/ucp.h>
@@ -16,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "comm/rendezvous/rendezvous.h"
+#include "comm/ucx/peer_copy_guard.h"
 #include "comm/status_macros.h"
 
 namespace comm {
@@ -30,6 +32,10 @@ uint64_t UcxTag(int source_rank, uint64_t tag) {
 constexpr uint64_t kFullTagMask = ~uint64_t{0};
 
 enum class PeerState { kAlive, kLeft, kDead };
+
+// How long a transfer failure waits for the failure detector to name the rank
+// that died first (see AwaitRootCause).
+constexpr absl::Duration kRootCauseWait = absl::Milliseconds(300);
 
 class UcxTransport final : public Transport {
  public:
@@ -78,11 +84,16 @@ class UcxTransport final : public Transport {
   static void OnRecvDone(void* request, ucs_status_t status,
                          const ucp_tag_recv_info_t* info, void* user_data);
 
+  // Receives from a dead peer are still posted: its last messages may already
+  // be here (PostRecv fails them only if nothing matched at once).
   absl::Status CheckPost(const char* op, int peer, uint64_t tag) const;
+  absl::Status DeadPeerError(const char* op, int peer, uint64_t tag) const;
   void Finish(Completion* completion, absl::Status status, size_t received_bytes);
   void FinishOperation(Operation& op, absl::Status status);
   absl::Status StatusOf(const Operation& op) const;
   bool ReapOperations();
+  void AwaitRootCause();
+  bool AwaitPeerDeparture(int peer);
   bool HandlePeerEvents();
   bool ExpireOperationsWithLeftPeers();
   void MarkPeerDead(int peer);
@@ -135,6 +146,8 @@ absl::Status UcxTransport::Init(absl::Duration rendezvous_timeout) {
   endpoints_.assign(env_.world_size, nullptr);
   if (env_.world_size == 1) return absl::OkStatus();
 
+  // A peer that dies mid-transfer must give us an error, not abort us.
+  InstallPeerCopyGuard();
   ucp_config_t* config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
   if (status != UCS_OK) return UcxError(me + ": ucp_config_read", status);
@@ -176,7 +189,13 @@ absl::Status UcxTransport::Init(absl::Duration rendezvous_timeout) {
         rendezvous_->blobs()[peer].data());
     status = ucp_ep_create(worker_, &ep_params, &endpoints_[peer]);
     if (status != UCS_OK) {
-      return UcxError(absl::StrCat(me, ": ucp_ep_create to rank ", peer), status);
+      endpoints_[peer] = nullptr;
+      // A peer that finished (or died) right after the rendezvous has already
+      // torn down its shared memory. That is not our failure: wait for the
+      // failure detector to say so, and leave that peer unconnected.
+      if (!AwaitPeerDeparture(peer)) {
+        return UcxError(absl::StrCat(me, ": ucp_ep_create to rank ", peer), status);
+      }
     }
   }
   return absl::OkStatus();
@@ -207,12 +226,15 @@ absl::Status UcxTransport::CheckPost(const char* op, int peer, uint64_t tag) con
         "rank ", env_.rank, ": ", op, " to/from rank ", peer, " with tag ", tag,
         " above kMaxTransportTag (", kMaxTransportTag, ")"));
   }
-  if (peers_[peer] == PeerState::kDead) {
-    return absl::UnavailableError(absl::StrCat(
-        "rank ", env_.rank, ": cannot ", op, " rank ", peer, " tag ", tag,
-        ": rank ", peer, " died"));
+  if (peers_[peer] == PeerState::kDead && std::string(op) != "receive from") {
+    return DeadPeerError(op, peer, tag);
   }
   return absl::OkStatus();
+}
+
+absl::Status UcxTransport::DeadPeerError(const char* op, int peer, uint64_t tag) const {
+  return absl::UnavailableError(absl::StrCat("rank ", env_.rank, ": cannot ", op, " rank ",
+                                             peer, " tag ", tag, ": rank ", peer, " died"));
 }
 
 void UcxTransport::Finish(Completion* completion, absl::Status status,
@@ -351,7 +373,14 @@ absl::Status UcxTransport::PostRecv(int peer, uint64_t tag, void* data,
   // The callback may already have run (a message was waiting); Progress()
   // reaps the operation either way.
   op.request = request;
-  if (op.ucx_done) finished_outside_progress_ = true;
+  if (op.ucx_done) {
+    finished_outside_progress_ = true;
+  } else if (peers_[peer] == PeerState::kDead) {
+    // Nothing from the dead peer was waiting, and nothing more will come.
+    FinishOperation(op, DeadPeerError("receive from", peer, tag));
+    ucp_request_cancel(worker_, op.request);
+    finished_outside_progress_ = true;
+  }
   return absl::OkStatus();
 }
 
@@ -366,6 +395,16 @@ absl::Status UcxTransport::StatusOf(const Operation& op) const {
           " bytes; post a larger buffer"));
     case UCS_ERR_CANCELED:
       return absl::CancelledError(absl::StrCat(Describe(op), " was cancelled"));
+    case UCS_ERR_IO_ERROR:
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+      // The peer's process went away under a transfer (see peer_copy_guard.h).
+      return absl::UnavailableError(absl::StrCat(
+          Describe(op), " failed: rank ", op.peer,
+          " died or exited during the transfer (UCX: ", ucs_status_string(op.ucx_status),
+          PeerCopyFailureCount() > 0 ? absl::StrCat("; ", LastPeerCopyFailure()) : "",
+          ")",
+          health_.ok() ? "" : absl::StrCat("; first failure in the job: ", health_.message())));
     default:
       return absl::InternalError(absl::StrCat(Describe(op), " failed in UCX: ",
                                               ucs_status_string(op.ucx_status)));
@@ -379,6 +418,37 @@ void UcxTransport::FinishOperation(Operation& op, absl::Status status) {
   op.completion = nullptr;
 }
 
+bool IsPeerGoneStatus(ucs_status_t status) {
+  return status == UCS_ERR_IO_ERROR || status == UCS_ERR_CONNECTION_RESET ||
+         status == UCS_ERR_ENDPOINT_TIMEOUT;
+}
+
+bool UcxTransport::AwaitPeerDeparture(int peer) {
+  const absl::Time deadline = absl::Now() + kRootCauseWait;
+  while (peers_[peer] == PeerState::kAlive && absl::Now() < deadline &&
+         rendezvous_->failure_detector_fd() >= 0) {
+    HandlePeerEvents();
+    if (peers_[peer] != PeerState::kAlive) break;
+    pollfd fd = {rendezvous_->failure_detector_fd(), POLLIN, 0};
+    poll(&fd, 1, 10);
+  }
+  return peers_[peer] != PeerState::kAlive;
+}
+
+void UcxTransport::AwaitRootCause() {
+  // A transfer failed because its peer's process is gone. Often that peer only
+  // exited because an earlier rank died; the failure detector says which, a
+  // moment later. Wait briefly for it so the error names the root cause.
+  const absl::Time deadline = absl::Now() + kRootCauseWait;
+  while (health_.ok() && absl::Now() < deadline && rendezvous_ != nullptr &&
+         rendezvous_->failure_detector_fd() >= 0) {
+    HandlePeerEvents();
+    if (!health_.ok()) break;
+    pollfd fd = {rendezvous_->failure_detector_fd(), POLLIN, 0};
+    poll(&fd, 1, 10);
+  }
+}
+
 bool UcxTransport::ReapOperations() {
   bool any = false;
   for (auto it = operations_.begin(); it != operations_.end();) {
@@ -387,6 +457,7 @@ bool UcxTransport::ReapOperations() {
       continue;
     }
     if (it->completion != nullptr) {
+      if (IsPeerGoneStatus(it->ucx_status)) AwaitRootCause();
       FinishOperation(*it, StatusOf(*it));
       any = true;
     }
