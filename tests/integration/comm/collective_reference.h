@@ -12,9 +12,9 @@
 //   - ValueMode::kBf16Fractions: 1 + k/128 (k in [0, 128)), exact in bf16 and
 //     fp32. Their fp32 sum is exact in any order, but is generally NOT
 //     representable in bf16, so the expected bf16 result is
-//     FloatToBFloat16(exact fp32 sum): the "accumulate in fp32, round once at
-//     the end" rule of comm/communicator.h. An implementation that rounds
-//     partial sums to bf16 on every hop fails this mode.
+//     FloatToBFloat16(exact fp32 sum) when rounded once; an implementation
+//     that rounds partial sums on every hop lands within n ulps of it (see
+//     Bf16Rounding below).
 // Averages: the reference is the exact sum divided by the group size,
 // rounded to fp32 (then to bf16). An implementation that multiplies by
 // 1/size instead of dividing may differ by one ulp; CompareReduced accepts
@@ -74,14 +74,16 @@ std::string CheckAllGather(comm::Dtype dtype, ValueMode mode,
 
 // How bf16 reductions are allowed to round (fp32 and kSmallIntegers are exact
 // either way).
-//   kOnce:   bf16(exact fp32 result), the rule comm/communicator.h states
-//            for ReduceOp ("accumulated in fp32 and rounded once").
-//   kPerHop: every hop of the reduction tree rounds its partial sum to bf16
-//            (what comm/reduce.h describes). A tree over n ranks has n-1
-//            hops, each off by at most half an ulp of the final magnitude
-//            (inputs are positive), and an average adds one more rounding;
-//            the check accepts n ulps of the result. Far below the effect of
-//            a missing or doubled contribution (>= 1.0 >> n ulps here).
+//   kPerHop: the contract of comm/communicator.h (ReduceOp): every addition
+//            is done in fp32 and rounded to bf16, and partial sums travel as
+//            bf16, so a reduction over n ranks rounds up to n-1 times (plus
+//            the average's division before the last rounding). Each rounding
+//            is off by at most half an ulp of the final magnitude (inputs
+//            are positive), so the check accepts n ulps of the result: far
+//            below the effect of a missing or doubled contribution (>= 1.0).
+//   kOnce:   bf16(exact fp32 result): fp32 accumulation across ranks with a
+//            single rounding (what the header promised before it was aligned
+//            with the implementation). Stricter; fails from 3 ranks on today.
 enum class Bf16Rounding { kOnce, kPerHop };
 
 // `begin`: index of got[0] within the full reduced buffer (reduce-scatter

@@ -57,10 +57,10 @@ ABSL_FLAG(int64_t, rendezvous_timeout_ms, 60000,
           "CommunicatorOptions::rendezvous_timeout.");
 ABSL_FLAG(std::string, algorithms, "auto,ring,latency",
           "Comma-separated algorithms the grid runs.");
-ABSL_FLAG(std::string, bf16_rounding, "once",
-          "How bf16 reductions may round: 'once' (comm/communicator.h: fp32 "
-          "accumulation, one rounding) or 'per_hop' (comm/reduce.h: every hop "
-          "rounds; n ulps accepted). See collective_reference.h.");
+ABSL_FLAG(std::string, bf16_rounding, "per_hop",
+          "How bf16 reductions may round: 'per_hop' (comm/communicator.h: partial "
+          "sums travel as bf16; n ulps accepted) or 'once' (fp32 accumulation, one "
+          "rounding; stricter). See collective_reference.h.");
 ABSL_FLAG(int, victim, 1, "kill: the rank that raises SIGKILL mid-collective.");
 ABSL_FLAG(bool, victim_posts, true,
           "kill: the victim posts its all-reduce before dying (data may be in "
