@@ -49,7 +49,36 @@ constexpr int kGlobalBatch = 12;
 constexpr int kSteps = 5;
 constexpr float kLr = 0.5f;
 
-enum class ModelKind { kBigram, kOneWeight };
+enum class ModelKind { kBigram, kOneWeight, kBigramWithEmptyUnit };
+
+// The bigram model with a parameterless unit ("identity") between its two
+// units: a plan unit with flat_numel = padded_numel = 0, whose collectives
+// the runtime must skip on every rank alike.
+class WithEmptyUnit : public Model {
+ public:
+  WithEmptyUnit() : inner_(kVocab, kDim) {
+    units_ = {inner_.units()[0], UnitSpec{"identity", {}}, inner_.units()[1]};
+  }
+  const std::vector<UnitSpec>& units() const override { return units_; }
+  void InitUnitParams(int unit, absl::Span<float> params, uint64_t seed) const override {
+    if (unit != 1) inner_.InitUnitParams(unit == 0 ? 0 : 1, params, seed);
+  }
+  absl::Status ForwardUnit(int unit, absl::Span<const float> params,
+                           const Batch& batch) override {
+    if (unit == 1) return params.empty() ? absl::OkStatus() : absl::InternalError("params");
+    return inner_.ForwardUnit(unit == 0 ? 0 : 1, params, batch);
+  }
+  float loss() const override { return inner_.loss(); }
+  absl::Status BackwardUnit(int unit, absl::Span<const float> params, absl::Span<float> grads,
+                            float loss_scale) override {
+    if (unit == 1) return grads.empty() ? absl::OkStatus() : absl::InternalError("grads");
+    return inner_.BackwardUnit(unit == 0 ? 0 : 1, params, grads, loss_scale);
+  }
+
+ private:
+  BigramModel inner_;
+  std::vector<UnitSpec> units_;
+};
 
 struct Config {
   Strategy strategy = Strategy::kNoShard;
@@ -125,6 +154,8 @@ RunResult Train(const Config& c) {
         std::unique_ptr<Model> model;
         if (c.model == ModelKind::kBigram) {
           model = std::make_unique<BigramModel>(kVocab, kDim);
+        } else if (c.model == ModelKind::kBigramWithEmptyUnit) {
+          model = std::make_unique<WithEmptyUnit>();
         } else {
           model = std::make_unique<OneWeightModel>(0.5f);
         }
@@ -261,6 +292,27 @@ TEST(ShardedParityTest, SingleTinyParameterUnit) {
     hybrid.strategy = Strategy::kHybridShard;
     hybrid.group_size = 1;
     ExpectWithin(Train(hybrid), no_shard, 1e-6, Describe(hybrid));
+  }
+}
+
+// A unit without parameters: its (empty) collectives are skipped alike on
+// every rank, and training matches the model without it.
+TEST(ShardedParityTest, UnitWithoutParameters) {
+  Config plain;
+  plain.world = 3;
+  plain.grad_clip = 0.05f;
+  const RunResult reference = Train(plain);
+  for (Strategy strategy : {Strategy::kNoShard, Strategy::kShardOptimizer,
+                            Strategy::kShardGradOp, Strategy::kFullShard}) {
+    Config c = plain;
+    c.strategy = strategy;
+    c.model = ModelKind::kBigramWithEmptyUnit;
+    c.prefetch_depth = 2;
+    const RunResult run = Train(c);
+    ASSERT_EQ(run.params.size(), 3u);
+    EXPECT_TRUE(run.params[1].empty());
+    EXPECT_EQ(run.params[0], reference.params[0]) << Describe(c);
+    EXPECT_EQ(run.params[2], reference.params[1]) << Describe(c);
   }
 }
 
