@@ -257,14 +257,17 @@ absl::Status DataParallelTrainer::CheckBatches(absl::Span<const Batch> micro_bat
 }
 
 // [Note: prefetch]
+// The limits are the plan's (the ones every rank checked it agrees on).
 absl::Status DataParallelTrainer::Prefetch(int unit, int direction) {
+  const int depth = plan_.options().prefetch_depth();
+  const int max_in_flight = plan_.options().max_gathers_in_flight();
   int in_flight = 0;
   for (const auto& u : units_) in_flight += u->param_state() == ParamState::kGathering ? 1 : 0;
-  for (int k = 1; k <= options_.prefetch_depth; ++k) {
+  for (int k = 1; k <= depth; ++k) {
     const int next = unit + k * direction;
     if (next < 0 || next >= num_units()) break;
     if (units_[next]->param_state() != ParamState::kSharded) continue;
-    if (in_flight >= options_.max_gathers_in_flight) break;
+    if (in_flight >= max_in_flight) break;
     FSDP_RETURN_IF_ERROR(units_[next]->Unshard(comms_));
     ++in_flight;
   }
