@@ -14,7 +14,7 @@
 // [Note: wire dtype] With comm::Dtype::kFloat32 the collective reads and
 // writes the caller's buffers directly. With kBFloat16 (--mixed_precision)
 // the input is rounded to bf16 into a staging buffer, the collective moves
-// bf16 (reductions accumulate in fp32 and round once, comm/communicator.h),
+// bf16 (each addition in fp32, rounded to bf16 per hop: comm/communicator.h),
 // and Finish() widens the bf16 result into the fp32 output. The staging
 // buffers are counted as MemoryCategory::kCommBuffers and live exactly as
 // long as the collective: posted -> Finish().

@@ -90,7 +90,7 @@ void ExecuteSplit(Slot& slot, int n, absl::Duration delay) {
 }
 
 // Runs a complete slot (every rank posted). Reductions accumulate in fp32
-// in rank order and round once (bf16), as comm/ promises.
+// in rank order and round once (bf16); see the header.
 absl::Status Execute(Slot& slot, int n) {
   const Contribution& first = slot.ranks[0];
   for (int r = 1; r < n; ++r) {

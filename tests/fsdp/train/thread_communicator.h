@@ -5,7 +5,9 @@
 // network. Collectives are matched by their posting order on each rank (as
 // the real communicator requires); the last rank to post the k-th collective
 // computes it for everyone, summing contributions in rank order 0..N-1
-// (fp32 or bf16; bf16 accumulates in fp32 and rounds once, like comm/).
+// (fp32 or bf16; bf16 is summed in fp32 and rounded ONCE, a simplification
+// of comm/'s per-hop rounding: tests compare strategies with each other,
+// which use the same reductions, not against comm/'s exact bf16 bits).
 // Split() forms sub-groups by color, ordered by (key, rank), as comm/ does.
 // Work::Wait honours its timeout and names the ranks that never posted.
 //
