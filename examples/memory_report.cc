@@ -69,7 +69,9 @@ ABSL_FLAG(std::string, mem_budget, "",
 ABSL_FLAG(std::string, strategy, "all",
           "comma-separated strategies, or all: no_shard, shard_optimizer, shard_grad_op, "
           "full_shard, hybrid_shard");
-ABSL_FLAG(std::string, precision, "fp32,mixed", "comma-separated: fp32, mixed");
+ABSL_FLAG(std::string, precision, "fp32,bf16_wire,mixed",
+          "comma-separated: fp32, bf16_wire (the runtime's --mixed_precision), mixed (ZeRO's "
+          "2-byte parameters and gradients; predicted only)");
 ABSL_FLAG(std::string, ranks, "",
           "comma-separated rank counts (default: the preset's; with --predict_only 1,8,64,1024)");
 ABSL_FLAG(int, group_size, 0,
@@ -90,7 +92,7 @@ ABSL_FLAG(int, micro_batch, 1, "--predict_only GPT shape: sequences per rank per
 // Set by the sweep for the ranks it launches; not for people.
 ABSL_FLAG(std::string, rank_point, "",
           "internal: 'strategy,ranks,layers,d_model,heads,vocab,seq_len,micro_batch,steps,"
-          "group_size' of the point this launched rank measures");
+          "group_size,precision' of the point this launched rank measures");
 ABSL_FLAG(std::string, rank_out, "", "internal: where this launched rank writes its measurement");
 
 namespace {
@@ -178,12 +180,12 @@ std::string UserPath(const std::string& path) {
 absl::Status RunMeasuringRank() {
   std::vector<std::string> f = absl::StrSplit(absl::GetFlag(FLAGS_rank_point), ',');
   std::vector<int> n;
-  for (size_t i = 1; i < f.size(); ++i) {
+  for (size_t i = 1; i + 1 < f.size(); ++i) {
     int v = 0;
     if (!absl::SimpleAtoi(f[i], &v)) break;
     n.push_back(v);
   }
-  if (f.size() != 10 || n.size() != 9) {
+  if (f.size() != 11 || n.size() != 9) {
     return absl::InvalidArgumentError(
         absl::StrCat("--rank_point='", absl::GetFlag(FLAGS_rank_point), "' is malformed"));
   }
@@ -197,6 +199,7 @@ absl::Status RunMeasuringRank() {
   point.config.seq_len = n[5];
   point.micro_batch = n[6];
   point.group_size = n[8];
+  FSDP_ASSIGN_OR_RETURN(point.precision, fsdp::report::ParsePrecision(f[10]));
   FSDP_ASSIGN_OR_RETURN(fsdp::TrainOptions options,
                         fsdp::report::TrainOptionsForPoint(point, /*steps=*/n[7]));
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> world,
@@ -222,7 +225,8 @@ absl::StatusOr<RankMeasurement> MeasurePoint(const MemoryPoint& point, int steps
                  absl::StrCat("--rank_point=", fsdp::plan::ShardingStrategyName(point.strategy),
                               ",", point.ranks, ",", c.layers, ",", c.d_model, ",", c.heads, ",",
                               c.vocab, ",", c.seq_len, ",", point.micro_batch, ",", steps, ",",
-                              point.group_size),
+                              point.group_size, ",",
+                              fsdp::report::PrecisionName(point.precision)),
                  absl::StrCat("--rank_out=", out)};
   FSDP_ASSIGN_OR_RETURN(int exit_code, comm::LaunchLocalRanks(launch));
   if (exit_code != 0) {

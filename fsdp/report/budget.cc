@@ -134,7 +134,6 @@ absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& opti
   point.config.seq_len = options.seq_len;
   point.micro_batch = options.micro_batch;
   point.ranks = options.nproc;
-  point.precision = Precision::kFp32;
   point.optimizer = options.optimizer == OptimizerKind::kAdamW
                         ? plan::OptimizerKind::kAdam
                         : plan::OptimizerKind::kSgdMomentum;
@@ -142,13 +141,8 @@ absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& opti
                         plan::ParseShardingStrategy(StrategyName(options.strategy)));
   point.group_size = point.strategy == proto::HYBRID_SHARD ? options.group_size : 0;
   point.prefetch_depth = options.prefetch_depth;
-  if (options.mixed_precision) {
-    // [Note: runtime mixed precision] in sweep.cc: not the layout predicted.
-    return absl::InvalidArgumentError(
-        "the memory budget check does not model --mixed_precision (bf16 on the wire with fp32 "
-        "parameters, gradients and an extra fp32 master shard); drop --mem_budget or "
-        "--mixed_precision");
-  }
+  // The runtime's --mixed_precision: [Note: runtime mixed precision] in sweep.cc.
+  point.precision = options.mixed_precision ? Precision::kBf16Wire : Precision::kFp32;
   return point;
 }
 

@@ -42,10 +42,9 @@ namespace report {
 absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes);
 
 // The MemoryPoint a training run's options describe: its GPT, micro_batch,
-// strategy, nproc ranks, group size and prefetch depth, fp32, Adam for AdamW
-// and SGD with momentum for SGD (fsdp/train/unit_optimizers.cc).
-// InvalidArgument for options.mixed_precision, whose bf16-on-the-wire layout
-// is not the one modelled here (docs/memory.md), and for a bad strategy.
+// strategy, nproc ranks, group size and prefetch depth, fp32 or (with
+// options.mixed_precision) bf16_wire, Adam for AdamW and SGD with momentum
+// for SGD (fsdp/train/unit_optimizers.cc). InvalidArgument for a bad strategy.
 absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& options);
 
 // CheckFitsBudget(MemoryPointFromTrainOptions(options), budget_bytes): what

@@ -8,6 +8,7 @@
 #include "comm/status_macros.h"
 #include "fsdp/plan/shard_planner.h"
 #include "fsdp/plan/sharding_strategy.h"
+#include "fsdp/report/step_schedule.h"
 
 namespace fsdp {
 namespace report {
@@ -23,15 +24,25 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 const char* PrecisionName(Precision precision) {
-  return precision == Precision::kMixed ? "mixed" : "fp32";
+  switch (precision) {
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kMixed:
+      return "mixed";
+    case Precision::kBf16Wire:
+      return "bf16_wire";
+  }
+  return "unknown";
 }
 
 absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
   if (name == "fp32") return Precision::kFp32;
   if (name == "mixed") return Precision::kMixed;
+  if (name == "bf16_wire") return Precision::kBf16Wire;
   return absl::InvalidArgumentError(absl::StrCat(
       "precision '", name, "' is not one of: fp32 (4-byte parameters, gradients and Adam state), "
-      "mixed (bf16 parameters and gradients, fp32 master and Adam state)"));
+      "mixed (bf16 parameters and gradients, fp32 master and Adam state), bf16_wire (the "
+      "runtime's --mixed_precision: fp32 buffers, bf16 collectives)"));
 }
 
 std::string MemoryPointToString(const MemoryPoint& point) {
@@ -53,7 +64,7 @@ int64_t RankMemoryEstimate::tracker_bytes(MemoryCategory category) const {
     case MemoryCategory::kActivations:
       return activation_bytes;
     case MemoryCategory::kCommBuffers:
-      return comm_buffer_bytes;
+      return comm_buffer_bytes + staging_bytes;
     case MemoryCategory::kWorkspace:
       return workspace_bytes;
   }
@@ -67,6 +78,7 @@ std::vector<NamedBytes> EstimateParts(const RankMemoryEstimate& e) {
           {"optimizer_state", e.optimizer_state_bytes},
           {"gathered", e.gathered_bytes},
           {"comm_buffers", e.comm_buffer_bytes},
+          {"bf16_staging", e.staging_bytes},
           {"activations", e.activation_bytes},
           {"workspace", e.workspace_bytes}};
 }
@@ -94,59 +106,44 @@ int64_t CommBufferBytes(const proto::ShardPlan& plan) {
   return kScalarAllReduceBytes;
 }
 
-// [Note: peak of the total] The runtime's step (fsdp/train/train_step.cc)
-// walks the units forward, then backward, and the tracked total peaks at one
-// of these moments (P_u = padded numel of plan unit u, b = compute bytes):
-//   forward of unit u:  saved activations of units 0..u, plus (sharded
-//                       parameters) unit u and the prefetch_depth next units
-//                       gathered, b P each;
-//   backward of unit u: saved activations of units 0..u (each unit's are
-//                       freed after its backward), plus (sharded parameters)
-//                       unit u and the prefetch_depth previous units
-//                       gathered, plus (sharded gradients) the unsharded
-//                       gradients of unit u and of unit u+1, whose
-//                       reduce-scatter is waited for after u's backward.
-// Everything else (kept parameters, gradients, master copy, optimizer state,
-// communication buffers, workspace) is held for the whole step. So
-//   peak total = held + max over those moments,
-// which equals the sum of the category peaks when nothing is gathered.
+// [Note: peak of the total] Everything but the activations and the
+// working buffers (kept parameters, gradients, master copy, optimizer state,
+// communication buffers, workspace) is held for the whole run; the rest
+// comes and goes unit by unit as the step walks forward and backward. The
+// peak of the total is the held bytes plus the peak of that traffic, which
+// step_schedule.h finds by replaying the runtime's step. Without working
+// buffers (no_shard, shard_optimizer in fp32) it is the sum of the category
+// peaks; with them it is less, because the working buffers peak in backward
+// while the activations are being freed.
 namespace {
 
-int64_t PeakTotalBytes(const proto::ShardPlan& plan, const GptActivationBreakdown& activations,
-                       const RankMemoryEstimate& e, int prefetch_depth) {
-  const int64_t param_bytes = plan.param_dtype() == proto::BF16 ? 2 : 4;
-  const int64_t reduce_bytes = plan.reduce_dtype() == proto::BF16 ? 2 : 4;
-  const bool gather = plan.sharded_state().parameters();
-  const bool unshard_grads = plan.sharded_state().gradients();
-  const int n = plan.units_size();
+ScheduleInputs ScheduleOf(const proto::ShardPlan& plan, const GptActivationBreakdown& activations,
+                          const MemoryPoint& point) {
+  ScheduleInputs in;
   const int last_model_unit = activations.layers + 1;  // the head
-  std::vector<int64_t> saved(n), gathered(n), unsharded(n);
-  for (int u = 0; u < n; ++u) {
-    const proto::UnitPlan& unit = plan.units(u);
+  for (const proto::UnitPlan& unit : plan.units()) {
+    ScheduleUnit u;
+    u.padded_numel = unit.padded_numel();
+    u.shard_numel = unit.shard_numel();
     for (const proto::SourceUnit& source : unit.source_units()) {
       const int m = source.model_unit_index();
-      saved[u] += m == 0 ? activations.embedding_bytes
-                         : (m == last_model_unit ? activations.head_bytes : activations.block_bytes);
+      u.activation_bytes += m == 0 ? activations.embedding_bytes
+                                   : (m == last_model_unit ? activations.head_bytes
+                                                           : activations.block_bytes);
     }
-    gathered[u] = gather ? param_bytes * unit.padded_numel() : 0;
-    unsharded[u] = unshard_grads ? reduce_bytes * unit.padded_numel() : 0;
+    in.units.push_back(u);
   }
-  int64_t transient = 0, saved_so_far = 0;
-  std::vector<int64_t> saved_through(n);
-  for (int u = 0; u < n; ++u) {
-    saved_so_far += saved[u];
-    saved_through[u] = saved_so_far;
-    int64_t in_flight = gathered[u];
-    for (int k = 1; k <= prefetch_depth && u + k < n; ++k) in_flight += gathered[u + k];
-    transient = std::max(transient, saved_through[u] + in_flight);
-  }
-  for (int u = n - 1; u >= 0; --u) {
-    int64_t in_flight = gathered[u] + unsharded[u] + (u + 1 < n ? unsharded[u + 1] : 0);
-    for (int k = 1; k <= prefetch_depth && u - k >= 0; ++k) in_flight += gathered[u - k];
-    transient = std::max(transient, saved_through[u] + in_flight);
-  }
-  const int64_t held = e.model_state_bytes() + e.comm_buffer_bytes + e.workspace_bytes;
-  return held + transient;
+  const proto::ShardedState& sharded = plan.sharded_state();
+  in.shard_params = sharded.parameters();
+  in.shard_grads = sharded.gradients();
+  in.shard_optimizer = sharded.optimizer_state();
+  in.all_gather_grads = plan.strategy() == proto::NO_SHARD;
+  in.param_bytes = plan.param_dtype() == proto::BF16 ? 2 : 4;
+  in.grad_bytes = plan.reduce_dtype() == proto::BF16 ? 2 : 4;
+  in.bf16_wire = point.precision == Precision::kBf16Wire;
+  in.prefetch_depth = point.prefetch_depth;
+  in.max_gathers_in_flight = plan.options().max_gathers_in_flight();
+  return in;
 }
 
 }  // namespace
@@ -162,6 +159,8 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& point) 
   options.world_size = point.ranks;
   options.group_size = point.group_size;
   options.prefetch_depth = point.prefetch_depth;
+  // bf16_wire keeps fp32 buffers (the planner's fp32 layout) and only
+  // stages collectives through bf16; mixed is the ZeRO layout.
   options.mixed_precision = point.precision == Precision::kMixed;
   options.include_rank_ranges = false;
   const std::vector<UnitSpec> units = GptUnitSpecs(point.config);
@@ -187,7 +186,23 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& point) 
   e.comm_buffer_bytes = CommBufferBytes(plan);
   e.activation_bytes = planned.activation_bytes;
   e.workspace_bytes = planned.workspace_bytes;
-  e.peak_total_bytes = PeakTotalBytes(plan, activations, e, point.prefetch_depth);
+  const ScheduleInputs schedule = ScheduleOf(plan, activations, point);
+  if (point.precision == Precision::kBf16Wire) {
+    // [Note: runtime mixed precision] in sweep.cc: shard_optimizer and
+    // shard_grad_op keep an fp32 master shard beside their whole fp32
+    // parameters (full_shard's kept shard is its master already).
+    if (plan.sharded_state().optimizer_state() && !plan.sharded_state().parameters()) {
+      e.master_parameter_bytes = kFp32Bytes * plan.total_shard_numel();
+    }
+    // The staging buffers alone, at their own peak.
+    ScheduleInputs staging_only = schedule;
+    staging_only.param_bytes = 0;
+    staging_only.grad_bytes = 0;
+    for (ScheduleUnit& unit : staging_only.units) unit.activation_bytes = 0;
+    e.staging_bytes = PeakTransientBytes(staging_only);
+  }
+  const int64_t held = e.model_state_bytes() + e.comm_buffer_bytes + e.workspace_bytes;
+  e.peak_total_bytes = held + PeakTransientBytes(schedule);
   return e;
 }
 
@@ -223,6 +238,9 @@ absl::StatusOr<ModelStateBytes> ZeroModelStateBytes(int64_t num_params,
   bytes.parameter_bytes = b * (sharded.parameters() ? shard_numel : num_params);
   bytes.gradient_bytes = b * (sharded.gradients() ? shard_numel : num_params);
   bytes.optimizer_state_bytes = k * (sharded.optimizer_state() ? shard_numel : num_params);
+  if (precision == Precision::kBf16Wire && sharded.optimizer_state() && !sharded.parameters()) {
+    bytes.optimizer_state_bytes += kFp32Bytes * shard_numel;  // the fp32 master shard
+  }
   return bytes;
 }
 

@@ -38,10 +38,15 @@ namespace report {
 
 enum class Precision {
   kFp32,   // 4-byte parameters, gradients, Adam moments (K = 8: 4 + 4 + 8 bytes/param)
-  kMixed,  // bf16 parameters and gradients, fp32 master + Adam state (K = 12)
+  kMixed,  // bf16 parameters and gradients, fp32 master + Adam state (K = 12), as in ZeRO
+  // What the runtime's --mixed_precision does: fp32 parameters, gradients,
+  // Adam state and compute, an fp32 master shard for shard_optimizer and
+  // shard_grad_op, and every collective staged through bf16 copies (half the
+  // bytes on the wire, more in memory).
+  kBf16Wire,
 };
-const char* PrecisionName(Precision precision);  // "fp32", "mixed"
-// "fp32" or "mixed"; InvalidArgument naming both otherwise.
+const char* PrecisionName(Precision precision);  // "fp32", "mixed", "bf16_wire"
+// "fp32", "mixed" or "bf16_wire"; InvalidArgument naming them otherwise.
 absl::StatusOr<Precision> ParsePrecision(absl::string_view name);
 
 // One training configuration, per rank.
@@ -74,7 +79,8 @@ struct RankMemoryEstimate {
   // Working buffers.
   int64_t gathered_bytes = 0;      // units in flight: gathered parameters and unsharded
                                    // gradients beyond the kept state above
-  int64_t comm_buffer_bytes = 0;   // collectives' staging buffers
+  int64_t comm_buffer_bytes = 0;   // collectives' buffers held for the run
+  int64_t staging_bytes = 0;       // bf16_wire: peak of the transient bf16 staging copies
   // Model-dependent.
   int64_t activation_bytes = 0;    // saved activations of one micro-batch
   int64_t workspace_bytes = 0;     // backward scratch
@@ -90,8 +96,8 @@ struct RankMemoryEstimate {
   }
   // The sum of the category peaks (an upper bound on the total's peak).
   int64_t sum_of_parts_bytes() const {
-    return model_state_bytes() + gathered_bytes + comm_buffer_bytes + activation_bytes +
-           workspace_bytes;
+    return model_state_bytes() + gathered_bytes + comm_buffer_bytes + staging_bytes +
+           activation_bytes + workspace_bytes;
   }
   // The predicted peak of the total: what the tracker's peak_total_bytes
   // measures, and what budgets are checked against.
@@ -99,13 +105,15 @@ struct RankMemoryEstimate {
   int64_t total_bytes() const { return peak_total_bytes; }
   // The same bytes as MemoryTracker counts them (the planner's mapping):
   // kParameters = parameters + master + gathered parameters, kGradients =
-  // gradients + unsharded gradients, and the rest one to one.
+  // gradients + unsharded gradients, kCommBuffers = comm buffers + bf16
+  // staging, and the rest one to one.
   int64_t tracker_bytes(MemoryCategory category) const;
 };
 
 // The estimate's parts in report order, with the names the CSV and the
 // budget messages use: parameters, gradients, master_parameters,
-// optimizer_state, gathered, comm_buffers, activations, workspace.
+// optimizer_state, gathered, comm_buffers, bf16_staging, activations,
+// workspace.
 struct NamedBytes {
   const char* name;
   int64_t bytes;

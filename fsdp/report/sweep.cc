@@ -21,7 +21,7 @@ absl::StatusOr<SweepOptions> SweepPreset(absl::string_view name) {
   SweepOptions sweep;
   sweep.name = std::string(name);
   sweep.strategies = kAllStrategies;
-  sweep.precisions = {Precision::kFp32, Precision::kMixed};
+  sweep.precisions = {Precision::kFp32, Precision::kBf16Wire, Precision::kMixed};
   if (name == "small") {
     sweep.widths = {32, 64};
     sweep.max_measured_width = 64;
@@ -71,15 +71,14 @@ std::vector<MemoryPoint> SweepPoints(const SweepOptions& sweep) {
 }
 
 absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int steps) {
-  if (point.precision != Precision::kFp32) {
+  if (point.precision == Precision::kMixed) {
     // [Note: runtime mixed precision] The runtime's --mixed_precision keeps
     // fp32 parameters, gradients and compute and narrows to bf16 only on the
-    // wire (plus an fp32 master shard), so it does not allocate the 2-byte
-    // parameters and gradients this point predicts; measuring it would
-    // compare two different things.
+    // wire (Precision::kBf16Wire, measured as such), so it never allocates
+    // the ZeRO layout's 2-byte parameters and gradients that kMixed predicts.
     return absl::UnimplementedError(
-        "the runtime's mixed precision is bf16 on the wire only (fp32 parameters, gradients and "
-        "compute), not the 2-byte parameters and gradients predicted here");
+        "the runtime has no 2-byte parameters and gradients (its --mixed_precision is "
+        "bf16 on the wire only: see precision bf16_wire)");
   }
   if (point.optimizer != plan::OptimizerKind::kAdam) {
     return absl::UnimplementedError("the report measures AdamW runs only");
@@ -90,6 +89,7 @@ absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int 
                         ParseStrategy(plan::ShardingStrategyName(point.strategy)));
   options.group_size = point.strategy == proto::HYBRID_SHARD ? point.group_size : 0;
   options.prefetch_depth = point.prefetch_depth;
+  options.mixed_precision = point.precision == Precision::kBf16Wire;
   options.layers = point.config.layers;
   options.d_model = point.config.d_model;
   options.heads = point.config.heads;

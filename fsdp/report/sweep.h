@@ -46,8 +46,9 @@ struct SweepOptions {
   double max_measured_rank_params = 2.5e8;
 };
 
+// Both presets: every strategy and precision (fp32, bf16_wire, mixed).
 // "small": two tiny models (4e4 and 1.3e5 parameters, vocab 256, seq_len 32)
-// on 1, 2 and 4 ranks, every strategy and precision; seconds, run as a test.
+// on 1, 2 and 4 ranks; seconds, run as a test.
 // "full": widths 128 to 4096 (1.3e6 to 2.6e10 parameters, vocab 2048,
 // seq_len 128) on 1, 2, 4, 8 ranks, measured up to width 512 (5.3e7
 // parameters) within 6 GiB and 2.5e8 rank-parameters in total; about ten
@@ -64,7 +65,7 @@ std::vector<MemoryPoint> SweepPoints(const SweepOptions& sweep);
 // The training run that measures `point`: its GPT, micro_batch, strategy and
 // ranks (and hybrid group size), prefetch depth, `steps` steps, AdamW, one
 // micro-batch per step. Errors say why the runtime cannot train it, so the
-// report can print "not measured: <why>": kUnimplemented for mixed precision
+// report can print "not measured: <why>": kUnimplemented for Precision::kMixed
 // (see [Note: runtime mixed precision] in sweep.cc), and
 // ValidateTrainOptions' errors (e.g. a strategy the runtime does not run).
 absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int steps);

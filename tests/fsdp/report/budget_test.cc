@@ -138,10 +138,14 @@ TEST(BudgetTest, TrainOptionsAreCheckedAsTheirMemoryPoint) {
   const int64_t hybrid_total = EstimateRankMemory(point)->total_bytes();
   EXPECT_TRUE(CheckTrainingFitsBudget(options, hybrid_total).ok());
   EXPECT_FALSE(CheckTrainingFitsBudget(options, hybrid_total - 1).ok());
+  // --mixed_precision is the runtime's bf16-on-the-wire mode.
   options.mixed_precision = true;
-  const absl::Status mixed = CheckTrainingFitsBudget(options, total);
-  EXPECT_EQ(mixed.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(mixed.message().find("--mixed_precision"), std::string::npos) << mixed.message();
+  point.precision = Precision::kBf16Wire;
+  const int64_t wire_total = EstimateRankMemory(point)->total_bytes();
+  EXPECT_TRUE(CheckTrainingFitsBudget(options, wire_total).ok());
+  const absl::Status over_wire = CheckTrainingFitsBudget(options, wire_total - 1);
+  EXPECT_EQ(over_wire.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(over_wire.message().find("bf16_wire"), std::string::npos) << over_wire.message();
 }
 
 TEST(BudgetTest, LargestFittingFamilyModelFitsAndTheNextDoesNot) {

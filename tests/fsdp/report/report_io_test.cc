@@ -63,7 +63,8 @@ TEST(SweepTest, PresetsCoverTheirGridAndStartNearAMillionParameters) {
   absl::StatusOr<SweepOptions> full = SweepPreset("full");
   ASSERT_TRUE(full.ok());
   const std::vector<MemoryPoint> points = SweepPoints(*full);
-  EXPECT_EQ(points.size(), full->widths.size() * full->ranks.size() * 5 * 2);
+  EXPECT_EQ(full->precisions.size(), 3u);
+  EXPECT_EQ(points.size(), full->widths.size() * full->ranks.size() * 5 * 3);
   absl::StatusOr<RankMemoryEstimate> first = EstimateRankMemory(points.front());
   ASSERT_TRUE(first.ok());
   EXPECT_GT(first->num_params, 500000);
@@ -90,6 +91,11 @@ TEST(SweepTest, TrainOptionsForPointSaysWhyThePointCannotBeTrained) {
   point.precision = Precision::kMixed;
   EXPECT_NE(TrainOptionsForPoint(point, 3).status().message().find("bf16 on the wire"),
             std::string::npos);
+  point.precision = Precision::kBf16Wire;
+  absl::StatusOr<TrainOptions> wire = TrainOptionsForPoint(point, 3);
+  ASSERT_TRUE(wire.ok()) << wire.status();
+  EXPECT_TRUE(wire->mixed_precision);
+  EXPECT_FALSE(run->mixed_precision);
   point.precision = Precision::kFp32;
   point.strategy = proto::HYBRID_SHARD;
   point.group_size = 1;

@@ -1,7 +1,8 @@
 // File: tests/integration/report/memory_report_small_test.cc
 //
 // memory_report --preset=small end to end, with real rank processes over
-// loopback: every point the runtime accepts is trained and measured, and
+// loopback: every point the runtime accepts (all five strategies, in fp32
+// and the runtime's bf16-on-the-wire mode) is trained and measured, and
 // each measurement is within 10% of its prediction in total and within 2%
 // for parameters, gradients and optimizer state. Points the runtime does
 // not accept yet say why. The PNG plots are real PNG files (gnuplot ran),
@@ -132,8 +133,9 @@ TEST(MemoryReportSmallTest, MeasuredPointsAgreeWithTheirPredictions) {
     ASSERT_TRUE(absl::SimpleAtod(row["measured_bytes"], &tracked));
     EXPECT_GE(rss, tracked) << where;
   }
-  // The runtime runs at least no_shard fp32: 2 models x 3 rank counts.
-  EXPECT_GE(measured, 6) << run.output;
+  // The runtime runs at least no_shard in fp32 and on the bf16 wire:
+  // 2 models x 3 rank counts each.
+  EXPECT_GE(measured, 12) << run.output;
   EXPECT_EQ(measured + not_measured, static_cast<int>(lines.size()) - 1);
   // A progress line per point, and the budget summary.
   EXPECT_NE(run.output.find(absl::StrCat("[", lines.size() - 1, "/", lines.size() - 1, "]")),
@@ -142,7 +144,7 @@ TEST(MemoryReportSmallTest, MeasuredPointsAgreeWithTheirPredictions) {
   EXPECT_NE(run.output.find("largest GPT-family model within 2.00 MiB per rank"),
             std::string::npos);
   // gnuplot wrote real PNGs; the Markdown has the budget table.
-  for (const char* png : {"/memory_fp32.png", "/memory_mixed.png"}) {
+  for (const char* png : {"/memory_fp32.png", "/memory_bf16_wire.png", "/memory_mixed.png"}) {
     const std::string bytes = ReadFile(out_dir + png);
     ASSERT_GT(bytes.size(), 1000u) << png;
     EXPECT_EQ(bytes.substr(1, 3), "PNG") << png;

@@ -1,0 +1,148 @@
+// File: fsdp/report/step_schedule.cc
+//
+// A replay of [Note: the replayed step] in step_schedule.h. The Replay class
+// mirrors the runtime's state names (sharded / gathering / unsharded) so the
+// two can be read side by side with fsdp/train/train_step.cc.
+#include "fsdp/report/step_schedule.h"
+
+#include <algorithm>
+
+namespace fsdp {
+namespace report {
+namespace {
+
+enum class Params { kSharded, kGathering, kUnsharded };
+
+class Replay {
+ public:
+  explicit Replay(const ScheduleInputs& in)
+      : in_(in),
+        n_(static_cast<int>(in.units.size())),
+        params_(n_, Params::kUnsharded),
+        gathered_(n_, false),
+        param_staging_(n_, 0),
+        grad_staging_(n_, 0),
+        unsharded_grads_(n_, false) {
+    // Sharded parameters start as shards (fsdp/train/unit_state.cc).
+    if (in.shard_params) std::fill(params_.begin(), params_.end(), Params::kSharded);
+  }
+
+  int64_t Run() {
+    for (int step = 0; step < in_.steps; ++step) Step();
+    return peak_;
+  }
+
+ private:
+  void Alloc(int64_t bytes) {
+    live_ += bytes;
+    peak_ = std::max(peak_, live_);
+  }
+  void Free(int64_t bytes) { live_ -= bytes; }
+  // bf16 copies of a collective's input and output (unit_collectives.cc).
+  int64_t Staging(int u) const {
+    return in_.bf16_wire ? 2 * (in_.units[u].padded_numel + in_.units[u].shard_numel) : 0;
+  }
+
+  void Unshard(int u) {
+    if (params_[u] != Params::kSharded) return;  // done or pending
+    if (in_.shard_params) {
+      Alloc(in_.param_bytes * in_.units[u].padded_numel);
+      gathered_[u] = true;
+    }
+    param_staging_[u] = Staging(u);
+    Alloc(param_staging_[u]);
+    params_[u] = Params::kGathering;
+  }
+  void WaitForUnshard(int u) {
+    if (params_[u] != Params::kGathering) return;
+    Free(param_staging_[u]);
+    param_staging_[u] = 0;
+    params_[u] = Params::kUnsharded;
+  }
+  void Reshard(int u) {
+    if (gathered_[u]) Free(in_.param_bytes * in_.units[u].padded_numel);
+    gathered_[u] = false;
+    params_[u] = Params::kSharded;
+  }
+  void Prefetch(int u, int direction) {
+    int in_flight = 0;
+    for (Params p : params_) in_flight += p == Params::kGathering ? 1 : 0;
+    for (int k = 1; k <= in_.prefetch_depth; ++k) {
+      const int next = u + k * direction;
+      if (next < 0 || next >= n_) break;
+      if (params_[next] != Params::kSharded) continue;
+      if (in_flight >= in_.max_gathers_in_flight) break;
+      Unshard(next);
+      ++in_flight;
+    }
+  }
+  void StartReduction(int u) {
+    grad_staging_[u] = Staging(u);
+    Alloc(grad_staging_[u]);
+  }
+  void FinishReduceScatter(int u) {
+    Free(grad_staging_[u]);
+    grad_staging_[u] = 0;
+    if (unsharded_grads_[u]) Free(in_.grad_bytes * in_.units[u].padded_numel);
+    unsharded_grads_[u] = false;
+    if (in_.all_gather_grads) {  // no_shard: back to whole gradients
+      grad_staging_[u] = Staging(u);
+      Alloc(grad_staging_[u]);
+    }
+  }
+  void FinishReduction(int u) {
+    Free(grad_staging_[u]);
+    grad_staging_[u] = 0;
+  }
+
+  void Step() {
+    for (int u = 0; u < n_; ++u) {  // forward
+      Unshard(u);
+      WaitForUnshard(u);
+      Prefetch(u, +1);
+      Alloc(in_.units[u].activation_bytes);
+      if (in_.shard_params && u + 1 < n_) Reshard(u);
+    }
+    for (int u = n_ - 1; u >= 0; --u) {  // backward
+      Unshard(u);
+      WaitForUnshard(u);
+      Prefetch(u, -1);
+      if (in_.shard_grads) {
+        Alloc(in_.grad_bytes * in_.units[u].padded_numel);
+        unsharded_grads_[u] = true;
+      }
+      Free(in_.units[u].activation_bytes);
+      StartReduction(u);
+      if (u + 1 < n_) FinishReduceScatter(u + 1);
+      if (in_.shard_params) Reshard(u);
+    }
+    FinishReduceScatter(0);
+    for (int u = n_ - 1; u >= 0; --u) FinishReduction(u);
+    // Optimizer step on the shards: shard_optimizer and shard_grad_op leave
+    // their whole parameters stale (sharded); the next forward gathers them
+    // through Unshard and Prefetch like full_shard, into the same buffers.
+    if (in_.shard_optimizer && !in_.shard_params) {
+      std::fill(params_.begin(), params_.end(), Params::kSharded);
+    }
+  }
+
+  const ScheduleInputs& in_;
+  const int n_;
+  std::vector<Params> params_;
+  std::vector<bool> gathered_;
+  std::vector<int64_t> param_staging_;
+  std::vector<int64_t> grad_staging_;
+  std::vector<bool> unsharded_grads_;
+  int64_t live_ = 0;
+  int64_t peak_ = 0;
+};
+
+}  // namespace
+
+int64_t PeakTransientBytes(const ScheduleInputs& inputs) {
+  if (inputs.units.empty()) return 0;
+  return Replay(inputs).Run();
+}
+
+}  // namespace report
+}  // namespace fsdp
