@@ -89,7 +89,7 @@ std::string CommunicatorImpl::Where() const {
 CommunicatorImpl::Posting CommunicatorImpl::NextPosting(const char* op_name) {
   uint32_t sequence;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     sequence = next_sequence_++;
   }
   Posting posting;
@@ -241,7 +241,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorImpl::Split(int color,
                                                                       absl::Duration timeout) {
   uint32_t split_sequence;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     split_sequence = next_split_++;
   }
   // Everyone learns everyone's (color, key) with one all-gather. Its buffers

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include <mutex>
 #include "comm/collective_op.h"
 #include "comm/communicator.h"
 #include "comm/progress_engine.h"
@@ -67,9 +67,9 @@ class CommunicatorImpl : public Communicator {
   const int rank_;
   const uint32_t id_;
   const CommunicatorOptions options_;
-  absl::Mutex mu_;
-  uint32_t next_sequence_ ABSL_GUARDED_BY(mu_) = 0;
-  uint32_t next_split_ ABSL_GUARDED_BY(mu_) = 0;
+  std::mutex mu_;  // std::, so ThreadSanitizer sees it (Debian's Abseil is not instrumented)
+  uint32_t next_sequence_ = 0;  // guarded by mu_
+  uint32_t next_split_ = 0;     // guarded by mu_
 };
 
 // OK if `transport` reports a sane rank/world size and `options` are usable.

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <cstring>
 #include <deque>
 #include <list>
@@ -11,7 +13,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "comm/status_macros.h"
 
 namespace comm {
@@ -36,35 +37,37 @@ struct LoopbackMessage {
 class LoopbackEndpoint {
  public:
   void Push(std::shared_ptr<LoopbackMessage> message) {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     inbox_.push_back(std::move(message));
     wake_ = true;
-    cv_.Signal();
+    cv_.notify_one();
   }
   void Wake() {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     wake_ = true;
-    cv_.Signal();
+    cv_.notify_one();
   }
   std::deque<std::shared_ptr<LoopbackMessage>> TakeInbox() {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     std::deque<std::shared_ptr<LoopbackMessage>> taken;
     taken.swap(inbox_);
     return taken;
   }
   void Block(absl::Duration timeout) {
-    absl::MutexLock lock(&mu_);
-    if (!wake_ && inbox_.empty()) cv_.WaitWithTimeout(&mu_, timeout);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!wake_ && inbox_.empty()) cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout));
     wake_ = false;
   }
 
   std::atomic<bool> dead{false};
 
  private:
-  absl::Mutex mu_;
-  absl::CondVar cv_;
-  bool wake_ ABSL_GUARDED_BY(mu_) = false;
-  std::deque<std::shared_ptr<LoopbackMessage>> inbox_ ABSL_GUARDED_BY(mu_);
+  // std:: primitives, so ThreadSanitizer sees them (Debian's Abseil is not
+  // built with it).
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool wake_ = false;                                    // guarded by mu_
+  std::deque<std::shared_ptr<LoopbackMessage>> inbox_;  // guarded by mu_
 };
 
 class LoopbackTransport : public Transport {

@@ -67,13 +67,14 @@ ProgressEngine::~ProgressEngine() {
   lock_wanted_.fetch_add(1);  // makes a busy progress thread let go of mu_
   transport_->Interrupt();
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     lock_wanted_.fetch_sub(1);
   }
+  work_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   for (auto& record : active_) {
     record->status = absl::CancelledError(
         absl::StrCat("rank ", transport_->rank(), ": ", record->description,
@@ -123,7 +124,7 @@ WorkHandle ProgressEngine::Submit(std::unique_ptr<CollectiveOp> op, std::string 
   lock_wanted_.fetch_add(1);
   InterruptIfBlocked();
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     lock_wanted_.fetch_sub(1);
     active_.push_back(record);
     // Step just this one now, so its first messages leave before we return.
@@ -135,6 +136,7 @@ WorkHandle ProgressEngine::Submit(std::unique_ptr<CollectiveOp> op, std::string 
       FinishLocked(record.get(), absl::OkStatus());
     }
   }
+  work_cv_.notify_one();
   return std::make_shared<EngineWork>(shared_from_this(), std::move(record));
 }
 
@@ -194,9 +196,9 @@ bool ProgressEngine::StepAllLocked() {
 
 bool ProgressEngine::Test(Record* record) {
   if (record->done.load(std::memory_order_acquire)) return true;
-  if (mu_.TryLock()) {
+  if (mu_.try_lock()) {
     StepAllLocked();
-    mu_.Unlock();
+    mu_.unlock();
   }
   return record->done.load(std::memory_order_acquire);
 }
@@ -207,7 +209,7 @@ absl::Status ProgressEngine::Wait(Record* record, absl::Duration timeout) {
   const absl::Time deadline = start + timeout;
   lock_wanted_.fetch_add(1);
   InterruptIfBlocked();
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   absl::Time last_progress = absl::Now();
   absl::Status result;
   while (true) {
@@ -242,18 +244,18 @@ absl::Status ProgressEngine::Wait(Record* record, absl::Duration timeout) {
     if (lock_wanted_.load() > 1) {
       // Another poster or waiter wants the lock: let it in (it may be
       // waiting on a collective that already finished).
-      mu_.Unlock();
+      lock.unlock();
       std::this_thread::yield();
-      mu_.Lock();
+      lock.lock();
       continue;
     }
     if (now - last_progress < wait_spin_) {
       // Past a short pure spin, yield between polls: a rank sharing its core
       // with the peer it waits for must let that peer run.
       if (now - last_progress > kPureSpin) {
-        mu_.Unlock();
+        lock.unlock();
         std::this_thread::yield();
-        mu_.Lock();
+        lock.lock();
       }
       continue;
     }
@@ -266,20 +268,24 @@ absl::Status ProgressEngine::Wait(Record* record, absl::Duration timeout) {
     }
   }
   lock_wanted_.fetch_sub(1);  // under mu_, so the thread's condition sees it
+  lock.unlock();
+  work_cv_.notify_one();  // the progress thread may take over the rest
   return result;
 }
 
 void ProgressEngine::ThreadLoop() {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   absl::Time last_progress = absl::Now();
-  auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  auto has_work = [this]() {
     // Draining (failed) collectives alone do not keep the thread busy: they
     // progress whenever anything else does, and at destruction.
     return stopping_ || (!active_.empty() && lock_wanted_.load() == 0);
   };
   while (true) {
     if (!has_work()) {
-      mu_.Await(absl::Condition(&has_work));
+      // Every change that can make has_work() true notifies work_cv_:
+      // Submit, the end of Wait (lock_wanted_ drops) and the destructor.
+      work_cv_.wait(lock, has_work);
       last_progress = absl::Now();
     }
     if (stopping_) return;
@@ -290,9 +296,9 @@ void ProgressEngine::ThreadLoop() {
     }
     if (lock_wanted_.load() > 0) {
       // Let the poster or waiter in; it will step everything itself.
-      mu_.Unlock();
+      lock.unlock();
       std::this_thread::yield();
-      mu_.Lock();
+      lock.lock();
     }
   }
 }

@@ -37,13 +37,13 @@
 
 #include <atomic>
 #include <memory>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "comm/collective_op.h"
 #include "comm/communicator.h"
@@ -91,26 +91,31 @@ class ProgressEngine : public std::enable_shared_from_this<ProgressEngine> {
   void ThreadLoop();
   // One pass: transport progress, Step() of every collective, health check
   // when idle. Returns whether anything happened.
-  bool StepAllLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FinishLocked(Record* record, absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool StepAllLocked();
+  void FinishLocked(Record* record, absl::Status status);
   bool Test(Record* record);
   absl::Status Wait(Record* record, absl::Duration timeout);
   // Wakes whichever thread is blocked in the transport, if one is.
   void InterruptIfBlocked();
   // BlockUntilActivity, with blocked_in_transport_ set around it; skipped if
   // more than `own_lock_wanted` threads (the caller's own count) want mu_.
-  absl::Status BlockInTransportLocked(absl::Duration timeout, int own_lock_wanted)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status BlockInTransportLocked(absl::Duration timeout, int own_lock_wanted);
 
   // Declared first so it is destroyed last, after the thread has stopped.
   std::unique_ptr<Transport> owned_transport_;
   Transport* const transport_;
   const absl::Duration wait_spin_;
   const std::shared_ptr<ScratchPool> scratch_pool_ = ScratchPool::Create();
-  absl::Mutex mu_;
-  std::vector<std::shared_ptr<Record>> active_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::unique_ptr<CollectiveOp>> draining_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // std:: primitives rather than absl::Mutex: Debian's Abseil is not built
+  // with ThreadSanitizer, which then cannot see absl::Mutex's ordering.
+  // Methods named *Locked run with mu_ held; so does everything that touches
+  // the transport or the three fields below.
+  std::mutex mu_;
+  // Wakes the progress thread when it may have work (has_work in ThreadLoop).
+  std::condition_variable work_cv_;
+  std::vector<std::shared_ptr<Record>> active_;
+  std::vector<std::unique_ptr<CollectiveOp>> draining_;
+  bool stopping_ = false;
   // Threads that want mu_ (waiters driving progress, posters): the progress
   // thread steps aside while this is non-zero.
   std::atomic<int> lock_wanted_{0};

@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include <mutex>
 
 namespace comm {
 
@@ -58,7 +58,7 @@ class ScratchPool : public std::enable_shared_from_this<ScratchPool> {
   ScratchBuffer Acquire(size_t num_bytes) {
     num_bytes = std::max<size_t>(num_bytes, 1);
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       // The smallest free buffer that fits.
       auto best = free_.end();
       for (auto it = free_.begin(); it != free_.end(); ++it) {
@@ -77,7 +77,7 @@ class ScratchPool : public std::enable_shared_from_this<ScratchPool> {
   }
 
   void Return(std::unique_ptr<std::byte[]> data, size_t capacity) {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     free_.push_back({std::move(data), capacity});
     if (free_.size() > kMaxFreeBuffers) {
       auto smallest = std::min_element(free_.begin(), free_.end(),
@@ -94,8 +94,10 @@ class ScratchPool : public std::enable_shared_from_this<ScratchPool> {
     std::unique_ptr<std::byte[]> data;
     size_t capacity;
   };
-  absl::Mutex mu_;
-  std::vector<Free> free_ ABSL_GUARDED_BY(mu_);
+  // std::mutex, not absl::Mutex: Debian's Abseil is not built with
+  // ThreadSanitizer, which then cannot see absl::Mutex's ordering.
+  std::mutex mu_;
+  std::vector<Free> free_;  // guarded by mu_
 };
 
 inline void ScratchBuffer::Release() {
