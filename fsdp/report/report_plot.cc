@@ -72,6 +72,24 @@ std::string GpText(const std::string& text) {
   return out;
 }
 
+// `text` (already GpText-escaped, '\n' for a line break) inside a gnuplot
+// double-quoted string, where backslashes are escapes of their own.
+std::string DoubleQuoted(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "'";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string ReportGnuplotScript(const ReportData& data, Precision precision,
@@ -143,6 +161,12 @@ std::string ReportGnuplotScript(const ReportData& data, Precision precision,
     }
     absl::StrAppend(&plots, "\n");
   }
+  // Two lines: what is drawn, then the sweep.
+  const std::string title =
+      absl::StrCat(GpText(absl::StrCat("Peak memory per rank against model size, ",
+                                        PrecisionName(precision),
+                                        " Adam: predicted dashed, measured solid")),
+                   "\n", GpText(data.title));
   const int num_panels = std::max<int>(1, static_cast<int>(panels.size()));
   const int columns = num_panels == 1 ? 1 : 2;
   const int layout_rows = (num_panels + columns - 1) / columns;
@@ -155,10 +179,7 @@ std::string ReportGnuplotScript(const ReportData& data, Precision precision,
                   "set grid xtics ytics mxtics mytics lc rgb '#dddddd'\n"
                   "set key bottom right font ',8'\n",
                   "set multiplot layout ", layout_rows, ",", columns,
-                  " title \"Peak memory per rank against model size, ", PrecisionName(precision),
-                  " Adam: predicted dashed, measured solid\\n",
-                  absl::StrReplaceAll(GpText(data.title), {{"\\", "\\\\"}, {"\"", "'"}}),
-                  "\" font ',12'\n");
+                  " title \"", DoubleQuoted(title), "\" font ',12'\n");
   if (panels.empty()) {
     absl::StrAppend(&script, "set title 'no points'\nplot [1:10] 1 notitle\n");
   }
