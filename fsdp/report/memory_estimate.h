@@ -137,7 +137,9 @@ int64_t CommBufferBytes(const proto::ShardPlan& plan);
 //   shard_optimizer b Psi + b Psi + K Psi / N
 //   shard_grad_op   b Psi + (b + K) Psi / N
 //   full_shard      (b + b + K) Psi / N
-// Divisions round up (whole elements per rank).
+// Divisions round up (whole elements per rank). bf16_wire counts as fp32
+// (b = 4, K = 8) plus its fp32 master shard, 4 Psi / N, for shard_optimizer
+// and shard_grad_op (in optimizer_state_bytes).
 struct ModelStateBytes {
   int64_t parameter_bytes = 0;
   int64_t gradient_bytes = 0;
