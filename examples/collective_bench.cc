@@ -87,6 +87,8 @@ ABSL_FLAG(std::string, csv, "",
 ABSL_FLAG(bool, perftest, false,
           "Also measure `ucx_perftest -t tag_bw` at each size and compare.");
 ABSL_FLAG(int, timeout_s, 600, "Timeout of every collective's Wait().");
+ABSL_FLAG(std::string, max_segment_bytes, "1M",
+          "Pipeline segment size of the ring algorithms (CommunicatorOptions).");
 
 namespace {
 
@@ -132,6 +134,7 @@ struct Config {
   std::string csv;
   bool perftest = false;
   absl::Duration timeout;
+  size_t max_segment_bytes = 0;
 };
 
 struct Row {
@@ -195,6 +198,8 @@ absl::StatusOr<Config> ConfigFromFlags() {
   if (config.max_bytes > (size_t{8} << 30)) {
     return absl::InvalidArgumentError("--max_bytes above 8G would not fit in memory here");
   }
+  FSDP_ASSIGN_OR_RETURN(config.max_segment_bytes,
+                        ParseBytes("max_segment_bytes", absl::GetFlag(FLAGS_max_segment_bytes)));
   config.iters = absl::GetFlag(FLAGS_iters);
   config.warmup = absl::GetFlag(FLAGS_warmup);
   if (config.iters < 1) return absl::InvalidArgumentError("--iters must be at least 1");
@@ -831,6 +836,7 @@ int RunRank(const Config& config) {
     perftest = MeasurePerftestSweep(sizes);
   }
   comm::CommunicatorOptions options;
+  options.max_segment_bytes = config.max_segment_bytes;
   options.rendezvous_timeout = config.perftest ? absl::Minutes(10) : absl::Seconds(120);
   absl::StatusOr<std::unique_ptr<comm::Communicator>> created =
       comm::Communicator::CreateFromEnvironment(options);
