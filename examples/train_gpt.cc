@@ -27,6 +27,8 @@
 #include "comm/communicator.h"
 #include "comm/launcher/launcher.h"
 #include "comm/status_macros.h"
+#include "fsdp/report/budget.h"
+#include "fsdp/report/byte_size.h"
 #include "fsdp/train/rank_batches.h"
 #include "fsdp/train/strategy.h"
 #include "fsdp/train/train_options.h"
@@ -78,6 +80,9 @@ ABSL_FLAG(std::string, data, "",
           "llm.c .bin token file; empty = the synthetic Markov token stream");
 ABSL_FLAG(std::string, metrics_out, "", "write one JSON line per step here (rank 0)");
 ABSL_FLAG(int, comm_timeout_s, 120, "seconds any rank waits for a collective before failing");
+ABSL_FLAG(std::string, mem_budget, "",
+          "per-rank memory budget, e.g. 2GiB or 500MB: a configuration predicted not to fit is "
+          "refused before any rank starts, and every rank's allocations are held to it");
 
 namespace {
 
@@ -126,6 +131,10 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   if (global_batch != 0) FSDP_RETURN_IF_ERROR(fsdp::SetMicroBatchFromGlobalBatch(global_batch, o));
   FSDP_RETURN_IF_ERROR(fsdp::ValidateTrainOptions(o));
   FSDP_RETURN_IF_ERROR(fsdp::ValidateTrainingData(o));
+  if (const std::string budget = absl::GetFlag(FLAGS_mem_budget); !budget.empty()) {
+    FSDP_ASSIGN_OR_RETURN(o.mem_budget_bytes, fsdp::report::ParseByteSize(budget));
+    FSDP_RETURN_IF_ERROR(fsdp::report::CheckTrainingFitsBudget(o, o.mem_budget_bytes));
+  }
   return o;
 }
 

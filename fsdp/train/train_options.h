@@ -62,6 +62,11 @@ struct TrainOptions {
   std::string metrics_out;
   // Bound on every wait for a collective.
   absl::Duration comm_timeout = absl::Seconds(120);
+  // Per-rank memory budget for the MemoryTracker, 0 = none. Any allocation
+  // that would exceed it fails with ResourceExhausted (category, requested,
+  // in use, budget). train_gpt also checks the prediction against it before
+  // any rank starts (fsdp/report/budget.h).
+  int64_t mem_budget_bytes = 0;
 
   int64_t global_batch() const { return int64_t{micro_batch} * accum * nproc; }
   int64_t tokens_per_step() const { return global_batch() * seq_len; }

@@ -71,7 +71,7 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
 
   const GptConfig config = GptConfigFrom(options);
 
-  MemoryTracker tracker;
+  MemoryTracker tracker(options.mem_budget_bytes);
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<GptModel> model,
                         GptModel::Create(config, options.micro_batch, &tracker));
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<UnitOptimizer> optimizer, MakeUnitOptimizer(options.optimizer, options.weight_decay));

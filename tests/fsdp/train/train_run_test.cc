@@ -142,3 +142,32 @@ TEST(TrainRunTest, EveryStrategyThroughRunTraining) {
 
 }  // namespace
 }  // namespace fsdp
+
+namespace fsdp {
+namespace {
+
+// The runtime's own budget check: a run whose allocations exceed
+// mem_budget_bytes fails with ResourceExhausted naming the category and the
+// budget, on the rank that hit it, instead of crashing. The budget is set
+// from the same run's measured peak, so the test follows the model's size.
+TEST(TrainRunTest, BudgetBelowTheMeasuredPeakFailsCleanly) {
+  TrainOptions options = SmallOptions(/*nproc=*/1, /*micro_batch=*/2, /*accum=*/1);
+  options.steps = 2;
+  auto comms = fsdp_test::MakeThreadCommunicators(1);
+  absl::StatusOr<RunSummary> unlimited = RunTraining(options, *comms[0], nullptr);
+  ASSERT_TRUE(unlimited.ok()) << unlimited.status();
+  const int64_t peak = unlimited->memory.peak_total_bytes;
+  ASSERT_GT(peak, 0);
+
+  options.mem_budget_bytes = peak;  // exactly enough
+  EXPECT_TRUE(RunTraining(options, *comms[0], nullptr).ok());
+
+  options.mem_budget_bytes = peak - 1;
+  absl::StatusOr<RunSummary> over = RunTraining(options, *comms[0], nullptr);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted) << over.status();
+  EXPECT_NE(over.status().message().find("budget"), absl::string_view::npos) << over.status();
+}
+
+}  // namespace
+}  // namespace fsdp

@@ -1,0 +1,84 @@
+// File: tests/integration/train/train_gpt_budget_test.cc
+//
+// --mem_budget end to end, 4 ranks as real processes: with a per-rank budget
+// between full_shard's and no_shard's predicted peaks, no_shard is refused by
+// the launching parent with the budget message (which category, how much
+// over, what would fit) and no rank starts, while full_shard trains. The
+// budget is computed here from the memory model, halfway between the two
+// predictions, so the test follows the model's size.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "fsdp/report/budget.h"
+#include "fsdp/report/memory_estimate.h"
+#include "fsdp/train/strategy.h"
+#include "fsdp/train/train_options.h"
+#include "tests/integration/train/train_gpt_runner.h"
+
+namespace fsdp_test {
+namespace {
+
+const std::vector<std::string> kModelFlags = {
+    "--nproc=4",       "--layers=4",       "--d_model=256", "--heads=4",
+    "--vocab=256",     "--seq_len=64",     "--micro_batch=2", "--steps=3",
+    "--warmup_steps=1"};
+
+fsdp::TrainOptions ModelOptions(fsdp::Strategy strategy) {
+  fsdp::TrainOptions o;
+  o.nproc = 4;
+  o.layers = 4;
+  o.d_model = 256;
+  o.heads = 4;
+  o.vocab = 256;
+  o.seq_len = 64;
+  o.micro_batch = 2;
+  o.steps = 3;
+  o.warmup_steps = 1;
+  o.strategy = strategy;
+  return o;
+}
+
+int64_t PredictedPeak(fsdp::Strategy strategy) {
+  absl::StatusOr<fsdp::report::MemoryPoint> point =
+      fsdp::report::MemoryPointFromTrainOptions(ModelOptions(strategy));
+  EXPECT_TRUE(point.ok()) << point.status();
+  absl::StatusOr<fsdp::report::RankMemoryEstimate> estimate =
+      fsdp::report::EstimateRankMemory(*point);
+  EXPECT_TRUE(estimate.ok()) << estimate.status();
+  return estimate->total_bytes();
+}
+
+TEST(TrainGptBudgetTest, FullShardTrainsWhereNoShardIsRefused) {
+  const int64_t no_shard = PredictedPeak(fsdp::Strategy::kNoShard);
+  const int64_t full_shard = PredictedPeak(fsdp::Strategy::kFullShard);
+  ASSERT_LT(full_shard, no_shard);
+  const int64_t budget = (full_shard + no_shard) / 2;
+  const std::string budget_flag = absl::StrCat("--mem_budget=", budget);
+
+  std::vector<std::string> flags = kModelFlags;
+  flags.push_back("--strategy=no_shard");
+  flags.push_back(budget_flag);
+  const TrainGptRun refused = RunTrainGpt("budget_no_shard", flags);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("no_shard fp32 on 4 ranks"), std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("over the budget"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("the largest part is"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("Would fit:"), std::string::npos) << refused.output;
+  EXPECT_EQ(refused.output.find("[rank"), std::string::npos) << "a rank started:\n"
+                                                             << refused.output;
+
+  flags = kModelFlags;
+  flags.push_back("--strategy=full_shard");
+  flags.push_back(budget_flag);
+  const TrainGptRun trained = RunTrainGpt("budget_full_shard", flags);
+  EXPECT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_EQ(trained.losses.size(), 3u) << trained.output;
+  EXPECT_TRUE(trained.has_final_line) << trained.output;
+}
+
+}  // namespace
+}  // namespace fsdp_test
