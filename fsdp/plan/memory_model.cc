@@ -28,14 +28,6 @@ int64_t LargestWindowPaddedNumel(const proto::ShardPlan& plan, int window) {
   return largest;
 }
 
-int64_t LargestShardNumel(const proto::ShardPlan& plan) {
-  int64_t largest = 0;
-  for (const proto::UnitPlan& unit : plan.units()) {
-    largest = std::max(largest, unit.shard_numel());
-  }
-  return largest;
-}
-
 std::string BytesLine(const char* label, int64_t bytes) {
   return absl::StrFormat("  %-28s %16d B  %10.3f GiB\n", label, bytes,
                          static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
@@ -86,9 +78,14 @@ RankMemoryPrediction PredictRankMemory(const proto::ShardPlan& plan,
   if (sharded.gradients()) {
     memory.unsharded_gradient_bytes = reduce_bytes * LargestWindowPaddedNumel(plan, 2);
   }
-  const int collectives_with_scratch = plan.strategy() == proto::HYBRID_SHARD ? 2 : 1;
+  // Communication buffers, as the runtime (fsdp/train/unit_state.h) holds
+  // them: strategies that keep whole gradients (no_shard, shard_optimizer)
+  // reduce-scatter every unit into a shard buffer of its own, kept for the
+  // run (S in total); the gradient-sharding strategies reduce-scatter
+  // straight into their gradient shards and stage nothing. Plus one fp32
+  // scalar for the loss and gradient-norm all-reduces.
   memory.communication_scratch_bytes =
-      collectives_with_scratch * reduce_bytes * LargestShardNumel(plan);
+      (sharded.gradients() ? 0 : reduce_bytes * shard_numel) + kScalarAllReduceBytes;
 
   memory.activation_bytes = inputs.activation_bytes;
   memory.workspace_bytes = inputs.workspace_bytes;

@@ -92,6 +92,9 @@ struct MemoryModelInputs {
 };
 
 // One rank's predicted peak bytes, by category.
+// The fp32 scalar the runtime all-reduces for the loss and the gradient norm.
+inline constexpr int64_t kScalarAllReduceBytes = 4;
+
 struct RankMemoryPrediction {
   // Model state.
   int64_t parameter_bytes = 0;         // parameters in the compute dtype kept by the rank
@@ -101,7 +104,7 @@ struct RankMemoryPrediction {
   // Working buffers.
   int64_t gathered_parameter_bytes = 0;    // unsharded units beyond parameter_bytes
   int64_t unsharded_gradient_bytes = 0;    // unsharded unit gradients beyond gradient_bytes
-  int64_t communication_scratch_bytes = 0; // collectives' staging buffers
+  int64_t communication_scratch_bytes = 0; // reduce-scatter outputs + the loss/norm scalar
   // Inputs, copied from MemoryModelInputs.
   int64_t activation_bytes = 0;
   int64_t workspace_bytes = 0;

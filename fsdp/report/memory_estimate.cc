@@ -15,9 +15,6 @@ namespace report {
 namespace {
 
 constexpr int64_t kFp32Bytes = 4;
-// DataParallelTrainer's one-float buffer for the loss and gradient-norm
-// all-reduces (fsdp/train/train_step.h), held for the whole run.
-constexpr int64_t kScalarAllReduceBytes = 4;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -81,29 +78,6 @@ std::vector<NamedBytes> EstimateParts(const RankMemoryEstimate& e) {
           {"bf16_staging", e.staging_bytes},
           {"activations", e.activation_bytes},
           {"workspace", e.workspace_bytes}};
-}
-
-// [Note: communication buffers] What the runtime keeps for collectives
-// (fsdp/train/unit_state.h, unit_collectives.h), in fp32 training:
-//  * strategies that keep whole gradients (no_shard, shard_optimizer)
-//    reduce each unit's gradients by a reduce-scatter into a per-unit shard
-//    buffer (then all-gather back, or step the shard); every unit owns its
-//    shard buffer for the whole run, so together they hold one shard of
-//    every unit: reduce dtype x total_shard_numel.
-//  * gradient-sharding strategies reduce-scatter straight into the gradient
-//    shard they keep (counted under gradients) and all-gather straight into
-//    the gathered parameters: no staging at all.
-//  * plus the trainer's one-float scalar for the loss / norm all-reduces.
-// The shard planner's "communication scratch" (one shard of the largest
-// unit, twice for hybrid_shard) describes neither: it undercounts the first
-// case by up to the whole model on one rank (S = P there) and overcounts the
-// second; docs/memory.md has the fix for fsdp/plan/memory_model.cc.
-int64_t CommBufferBytes(const proto::ShardPlan& plan) {
-  const int64_t reduce_bytes = plan.reduce_dtype() == proto::BF16 ? 2 : 4;
-  if (!plan.sharded_state().gradients()) {
-    return reduce_bytes * plan.total_shard_numel() + kScalarAllReduceBytes;
-  }
-  return kScalarAllReduceBytes;
 }
 
 // [Note: peak of the total] Everything but the activations and the
@@ -183,7 +157,7 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& point) 
   e.gathered_parameter_bytes = planned.gathered_parameter_bytes;
   e.unsharded_gradient_bytes = planned.unsharded_gradient_bytes;
   e.gathered_bytes = e.gathered_parameter_bytes + e.unsharded_gradient_bytes;
-  e.comm_buffer_bytes = CommBufferBytes(plan);
+  e.comm_buffer_bytes = planned.communication_scratch_bytes;
   e.activation_bytes = planned.activation_bytes;
   e.workspace_bytes = planned.workspace_bytes;
   const ScheduleInputs schedule = ScheduleOf(plan, activations, point);

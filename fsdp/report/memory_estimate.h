@@ -125,10 +125,6 @@ std::vector<NamedBytes> EstimateParts(const RankMemoryEstimate& estimate);
 // to change otherwise.
 absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& point);
 
-// The communication buffers this runtime keeps per rank, in bytes (see
-// [Note: communication buffers] in memory_estimate.cc). Exposed for tests.
-int64_t CommBufferBytes(const proto::ShardPlan& plan);
-
 // The ZeRO paper's per-device model states for Psi parameters (Rajbhandari
 // et al. 2019, Figure 1 and Section 5): with b = 2 (mixed) or 4 (fp32) bytes
 // per parameter and gradient, K = 4 * (master ? 1 : 0) + 4 * states, N = the

@@ -246,11 +246,9 @@ TEST(MemoryModelWorkingBuffersTest, GatheredParametersMatchASimulatedSchedule) {
     // A unit's unsharded gradients overlap the next backward unit's.
     EXPECT_EQ(memory.unsharded_gradient_bytes,
               element_bytes * SimulatedPeakGathered(*plan, /*ahead=*/1));
-    int64_t largest_shard = 0;
-    for (const proto::UnitPlan& unit : plan->units()) {
-      largest_shard = std::max(largest_shard, unit.padded_numel() / world_size);
-    }
-    EXPECT_EQ(memory.communication_scratch_bytes, element_bytes * largest_shard);
+    // full_shard reduce-scatters straight into its gradient shards: only
+    // the loss/norm scalar is staged.
+    EXPECT_EQ(memory.communication_scratch_bytes, kScalarAllReduceBytes);
   }
 }
 
@@ -267,7 +265,16 @@ TEST(MemoryModelWorkingBuffersTest, OnlyShardedStateNeedsUnshardedBuffers) {
   EXPECT_EQ(grad_op.unsharded_gradient_bytes, 4 * (300 + 200));
   const RankMemoryPrediction hybrid =
       Predict(units, OptionsFor(proto::HYBRID_SHARD, 4, 2, false), OptimizerKind::kAdam);
-  EXPECT_EQ(hybrid.communication_scratch_bytes, 2 * 4 * (300 / 2));  // two collectives
+  // Gradient-sharding strategies stage nothing but the loss/norm scalar.
+  EXPECT_EQ(hybrid.communication_scratch_bytes, kScalarAllReduceBytes);
+  EXPECT_EQ(grad_op.communication_scratch_bytes, kScalarAllReduceBytes);
+  // Whole-gradient strategies keep one reduce-scatter output (a shard) per
+  // unit: 100, 300 and 200 elements over 4 ranks need no padding.
+  EXPECT_EQ(no_shard.communication_scratch_bytes, 4 * (100 + 300 + 200) / 4 + kScalarAllReduceBytes);
+  const RankMemoryPrediction shard_optimizer =
+      Predict(units, OptionsFor(proto::SHARD_OPTIMIZER, 4, 0, false), OptimizerKind::kAdam);
+  EXPECT_EQ(shard_optimizer.communication_scratch_bytes,
+            no_shard.communication_scratch_bytes);
 }
 
 // ---- Inputs, totals and the summary path --------------------------------------------
