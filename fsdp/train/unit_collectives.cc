@@ -2,6 +2,7 @@
 #include "fsdp/train/unit_collectives.h"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <utility>
 
@@ -78,6 +79,32 @@ absl::Status PendingCollective::Finish(absl::Duration timeout, CommWaitClock& cl
   return absl::OkStatus();
 }
 
+absl::StatusOr<PendingCollective::Wire> PendingCollective::StageForWire(
+    absl::Span<const float> input, absl::Span<float> output, comm::Dtype dtype,
+    MemoryTracker& tracker, absl::string_view label) {
+  if (dtype == comm::Dtype::kFloat32) {
+    return Wire{comm::AsConstBytes(input), comm::AsBytes(output)};
+  }
+  FSDP_ASSIGN_OR_RETURN(send_staging_, tracker.Allocate<uint16_t>(
+                                           MemoryCategory::kCommBuffers,
+                                           static_cast<int64_t>(input.size()),
+                                           absl::StrCat(label, " bf16 send")));
+  FSDP_ASSIGN_OR_RETURN(recv_staging_, tracker.Allocate<uint16_t>(
+                                           MemoryCategory::kCommBuffers,
+                                           static_cast<int64_t>(output.size()),
+                                           absl::StrCat(label, " bf16 receive")));
+  Narrow(input, send_staging_.span());
+  unpack_into_ = output;
+  return Wire{comm::AsConstBytes(absl::Span<const uint16_t>(send_staging_.span())),
+              comm::AsBytes(recv_staging_.span())};
+}
+
+void PendingCollective::FinishLocally(const Wire& wire) {
+  // memmove: an all-gather's input may alias its slot of the output.
+  std::memmove(wire.output.data(), wire.input.data(), wire.input.size());
+  work_ = Finished();
+}
+
 absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator& comm,
                                                 absl::Span<const float> shard,
                                                 absl::Span<float> gathered, comm::Dtype dtype,
@@ -89,35 +116,15 @@ absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator& comm,
     pending.work_ = Finished();
     return pending;
   }
-  comm::AllGatherOptions options;
-  if (dtype == comm::Dtype::kFloat32) {
-    if (comm.size() == 1) {
-      std::copy(shard.begin(), shard.end(), gathered.begin());
-      pending.work_ = Finished();
-      return pending;
-    }
-    options.input = comm::AsConstBytes(shard);
-    options.output = comm::AsBytes(gathered);
-  } else {
-    FSDP_ASSIGN_OR_RETURN(pending.send_staging_,
-                          tracker.Allocate<uint16_t>(MemoryCategory::kCommBuffers,
-                                                     static_cast<int64_t>(shard.size()),
-                                                     absl::StrCat(label, " bf16 send")));
-    FSDP_ASSIGN_OR_RETURN(pending.recv_staging_,
-                          tracker.Allocate<uint16_t>(MemoryCategory::kCommBuffers,
-                                                     static_cast<int64_t>(gathered.size()),
-                                                     absl::StrCat(label, " bf16 receive")));
-    Narrow(shard, pending.send_staging_.span());
-    pending.unpack_into_ = gathered;
-    if (comm.size() == 1) {
-      std::copy(pending.send_staging_.span().begin(), pending.send_staging_.span().end(),
-                pending.recv_staging_.span().begin());
-      pending.work_ = Finished();
-      return pending;
-    }
-    options.input = comm::AsConstBytes(absl::Span<const uint16_t>(pending.send_staging_.span()));
-    options.output = comm::AsBytes(pending.recv_staging_.span());
+  FSDP_ASSIGN_OR_RETURN(const PendingCollective::Wire wire,
+                        pending.StageForWire(shard, gathered, dtype, tracker, label));
+  if (comm.size() == 1) {
+    pending.FinishLocally(wire);
+    return pending;
   }
+  comm::AllGatherOptions options;
+  options.input = wire.input;
+  options.output = wire.output;
   FSDP_ASSIGN_OR_RETURN(pending.work_, comm.AllGather(options));
   return pending;
 }
@@ -133,37 +140,17 @@ absl::StatusOr<PendingCollective> PostReduceScatterSum(comm::Communicator& comm,
     pending.work_ = Finished();
     return pending;
   }
+  FSDP_ASSIGN_OR_RETURN(const PendingCollective::Wire wire,
+                        pending.StageForWire(full, shard, dtype, tracker, label));
+  if (comm.size() == 1) {
+    pending.FinishLocally(wire);
+    return pending;
+  }
   comm::ReduceScatterOptions options;
+  options.input = wire.input;
+  options.output = wire.output;
   options.op = comm::ReduceOp::kSum;
   options.dtype = dtype;
-  if (dtype == comm::Dtype::kFloat32) {
-    if (comm.size() == 1) {
-      std::copy(full.begin(), full.end(), shard.begin());
-      pending.work_ = Finished();
-      return pending;
-    }
-    options.input = comm::AsConstBytes(full);
-    options.output = comm::AsBytes(shard);
-  } else {
-    FSDP_ASSIGN_OR_RETURN(pending.send_staging_,
-                          tracker.Allocate<uint16_t>(MemoryCategory::kCommBuffers,
-                                                     static_cast<int64_t>(full.size()),
-                                                     absl::StrCat(label, " bf16 send")));
-    FSDP_ASSIGN_OR_RETURN(pending.recv_staging_,
-                          tracker.Allocate<uint16_t>(MemoryCategory::kCommBuffers,
-                                                     static_cast<int64_t>(shard.size()),
-                                                     absl::StrCat(label, " bf16 receive")));
-    Narrow(full, pending.send_staging_.span());
-    pending.unpack_into_ = shard;
-    if (comm.size() == 1) {
-      std::copy(pending.send_staging_.span().begin(), pending.send_staging_.span().end(),
-                pending.recv_staging_.span().begin());
-      pending.work_ = Finished();
-      return pending;
-    }
-    options.input = comm::AsConstBytes(absl::Span<const uint16_t>(pending.send_staging_.span()));
-    options.output = comm::AsBytes(pending.recv_staging_.span());
-  }
   FSDP_ASSIGN_OR_RETURN(pending.work_, comm.ReduceScatter(options));
   return pending;
 }

@@ -70,6 +70,19 @@ class PendingCollective {
                                                             absl::Span<float>);
   void Drain();
 
+  // The bytes a collective moves: the fp32 buffers themselves, or (bf16)
+  // staging copies, `input` narrowed now and the result widened into
+  // `output` by Finish().
+  struct Wire {
+    absl::Span<const std::byte> input;
+    absl::Span<std::byte> output;
+  };
+  absl::StatusOr<Wire> StageForWire(absl::Span<const float> input, absl::Span<float> output,
+                                    comm::Dtype dtype, MemoryTracker& tracker,
+                                    absl::string_view label);
+  // World size 1: the result is the input; no collective runs.
+  void FinishLocally(const Wire& wire);
+
   comm::WorkHandle work_;
   TrackedBuffer<uint16_t> send_staging_;  // bf16 input (kCommBuffers)
   TrackedBuffer<uint16_t> recv_staging_;  // bf16 output (kCommBuffers)
