@@ -1,7 +1,6 @@
 #include "comm/status_macros.h"
 
 #include "gtest/gtest.h"
-#include "proto/rendezvous.pb.h"
 
 namespace {
 
@@ -25,16 +24,6 @@ TEST(StatusMacros, AssignOrReturnPropagatesTheFirstError) {
   absl::Status status = Quarter(6, &out);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(out, -1);  // outputs are set only on success
-}
-
-TEST(StatusMacros, ProtobufRoundTrips) {
-  fsdp::proto::StoreRequest request;
-  request.set_job_token("abc");
-  request.mutable_set()->set_key("k");
-  std::string wire = request.SerializeAsString();
-  fsdp::proto::StoreRequest parsed;
-  ASSERT_TRUE(parsed.ParseFromString(wire));
-  EXPECT_EQ(parsed.set().key(), "k");
 }
 
 }  // namespace
