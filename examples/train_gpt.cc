@@ -68,7 +68,10 @@ ABSL_FLAG(int64_t, global_batch, 0,
           "(nproc * accum), which must divide evenly");
 ABSL_FLAG(int, steps, kDefaults.steps, "optimizer steps");
 ABSL_FLAG(double, lr, kDefaults.lr, "peak learning rate");
-ABSL_FLAG(double, min_lr, kDefaults.min_lr, "learning rate at the end of the cosine decay");
+ABSL_FLAG(double, min_lr, kDefaults.min_lr, "learning rate at the end of the decay");
+ABSL_FLAG(std::string, lr_decay, "cosine", "after the warmup: cosine, linear or constant");
+ABSL_FLAG(int64_t, lr_reference_batch, 0,
+          "linear scaling rule: peak lr = --lr x global batch / this (sequences); 0 = off");
 ABSL_FLAG(int, warmup_steps, kDefaults.warmup_steps, "linear warmup steps");
 ABSL_FLAG(double, weight_decay, kDefaults.weight_decay, "decoupled weight decay");
 ABSL_FLAG(double, grad_clip, kDefaults.grad_clip, "max global gradient L2 norm; 0 = off");
@@ -106,6 +109,18 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   o.lr = static_cast<float>(absl::GetFlag(FLAGS_lr));
   o.min_lr = static_cast<float>(absl::GetFlag(FLAGS_min_lr));
   o.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
+  const std::string decay = absl::GetFlag(FLAGS_lr_decay);
+  if (decay == "cosine") {
+    o.lr_decay = fsdp::LrDecay::kCosine;
+  } else if (decay == "linear") {
+    o.lr_decay = fsdp::LrDecay::kLinear;
+  } else if (decay == "constant") {
+    o.lr_decay = fsdp::LrDecay::kConstant;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--lr_decay='", decay, "' is not one of: cosine, linear, constant"));
+  }
+  o.lr_reference_batch = absl::GetFlag(FLAGS_lr_reference_batch);
   o.weight_decay = static_cast<float>(absl::GetFlag(FLAGS_weight_decay));
   o.grad_clip = static_cast<float>(absl::GetFlag(FLAGS_grad_clip));
   const std::string optimizer = absl::GetFlag(FLAGS_optimizer);

@@ -82,6 +82,11 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--min_lr=", o.min_lr, " must lie in [0, --lr=", o.lr, "]"));
   }
+  if (o.lr_reference_batch < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--lr_reference_batch=", o.lr_reference_batch,
+        " must not be negative (0 turns the linear scaling rule off)"));
+  }
   if (o.warmup_steps < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("--warmup_steps=", o.warmup_steps, " must not be negative"));

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "fsdp/optim/lr_schedule.h"
 #include "fsdp/train/strategy.h"
 
 namespace fsdp {
@@ -49,7 +50,11 @@ struct TrainOptions {
   int steps = 100;
   float lr = 3e-3f;           // peak learning rate
   int warmup_steps = 5;
-  float min_lr = 3e-4f;       // cosine decay floor
+  float min_lr = 3e-4f;       // floor of the decay
+  LrDecay lr_decay = LrDecay::kCosine;
+  // The linear scaling rule (Goyal et al. 2017): when > 0, the peak learning
+  // rate is lr * global_batch / lr_reference_batch, reached by the warmup.
+  int64_t lr_reference_batch = 0;
   float weight_decay = 0.0f;
   float grad_clip = 1.0f;     // global-norm clip; 0 = off
   OptimizerKind optimizer = OptimizerKind::kAdamW;

@@ -1,6 +1,7 @@
 // File: fsdp/train/train_run.cc
 #include "fsdp/train/train_run.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -87,7 +88,10 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
   schedule_options.min_lr = options.min_lr;
   schedule_options.warmup_steps = options.warmup_steps;
   schedule_options.total_steps = options.steps;
-  schedule_options.decay = LrDecay::kCosine;
+  schedule_options.decay = options.lr_decay;
+  schedule_options.linear_scaling = options.lr_reference_batch > 0;
+  schedule_options.global_batch = options.global_batch();
+  schedule_options.reference_batch = std::max<int64_t>(options.lr_reference_batch, 1);
   FSDP_ASSIGN_OR_RETURN(LrSchedule schedule, LrSchedule::Create(schedule_options));
 
   const bool reporter = (world.rank() == 0);

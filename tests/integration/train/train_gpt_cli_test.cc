@@ -3,6 +3,7 @@
 // train_gpt end to end: the default configuration learns the synthetic
 // stream, and bad flags are rejected by the launching parent with a clear
 // message before any rank starts (no "[rank k]" lines in the output).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -79,6 +80,25 @@ TEST(TrainGptCliTest, TokenOutsideTheVocabularyIsRejectedBeforeRanksStart) {
   EXPECT_TRUE(run.losses.empty());
 }
 
+// The linear scaling rule: with a global batch of 2 ranks x 4 sequences = 8
+// and a reference batch of 4, the warmup reaches twice --lr; linear decay
+// then falls to --min_lr at the last step.
+TEST(TrainGptCliTest, LinearScalingRuleAndLinearDecay) {
+  const double lr = 1e-3;
+  const TrainGptRun run = RunTrainGpt(
+      "linear_scaling", {"--nproc=2", "--micro_batch=4", "--steps=10", "--warmup_steps=2",
+                         "--lr=0.001", "--min_lr=0", "--lr_decay=linear",
+                         "--lr_reference_batch=4"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  ASSERT_EQ(run.lrs.size(), 10u) << run.output;
+  double peak = 0.0;
+  for (double value : run.lrs) peak = std::max(peak, value);
+  EXPECT_NEAR(peak, lr * 8 / 4, 1e-6 * lr) << run.output;
+  for (size_t i = 3; i < run.lrs.size(); ++i) {
+    EXPECT_LT(run.lrs[i], run.lrs[i - 1]) << "linear decay must fall every step, step " << i;
+  }
+}
+
 struct BadFlag {
   std::vector<std::string> flags;
   std::string message;  // must appear in the output
@@ -112,6 +132,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "--prefetch_depth=-1 must not be negative"},
         BadFlag{{"--strategy=zero9"}, "unknown strategy 'zero9'"},
         BadFlag{{"--optimizer=lion"}, "--optimizer='lion' is not one of: adamw, sgd"},
+        BadFlag{{"--lr_decay=step"}, "--lr_decay='step' is not one of: cosine, linear, constant"},
+        BadFlag{{"--lr_reference_batch=-8"}, "--lr_reference_batch=-8 must not be negative"},
         BadFlag{{"--data=/nonexistent/x.bin"}, "--data='/nonexistent/x.bin' cannot be opened"}));
 
 }  // namespace
