@@ -256,7 +256,8 @@ absl::Status UcxTransport::PostSend(int peer, uint64_t tag, const void* data,
   if (peers_[peer] == PeerState::kLeft) {
     return absl::UnavailableError(absl::StrCat(
         "rank ", env_.rank, ": cannot send to rank ", peer, " tag ", tag, ": rank ", peer,
-        " has shut down (it left the job)"));
+        " has shut down (it left the job)",
+        health_.ok() ? "" : absl::StrCat("; first failure in the job: ", health_.message())));
   }
   completion->done = false;
   completion->status = absl::OkStatus();
