@@ -31,23 +31,20 @@
 // loopback at every size (in the driver before launching, or in rank 0
 // before the rendezvous, so no rank competes with it) and prints busbw
 // beside tag_bw, with the project's speed goals evaluated at 64 MiB.
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
+//
+// This file holds the flags, the tables and the driver / rank entry points;
+// one measured cell is collective_cell.h, the ucx_perftest runs are
+// ucx_perftest_runner.h, the speed-goal report is bench_goals.h and the
+// results CSV is bench_results.h.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <map>
 #include <memory>
-#include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -60,15 +57,16 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "comm/communicator.h"
 #include "comm/dtype.h"
 #include "comm/launcher/launcher.h"
 #include "comm/status_macros.h"
+#include "examples/bench_goals.h"
+#include "examples/bench_results.h"
+#include "examples/collective_cell.h"
+#include "examples/ucx_perftest_runner.h"
 
 ABSL_FLAG(std::string, nproc, "2",
           "Ranks to launch: a number, or a comma-separated list run one after "
@@ -90,36 +88,11 @@ ABSL_FLAG(int, timeout_s, 600, "Timeout of every collective's Wait().");
 ABSL_FLAG(std::string, max_segment_bytes, "1M",
           "Pipeline segment size of the ring algorithms (CommunicatorOptions).");
 
+namespace collective_bench {
 namespace {
 
 // Set by the driver for its ranks: rank 0 writes its rows there.
 constexpr char kResultFileVariable[] = "FSDP_COLLECTIVE_BENCH_RESULT_FILE";
-constexpr char kCsvHeader[] = "collective,ranks,bytes,time_us,algbw_gbps,busbw_gbps";
-constexpr char kPerftestName[] = "ucx_perftest_tag_bw";
-constexpr size_t kGoalBytes = size_t{64} << 20;
-
-enum class Collective { kAllGather, kReduceScatter, kAllReduce, kBroadcast };
-
-const char* CollectiveName(Collective c) {
-  switch (c) {
-    case Collective::kAllGather: return "all_gather";
-    case Collective::kReduceScatter: return "reduce_scatter";
-    case Collective::kAllReduce: return "all_reduce";
-    case Collective::kBroadcast: return "broadcast";
-  }
-  return "?";
-}
-
-// busbw / algbw, nccl-tests' PERFORMANCE.md.
-double BusFactor(Collective c, int n) {
-  switch (c) {
-    case Collective::kAllGather:
-    case Collective::kReduceScatter: return (n - 1.0) / n;
-    case Collective::kAllReduce: return 2.0 * (n - 1.0) / n;
-    case Collective::kBroadcast: return 1.0;
-  }
-  return 1.0;
-}
 
 struct Config {
   std::vector<int> nprocs;
@@ -135,17 +108,6 @@ struct Config {
   bool perftest = false;
   absl::Duration timeout;
   size_t max_segment_bytes = 0;
-};
-
-struct Row {
-  std::string collective;
-  int ranks = 0;
-  size_t bytes = 0;
-  size_t count = 0;
-  double time_us = 0;
-  double algbw_gbps = 0;
-  double busbw_gbps = 0;
-  int64_t wrong = 0;
 };
 
 // ---------------------------------------------------------------------------
@@ -276,429 +238,19 @@ std::vector<size_t> Sizes(const Config& config) {
   return sizes;
 }
 
-// ---------------------------------------------------------------------------
-// CSV
-
-std::string CsvLine(const Row& row) {
-  return absl::StrFormat("%s,%d,%d,%.3f,%.4f,%.4f", row.collective, row.ranks, row.bytes,
-                         row.time_us, row.algbw_gbps, row.busbw_gbps);
-}
-
-// Writes to a temporary file beside `path`, then renames it over `path`, so
-// a reader never sees half a file.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& contents) {
-  const std::string temporary = absl::StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    if (!out) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot create ", temporary, " (for --csv=", path, "): ", strerror(errno),
-          "; does the directory exist and is it writable?"));
-    }
-    out << contents;
-    out.flush();
-    if (!out) {
-      return absl::InternalError(absl::StrCat("writing ", temporary, " failed"));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    int error = errno;
-    std::remove(temporary.c_str());
-    return absl::InternalError(
-        absl::StrCat("renaming ", temporary, " to ", path, ": ", strerror(error)));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status WriteCsv(const std::string& path, const std::vector<Row>& rows) {
-  std::string text = absl::StrCat(kCsvHeader, "\n");
-  for (const Row& row : rows) absl::StrAppend(&text, CsvLine(row), "\n");
-  return WriteFileAtomically(path, text);
-}
-
-absl::StatusOr<std::vector<Row>> ReadCsv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("no results in ", path));
-  std::vector<Row> rows;
-  std::string line;
-  std::getline(in, line);
-  if (line != kCsvHeader) {
-    return absl::DataLossError(absl::StrCat(path, ": unexpected header '", line, "'"));
-  }
-  while (std::getline(in, line)) {
-    std::vector<std::string> fields = absl::StrSplit(line, ',');
-    Row row;
-    if (fields.size() != 6 || !absl::SimpleAtoi(fields[1], &row.ranks) ||
-        !absl::SimpleAtoi(fields[2], &row.bytes) ||
-        !absl::SimpleAtod(fields[3], &row.time_us) ||
-        !absl::SimpleAtod(fields[4], &row.algbw_gbps) ||
-        !absl::SimpleAtod(fields[5], &row.busbw_gbps)) {
-      return absl::DataLossError(absl::StrCat(path, ": malformed line '", line, "'"));
-    }
-    row.collective = fields[0];
-    rows.push_back(row);
-  }
-  return rows;
+// The part of the flags one measured cell needs.
+CellOptions CellOptionsOf(const Config& config) {
+  CellOptions options;
+  options.dtype = config.dtype;
+  options.algorithm = config.algorithm;
+  options.warmup = config.warmup;
+  options.iters = config.iters;
+  options.timeout = config.timeout;
+  return options;
 }
 
 // ---------------------------------------------------------------------------
-// ucx_perftest
-
-// Runs `argv` and returns its stdout (stderr discarded).
-absl::StatusOr<std::string> RunAndCapture(std::vector<std::string> argv) {
-  int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) return absl::InternalError("pipe failed");
-  std::vector<char*> c_argv;
-  for (std::string& a : argv) c_argv.push_back(a.data());
-  c_argv.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", strerror(errno)));
-  if (pid == 0) {
-    dup2(pipe_fds[1], STDOUT_FILENO);
-    int null_fd = open("/dev/null", O_WRONLY);
-    if (null_fd >= 0) dup2(null_fd, STDERR_FILENO);
-    close(pipe_fds[0]);
-    close(pipe_fds[1]);
-    execvp(c_argv[0], c_argv.data());
-    _exit(127);
-  }
-  close(pipe_fds[1]);
-  std::string output;
-  char buffer[4096];
-  for (ssize_t got; (got = read(pipe_fds[0], buffer, sizeof(buffer))) != 0;) {
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    output.append(buffer, got);
-  }
-  close(pipe_fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return absl::InternalError(absl::StrCat(
-        argv[0], " failed (", WIFEXITED(status) ? "exit " : "signal ",
-        WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
-        WIFEXITED(status) && WEXITSTATUS(status) == 127 ? ", not installed? apt install ucx-utils" : "",
-        ")"));
-  }
-  return output;
-}
-
-// One tag_bw measurement between a server and a client process on
-// 127.0.0.1, in GB/s (10^9 B/s). ucx_perftest -v prints CSV whose 6th field
-// is overall_bw in MiB/s.
-absl::StatusOr<double> MeasureTagBandwidth(size_t bytes) {
-  absl::StatusOr<int> port = comm::PickFreePort();
-  if (!port.ok()) return port.status();
-  const int iterations =
-      static_cast<int>(std::clamp<size_t>((size_t{1} << 30) / bytes, 5, 2000));
-  std::vector<std::string> common = {
-      "-t", "tag_bw", "-s", absl::StrCat(bytes), "-n", absl::StrCat(iterations),
-      "-w", absl::StrCat(std::max(1, iterations / 10)), "-f", "-v", "-p", absl::StrCat(*port)};
-  std::vector<std::string> server = {"ucx_perftest"};
-  server.insert(server.end(), common.begin(), common.end());
-  pid_t server_pid = fork();
-  if (server_pid < 0) return absl::InternalError("fork failed");
-  if (server_pid == 0) {
-    int null_fd = open("/dev/null", O_WRONLY);
-    if (null_fd >= 0) {
-      dup2(null_fd, STDOUT_FILENO);
-      dup2(null_fd, STDERR_FILENO);
-    }
-    std::vector<char*> c_argv;
-    for (std::string& a : server) c_argv.push_back(a.data());
-    c_argv.push_back(nullptr);
-    execvp(c_argv[0], c_argv.data());
-    _exit(127);
-  }
-  std::vector<std::string> client = {"ucx_perftest", "127.0.0.1"};
-  client.insert(client.end(), common.begin(), common.end());
-  absl::StatusOr<std::string> output = absl::InternalError("not run");
-  // The server needs a moment to listen; the client does not retry by itself.
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    absl::SleepFor(absl::Milliseconds(100));
-    int status = 0;
-    if (waitpid(server_pid, &status, WNOHANG) == server_pid) {
-      server_pid = -1;
-      break;
-    }
-    output = RunAndCapture(client);
-    if (output.ok()) break;
-  }
-  if (server_pid > 0) {
-    // It exits after the test; after a failed client it may still listen.
-    for (int i = 0; i < 50 && waitpid(server_pid, nullptr, WNOHANG) == 0; ++i) {
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    kill(server_pid, SIGKILL);
-    waitpid(server_pid, nullptr, 0);
-  }
-  if (!output.ok()) {
-    return absl::Status(output.status().code(),
-                        absl::StrCat("ucx_perftest tag_bw at ", bytes,
-                                     " bytes: ", output.status().message()));
-  }
-  std::vector<std::string> lines = absl::StrSplit(*output, '\n', absl::SkipWhitespace());
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    std::vector<std::string> fields = absl::StrSplit(*it, ',');
-    double mib_per_s = 0;
-    if (fields.size() >= 6 && absl::SimpleAtod(absl::StripAsciiWhitespace(fields[5]),
-                                               &mib_per_s)) {
-      return mib_per_s * 1048576.0 / 1e9;
-    }
-  }
-  return absl::DataLossError(
-      absl::StrCat("cannot parse ucx_perftest output: ", output->substr(0, 300)));
-}
-
-// The best of a few runs: on a shared machine a run is only ever slowed
-// down, and the goals compare against what the link can do.
-constexpr int kPerftestRuns = 3;
-
-std::vector<Row> MeasurePerftestSweep(const std::vector<size_t>& sizes) {
-  std::vector<Row> rows;
-  std::printf("# ucx_perftest -t tag_bw over loopback (2 processes, nothing else of ours "
-              "running; best of %d runs)\n", kPerftestRuns);
-  for (size_t bytes : sizes) {
-    absl::StatusOr<double> gbps = absl::InternalError("not run");
-    for (int run = 0; run < kPerftestRuns; ++run) {
-      absl::StatusOr<double> once = MeasureTagBandwidth(bytes);
-      if (!once.ok()) {
-        gbps = once;
-        break;
-      }
-      if (!gbps.ok() || *once > *gbps) gbps = once;
-    }
-    if (!gbps.ok()) {
-      std::printf("#   %zu bytes: %s\n", bytes, std::string(gbps.status().message()).c_str());
-      continue;
-    }
-    Row row;
-    row.collective = kPerftestName;
-    row.ranks = 2;
-    row.bytes = bytes;
-    row.algbw_gbps = row.busbw_gbps = *gbps;
-    row.time_us = bytes / (*gbps * 1e3);
-    rows.push_back(row);
-    std::printf("#   %12zu bytes  %8.2f GB/s\n", bytes, *gbps);
-  }
-  std::fflush(stdout);
-  return rows;
-}
-
-// ---------------------------------------------------------------------------
-// One rank's work
-
-// Small integers: every sum over up to 85 ranks is exact in fp32 and bf16.
-float InputValue(int rank, size_t index) {
-  return static_cast<float>(static_cast<int>((rank * 3 + index) % 7) - 3);
-}
-
-void Fill(comm::Dtype dtype, int rank, size_t offset, std::byte* out, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    float value = InputValue(rank, offset + i);
-    if (dtype == comm::Dtype::kFloat32) {
-      std::memcpy(out + 4 * i, &value, 4);
-    } else {
-      comm::BFloat16 bits = comm::FloatToBFloat16(value);
-      std::memcpy(out + 2 * i, &bits, 2);
-    }
-  }
-}
-
-float Read(comm::Dtype dtype, const std::byte* in, size_t i) {
-  if (dtype == comm::Dtype::kFloat32) {
-    float value;
-    std::memcpy(&value, in + 4 * i, 4);
-    return value;
-  }
-  comm::BFloat16 bits;
-  std::memcpy(&bits, in + 2 * i, 2);
-  return comm::BFloat16ToFloat(bits);
-}
-
-// Buffers and posting for one (collective, size) cell.
-class Cell {
- public:
-  Cell(comm::Communicator& comm, const Config& config, Collective collective,
-       size_t nominal_bytes)
-      : comm_(comm), config_(config), collective_(collective) {
-    const int n = comm.size();
-    const size_t element = comm::DtypeSize(config.dtype);
-    if (collective == Collective::kAllGather || collective == Collective::kReduceScatter) {
-      count_ = nominal_bytes / (element * n);  // per rank
-      big_.assign(count_ * n * element, std::byte{0});
-      small_.assign(count_ * element, std::byte{0});
-    } else {
-      count_ = nominal_bytes / element;
-      big_.assign(count_ * element, std::byte{0});
-    }
-  }
-
-  size_t count() const { return count_; }
-  size_t total_bytes() const { return big_.size(); }
-
-  absl::StatusOr<comm::WorkHandle> Post() {
-    switch (collective_) {
-      case Collective::kAllGather: {
-        comm::AllGatherOptions options;
-        options.input = small_;
-        options.output = absl::MakeSpan(big_);
-        options.algorithm = config_.algorithm;
-        return comm_.AllGather(options);
-      }
-      case Collective::kReduceScatter: {
-        comm::ReduceScatterOptions options;
-        options.input = big_;
-        options.output = absl::MakeSpan(small_);
-        options.dtype = config_.dtype;
-        options.algorithm = config_.algorithm;
-        return comm_.ReduceScatter(options);
-      }
-      case Collective::kAllReduce: {
-        comm::AllReduceOptions options;
-        options.buffer = absl::MakeSpan(big_);
-        options.dtype = config_.dtype;
-        options.algorithm = config_.algorithm;
-        return comm_.AllReduce(options);
-      }
-      case Collective::kBroadcast: {
-        comm::BroadcastOptions options;
-        options.buffer = absl::MakeSpan(big_);
-        options.root = 0;
-        return comm_.Broadcast(options);
-      }
-    }
-    return absl::InternalError("unknown collective");
-  }
-
-  // Fresh inputs for the checked iteration. (The timed ones run on zeros: an
-  // in-place all-reduce of anything else grows without bound.)
-  void FillInputs() {
-    const int r = comm_.rank();
-    const comm::Dtype dtype = config_.dtype;
-    switch (collective_) {
-      case Collective::kAllGather:
-        Fill(dtype, r, 0, small_.data(), count_);
-        break;
-      case Collective::kReduceScatter:
-      case Collective::kAllReduce:
-        Fill(dtype, r, 0, big_.data(), big_.size() / comm::DtypeSize(dtype));
-        break;
-      case Collective::kBroadcast:
-        if (r == 0) Fill(dtype, 0, 0, big_.data(), count_);
-        else std::fill(big_.begin(), big_.end(), std::byte{0xFF});  // NaN
-        break;
-    }
-  }
-
-  // Elements of this rank's result that differ from the reference.
-  int64_t CountWrong() const {
-    const int n = comm_.size();
-    const comm::Dtype dtype = config_.dtype;
-    auto sum_over_ranks = [n](size_t index) {
-      float sum = 0;
-      for (int p = 0; p < n; ++p) sum += InputValue(p, index);
-      return sum;
-    };
-    int64_t wrong = 0;
-    switch (collective_) {
-      case Collective::kAllGather:
-        for (int p = 0; p < n; ++p) {
-          for (size_t i = 0; i < count_; ++i) {
-            wrong += Read(dtype, big_.data(), p * count_ + i) != InputValue(p, i);
-          }
-        }
-        break;
-      case Collective::kReduceScatter:
-        for (size_t i = 0; i < count_; ++i) {
-          wrong += Read(dtype, small_.data(), i) != sum_over_ranks(comm_.rank() * count_ + i);
-        }
-        break;
-      case Collective::kAllReduce:
-        for (size_t i = 0; i < count_; ++i) {
-          wrong += Read(dtype, big_.data(), i) != sum_over_ranks(i);
-        }
-        break;
-      case Collective::kBroadcast:
-        for (size_t i = 0; i < count_; ++i) {
-          wrong += Read(dtype, big_.data(), i) != InputValue(0, i);
-        }
-        break;
-    }
-    return wrong;
-  }
-
- private:
-  comm::Communicator& comm_;
-  const Config& config_;
-  Collective collective_;
-  size_t count_ = 0;
-  std::vector<std::byte> big_;    // the total buffer ("size" column)
-  std::vector<std::byte> small_;  // per-rank side of all-gather / reduce-scatter
-};
-
-absl::Status PostAndWait(Cell& cell, absl::Duration timeout) {
-  FSDP_ASSIGN_OR_RETURN(comm::WorkHandle work, cell.Post());
-  return work->Wait(timeout);
-}
-
-// Max of `time_us` and sum of `wrong` over ranks, via an all-gather (the
-// API has no max reduction).
-absl::StatusOr<std::pair<double, int64_t>> CombineOverRanks(comm::Communicator& comm,
-                                                             double time_us, int64_t wrong,
-                                                             absl::Duration timeout) {
-  struct Sample {
-    double time_us;
-    int64_t wrong;
-  };
-  Sample mine{time_us, wrong};
-  std::vector<Sample> all(comm.size());
-  comm::AllGatherOptions options;
-  options.input = absl::Span<const std::byte>(reinterpret_cast<const std::byte*>(&mine),
-                                              sizeof(mine));
-  options.output = comm::AsBytes(absl::MakeSpan(all));
-  FSDP_ASSIGN_OR_RETURN(comm::WorkHandle work, comm.AllGather(options));
-  FSDP_RETURN_IF_ERROR(work->Wait(timeout));
-  std::pair<double, int64_t> combined{0, 0};
-  for (const Sample& s : all) {
-    combined.first = std::max(combined.first, s.time_us);
-    combined.second += s.wrong;
-  }
-  return combined;
-}
-
-absl::StatusOr<Row> MeasureCell(comm::Communicator& comm, const Config& config,
-                                Collective collective, size_t nominal_bytes) {
-  Cell cell(comm, config, collective, nominal_bytes);
-  for (int i = 0; i < config.warmup; ++i) {
-    FSDP_RETURN_IF_ERROR(PostAndWait(cell, config.timeout));
-  }
-  {
-    FSDP_ASSIGN_OR_RETURN(comm::WorkHandle barrier, comm.Barrier());
-    FSDP_RETURN_IF_ERROR(barrier->Wait(config.timeout));
-  }
-  const absl::Time start = absl::Now();
-  for (int i = 0; i < config.iters; ++i) {
-    FSDP_RETURN_IF_ERROR(PostAndWait(cell, config.timeout));
-  }
-  const double time_us = absl::ToDoubleMicroseconds(absl::Now() - start) / config.iters;
-  cell.FillInputs();
-  FSDP_RETURN_IF_ERROR(PostAndWait(cell, config.timeout));
-  FSDP_ASSIGN_OR_RETURN(auto combined,
-                        CombineOverRanks(comm, time_us, cell.CountWrong(), config.timeout));
-  Row row;
-  row.collective = CollectiveName(collective);
-  row.ranks = comm.size();
-  row.bytes = cell.total_bytes();
-  row.count = cell.count();
-  row.time_us = combined.first;
-  row.wrong = combined.second;
-  row.algbw_gbps = row.time_us > 0 ? row.bytes / (row.time_us * 1e3) : 0;
-  row.busbw_gbps = row.algbw_gbps * BusFactor(collective, comm.size());
-  return row;
-}
+// Tables
 
 void PrintTableHeader(const Config& config, Collective collective, int ranks) {
   std::printf("#\n# %s  ranks: %d  dtype: %s  algorithm: %s  iters: %d  warmup: %d\n",
@@ -715,110 +267,6 @@ void PrintRow(const Config& config, const Row& row) {
               comm::DtypeName(config.dtype), row.time_us, row.algbw_gbps, row.busbw_gbps,
               static_cast<long long>(row.wrong));
   std::fflush(stdout);
-}
-
-// ---------------------------------------------------------------------------
-// Comparison with ucx_perftest and the speed goals
-
-const Row* FindRow(const std::vector<Row>& rows, const std::string& collective, int ranks,
-                   size_t bytes) {
-  for (const Row& row : rows) {
-    if (row.collective == collective && row.ranks == ranks && row.bytes == bytes) return &row;
-  }
-  return nullptr;
-}
-
-// Collective rows have their actual total bytes (rounded down to a multiple
-// of ranks * element size); perftest rows have the nominal size. A row
-// belongs to the smallest nominal size at or above it (sizes double).
-const Row* PerftestRowFor(const std::vector<Row>& perftest, size_t bytes) {
-  const Row* best = nullptr;
-  for (const Row& row : perftest) {
-    if (row.bytes >= bytes && row.bytes < 2 * bytes &&
-        (best == nullptr || row.bytes < best->bytes)) {
-      best = &row;
-    }
-  }
-  return best;
-}
-
-// The nominal size a row was measured at (a power-of-two multiple of min).
-const Row* RowNear(const std::vector<Row>& rows, const std::string& collective, int ranks,
-                   size_t nominal) {
-  for (const Row& row : rows) {
-    if (row.collective == collective && row.ranks == ranks && row.bytes <= nominal &&
-        row.bytes * 2 > nominal) {
-      return &row;
-    }
-  }
-  return nullptr;
-}
-
-void PrintComparison(const std::vector<Row>& rows, const std::vector<Row>& perftest) {
-  if (perftest.empty()) return;
-  std::printf("#\n# busbw beside ucx_perftest tag_bw at the same size\n");
-  std::printf("# %-15s %5s %12s %11s %11s %7s\n", "collective", "ranks", "size",
-              "busbw(GB/s)", "tag_bw", "ratio");
-  for (const Row& row : rows) {
-    const Row* p = PerftestRowFor(perftest, row.bytes);
-    if (p == nullptr) continue;
-    std::printf("  %-15s %5d %12zu %11.3f %11.3f %6.0f%%\n", row.collective.c_str(),
-                row.ranks, row.bytes, row.busbw_gbps, p->busbw_gbps,
-                100.0 * row.busbw_gbps / p->busbw_gbps);
-  }
-}
-
-void PrintGoal(const std::string& goal, std::optional<bool> met, const std::string& detail) {
-  std::printf("  %-62s %-8s %s\n", goal.c_str(),
-              !met.has_value() ? "n/a" : *met ? "met" : "NOT met", detail.c_str());
-}
-
-void PrintGoals(const std::vector<Row>& rows, const std::vector<Row>& perftest) {
-  std::printf("#\n# speed goals (noisy when the machine is busy)\n");
-  const Row* tag = nullptr;
-  for (const Row& p : perftest) {
-    if (p.bytes == kGoalBytes) tag = &p;
-  }
-  struct BandwidthGoal {
-    const char* collective;
-    double fraction;
-  };
-  for (BandwidthGoal g : {BandwidthGoal{"all_gather", 0.8},
-                          BandwidthGoal{"reduce_scatter", 0.4},
-                          BandwidthGoal{"all_reduce", 0.4}}) {
-    const Row* row = RowNear(rows, g.collective, 2, kGoalBytes);
-    std::string goal = absl::StrFormat("%s busbw >= %.0f%% of tag_bw at 64 MiB, 2 ranks",
-                                       g.collective, 100 * g.fraction);
-    if (row == nullptr || tag == nullptr) {
-      PrintGoal(goal, std::nullopt, "(needs --nproc including 2, --perftest, 64M in range)");
-      continue;
-    }
-    double ratio = row->busbw_gbps / tag->busbw_gbps;
-    PrintGoal(goal, ratio >= g.fraction,
-              absl::StrFormat("%.2f / %.2f GB/s = %.0f%%", row->busbw_gbps, tag->busbw_gbps,
-                              100 * ratio));
-  }
-  {
-    const Row* row = FindRow(rows, "all_reduce", 2, 4096);
-    std::string goal = "all_reduce of 4 KiB at 2 ranks < 20 us";
-    if (row == nullptr) {
-      PrintGoal(goal, std::nullopt, "(needs --nproc including 2 and 4K in range)");
-    } else {
-      PrintGoal(goal, row->time_us < 20, absl::StrFormat("%.1f us", row->time_us));
-    }
-  }
-  for (const char* collective : {"all_gather", "reduce_scatter", "all_reduce", "broadcast"}) {
-    const Row* two = RowNear(rows, collective, 2, kGoalBytes);
-    const Row* four = RowNear(rows, collective, 4, kGoalBytes);
-    std::string goal =
-        absl::StrCat(collective, " busbw at 4 ranks >= half of 2 ranks, 64 MiB");
-    if (two == nullptr || four == nullptr) {
-      PrintGoal(goal, std::nullopt, "(needs --nproc 2,4 and 64M in range)");
-      continue;
-    }
-    PrintGoal(goal, four->busbw_gbps >= 0.5 * two->busbw_gbps,
-              absl::StrFormat("%.2f vs %.2f GB/s", four->busbw_gbps, two->busbw_gbps));
-  }
 }
 
 // ---------------------------------------------------------------------------
@@ -847,12 +295,13 @@ int RunRank(const Config& config) {
   }
   comm::Communicator& comm = **created;
   const bool printer = comm.rank() == 0;
+  const CellOptions cell_options = CellOptionsOf(config);
   // Job warm-up: the first collectives of a fresh job pay for connection
   // set-up, first-touch page faults and UCX's lazy initialisation (the first
   // table's small sizes came out 5x slower without this).
   for (Collective collective : config.collectives) {
     for (size_t bytes : {sizes.front(), sizes.back()}) {
-      Cell cell(comm, config, collective, bytes);
+      Cell cell(comm, cell_options, collective, bytes);
       for (int i = 0; i < std::max(1, config.warmup); ++i) {
         absl::Status warmed = PostAndWait(cell, config.timeout);
         if (!warmed.ok()) {
@@ -868,7 +317,7 @@ int RunRank(const Config& config) {
   for (Collective collective : config.collectives) {
     if (printer) PrintTableHeader(config, collective, comm.size());
     for (size_t bytes : sizes) {
-      absl::StatusOr<Row> row = MeasureCell(comm, config, collective, bytes);
+      absl::StatusOr<Row> row = MeasureCell(comm, cell_options, collective, bytes);
       if (!row.ok()) {
         std::fprintf(stderr, "collective_bench: rank %d: %s at %zu bytes: %s\n", comm.rank(),
                      CollectiveName(collective), bytes, row.status().ToString().c_str());
@@ -947,6 +396,7 @@ int RunDriver(const Config& config, int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace collective_bench
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -959,11 +409,11 @@ int main(int argc, char** argv) {
                  positional[1]);
     return 2;
   }
-  absl::StatusOr<Config> config = ConfigFromFlags();
+  absl::StatusOr<collective_bench::Config> config = collective_bench::ConfigFromFlags();
   if (!config.ok()) {
     std::fprintf(stderr, "collective_bench: %s\n", std::string(config.status().message()).c_str());
     return 2;
   }
-  if (comm::IsLaunchedRank()) return RunRank(*config);
-  return RunDriver(*config, argc, argv);
+  if (comm::IsLaunchedRank()) return collective_bench::RunRank(*config);
+  return collective_bench::RunDriver(*config, argc, argv);
 }

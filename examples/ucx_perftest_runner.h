@@ -1,0 +1,35 @@
+// File: examples/ucx_perftest_runner.h
+//
+// Runs `ucx_perftest -t tag_bw` (package ucx-utils) between a server and a
+// client process on 127.0.0.1: the point-to-point bandwidth collective_bench
+// compares its busbw with. Forks and execs, so call it while no rank of ours
+// is running (it would compete for the cores).
+//
+//   std::vector<Row> perftest = MeasurePerftestSweep({4096, 8192});
+#ifndef EXAMPLES_UCX_PERFTEST_RUNNER_H_
+#define EXAMPLES_UCX_PERFTEST_RUNNER_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "examples/bench_results.h"
+
+namespace collective_bench {
+
+// The `collective` column of ucx_perftest rows in the results.
+inline constexpr char kPerftestName[] = "ucx_perftest_tag_bw";
+
+// One tag_bw run of `bytes` per message, in GB/s (10^9 B/s). kInternal if
+// ucx_perftest fails or is not installed, kDataLoss if its output has no
+// bandwidth figure.
+absl::StatusOr<double> MeasureTagBandwidth(size_t bytes);
+
+// The best of a few runs at every size, as rows (ranks 2, time_us = bytes /
+// bandwidth), printing a `#` line per size to stdout. A size that fails is
+// printed with its error and left out, so the result may be shorter.
+std::vector<Row> MeasurePerftestSweep(const std::vector<size_t>& sizes);
+
+}  // namespace collective_bench
+
+#endif  // EXAMPLES_UCX_PERFTEST_RUNNER_H_
