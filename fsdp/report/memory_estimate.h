@@ -1,9 +1,10 @@
 // File: fsdp/report/memory_estimate.h
 //
 // One rank's predicted peak memory for a GPT training job, by category: the
-// shard planner's model state and working buffers (fsdp/plan/memory_model.h)
-// plus the model's activations and workspace (fsdp/nn/gpt_spec.h) plus the
-// communication buffers this training runtime keeps (fsdp/train/flat_unit.h).
+// shard planner's model state, working buffers and communication buffers
+// (fsdp/plan/memory_model.h) plus the model's activations and workspace
+// (fsdp/nn/gpt_spec.h), with the peak of the total found by replaying the
+// runtime's step (step_schedule.h).
 // docs/memory.md derives every term and its agreement with the ZeRO paper.
 //
 //   MemoryPoint point;
