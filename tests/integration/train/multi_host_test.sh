@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Two "hosts" on one machine: each rank of a 2-rank full_shard job runs in its
+# own network namespace, joined by a veth pair, and the ranks meet over TCP
+# (rendezvous on rank 0's address, UCX forced to its tcp transport, as between
+# machines). The job must train and end with the same parameters, bit for bit,
+# as the same job over loopback shared memory through the launcher.
+#
+# Needs root (ip netns). Namespaces, the veth pair and the ranks are removed on
+# exit, pass or fail. Addresses are the test's own (10.231.N.0/24 inside its
+# namespaces); no traffic leaves them.
+set -euo pipefail
+
+train_gpt="$1"
+if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
+  echo "multi_host_test: needs root and iproute2 (ip netns); run the suite as root" >&2
+  exit 1
+fi
+
+id=$$
+subnet=$((id % 200 + 20))
+ns_a="fsdp_test_a_${id}"
+ns_b="fsdp_test_b_${id}"
+veth_a="fva${id}"
+veth_b="fvb${id}"
+addr_a="10.231.${subnet}.1"
+addr_b="10.231.${subnet}.2"
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+pids=()
+
+cleanup() {
+  for pid in "${pids[@]:-}"; do [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true; done
+  ip netns del "$ns_a" 2>/dev/null || true
+  ip netns del "$ns_b" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+ip netns add "$ns_a"
+ip netns add "$ns_b"
+ip link add "$veth_a" type veth peer name "$veth_b"
+ip link set "$veth_a" netns "$ns_a"
+ip link set "$veth_b" netns "$ns_b"
+ip -n "$ns_a" addr add "${addr_a}/24" dev "$veth_a"
+ip -n "$ns_b" addr add "${addr_b}/24" dev "$veth_b"
+for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
+ip -n "$ns_a" link set "$veth_a" up
+ip -n "$ns_b" link set "$veth_b" up
+
+# --threads=1 on both runs: OpenBLAS's summation order depends on its thread
+# count, and bit-for-bit equality needs the same arithmetic.
+flags=(--nproc=2 --strategy=full_shard --steps=5 --warmup_steps=1 --threads=1)
+port=$((29000 + id % 1000))
+rank_env=(WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR="$addr_a"
+          MASTER_PORT="$port" FSDP_JOB_TOKEN="multi-host-${id}" UCX_TLS=tcp,self)
+
+ip netns exec "$ns_a" env RANK=0 "${rank_env[@]}" timeout 120 "$train_gpt" "${flags[@]}" \
+  > "$tmp/rank0.txt" 2>&1 &
+pids+=($!)
+ip netns exec "$ns_b" env RANK=1 "${rank_env[@]}" timeout 120 "$train_gpt" "${flags[@]}" \
+  > "$tmp/rank1.txt" 2>&1 &
+pids+=($!)
+status=0
+wait "${pids[0]}" || status=$?
+wait "${pids[1]}" || status=$?
+pids=()
+if [ "$status" -ne 0 ]; then
+  echo "multi_host_test: a rank failed (exit $status)" >&2
+  echo "--- rank 0:"; cat "$tmp/rank0.txt"; echo "--- rank 1:"; cat "$tmp/rank1.txt"
+  exit 1
+fi
+
+across_hosts=$(grep -o 'params sha256 [0-9a-f]*' "$tmp/rank0.txt" || true)
+over_loopback=$("$train_gpt" "${flags[@]}" 2>&1 | grep -o 'params sha256 [0-9a-f]*' || true)
+echo "across namespaces (TCP): ${across_hosts}"
+echo "over loopback (shm):     ${over_loopback}"
+if [ -z "$across_hosts" ] || [ "$across_hosts" != "$over_loopback" ]; then
+  echo "multi_host_test: the two runs ended with different parameters" >&2
+  cat "$tmp/rank0.txt"
+  exit 1
+fi
+echo "PASS"
