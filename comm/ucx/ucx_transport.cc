@@ -35,7 +35,7 @@ enum class PeerState { kAlive, kLeft, kDead };
 
 // How long a transfer failure waits for the failure detector to name the rank
 // that died first (see AwaitRootCause).
-constexpr absl::Duration kRootCauseWait = absl::Milliseconds(300);
+constexpr absl::Duration kRootCauseWait = absl::Seconds(1);
 
 class UcxTransport final : public Transport {
  public:
