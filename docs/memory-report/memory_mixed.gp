@@ -348,7 +348,7 @@ set xlabel 'parameters'
 set ylabel 'peak bytes per rank'
 set grid xtics ytics mxtics mytics lc rgb '#dddddd'
 set key bottom right font ',8'
-set multiplot layout 2,2 title "Peak memory per rank against model size, mixed Adam: predicted dashed, measured solid\nfull sweep: GPT family vocab=2048 seq\\_len=128 micro\\_batch=2, 2 training steps per measured point" font ',12'
+set multiplot layout 2,2 title "Peak memory per rank against model size, mixed Adam: predicted only (nothing measured)\nfull sweep: GPT family vocab=2048 seq\\_len=128 micro\\_batch=2, 2 training steps per measured point" font ',12'
 set title '1 rank'
 plot $r1_no_shard_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#d62728' title 'no\_shard predicted', \
      $r1_no_shard_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#d62728' notitle, \

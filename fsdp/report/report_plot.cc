@@ -127,6 +127,10 @@ std::string ReportGnuplotScript(const ReportData& data, Precision precision,
       "set terminal pngcairo size 1400,1000 enhanced font 'sans,10'\n", "set output '", png_path,
       "'\n");
   std::string blocks, plots;
+  bool any_measured = false;
+  for (const auto& [ranks, by_strategy] : panels) {
+    for (const auto& [strategy, curves] : by_strategy) any_measured |= !curves.measured.empty();
+  }
   for (const auto& [ranks, by_strategy] : panels) {
     std::vector<std::string> items;
     for (const auto& [strategy, curves] : by_strategy) {
@@ -165,7 +169,9 @@ std::string ReportGnuplotScript(const ReportData& data, Precision precision,
   const std::string title =
       absl::StrCat(GpText(absl::StrCat("Peak memory per rank against model size, ",
                                         PrecisionName(precision),
-                                        " Adam: predicted dashed, measured solid")),
+                                        any_measured
+                                            ? " Adam: predicted dashed, measured solid"
+                                            : " Adam: predicted only (nothing measured)")),
                    "\n", GpText(data.title));
   const int num_panels = std::max<int>(1, static_cast<int>(panels.size()));
   const int columns = num_panels == 1 ? 1 : 2;
