@@ -41,6 +41,7 @@ using fsdp_test::MakeBatch;
 using fsdp_test::MakeThreadCommunicators;
 using fsdp_test::OneWeightModel;
 using fsdp_test::PlainSgd;
+using fsdp_test::SliceForRank;
 
 constexpr int kVocab = 11;  // units of 55 and 66 floats: padding for 4 ranks
 constexpr int kDim = 5;
@@ -119,20 +120,7 @@ TrainStepOptions StepOptions(const Config& c) {
 // Rank `rank` of `world` takes sequences [(m * world + rank) * mb, +mb) of
 // the step's global batch for micro-batch m.
 std::vector<Batch> RankMicroBatches(int step, int rank, int world, int accum) {
-  const int mb = kGlobalBatch / (world * accum);
-  Batch global = MakeBatch(kGlobalBatch, kSeqLen, kVocab, step);
-  std::vector<Batch> out;
-  for (int m = 0; m < accum; ++m) {
-    Batch b;
-    b.batch_size = mb;
-    b.seq_len = kSeqLen;
-    const int first = (m * world + rank) * mb * kSeqLen;
-    b.inputs.assign(global.inputs.begin() + first, global.inputs.begin() + first + mb * kSeqLen);
-    b.targets.assign(global.targets.begin() + first,
-                     global.targets.begin() + first + mb * kSeqLen);
-    out.push_back(std::move(b));
-  }
-  return out;
+  return SliceForRank(MakeBatch(kGlobalBatch, kSeqLen, kVocab, step), rank, world, accum);
 }
 
 struct RunResult {

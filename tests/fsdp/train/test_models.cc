@@ -2,6 +2,7 @@
 #include "tests/fsdp/train/test_models.h"
 
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -138,6 +139,24 @@ fsdp::Batch MakeBatch(int batch_size, int seq_len, int vocab, uint64_t index) {
     batch.targets.push_back((batch.inputs.back() * 3 + 1) % vocab);
   }
   return batch;
+}
+
+std::vector<fsdp::Batch> SliceForRank(const fsdp::Batch& global, int rank, int world,
+                                      int accum) {
+  const int mb = global.batch_size / (world * accum);
+  const int seq_len = global.seq_len;
+  std::vector<fsdp::Batch> out;
+  for (int m = 0; m < accum; ++m) {
+    fsdp::Batch b;
+    b.batch_size = mb;
+    b.seq_len = seq_len;
+    const int first = (m * world + rank) * mb * seq_len;
+    b.inputs.assign(global.inputs.begin() + first, global.inputs.begin() + first + mb * seq_len);
+    b.targets.assign(global.targets.begin() + first,
+                     global.targets.begin() + first + mb * seq_len);
+    out.push_back(std::move(b));
+  }
+  return out;
 }
 
 }  // namespace fsdp_test

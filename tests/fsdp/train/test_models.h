@@ -79,6 +79,12 @@ class PlainSgd : public fsdp::UnitOptimizer {
 // `vocab`, different for every `index`.
 fsdp::Batch MakeBatch(int batch_size, int seq_len, int vocab, uint64_t index);
 
+// Rank `rank` of `world`'s micro-batches of `global` with `accum` steps:
+// micro-batch m is sequences [(m * world + rank) * mb, +mb), mb =
+// global.batch_size / (world * accum), so the concatenation over (m, rank)
+// is the global batch.
+std::vector<fsdp::Batch> SliceForRank(const fsdp::Batch& global, int rank, int world, int accum);
+
 }  // namespace fsdp_test
 
 #endif  // TESTS_FSDP_TRAIN_TEST_MODELS_H_
