@@ -10,6 +10,7 @@
 #include "comm/broadcast.h"
 #include "comm/communicator_impl.h"
 #include "comm/direct_all_gather.h"
+#include "comm/direct_reduce_scatter.h"
 #include "comm/recursive_doubling_all_reduce.h"
 #include "comm/ring_all_gather.h"
 #include "comm/ring_all_reduce.h"
@@ -53,6 +54,7 @@ bool Overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
 bool UseLatencyAlgorithm(Algorithm algorithm, size_t num_bytes, size_t small_message_bytes) {
   switch (algorithm) {
     case Algorithm::kRing:
+    case Algorithm::kDirect:
       return false;
     case Algorithm::kLatency:
       return true;
@@ -60,6 +62,13 @@ bool UseLatencyAlgorithm(Algorithm algorithm, size_t num_bytes, size_t small_mes
       break;
   }
   return num_bytes <= small_message_bytes;
+}
+
+// For a vector above the latency threshold: direct or ring.
+bool UseDirectAlgorithm(Algorithm algorithm, int group_size, int direct_max_ranks) {
+  if (algorithm == Algorithm::kDirect) return true;
+  if (algorithm != Algorithm::kAuto) return false;
+  return group_size <= direct_max_ranks;
 }
 
 absl::Status CheckWholeElements(const char* op, const char* what, size_t num_bytes,
@@ -187,6 +196,10 @@ absl::StatusOr<WorkHandle> CommunicatorImpl::ReduceScatter(
     op = std::make_unique<RecursiveDoublingReduceScatter>(
         posting.context, options.input.data(), options.output.data(), count, options.dtype,
         options.op);
+  } else if (UseDirectAlgorithm(options.algorithm, size(), options_.direct_max_ranks)) {
+    op = std::make_unique<DirectReduceScatter>(posting.context, options.input.data(),
+                                               options.output.data(), count, options.dtype,
+                                               options.op);
   } else {
     ScratchBuffer partials = posting.context.scratch_pool->Acquire(options.input.size());
     auto ring = std::make_unique<RingReduceScatter>(
@@ -209,8 +222,9 @@ absl::StatusOr<WorkHandle> CommunicatorImpl::AllReduce(const AllReduceOptions& o
     op = std::make_unique<RecursiveDoublingAllReduce>(posting.context, options.buffer.data(),
                                                       count, options.dtype, options.op);
   } else {
-    op = std::make_unique<RingAllReduce>(posting.context, options.buffer.data(), count,
-                                         options.dtype, options.op);
+    op = std::make_unique<RingAllReduce>(
+        posting.context, options.buffer.data(), count, options.dtype, options.op,
+        UseDirectAlgorithm(options.algorithm, size(), options_.direct_max_ranks));
   }
   return engine_->Submit(std::move(op), std::move(posting.description));
 }

@@ -52,12 +52,16 @@ enum class ReduceOp { kSum, kAverage };
 // Which algorithm a collective uses. kAuto picks by the size of the whole
 // vector (reduce-scatter input, all-reduce buffer, all-gather output): the
 // latency-oriented one (recursive doubling; direct exchange for all-gather)
-// up to CommunicatorOptions::small_message_bytes, the segmented ring above.
-// Reduce-scatter and all-reduce of one vector thus take the same algorithm,
-// and all-reduce's chunk r is bit-identical to reduce-scatter's output on
-// rank r. Broadcast (pipelined binomial tree) and barrier (dissemination)
-// have one algorithm each. See docs/comm.md.
-enum class Algorithm { kAuto, kRing, kLatency };
+// up to CommunicatorOptions::small_message_bytes; above it the segmented
+// ring, except that reduce-scatter (and all-reduce's reduce-scatter phase)
+// is direct (comm/direct_reduce_scatter.h) in groups of at most
+// CommunicatorOptions::direct_max_ranks. kDirect forces that (all-gather
+// then takes the ring). Reduce-scatter and all-reduce of one vector take the
+// same algorithm; direct and ring reduce-scatters give the same bits; so
+// all-reduce's chunk r is bit-identical to reduce-scatter's output on rank
+// r. Broadcast (pipelined binomial tree) and barrier (dissemination) have
+// one algorithm each. See docs/comm.md.
+enum class Algorithm { kAuto, kRing, kLatency, kDirect };
 
 // An in-flight collective.
 class Work {
@@ -77,7 +81,10 @@ using WorkHandle = std::shared_ptr<Work>;
 
 // All-gather: every rank contributes `input` (same size on every rank); every
 // rank receives all contributions concatenated in rank order in `output`
-// (group_size * input.size() bytes). `input` may alias its slot in `output`.
+// (group_size * input.size() bytes). `input` may alias its slot in `output`
+// (in place: saves the local copy of the input, which otherwise runs while
+// the transfers do). As with every collective, all buffers must stay alive
+// and `input` unchanged until the collective finishes.
 struct AllGatherOptions {
   absl::Span<const std::byte> input;
   absl::Span<std::byte> output;
@@ -116,6 +123,12 @@ struct CommunicatorOptions {
   size_t max_segment_bytes = size_t{1} << 20;
   // kAuto uses the latency algorithm for messages up to this many bytes.
   size_t small_message_bytes = 64 * 1024;
+  // Above that, kAuto uses the direct reduce-scatter
+  // (comm/direct_reduce_scatter.h) in groups of at most this many ranks and
+  // the ring in larger ones. Measured at 64 MiB on 2 cores with huge-page
+  // buffers: direct is 25-40% faster at 3 and 4 ranks, even at 8
+  // (docs/collective-bench.md).
+  int direct_max_ranks = 4;
   // How long a caller in Work::Wait keeps polling the transport after the
   // last progress before it blocks in the transport (comm/progress_engine.h).
   // Longer: lower latency when ranks have their own cores; shorter: less CPU

@@ -69,7 +69,86 @@ void SumBf16InPlace(const uint16_t* __restrict in, uint16_t* __restrict inout, s
   }
 }
 
+// The running sum of ReduceSumChain, one block at a time (fits in L1).
+constexpr size_t kChainBlock = 2048;
+
+// sum[i] += in[i]; for bf16 the sum is then rounded to bf16 as the hop's
+// store would round it (kept as the float of the rounded value).
+void ChainAddFloat(const float* __restrict in, float* __restrict sum, size_t count) {
+  for (size_t i = 0; i < count; ++i) sum[i] += in[i];
+}
+
+void ChainAddBf16(const uint16_t* __restrict in, float* __restrict sum, size_t count,
+                  bool round) {
+  if (round) {
+    for (size_t i = 0; i < count; ++i) {
+      sum[i] = Bf16BitsToFloat(FloatToBf16Bits(sum[i] + Bf16BitsToFloat(in[i])));
+    }
+  } else {
+    for (size_t i = 0; i < count; ++i) sum[i] += Bf16BitsToFloat(in[i]);
+  }
+}
+
 }  // namespace
+
+void ReduceSumChain(Dtype dtype, const void* const* inputs, size_t num_inputs, void* out,
+                    size_t count, float divisor) {
+  if (num_inputs < 2) return;
+  if (num_inputs == 2) {
+    // One hop; commutative, so the aliased operand may go either side.
+    if (out == inputs[1]) {
+      ReduceSumInPlace(dtype, inputs[0], out, count, divisor);
+    } else if (out == inputs[0]) {
+      ReduceSumInPlace(dtype, inputs[1], out, count, divisor);
+    } else {
+      ReduceSum(dtype, inputs[0], inputs[1], out, count, divisor);
+    }
+    return;
+  }
+  const size_t last = num_inputs - 1;
+  if (dtype == Dtype::kFloat32) {
+    auto input = [&](size_t k) { return static_cast<const float*>(inputs[k]); };
+    float* fo = static_cast<float*>(out);
+    alignas(64) float sum[kChainBlock];
+    for (size_t begin = 0; begin < count; begin += kChainBlock) {
+      const size_t n = count - begin < kChainBlock ? count - begin : kChainBlock;
+      SumFloat(input(0) + begin, input(1) + begin, sum, n);
+      for (size_t k = 2; k < last; ++k) ChainAddFloat(input(k) + begin, sum, n);
+      // The last hop; `out` may be the last input itself (in-place
+      // all-reduce), which the restrict loops of SumFloat must not see.
+      if (static_cast<const void*>(fo) == inputs[last]) {
+        if (divisor == 1.0f) {
+          SumFloatInPlace(sum, fo + begin, n);
+        } else {
+          SumFloatInPlaceDivided(sum, fo + begin, n, divisor);
+        }
+      } else if (divisor == 1.0f) {
+        SumFloat(input(last) + begin, sum, fo + begin, n);
+      } else {
+        SumFloatDivided(input(last) + begin, sum, fo + begin, n, divisor);
+      }
+    }
+    return;
+  }
+  auto input = [&](size_t k) { return static_cast<const uint16_t*>(inputs[k]); };
+  uint16_t* bo = static_cast<uint16_t*>(out);
+  alignas(64) float sum[kChainBlock];
+  for (size_t begin = 0; begin < count; begin += kChainBlock) {
+    const size_t n = count - begin < kChainBlock ? count - begin : kChainBlock;
+    for (size_t i = 0; i < n; ++i) sum[i] = Bf16BitsToFloat(input(0)[begin + i]);
+    for (size_t k = 1; k < last; ++k) ChainAddBf16(input(k) + begin, sum, n, /*round=*/true);
+    const uint16_t* in = input(last) + begin;
+    if (divisor == 1.0f) {
+      for (size_t i = 0; i < n; ++i) {
+        bo[begin + i] = FloatToBf16Bits(sum[i] + Bf16BitsToFloat(in[i]));
+      }
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        bo[begin + i] = FloatToBf16Bits((sum[i] + Bf16BitsToFloat(in[i])) / divisor);
+      }
+    }
+  }
+}
 
 void ReduceSum(Dtype dtype, const void* a, const void* b, void* out, size_t count,
                float divisor) {

@@ -35,6 +35,16 @@ void ReduceSum(Dtype dtype, const void* a, const void* b, void* out, size_t coun
 void ReduceSumInPlace(Dtype dtype, const void* in, void* inout, size_t count,
                       float divisor = 1.0f);
 
+// out[i] = (...((in[0][i] + in[1][i]) + in[2][i]) + ... + in[k-1][i]) / divisor,
+// num_inputs = k >= 2: exactly the chain of k-1 hops a ring reduction forms
+// when the inputs arrive in this order, rounded to `dtype` after every hop
+// (the divisor applies to the last), so the result is bit-identical to that
+// ring's. One pass: blocks of the running sum stay in a stack buffer, so
+// memory sees k reads and one write per element. `out` may be exactly one
+// of the inputs (same address) and must not overlap them otherwise.
+void ReduceSumChain(Dtype dtype, const void* const* inputs, size_t num_inputs, void* out,
+                    size_t count, float divisor = 1.0f);
+
 }  // namespace comm
 
 #endif  // COMM_REDUCE_H_

@@ -8,13 +8,18 @@
 namespace comm {
 
 RingAllReduce::RingAllReduce(const GroupContext& context, void* buffer, size_t count,
-                             Dtype dtype, ReduceOp op)
+                             Dtype dtype, ReduceOp op, bool direct_reduce_scatter)
     : context_(context), buffer_(buffer), count_(count), dtype_(dtype) {
   std::byte* own_chunk = static_cast<std::byte*>(buffer) +
                          CeilSplitChunk(count, context.size(), context.rank).offset *
                              DtypeSize(dtype);
-  reduce_scatter_ = std::make_unique<RingReduceScatter>(context, buffer, buffer, own_chunk,
-                                                        count, dtype, op);
+  if (direct_reduce_scatter) {
+    reduce_scatter_ = std::make_unique<DirectReduceScatter>(context, buffer, own_chunk, count,
+                                                            dtype, op);
+  } else {
+    reduce_scatter_ = std::make_unique<RingReduceScatter>(context, buffer, buffer, own_chunk,
+                                                          count, dtype, op);
+  }
 }
 
 absl::StatusOr<bool> RingAllReduce::Step(bool* progressed) {

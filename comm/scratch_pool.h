@@ -6,16 +6,20 @@
 // the data; the pool hands back buffers of earlier collectives instead.
 // Thread-safe. Buffers return to the pool when their ScratchBuffer dies (the
 // pool outlives them: each holds a shared_ptr to it). At most kMaxFreeBuffers
-// free buffers are kept, the largest ones.
+// free buffers are kept, the largest ones. Buffers are transfer memory
+// (comm/transfer_memory.h): partial sums are sent from them.
 #ifndef COMM_SCRATCH_POOL_H_
 #define COMM_SCRATCH_POOL_H_
 
 #include <algorithm>
 #include <cstddef>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include <mutex>
+
+#include "comm/transfer_memory.h"
 
 namespace comm {
 
@@ -24,7 +28,7 @@ class ScratchPool;
 class ScratchBuffer {
  public:
   ScratchBuffer() = default;
-  ScratchBuffer(std::shared_ptr<ScratchPool> pool, std::unique_ptr<std::byte[]> data,
+  ScratchBuffer(std::shared_ptr<ScratchPool> pool, std::unique_ptr<std::byte, FreeDeleter> data,
                 size_t capacity)
       : pool_(std::move(pool)), data_(std::move(data)), capacity_(capacity) {}
   ScratchBuffer(ScratchBuffer&&) = default;
@@ -42,7 +46,7 @@ class ScratchBuffer {
  private:
   inline void Release();
   std::shared_ptr<ScratchPool> pool_;
-  std::unique_ptr<std::byte[]> data_;
+  std::unique_ptr<std::byte, FreeDeleter> data_;
   size_t capacity_ = 0;
 };
 
@@ -72,11 +76,13 @@ class ScratchPool : public std::enable_shared_from_this<ScratchPool> {
         return ScratchBuffer(shared_from_this(), std::move(chosen.data), chosen.capacity);
       }
     }
-    return ScratchBuffer(shared_from_this(), std::unique_ptr<std::byte[]>(new std::byte[num_bytes]),
-                         num_bytes);
+    std::unique_ptr<std::byte, FreeDeleter> data(
+        static_cast<std::byte*>(AllocateTransferMemory(num_bytes)));
+    if (data == nullptr) throw std::bad_alloc();  // as new[] did
+    return ScratchBuffer(shared_from_this(), std::move(data), num_bytes);
   }
 
-  void Return(std::unique_ptr<std::byte[]> data, size_t capacity) {
+  void Return(std::unique_ptr<std::byte, FreeDeleter> data, size_t capacity) {
     std::lock_guard<std::mutex> lock(mu_);
     free_.push_back({std::move(data), capacity});
     if (free_.size() > kMaxFreeBuffers) {
@@ -91,7 +97,7 @@ class ScratchPool : public std::enable_shared_from_this<ScratchPool> {
  private:
   ScratchPool() = default;
   struct Free {
-    std::unique_ptr<std::byte[]> data;
+    std::unique_ptr<std::byte, FreeDeleter> data;
     size_t capacity;
   };
   // std::mutex, not absl::Mutex: Debian's Abseil is not built with

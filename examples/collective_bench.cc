@@ -32,6 +32,13 @@
 // before the rendezvous, so no rank competes with it) and prints busbw
 // beside tag_bw, with the project's speed goals evaluated at 64 MiB.
 //
+// Memory: by default the buffers are transfer memory (comm/transfer_memory.h,
+// transparent huge pages), as the training allocates its parameters and
+// gradients, and ucx_perftest runs with UCX_ALLOC_PRIO=thp so that its
+// buffers are huge pages too: single-copy CMA runs ~3x faster from them, on
+// both sides of the comparison. --huge_pages=false uses 4 KiB pages on both
+// sides. --in_place measures nccl-tests' in-place variant.
+//
 // This file holds the flags, the tables and the driver / rank entry points;
 // one measured cell is collective_cell.h, the ucx_perftest runs are
 // ucx_perftest_runner.h, the speed-goal report is bench_goals.h and the
@@ -76,7 +83,7 @@ ABSL_FLAG(std::string, max_bytes, "256M", "Largest total buffer size (doubling f
 ABSL_FLAG(int, iters, 20, "Timed iterations per size.");
 ABSL_FLAG(int, warmup, 5, "Untimed iterations per size before timing.");
 ABSL_FLAG(std::string, dtype, "fp32", "fp32 or bf16.");
-ABSL_FLAG(std::string, algorithm, "auto", "auto, ring or latency (not for broadcast).");
+ABSL_FLAG(std::string, algorithm, "auto", "auto, ring, latency or direct (not for broadcast).");
 ABSL_FLAG(std::string, collectives, "all_gather,reduce_scatter,all_reduce,broadcast",
           "Comma-separated subset to run.");
 ABSL_FLAG(std::string, csv, "",
@@ -87,6 +94,15 @@ ABSL_FLAG(bool, perftest, false,
 ABSL_FLAG(int, timeout_s, 600, "Timeout of every collective's Wait().");
 ABSL_FLAG(std::string, max_segment_bytes, "1M",
           "Pipeline segment size of the ring algorithms (CommunicatorOptions).");
+ABSL_FLAG(int, wait_spin_us, -1,
+          "CommunicatorOptions::wait_spin in microseconds (-1: the library's default).");
+ABSL_FLAG(bool, huge_pages, true,
+          "Allocate the buffers with comm::AllocateTransferMemory (transparent huge pages, as "
+          "the training does) and run ucx_perftest with UCX_ALLOC_PRIO=thp, so both sides use "
+          "the same kind of memory; false: ordinary 4 KiB pages on both sides.");
+ABSL_FLAG(bool, in_place, false,
+          "nccl-tests' in-place variant: all-gather input = this rank's slot of the output, "
+          "reduce-scatter output = this rank's chunk of the input.");
 
 namespace collective_bench {
 namespace {
@@ -108,6 +124,8 @@ struct Config {
   bool perftest = false;
   absl::Duration timeout;
   size_t max_segment_bytes = 0;
+  bool huge_pages = true;
+  bool in_place = false;
 };
 
 // ---------------------------------------------------------------------------
@@ -182,9 +200,11 @@ absl::StatusOr<Config> ConfigFromFlags() {
     config.algorithm = comm::Algorithm::kRing;
   } else if (config.algorithm_name == "latency") {
     config.algorithm = comm::Algorithm::kLatency;
+  } else if (config.algorithm_name == "direct") {
+    config.algorithm = comm::Algorithm::kDirect;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--algorithm=", config.algorithm_name, ": expected auto, ring or latency"));
+        "--algorithm=", config.algorithm_name, ": expected auto, ring, latency or direct"));
   }
   for (absl::string_view name :
        absl::StrSplit(absl::GetFlag(FLAGS_collectives), ',', absl::SkipEmpty())) {
@@ -223,6 +243,8 @@ absl::StatusOr<Config> ConfigFromFlags() {
     }
   }
   config.perftest = absl::GetFlag(FLAGS_perftest);
+  config.huge_pages = absl::GetFlag(FLAGS_huge_pages);
+  config.in_place = absl::GetFlag(FLAGS_in_place);
   if (absl::GetFlag(FLAGS_timeout_s) < 1) {
     return absl::InvalidArgumentError("--timeout_s must be at least 1");
   }
@@ -246,6 +268,8 @@ CellOptions CellOptionsOf(const Config& config) {
   options.warmup = config.warmup;
   options.iters = config.iters;
   options.timeout = config.timeout;
+  options.huge_pages = config.huge_pages;
+  options.in_place = config.in_place;
   return options;
 }
 
@@ -253,11 +277,15 @@ CellOptions CellOptionsOf(const Config& config) {
 // Tables
 
 void PrintTableHeader(const Config& config, Collective collective, int ranks) {
-  std::printf("#\n# %s  ranks: %d  dtype: %s  algorithm: %s  iters: %d  warmup: %d\n",
+  const bool has_variant =
+      collective == Collective::kAllGather || collective == Collective::kReduceScatter;
+  std::printf("#\n# %s  ranks: %d  dtype: %s  algorithm: %s  iters: %d  warmup: %d  %s  %s\n",
               CollectiveName(collective), ranks, comm::DtypeName(config.dtype),
               collective == Collective::kBroadcast ? "n/a (root 0)"
                                                    : config.algorithm_name.c_str(),
-              config.iters, config.warmup);
+              config.iters, config.warmup,
+              !has_variant ? "in place" : config.in_place ? "in place" : "out of place",
+              config.huge_pages ? "huge pages" : "4 KiB pages");
   std::printf("# %12s %12s %6s %11s %11s %11s %7s\n", "size", "count", "type", "time_us",
               "algbw(GB/s)", "busbw(GB/s)", "#wrong");
 }
@@ -281,10 +309,13 @@ int RunRank(const Config& config) {
   // 0 does it before the rendezvous, while the others wait there idle.
   std::vector<Row> perftest;
   if (config.perftest && result_file == nullptr && is_rank0_by_env) {
-    perftest = MeasurePerftestSweep(sizes);
+    perftest = MeasurePerftestSweep(sizes, config.huge_pages);
   }
   comm::CommunicatorOptions options;
   options.max_segment_bytes = config.max_segment_bytes;
+  if (absl::GetFlag(FLAGS_wait_spin_us) >= 0) {
+    options.wait_spin = absl::Microseconds(absl::GetFlag(FLAGS_wait_spin_us));
+  }
   options.rendezvous_timeout = config.perftest ? absl::Minutes(10) : absl::Seconds(120);
   absl::StatusOr<std::unique_ptr<comm::Communicator>> created =
       comm::Communicator::CreateFromEnvironment(options);
@@ -354,7 +385,7 @@ int RunRank(const Config& config) {
 int RunDriver(const Config& config, int argc, char** argv) {
   const std::vector<size_t> sizes = Sizes(config);
   std::vector<Row> perftest;
-  if (config.perftest) perftest = MeasurePerftestSweep(sizes);
+  if (config.perftest) perftest = MeasurePerftestSweep(sizes, config.huge_pages);
   std::vector<Row> rows;
   for (int nproc : config.nprocs) {
     const std::string result_file =

@@ -2,7 +2,9 @@
 #include "examples/collective_cell.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "absl/time/clock.h"
 #include "absl/types/span.h"
@@ -64,46 +66,63 @@ double BusFactor(Collective c, int n) {
 Cell::Cell(comm::Communicator& comm, const CellOptions& options, Collective collective,
            size_t nominal_bytes)
     : comm_(comm), dtype_(options.dtype), algorithm_(options.algorithm),
-      collective_(collective) {
+      collective_(collective), in_place_(options.in_place) {
   const int n = comm.size();
   const size_t element = comm::DtypeSize(dtype_);
   if (collective == Collective::kAllGather || collective == Collective::kReduceScatter) {
     count_ = nominal_bytes / (element * n);  // per rank
-    big_.assign(count_ * n * element, std::byte{0});
-    small_.assign(count_ * element, std::byte{0});
+    big_ = Allocate(count_ * n * element, options.huge_pages);
+    if (!in_place_) small_ = Allocate(count_ * element, options.huge_pages);
   } else {
     count_ = nominal_bytes / element;
-    big_.assign(count_ * element, std::byte{0});
+    big_ = Allocate(count_ * element, options.huge_pages);
   }
+}
+
+Cell::Buffer Cell::Allocate(size_t bytes, bool huge_pages) {
+  Buffer buffer;
+  if (bytes == 0) return buffer;
+  void* memory = huge_pages ? comm::AllocateTransferMemory(bytes)
+                            : std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (memory == nullptr) throw std::bad_alloc();
+  std::memset(memory, 0, bytes);  // first touch: faults the pages in now
+  buffer.memory.reset(static_cast<std::byte*>(memory));
+  buffer.size = bytes;
+  return buffer;
+}
+
+absl::Span<std::byte> Cell::OwnSlot() const {
+  const size_t slot_bytes = count_ * comm::DtypeSize(dtype_);
+  return big_.span().subspan(static_cast<size_t>(comm_.rank()) * slot_bytes, slot_bytes);
 }
 
 absl::StatusOr<comm::WorkHandle> Cell::Post() {
   switch (collective_) {
     case Collective::kAllGather: {
       comm::AllGatherOptions options;
-      options.input = small_;
-      options.output = absl::MakeSpan(big_);
+      options.input = PerRankSide();
+      options.output = big_.span();
       options.algorithm = algorithm_;
       return comm_.AllGather(options);
     }
     case Collective::kReduceScatter: {
       comm::ReduceScatterOptions options;
-      options.input = big_;
-      options.output = absl::MakeSpan(small_);
+      options.input = big_.span();
+      options.output = PerRankSide();
       options.dtype = dtype_;
       options.algorithm = algorithm_;
       return comm_.ReduceScatter(options);
     }
     case Collective::kAllReduce: {
       comm::AllReduceOptions options;
-      options.buffer = absl::MakeSpan(big_);
+      options.buffer = big_.span();
       options.dtype = dtype_;
       options.algorithm = algorithm_;
       return comm_.AllReduce(options);
     }
     case Collective::kBroadcast: {
       comm::BroadcastOptions options;
-      options.buffer = absl::MakeSpan(big_);
+      options.buffer = big_.span();
       options.root = 0;
       return comm_.Broadcast(options);
     }
@@ -116,15 +135,15 @@ void Cell::FillInputs() {
   const comm::Dtype dtype = dtype_;
   switch (collective_) {
     case Collective::kAllGather:
-      Fill(dtype, r, 0, small_.data(), count_);
+      Fill(dtype, r, 0, PerRankSide().data(), count_);
       break;
     case Collective::kReduceScatter:
     case Collective::kAllReduce:
-      Fill(dtype, r, 0, big_.data(), big_.size() / comm::DtypeSize(dtype));
+      Fill(dtype, r, 0, big_.data(), big_.size / comm::DtypeSize(dtype));
       break;
     case Collective::kBroadcast:
       if (r == 0) Fill(dtype, 0, 0, big_.data(), count_);
-      else std::fill(big_.begin(), big_.end(), std::byte{0xFF});  // NaN
+      else std::fill(big_.data(), big_.data() + big_.size, std::byte{0xFF});  // NaN
       break;
   }
 }
@@ -148,7 +167,8 @@ int64_t Cell::CountWrong() const {
       break;
     case Collective::kReduceScatter:
       for (size_t i = 0; i < count_; ++i) {
-        wrong += Read(dtype, small_.data(), i) != sum_over_ranks(comm_.rank() * count_ + i);
+        wrong += Read(dtype, PerRankSide().data(), i) !=
+                 sum_over_ranks(comm_.rank() * count_ + i);
       }
       break;
     case Collective::kAllReduce:

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "absl/time/time.h"
 #include "comm/communicator.h"
 #include "comm/dtype.h"
+#include "comm/transfer_memory.h"
 #include "examples/bench_results.h"
 
 namespace collective_bench {
@@ -47,6 +49,13 @@ struct CellOptions {
   int warmup = 0;                                      // untimed iterations
   int iters = 1;                                       // timed iterations, >= 1
   absl::Duration timeout = absl::Seconds(600);         // of every Wait()
+  // Buffers in transparent huge pages (comm/transfer_memory.h), as the
+  // training allocates them; false: ordinary 4 KiB pages.
+  bool huge_pages = true;
+  // nccl-tests' in-place variant: all-gather's input is this rank's slot of
+  // the output, reduce-scatter's output is this rank's chunk of the input.
+  // (All-reduce and broadcast are always in place.)
+  bool in_place = false;
 };
 
 // Buffers and posting for one (collective, size) cell. The total buffer is
@@ -60,7 +69,7 @@ class Cell {
   // Elements per rank for all-gather / reduce-scatter, per buffer otherwise.
   size_t count() const { return count_; }
   // The "size" column: all-gather output, reduce-scatter input, the buffer.
-  size_t total_bytes() const { return big_.size(); }
+  size_t total_bytes() const { return big_.size; }
 
   // Posts one iteration on the current buffers.
   absl::StatusOr<comm::WorkHandle> Post();
@@ -78,9 +87,24 @@ class Cell {
   const comm::Dtype dtype_;
   const comm::Algorithm algorithm_;
   const Collective collective_;
+  // Zeroed bytes, in huge pages or not (CellOptions::huge_pages).
+  struct Buffer {
+    std::unique_ptr<std::byte, comm::FreeDeleter> memory;
+    size_t size = 0;
+    std::byte* data() const { return memory.get(); }
+    absl::Span<std::byte> span() const { return absl::Span<std::byte>(data(), size); }
+  };
+  static Buffer Allocate(size_t bytes, bool huge_pages);
+  // This rank's slot of big_ (in-place all-gather input and reduce-scatter
+  // output).
+  absl::Span<std::byte> OwnSlot() const;
+  // Where all-gather reads its input and reduce-scatter writes its output.
+  absl::Span<std::byte> PerRankSide() const { return in_place_ ? OwnSlot() : small_.span(); }
+
+  const bool in_place_;
   size_t count_ = 0;
-  std::vector<std::byte> big_;    // the total buffer ("size" column)
-  std::vector<std::byte> small_;  // per-rank side of all-gather / reduce-scatter
+  Buffer big_;    // the total buffer ("size" column)
+  Buffer small_;  // per-rank side of all-gather / reduce-scatter (out of place)
 };
 
 // Post() then Wait(timeout).

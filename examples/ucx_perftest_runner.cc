@@ -68,7 +68,7 @@ absl::StatusOr<std::string> RunAndCapture(std::vector<std::string> argv) {
 // One tag_bw measurement between a server and a client process on
 // 127.0.0.1, in GB/s (10^9 B/s). ucx_perftest -v prints CSV whose 6th field
 // is overall_bw in MiB/s.
-absl::StatusOr<double> MeasureTagBandwidth(size_t bytes) {
+absl::StatusOr<double> MeasureTagBandwidth(size_t bytes, bool huge_pages) {
   absl::StatusOr<int> port = comm::PickFreePort();
   if (!port.ok()) return port.status();
   const int iterations =
@@ -76,7 +76,12 @@ absl::StatusOr<double> MeasureTagBandwidth(size_t bytes) {
   std::vector<std::string> common = {
       "-t", "tag_bw", "-s", absl::StrCat(bytes), "-n", absl::StrCat(iterations),
       "-w", absl::StrCat(std::max(1, iterations / 10)), "-f", "-v", "-p", absl::StrCat(*port)};
-  std::vector<std::string> server = {"ucx_perftest"};
+  // Through env(1), so the variable reaches only ucx_perftest, not the
+  // ranks this process launches later.
+  std::vector<std::string> launch = {"env"};
+  if (huge_pages) launch.push_back("UCX_ALLOC_PRIO=thp");
+  launch.push_back("ucx_perftest");
+  std::vector<std::string> server = launch;
   server.insert(server.end(), common.begin(), common.end());
   pid_t server_pid = fork();
   if (server_pid < 0) return absl::InternalError("fork failed");
@@ -92,7 +97,8 @@ absl::StatusOr<double> MeasureTagBandwidth(size_t bytes) {
     execvp(c_argv[0], c_argv.data());
     _exit(127);
   }
-  std::vector<std::string> client = {"ucx_perftest", "127.0.0.1"};
+  std::vector<std::string> client = launch;
+  client.push_back("127.0.0.1");
   client.insert(client.end(), common.begin(), common.end());
   absl::StatusOr<std::string> output = absl::InternalError("not run");
   // The server needs a moment to listen; the client does not retry by itself.
@@ -136,14 +142,15 @@ absl::StatusOr<double> MeasureTagBandwidth(size_t bytes) {
 // down, and the goals compare against what the link can do.
 constexpr int kPerftestRuns = 3;
 
-std::vector<Row> MeasurePerftestSweep(const std::vector<size_t>& sizes) {
+std::vector<Row> MeasurePerftestSweep(const std::vector<size_t>& sizes, bool huge_pages) {
   std::vector<Row> rows;
   std::printf("# ucx_perftest -t tag_bw over loopback (2 processes, nothing else of ours "
-              "running; best of %d runs)\n", kPerftestRuns);
+              "running; best of %d runs; %s)\n", kPerftestRuns,
+              huge_pages ? "UCX_ALLOC_PRIO=thp: huge-page buffers" : "its default buffers");
   for (size_t bytes : sizes) {
     absl::StatusOr<double> gbps = absl::InternalError("not run");
     for (int run = 0; run < kPerftestRuns; ++run) {
-      absl::StatusOr<double> once = MeasureTagBandwidth(bytes);
+      absl::StatusOr<double> once = MeasureTagBandwidth(bytes, huge_pages);
       if (!once.ok()) {
         gbps = once;
         break;

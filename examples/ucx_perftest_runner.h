@@ -5,7 +5,7 @@
 // compares its busbw with. Forks and execs, so call it while no rank of ours
 // is running (it would compete for the cores).
 //
-//   std::vector<Row> perftest = MeasurePerftestSweep({4096, 8192});
+//   std::vector<Row> perftest = MeasurePerftestSweep({4096, 8192}, /*huge_pages=*/true);
 #ifndef EXAMPLES_UCX_PERFTEST_RUNNER_H_
 #define EXAMPLES_UCX_PERFTEST_RUNNER_H_
 
@@ -23,12 +23,14 @@ inline constexpr char kPerftestName[] = "ucx_perftest_tag_bw";
 // One tag_bw run of `bytes` per message, in GB/s (10^9 B/s). kInternal if
 // ucx_perftest fails or is not installed, kDataLoss if its output has no
 // bandwidth figure.
-absl::StatusOr<double> MeasureTagBandwidth(size_t bytes);
+// `huge_pages`: ucx_perftest allocates its buffers in transparent huge pages
+// (UCX_ALLOC_PRIO=thp) instead of its default.
+absl::StatusOr<double> MeasureTagBandwidth(size_t bytes, bool huge_pages);
 
 // The best of a few runs at every size, as rows (ranks 2, time_us = bytes /
 // bandwidth), printing a `#` line per size to stdout. A size that fails is
 // printed with its error and left out, so the result may be shorter.
-std::vector<Row> MeasurePerftestSweep(const std::vector<size_t>& sizes);
+std::vector<Row> MeasurePerftestSweep(const std::vector<size_t>& sizes, bool huge_pages);
 
 }  // namespace collective_bench
 

@@ -67,6 +67,9 @@ class MemoryTracker;
 
 // An owning, move-only, zero-initialized, 64-byte aligned array of T whose
 // bytes are counted by a MemoryTracker until it is destroyed or Reset().
+// Parameters, gradients and comm buffers are comm transfer memory (large ones
+// in transparent huge pages, see comm/transfer_memory.h); the tracker counts
+// the requested bytes, not the rounding to whole huge pages.
 template <typename T>
 class TrackedBuffer {
  public:

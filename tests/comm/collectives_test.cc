@@ -167,7 +167,9 @@ TEST_P(CollectiveGridTest, BroadcastFromSomeRoot) {
 std::string GridName(const ::testing::TestParamInfo<GridParam>& info) {
   return absl::StrCat("n", std::get<0>(info.param), "_count", std::get<1>(info.param), "_",
                       DtypeName(std::get<2>(info.param)), "_",
-                      std::get<3>(info.param) == Algorithm::kRing ? "ring" : "latency");
+                      std::get<3>(info.param) == Algorithm::kRing     ? "ring"
+                      : std::get<3>(info.param) == Algorithm::kDirect ? "direct"
+                                                                      : "latency");
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -176,7 +178,8 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(size_t{0}, size_t{1}, size_t{7}, size_t{4096},
                                          size_t{(1 << 20) + 3}),
                        ::testing::Values(Dtype::kFloat32, Dtype::kBFloat16),
-                       ::testing::Values(Algorithm::kRing, Algorithm::kLatency)),
+                       ::testing::Values(Algorithm::kRing, Algorithm::kLatency,
+                                         Algorithm::kDirect)),
     GridName);
 
 // ---- Determinism: order-sensitive inputs against the documented trees ----
@@ -251,9 +254,12 @@ TEST_P(DeterminismTest, ResultsFollowTheDocumentedTreesBitForBit) {
     RunOnRanks(n, [&](int rank, Communicator& comm) {
       size_t begin, end;
       ReferenceChunk(count, n, rank, &begin, &end);
-      for (Algorithm algorithm : {Algorithm::kRing, Algorithm::kLatency}) {
-        const std::vector<float>& tree = algorithm == Algorithm::kRing ? ring : doubling;
-        const char* name = algorithm == Algorithm::kRing ? "ring" : "latency";
+      // The direct reduce-scatter promises the ring's tree exactly.
+      for (Algorithm algorithm : {Algorithm::kRing, Algorithm::kLatency, Algorithm::kDirect}) {
+        const std::vector<float>& tree = algorithm == Algorithm::kLatency ? doubling : ring;
+        const char* name = algorithm == Algorithm::kRing     ? "ring"
+                           : algorithm == Algorithm::kDirect ? "direct"
+                                                             : "latency";
         for (int repeat = 0; repeat < 2; ++repeat) {
           std::vector<std::byte> buffer = inputs[rank];
           AllReduceOptions all_reduce;

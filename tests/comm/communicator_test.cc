@@ -131,8 +131,8 @@ TEST(CommunicatorTest, RandomMixOfCollectivesUnderPerturbation) {
         const size_t count = plan() % 3000;
         const Dtype dtype = plan() % 2 ? Dtype::kFloat32 : Dtype::kBFloat16;
         const Algorithm algorithm =
-            std::array<Algorithm, 3>{Algorithm::kAuto, Algorithm::kRing,
-                                     Algorithm::kLatency}[plan() % 3];
+            std::array<Algorithm, 4>{Algorithm::kAuto, Algorithm::kRing, Algorithm::kLatency,
+                                     Algorithm::kDirect}[plan() % 4];
         const int root = static_cast<int>(plan() % n);
         auto input = std::make_shared<std::vector<std::byte>>(Bytes(count, dtype));
         for (size_t j = 0; j < count; ++j) SetElement(dtype, *input, j, ExactValue(rank + i, j));
@@ -224,7 +224,7 @@ TEST(CommunicatorTest, SplitByParity) {
     EXPECT_EQ((*half)->rank(), rank / 2);
     std::vector<int> members;
     for (int r = rank % 2; r < 8; r += 2) members.push_back(r);
-    for (Algorithm algorithm : {Algorithm::kRing, Algorithm::kLatency}) {
+    for (Algorithm algorithm : {Algorithm::kRing, Algorithm::kLatency, Algorithm::kDirect}) {
       std::vector<float> values = Floats(rank, 1000);
       ASSERT_TRUE(AllReduceFloats(**half, values, algorithm).ok());
       for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(values[i], SumOver(members, i));

@@ -67,5 +67,52 @@ TEST(ReduceTest, BFloat16RoundsTiesToEvenAndKeepsNaN) {
   EXPECT_TRUE(std::isnan(BFloat16ToFloat(out)));
 }
 
+
+// ReduceSumChain must give exactly what a chain of two-operand hops gives
+// (that is what makes the direct reduce-scatter bit-identical to the ring),
+// for every input count, both dtypes, with and without a divisor, across
+// the block boundary (5000 > 2048), and when the output is an input.
+TEST(ReduceTest, ChainEqualsHopByHop) {
+  const size_t count = 5003;
+  for (Dtype dtype : {Dtype::kFloat32, Dtype::kBFloat16}) {
+    const size_t element = DtypeSize(dtype);
+    for (size_t k = 2; k <= 5; ++k) {
+      std::vector<std::vector<std::byte>> inputs(k, std::vector<std::byte>(count * element));
+      for (size_t j = 0; j < k; ++j) {
+        std::vector<float> values = RandomFloats(count, 10 + static_cast<uint32_t>(j));
+        for (size_t i = 0; i < count; ++i) {
+          if (dtype == Dtype::kFloat32) {
+            std::memcpy(&inputs[j][i * 4], &values[i], 4);
+          } else {
+            BFloat16 bits = FloatToBFloat16(values[i]);
+            std::memcpy(&inputs[j][i * 2], &bits, 2);
+          }
+        }
+      }
+      for (float divisor : {1.0f, static_cast<float>(k)}) {
+        // Hop by hop: partial = in0 + in1, then partial + in2, ...; the
+        // divisor on the last hop.
+        std::vector<std::byte> expected = inputs[0];
+        for (size_t j = 1; j < k; ++j) {
+          std::vector<std::byte> next(count * element);
+          ReduceSum(dtype, expected.data(), inputs[j].data(), next.data(), count,
+                    j + 1 == k ? divisor : 1.0f);
+          expected = next;
+        }
+        std::vector<const void*> pointers;
+        for (const auto& input : inputs) pointers.push_back(input.data());
+        std::vector<std::byte> out(count * element);
+        ReduceSumChain(dtype, pointers.data(), k, out.data(), count, divisor);
+        EXPECT_EQ(out, expected) << DtypeName(dtype) << " k=" << k << " divisor=" << divisor;
+        // In place: the output is the last input (all-reduce's own chunk).
+        std::vector<std::byte> last = inputs[k - 1];
+        pointers[k - 1] = last.data();
+        ReduceSumChain(dtype, pointers.data(), k, last.data(), count, divisor);
+        EXPECT_EQ(last, expected) << DtypeName(dtype) << " k=" << k << " in place";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace comm

@@ -28,6 +28,7 @@ const char* AlgorithmName(Algorithm algorithm) {
     case Algorithm::kAuto: return "auto";
     case Algorithm::kRing: return "ring";
     case Algorithm::kLatency: return "latency";
+    case Algorithm::kDirect: return "direct";
   }
   return "?";
 }

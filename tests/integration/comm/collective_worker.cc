@@ -16,7 +16,7 @@
 // Scenarios (--scenario; grid, inflight and split live in
 // collective_scenarios.h):
 //   grid      every collective x counts {0, 1, 7, 4096, 1 MiB + 3} x {fp32,
-//             bf16} x algorithms {auto, ring, latency}, plus bf16 rounding,
+//             bf16} x algorithms {auto, ring, latency, direct}, plus bf16 rounding,
 //             in-place all-gather and reduce-scatter, and broadcasts from
 //             several roots.
 //   inflight  seven different collectives posted back to back, then waited in
@@ -55,7 +55,7 @@ ABSL_FLAG(std::string, scenario, "all", "grid | inflight | split | all | kill | 
 ABSL_FLAG(int64_t, timeout_ms, 60000, "Timeout of every Work::Wait() and Split().");
 ABSL_FLAG(int64_t, rendezvous_timeout_ms, 60000,
           "CommunicatorOptions::rendezvous_timeout.");
-ABSL_FLAG(std::string, algorithms, "auto,ring,latency",
+ABSL_FLAG(std::string, algorithms, "auto,ring,latency,direct",
           "Comma-separated algorithms the grid runs.");
 ABSL_FLAG(std::string, bf16_rounding, "per_hop",
           "How bf16 reductions may round: 'per_hop' (comm/communicator.h: partial "
@@ -141,7 +141,8 @@ std::vector<Algorithm> ParseAlgorithms(const std::string& text, std::string* err
     if (name == "auto") algorithms.push_back(Algorithm::kAuto);
     else if (name == "ring") algorithms.push_back(Algorithm::kRing);
     else if (name == "latency") algorithms.push_back(Algorithm::kLatency);
-    else *error = absl::StrCat("--algorithms: unknown '", name, "' (auto, ring, latency)");
+    else if (name == "direct") algorithms.push_back(Algorithm::kDirect);
+    else *error = absl::StrCat("--algorithms: unknown '", name, "' (auto, ring, latency, direct)");
   }
   if (algorithms.empty() && error->empty()) *error = "--algorithms is empty";
   return algorithms;
