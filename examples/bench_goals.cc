@@ -69,8 +69,9 @@ void PrintComparison(const std::vector<Row>& rows, const std::vector<Row>& perft
   }
 }
 
-void PrintGoals(const std::vector<Row>& rows, const std::vector<Row>& perftest) {
-  std::printf("#\n# speed goals (noisy when the machine is busy)\n");
+void PrintGoals(const std::vector<Row>& rows, const std::vector<Row>& perftest,
+                const std::string& conditions) {
+  std::printf("#\n# speed goals (%s; noisy when the machine is busy)\n", conditions.c_str());
   const Row* tag = nullptr;
   for (const Row& p : perftest) {
     if (p.bytes == kGoalBytes) tag = &p;

@@ -8,10 +8,11 @@
 // shared machine).
 //
 //   PrintComparison(rows, perftest);
-//   PrintGoals(rows, perftest);
+//   PrintGoals(rows, perftest, "huge pages, out of place");
 #ifndef EXAMPLES_BENCH_GOALS_H_
 #define EXAMPLES_BENCH_GOALS_H_
 
+#include <string>
 #include <vector>
 
 #include "examples/bench_results.h"
@@ -23,8 +24,10 @@ namespace collective_bench {
 // element). Prints nothing if `perftest` is empty.
 void PrintComparison(const std::vector<Row>& rows, const std::vector<Row>& perftest);
 
-// One line per goal.
-void PrintGoals(const std::vector<Row>& rows, const std::vector<Row>& perftest);
+// One line per goal, under a header naming `conditions` (e.g. "huge pages,
+// out of place": the goals hold or fail for that memory and variant only).
+void PrintGoals(const std::vector<Row>& rows, const std::vector<Row>& perftest,
+                const std::string& conditions);
 
 }  // namespace collective_bench
 

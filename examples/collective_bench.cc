@@ -276,6 +276,12 @@ CellOptions CellOptionsOf(const Config& config) {
 // ---------------------------------------------------------------------------
 // Tables
 
+// The memory and variant of this run, for the goals' header.
+std::string Conditions(const Config& config) {
+  return absl::StrCat(config.huge_pages ? "huge pages" : "4 KiB pages", " on both sides, ",
+                      config.in_place ? "in place" : "out of place");
+}
+
 void PrintTableHeader(const Config& config, Collective collective, int ranks) {
   const bool has_variant =
       collective == Collective::kAllGather || collective == Collective::kReduceScatter;
@@ -363,7 +369,7 @@ int RunRank(const Config& config) {
     if (!perftest.empty()) {
       PrintComparison(rows, perftest);
       std::vector<Row> all = rows;
-      PrintGoals(all, perftest);
+      PrintGoals(all, perftest, Conditions(config));
       rows.insert(rows.end(), perftest.begin(), perftest.end());
     }
     const std::string destination = result_file != nullptr ? result_file : config.csv;
@@ -412,7 +418,7 @@ int RunDriver(const Config& config, int argc, char** argv) {
   }
   if (config.perftest) {
     PrintComparison(rows, perftest);
-    PrintGoals(rows, perftest);
+    PrintGoals(rows, perftest, Conditions(config));
     rows.insert(rows.end(), perftest.begin(), perftest.end());
   }
   if (!config.csv.empty()) {

@@ -7,9 +7,13 @@
 # (collective, size); bad flags must fail with exit code 2 and name the flag.
 # Timing values are not checked (no timing assertions in tests).
 #
-# Usage (Bazel passes it): collective_bench_smoke_test.sh <path of collective_bench>
+# Also runs //examples:cma_bandwidth once at 1 MiB when its path is given.
+#
+# Usage (Bazel passes it):
+#   collective_bench_smoke_test.sh <path of collective_bench> [<path of cma_bandwidth>]
 set -u
 bench="$1"
+cma="${2:-}"
 tmp="${TEST_TMPDIR:-/tmp}"
 csv="$tmp/bench.csv"
 failures=0
@@ -43,6 +47,34 @@ check_bad_flag() {
   [ "$status" -eq 2 ] || fail "'$*' exited $status, expected 2"
   echo "$message" | grep -q -- "$expected" || fail "'$*' said '$message', expected '$expected'"
 }
+# In place, 4 KiB pages, 3 ranks above the latency threshold (ring
+# all-gather, direct reduce-scatter), and the forced direct algorithm: every
+# run checks its results and exits 1 on a wrong element.
+out="$("$bench" --nproc 3 --min_bytes 256K --max_bytes 256K --iters 1 --warmup 1 \
+        --in_place --huge_pages=false --collectives all_gather,reduce_scatter 2>&1)"
+code=$?
+echo "$out"
+[ "$code" -eq 0 ] || fail "3-rank in-place run exited $code"
+echo "$out" | grep -q "# all_gather  ranks: 3 .*in place  4 KiB pages" ||
+  fail "the in-place table header does not say 'in place  4 KiB pages'"
+out="$("$bench" --nproc 4 --min_bytes 1M --max_bytes 1M --iters 1 --warmup 1 \
+        --algorithm direct --dtype bf16 --collectives reduce_scatter,all_reduce 2>&1)"
+code=$?
+echo "$out"
+[ "$code" -eq 0 ] || fail "4-rank direct bf16 run exited $code"
+
+# //examples:cma_bandwidth: four cases, each with a best and a median.
+if [ -n "$cma" ]; then
+  out="$("$cma" --mib 1 --iters 2 2>&1)"
+  code=$?
+  echo "$out"
+  [ "$code" -eq 0 ] || fail "cma_bandwidth exited $code"
+  lines="$(echo "$out" | grep -c "best .* GB/s   median .* GB/s")"
+  [ "$lines" -eq 4 ] || fail "cma_bandwidth printed $lines result lines, expected 4"
+  "$cma" --mib 0 >/dev/null 2>&1
+  [ "$?" -eq 2 ] || fail "cma_bandwidth --mib 0 did not exit 2"
+fi
+
 check_bad_flag "--dtype=fp16" --dtype=fp16
 check_bad_flag "--algorithm=tree" --algorithm=tree
 check_bad_flag "larger than --max_bytes" --min_bytes=1M --max_bytes=4K
