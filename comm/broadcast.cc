@@ -3,8 +3,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "comm/ring_schedule.h"
-#include "comm/status_macros.h"
-#include "comm/tag.h"
 
 namespace comm {
 
@@ -27,109 +25,36 @@ BinomialTreeLinks BinomialTree(int rank, int root, int n) {
 
 BinomialBroadcast::BinomialBroadcast(const GroupContext& context, void* buffer,
                                      size_t num_bytes, int root)
-    : context_(context),
-      data_(static_cast<std::byte*>(buffer)),
-      num_bytes_(num_bytes),
-      segment_bytes_(SegmentElements(context.max_segment_bytes, 1)),
-      segments_(SegmentCount(num_bytes, segment_bytes_)) {
+    : RoundsOp(context) {
   const BinomialTreeLinks links = BinomialTree(context.rank, root, context.size());
-  if (links.parent >= 0) parent_global_ = context.global(links.parent);
-  for (int child : links.children) children_.push_back(Child{context.global(child), {}, 0});
-}
-
-std::string BinomialBroadcast::Describe(const char* kind, size_t segment,
-                                        int global_rank) const {
-  const bool is_send = kind[0] == 's';
-  return absl::StrCat(kind, " of segment ", segment, is_send ? " to child rank "
-                                                             : " from parent rank ",
-                      global_rank);
-}
-
-size_t BinomialBroadcast::SegmentsAvailable() const {
-  return parent_global_ < 0 ? segments_ : recvs_arrived_;
-}
-
-absl::StatusOr<bool> BinomialBroadcast::Step(bool* progressed) {
-  Transport& transport = *context_.transport;
-  const uint64_t tag = TagForStep(context_.tag_base, 0);
-
-  while (recvs_arrived_ < recvs_.size() && recvs_.at(recvs_arrived_).done) {
-    const std::string what = Describe("recv", recvs_arrived_, parent_global_);
-    FSDP_RETURN_IF_ERROR(CompletionStatus(recvs_.at(recvs_arrived_), what));
-    FSDP_RETURN_IF_ERROR(CheckReceivedBytes(
-        recvs_.at(recvs_arrived_), SegmentOf(num_bytes_, segment_bytes_, recvs_arrived_).count,
-        what));
-    ++recvs_arrived_;
-    *progressed = true;
-  }
-  if (parent_global_ >= 0) {
-    // Receives land in place, so posting ahead needs no free slot; the
-    // bound only keeps the transport's queue short.
-    while (recvs_.size() < segments_ &&
-           recvs_.size() < recvs_arrived_ + kBroadcastSegmentsInFlight) {
-      const size_t s = recvs_.size();
-      const ElementRange seg = SegmentOf(num_bytes_, segment_bytes_, s);
-      Completion* completion = recvs_.Add();
-      absl::Status posted =
-          transport.PostRecv(parent_global_, tag, data_ + seg.offset, seg.count, completion);
-      if (!posted.ok()) {
-        completion->done = true;  // never posted: nothing will write it
-        return absl::Status(posted.code(),
-                            absl::StrCat("posting ", Describe("recv", s, parent_global_), ": ",
-                                         posted.message()));
+  const size_t segment_bytes = SegmentElements(context.max_segment_bytes, 1);
+  const size_t segments = SegmentCount(num_bytes, segment_bytes);
+  std::byte* data = static_cast<std::byte*>(buffer);
+  const bool is_root = links.parent < 0;
+  using Kind = PlannedTransfer::Kind;
+  // Round s: receive segment s (non-root), forward segment s-1 (root: s).
+  const size_t num_rounds = is_root ? segments : segments + 1;
+  for (size_t s = 0; s < num_rounds && segments > 0; ++s) {
+    Round round;
+    if (!is_root && s < segments) {
+      ElementRange seg = SegmentOf(num_bytes, segment_bytes, s);
+      int parent = context.global(links.parent);
+      round.transfers.push_back({Kind::kRecv, parent, 0, data + seg.offset, seg.count,
+                                 absl::StrCat("recv of segment ", s, " from parent rank ",
+                                              parent)});
+    }
+    size_t forward = is_root ? s : s - 1;
+    if (is_root || s >= 1) {
+      ElementRange seg = SegmentOf(num_bytes, segment_bytes, forward);
+      for (int child : links.children) {
+        int child_global = context.global(child);
+        round.transfers.push_back({Kind::kSend, child_global, 0, data + seg.offset, seg.count,
+                                   absl::StrCat("send of segment ", forward, " to child rank ",
+                                                child_global)});
       }
-      *progressed = true;
     }
+    if (!round.transfers.empty()) AddRound(std::move(round));
   }
-  const size_t available = SegmentsAvailable();
-  bool sends_done = true;
-  for (Child& child : children_) {
-    while (child.sends_finished < child.sends.size() &&
-           child.sends.at(child.sends_finished).done) {
-      FSDP_RETURN_IF_ERROR(
-          CompletionStatus(child.sends.at(child.sends_finished),
-                           Describe("send", child.sends_finished, child.global_rank)));
-      ++child.sends_finished;
-      *progressed = true;
-    }
-    while (child.sends.size() < available &&
-           child.sends.size() < child.sends_finished + kBroadcastSegmentsInFlight) {
-      const size_t s = child.sends.size();
-      const ElementRange seg = SegmentOf(num_bytes_, segment_bytes_, s);
-      Completion* completion = child.sends.Add();
-      absl::Status posted = transport.PostSend(child.global_rank, tag, data_ + seg.offset,
-                                               seg.count, completion);
-      if (!posted.ok()) {
-        completion->done = true;
-        return absl::Status(posted.code(),
-                            absl::StrCat("posting ", Describe("send", s, child.global_rank),
-                                         ": ", posted.message()));
-      }
-      *progressed = true;
-    }
-    if (child.sends_finished < segments_) sends_done = false;
-  }
-  return SegmentsAvailable() == segments_ && sends_done;
-}
-
-AwaitedPeer BinomialBroadcast::Awaited() const {
-  if (SegmentsAvailable() < segments_) {
-    return {parent_global_, Describe("recv", recvs_arrived_, parent_global_)};
-  }
-  for (const Child& child : children_) {
-    if (child.sends_finished < segments_) {
-      return {child.global_rank, Describe("send", child.sends_finished, child.global_rank)};
-    }
-  }
-  return {};
-}
-
-bool BinomialBroadcast::HasPendingTransportOps() const {
-  if (recvs_.AnyPending()) return true;
-  for (const Child& child : children_) {
-    if (child.sends.AnyPending()) return true;
-  }
-  return false;
 }
 
 }  // namespace comm

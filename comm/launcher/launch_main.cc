@@ -2,7 +2,11 @@
 //
 // Runs N ranks of a program on this host, like `torchrun --standalone`:
 //
-//   launch --nproc 4 [--master_port 29500] [--grace_seconds 3] -- program args...
+//   launch --nproc 4 [--master_port 29500] [--grace_seconds 3] [--bind_cores 1]
+//          -- program args...
+//
+// --bind_cores 1 pins each rank to its share of the CPUs
+// (LaunchOptions::bind_to_cores).
 //
 // Exits 0 if every rank exits 0; otherwise stops the other ranks and exits
 // with the first failed rank's exit code (128+signal if it was killed).
@@ -17,7 +21,7 @@ namespace {
 int Usage(const char* problem) {
   std::fprintf(stderr,
                "launch: %s\nusage: launch --nproc N [--master_port P] "
-               "[--grace_seconds S] -- program [args...]\n",
+               "[--grace_seconds S] [--bind_cores 0|1] -- program [args...]\n",
                problem);
   return 2;
 }
@@ -55,6 +59,9 @@ int main(int argc, char** argv) {
       options.master_port = number;
     } else if (name == "--grace_seconds") {
       options.grace = absl::Seconds(number);
+    } else if (name == "--bind_cores") {
+      if (number != 0 && number != 1) return Usage("--bind_cores needs 0 or 1");
+      options.bind_to_cores = number == 1;
     } else {
       return Usage(("unknown flag " + name).c_str());
     }

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -206,6 +207,15 @@ int JobExitCode(const absl::StatusOr<int>& result) {
   return 1;
 }
 
+std::vector<int> CoresForRank(const std::vector<int>& cpus, int rank, int nproc) {
+  const int c = static_cast<int>(cpus.size());
+  if (c == 0 || nproc <= 0) return {};
+  if (nproc > c) return {cpus[rank % c]};
+  std::vector<int> share;
+  for (int i = rank * c / nproc; i < (rank + 1) * c / nproc; ++i) share.push_back(cpus[i]);
+  return share;
+}
+
 absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
   if (options.nproc < 1) {
     return absl::InvalidArgumentError(
@@ -249,6 +259,24 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
   }
   StopSignalScope signal_scope(signal_pipe[1]);
 
+  // CPU sets for bind_to_cores, built here: the child only applies one.
+  std::vector<cpu_set_t> rank_cpus(options.nproc);
+  if (options.bind_to_cores) {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
+      return absl::InternalError(absl::StrCat("sched_getaffinity: ", strerror(errno)));
+    }
+    std::vector<int> cpus;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+    }
+    for (int r = 0; r < options.nproc; ++r) {
+      CPU_ZERO(&rank_cpus[r]);
+      for (int cpu : CoresForRank(cpus, r, options.nproc)) CPU_SET(cpu, &rank_cpus[r]);
+    }
+  }
+
   std::vector<Rank> ranks(options.nproc);
   absl::Status launch_error;
   for (int r = 0; r < options.nproc; ++r) {
@@ -285,6 +313,10 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
       signal(SIGPIPE, SIG_DFL);
       dup2(out_pipe[1], 1);
       dup2(err_pipe[1], 2);
+      if (options.bind_to_cores) {
+        // Best effort: a refused binding leaves the rank unpinned.
+        (void)sched_setaffinity(0, sizeof(cpu_set_t), &rank_cpus[r]);
+      }
       environ = child_env.data();
       execvp(child_argv[0], child_argv.data());
       const char* message = "launcher: cannot execute the program: ";

@@ -4,6 +4,7 @@
 // captured), plus the library's small helpers.
 #include "comm/launcher/launcher.h"
 
+#include <sched.h>
 #include <signal.h>
 
 #include <fstream>
@@ -177,6 +178,55 @@ TEST(LauncherLibrary, LaunchLocalRanksReturnsTheJobResult) {
   result = LaunchLocalRanks(options);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(*result, 0);
+}
+
+
+TEST(LauncherLibrary, CoresForRankSharesTheCpus) {
+  const std::vector<int> four = {0, 1, 2, 3};
+  EXPECT_EQ(CoresForRank(four, 0, 2), std::vector<int>({0, 1}));
+  EXPECT_EQ(CoresForRank(four, 1, 2), std::vector<int>({2, 3}));
+  EXPECT_EQ(CoresForRank(four, 2, 3), std::vector<int>({2, 3}));  // 4/3: 1, 1, 2 CPUs
+  EXPECT_EQ(CoresForRank(four, 0, 3), std::vector<int>({0}));
+  const std::vector<int> two = {4, 6};  // not numbered from 0
+  EXPECT_EQ(CoresForRank(two, 0, 4), std::vector<int>({4}));  // oversubscribed: round robin
+  EXPECT_EQ(CoresForRank(two, 3, 4), std::vector<int>({6}));
+  EXPECT_TRUE(CoresForRank({}, 0, 2).empty());
+  // Every CPU goes to exactly one rank when nproc <= CPUs.
+  const std::vector<int> seven = {0, 1, 2, 3, 4, 5, 6};
+  for (int n = 1; n <= 7; ++n) {
+    std::vector<int> all;
+    for (int r = 0; r < n; ++r) {
+      std::vector<int> share = CoresForRank(seven, r, n);
+      EXPECT_FALSE(share.empty()) << "n=" << n << " r=" << r;
+      all.insert(all.end(), share.begin(), share.end());
+    }
+    EXPECT_EQ(all, seven) << "n=" << n;
+  }
+}
+
+// Each bound rank sees exactly its share: `nproc` (coreutils) counts the
+// CPUs a process may run on.
+TEST(LauncherLibrary, BindToCoresPinsEachRank) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  }
+  for (int nproc : {2, 3}) {
+    LaunchOptions options;
+    options.nproc = nproc;
+    options.bind_to_cores = true;
+    for (int r = 0; r < nproc; ++r) {
+      options.extra_env[absl::StrCat("EXPECTED_", r)] =
+          std::to_string(CoresForRank(cpus, r, nproc).size());
+    }
+    options.argv = {"/bin/sh", "-c", "test \"$(nproc)\" = \"$(eval echo \\$EXPECTED_$RANK)\""};
+    absl::StatusOr<int> result = LaunchLocalRanks(options);
+    ASSERT_TRUE(result.ok()) << "nproc " << nproc << ": " << result.status();
+    EXPECT_EQ(*result, 0);
+  }
 }
 
 }  // namespace
