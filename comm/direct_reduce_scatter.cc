@@ -43,12 +43,14 @@ DirectReduceScatter::DirectReduceScatter(const GroupContext& context, const void
   }
 }
 
-std::string DirectReduceScatter::Describe(const char* kind, size_t segment,
-                                          const Peer& peer) const {
-  const bool is_send = kind[0] == 's';
-  return absl::StrCat(kind, " of segment ", segment, " of chunk ",
-                      is_send ? peer.group_rank : context_.rank, is_send ? " to" : " from",
-                      " rank ", peer.global_rank);
+std::string DirectReduceScatter::DescribeSend(size_t segment, const Peer& peer) const {
+  return absl::StrCat("send of segment ", segment, " of chunk ", peer.group_rank, " to rank ",
+                      peer.global_rank);
+}
+
+std::string DirectReduceScatter::DescribeRecv(size_t segment, const Peer& peer) const {
+  return absl::StrCat("recv of segment ", segment, " of chunk ", context_.rank, " from rank ",
+                      peer.global_rank);
 }
 
 std::byte* DirectReduceScatter::Slot(size_t peer_index, size_t segment) const {
@@ -85,7 +87,7 @@ absl::StatusOr<bool> DirectReduceScatter::Step(bool* progressed) {
     const size_t expected =
         SegmentOf(own_chunk_.count, segment_elements_, s).count * element_size_;
     for (const Peer& peer : peers_) {
-      std::string what = Describe("recv", s, peer);
+      std::string what = DescribeRecv(s, peer);
       FSDP_RETURN_IF_ERROR(CompletionStatus(peer.recvs.at(s), what));
       FSDP_RETURN_IF_ERROR(CheckReceivedBytes(peer.recvs.at(s), expected, what));
     }
@@ -98,7 +100,7 @@ absl::StatusOr<bool> DirectReduceScatter::Step(bool* progressed) {
     Peer& peer = peers_[p];
     while (peer.sends_finished < peer.sends.size() && peer.sends.at(peer.sends_finished).done) {
       FSDP_RETURN_IF_ERROR(CompletionStatus(peer.sends.at(peer.sends_finished),
-                                            Describe("send", peer.sends_finished, peer)));
+                                            DescribeSend(peer.sends_finished, peer)));
       ++peer.sends_finished;
       *progressed = true;
     }
@@ -113,7 +115,7 @@ absl::StatusOr<bool> DirectReduceScatter::Step(bool* progressed) {
                                                completion);
       if (!posted.ok()) {
         completion->done = true;  // never posted: nothing will write it
-        return absl::Status(posted.code(), absl::StrCat("posting ", Describe("recv", s, peer),
+        return absl::Status(posted.code(), absl::StrCat("posting ", DescribeRecv(s, peer),
                                                         ": ", posted.message()));
       }
       *progressed = true;
@@ -128,7 +130,7 @@ absl::StatusOr<bool> DirectReduceScatter::Step(bool* progressed) {
           seg.count * element_size_, completion);
       if (!posted.ok()) {
         completion->done = true;
-        return absl::Status(posted.code(), absl::StrCat("posting ", Describe("send", s, peer),
+        return absl::Status(posted.code(), absl::StrCat("posting ", DescribeSend(s, peer),
                                                         ": ", posted.message()));
       }
       *progressed = true;
@@ -146,12 +148,12 @@ AwaitedPeer DirectReduceScatter::Awaited() const {
   for (const Peer& peer : peers_) {
     const size_t s = segments_reduced_;
     if (s < own_segments_ && (peer.recvs.size() <= s || !peer.recvs.at(s).done)) {
-      return {peer.global_rank, Describe("recv", s, peer)};
+      return {peer.global_rank, DescribeRecv(s, peer)};
     }
   }
   for (const Peer& peer : peers_) {
     if (peer.sends_finished < peer.send_segments) {
-      return {peer.global_rank, Describe("send", peer.sends_finished, peer)};
+      return {peer.global_rank, DescribeSend(peer.sends_finished, peer)};
     }
   }
   return {};

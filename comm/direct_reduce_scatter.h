@@ -78,7 +78,10 @@ class DirectReduceScatter : public CollectiveOp {
     CompletionList recvs;       // segments of our chunk from it
   };
 
-  std::string Describe(const char* kind, size_t segment, const Peer& peer) const;
+  // "send of segment 3 of chunk 2 to rank 2", "recv of segment 3 of chunk 0
+  // from rank 1" (chunks in group ranks, peers in global ranks).
+  std::string DescribeSend(size_t segment, const Peer& peer) const;
+  std::string DescribeRecv(size_t segment, const Peer& peer) const;
   std::byte* Slot(size_t peer_index, size_t segment) const;
   void ReduceSegment(size_t segment);
 

@@ -318,22 +318,53 @@ TEST(CommunicatorTest, TimeoutNamesTheAwaitedPeerAndTheCollectiveStaysInFlight) 
 }
 
 TEST(CommunicatorTest, DeadPeerFailsCollectivesWithUnavailableNamingIt) {
-  LoopbackHub hub(3);
+  for (Algorithm algorithm : {Algorithm::kRing, Algorithm::kDirect}) {
+    LoopbackHub hub(3);
+    RunOnRanks(3, [&](int rank, Communicator& comm) {
+      if (rank == 2) {
+        hub.KillRank(2);
+        return;
+      }
+      std::vector<float> values = Floats(rank, 5000);
+      AllReduceOptions options;
+      options.buffer = AsBytes(absl::MakeSpan(values));
+      options.algorithm = algorithm;
+      auto work = comm.AllReduce(options);
+      ASSERT_TRUE(work.ok());
+      absl::Status status = (*work)->Wait(kTimeout);
+      EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+      EXPECT_NE(status.message().find("rank 2"), std::string::npos) << status;
+    }, {}, {}, &hub);
+  }
+}
+
+// The direct reduce-scatter waits on several peers at once: a timeout names
+// the one that has not sent, and the segment.
+TEST(CommunicatorTest, DirectReduceScatterTimeoutNamesTheLatePeer) {
+  absl::Notification timed_out;
   RunOnRanks(3, [&](int rank, Communicator& comm) {
-    if (rank == 2) {
-      hub.KillRank(2);
-      return;
-    }
-    std::vector<float> values = Floats(rank, 5000);
-    AllReduceOptions options;
-    options.buffer = AsBytes(absl::MakeSpan(values));
-    options.algorithm = Algorithm::kRing;
-    auto work = comm.AllReduce(options);
+    std::vector<float> input = Floats(rank, 3000);
+    std::vector<float> output(1000);
+    ReduceScatterOptions options;
+    options.input = AsConstBytes(absl::MakeConstSpan(input));
+    options.output = AsBytes(absl::MakeSpan(output));
+    options.algorithm = Algorithm::kDirect;
+    if (rank == 2) timed_out.WaitForNotification();  // rank 2 posts late
+    auto work = comm.ReduceScatter(options);
     ASSERT_TRUE(work.ok());
-    absl::Status status = (*work)->Wait(kTimeout);
-    EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
-    EXPECT_NE(status.message().find("rank 2"), std::string::npos) << status;
-  }, {}, {}, &hub);
+    if (rank == 0) {
+      absl::Status status = (*work)->Wait(absl::Milliseconds(500));
+      EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+      EXPECT_NE(status.message().find("for rank 2 (recv of segment 0 of chunk 0 from rank 2)"),
+                std::string::npos)
+          << status;
+      timed_out.Notify();
+    }
+    ASSERT_TRUE((*work)->Wait(kTimeout).ok());
+    for (size_t i = 0; i < output.size(); ++i) {
+      ASSERT_EQ(output[i], SumOver({0, 1, 2}, rank * 1000 + i));
+    }
+  });
 }
 
 TEST(CommunicatorTest, ArgumentErrorsSayWhatIsWrong) {
