@@ -29,6 +29,9 @@ DirectReduceScatter::DirectReduceScatter(const GroupContext& context, const void
       own_chunk_(CeilSplitChunk(count, context.size(), context.rank)) {
   const int n = context.size();
   own_segments_ = SegmentCount(own_chunk_.count, segment_elements_);
+  const std::byte* own_input = input_ + own_chunk_.offset * element_size_;
+  stream_output_ = dtype == Dtype::kFloat32 && output_ != own_input &&
+                   own_chunk_.count * element_size_ >= kStreamOutputMinBytes;
   peers_.resize(n - 1);
   for (int distance = 1; distance < n; ++distance) {
     Peer& peer = peers_[distance - 1];
@@ -66,7 +69,7 @@ void DirectReduceScatter::ReduceSegment(size_t segment) {
   for (size_t p = 0; p < peers_.size(); ++p) inputs.push_back(Slot(p, segment));
   inputs.push_back(input_ + (own_chunk_.offset + seg.offset) * element_size_);
   ReduceSumChain(dtype_, inputs.data(), inputs.size(), output_ + seg.offset * element_size_,
-                 seg.count, final_divisor_);
+                 seg.count, final_divisor_, stream_output_);
 }
 
 absl::StatusOr<bool> DirectReduceScatter::Step(bool* progressed) {

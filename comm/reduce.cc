@@ -2,6 +2,12 @@
 #include "comm/reduce.h"
 
 #include <cstdint>
+#include <cstring>
+#include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace comm {
 namespace {
@@ -89,11 +95,59 @@ void ChainAddBf16(const uint16_t* __restrict in, float* __restrict sum, size_t c
   }
 }
 
+// Stream-stored outputs go through a stack block of this size.
+constexpr size_t kStreamBlockBytes = 8192;
+
+// Copies `bytes` to `dst` with non-temporal stores where dst is 16-byte
+// aligned (plain copies for the unaligned head and the tail). Not fenced.
+void StreamBytes(const std::byte* src, std::byte* dst, size_t bytes) {
+#if defined(__SSE2__)
+  size_t head = (16 - reinterpret_cast<uintptr_t>(dst) % 16) % 16;
+  if (head > bytes) head = bytes;
+  std::memcpy(dst, src, head);
+  size_t i = head;
+  for (; i + 16 <= bytes; i += 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+  }
+  std::memcpy(dst + i, src + i, bytes - i);
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+void StreamFence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
 }  // namespace
 
 void ReduceSumChain(Dtype dtype, const void* const* inputs, size_t num_inputs, void* out,
-                    size_t count, float divisor) {
+                    size_t count, float divisor, bool stream_output) {
   if (num_inputs < 2) return;
+  bool out_is_input = false;
+  for (size_t k = 0; k < num_inputs; ++k) out_is_input |= inputs[k] == out;
+  if (stream_output && !out_is_input) {
+    // Each block is reduced into a stack buffer by the plain path below, then
+    // streamed out: the same bits, without reading `out`'s lines first.
+    const size_t element_size = DtypeSize(dtype);
+    const size_t block_elements = kStreamBlockBytes / element_size;
+    alignas(64) std::byte block[kStreamBlockBytes];
+    std::vector<const void*> shifted(num_inputs);
+    for (size_t begin = 0; begin < count; begin += block_elements) {
+      const size_t n = count - begin < block_elements ? count - begin : block_elements;
+      for (size_t k = 0; k < num_inputs; ++k) {
+        shifted[k] = static_cast<const std::byte*>(inputs[k]) + begin * element_size;
+      }
+      ReduceSumChain(dtype, shifted.data(), num_inputs, block, n, divisor,
+                     /*stream_output=*/false);
+      StreamBytes(block, static_cast<std::byte*>(out) + begin * element_size, n * element_size);
+    }
+    StreamFence();
+    return;
+  }
   if (num_inputs == 2) {
     // One hop; commutative, so the aliased operand may go either side.
     if (out == inputs[1]) {

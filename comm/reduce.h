@@ -42,8 +42,12 @@ void ReduceSumInPlace(Dtype dtype, const void* in, void* inout, size_t count,
 // ring's. One pass: blocks of the running sum stay in a stack buffer, so
 // memory sees k reads and one write per element. `out` may be exactly one
 // of the inputs (same address) and must not overlap them otherwise.
+// `stream_output` (ignored when `out` is an input): store with non-temporal
+// stores, fenced before returning, for a large output that is not read again
+// soon: a store that misses the cache otherwise reads the line first, one
+// more pass over memory. Same bits either way.
 void ReduceSumChain(Dtype dtype, const void* const* inputs, size_t num_inputs, void* out,
-                    size_t count, float divisor = 1.0f);
+                    size_t count, float divisor = 1.0f, bool stream_output = false);
 
 }  // namespace comm
 

@@ -14,6 +14,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "comm/communicator.h"
+#include "comm/direct_reduce_scatter.h"
 #include "comm/loopback_transport.h"
 #include "gtest/gtest.h"
 #include "tests/comm/loopback_ranks.h"
@@ -336,6 +337,38 @@ TEST(CommunicatorTest, DeadPeerFailsCollectivesWithUnavailableNamingIt) {
       EXPECT_NE(status.message().find("rank 2"), std::string::npos) << status;
     }, {}, {}, &hub);
   }
+}
+
+// An out-of-place fp32 output of at least kStreamOutputMinBytes is written
+// with non-temporal stores; the result must not change (3 ranks: uneven
+// ceil-split chunks, one short).
+TEST(CommunicatorTest, LargeDirectReduceScatterWithStreamedOutput) {
+  const size_t count = 3 * (size_t{3} << 20) / 2 + 5;  // ~6 MiB chunks
+  RunOnRanks(3, [&](int rank, Communicator& comm) {
+    const size_t chunk = (count + 2) / 3;
+    const size_t begin = rank * chunk;
+    const size_t mine = std::min(count, begin + chunk) - begin;
+    ASSERT_GE(mine * sizeof(float), kStreamOutputMinBytes);
+    std::vector<float> input = Floats(rank, count);
+    std::vector<float> output(mine);
+    ReduceScatterOptions options;
+    options.input = AsConstBytes(absl::MakeConstSpan(input));
+    options.output = AsBytes(absl::MakeSpan(output));
+    options.algorithm = Algorithm::kDirect;
+    options.op = ReduceOp::kAverage;
+    auto work = comm.ReduceScatter(options);
+    ASSERT_TRUE(work.ok());
+    ASSERT_TRUE((*work)->Wait(kTimeout).ok());
+    size_t wrong = 0;
+    for (size_t i = 0; i < mine; ++i) {
+      // The ring's tree for chunk `rank`, average on the last hop.
+      const float a = ExactValue((rank + 1) % 3, begin + i);
+      const float b = ExactValue((rank + 2) % 3, begin + i);
+      const float own = ExactValue(rank, begin + i);
+      wrong += output[i] != ((a + b) + own) / 3.0f;
+    }
+    EXPECT_EQ(wrong, 0u) << "rank " << rank;
+  });
 }
 
 // The direct reduce-scatter waits on several peers at once: a timeout names

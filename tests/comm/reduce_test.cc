@@ -2,6 +2,7 @@
 // The kernels against scalar references built on comm/dtype.h conversions.
 #include "comm/reduce.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -104,6 +105,12 @@ TEST(ReduceTest, ChainEqualsHopByHop) {
         std::vector<std::byte> out(count * element);
         ReduceSumChain(dtype, pointers.data(), k, out.data(), count, divisor);
         EXPECT_EQ(out, expected) << DtypeName(dtype) << " k=" << k << " divisor=" << divisor;
+        // Streamed stores, to an output one element off 16-byte alignment.
+        std::vector<std::byte> streamed((count + 1) * element);
+        ReduceSumChain(dtype, pointers.data(), k, streamed.data() + element, count, divisor,
+                       /*stream_output=*/true);
+        EXPECT_TRUE(std::equal(expected.begin(), expected.end(), streamed.begin() + element))
+            << DtypeName(dtype) << " k=" << k << " streamed";
         // In place: the output is the last input (all-reduce's own chunk).
         std::vector<std::byte> last = inputs[k - 1];
         pointers[k - 1] = last.data();
