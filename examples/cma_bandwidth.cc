@@ -12,8 +12,10 @@
 //   bazel run -c opt //examples:cma_bandwidth -- --mib=32 --iters=20
 //
 // Each line is the best and the median over --iters copies of --mib MiB, in
-// GB/s (10^9 B/s) per direction. See docs/collective-bench.md for how the
+// GB/s (10^9 B/s) per direction. The two processes are pinned to two
+// different CPUs when there are two. See docs/collective-bench.md for how the
 // numbers bound the collectives.
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -60,8 +62,35 @@ void Barrier(Shared* shared, int* generation) {
 // One side of one case: `me` reads the peer's buffer `iters` times (if it
 // reads in this case), with a barrier around every copy so both sides copy
 // at the same time.
+// The first two CPUs this program may use, read once before any pinning
+// (-1 if there are fewer than two).
+int g_cpus[2] = {-1, -1};
+
+void FindTwoCpus() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  int found = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE && found < 2; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) g_cpus[found++] = cpu;
+  }
+  if (found < 2) g_cpus[0] = g_cpus[1] = -1;
+}
+
+// Pins side `me` to its own CPU, so the two sides copy on separate cores:
+// left to the scheduler they sometimes share one, and "both at once" then
+// halves.
+void PinToOwnCpu(int me) {
+  if (g_cpus[me] < 0) return;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  CPU_SET(g_cpus[me], &mine);
+  (void)sched_setaffinity(0, sizeof(mine), &mine);
+}
+
 void RunSide(Shared* shared, int me, pid_t peer, bool reads, bool huge, size_t bytes,
              int iters) {
+  PinToOwnCpu(me);
   void* source = huge ? comm::AllocateTransferMemory(bytes) : std::aligned_alloc(4096, bytes);
   void* destination =
       huge ? comm::AllocateTransferMemory(bytes) : std::aligned_alloc(4096, bytes);
@@ -152,6 +181,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const size_t bytes = static_cast<size_t>(mib) << 20;
+  FindTwoCpus();
   std::printf("# process_vm_readv, %d MiB per copy, %d copies per case, GB/s per direction%s\n",
               mib, iters,
               comm::TransparentHugePagesAvailable() ? ""
