@@ -8,11 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "examples/work_floor.h"
 
 namespace collective_bench {
 namespace {
-
-constexpr size_t kGoalBytes = size_t{64} << 20;
 
 const Row* FindRow(const std::vector<Row>& rows, const std::string& collective, int ranks,
                    size_t bytes) {
@@ -53,6 +52,26 @@ void PrintGoal(const std::string& goal, std::optional<bool> met, const std::stri
               !met.has_value() ? "n/a" : *met ? "met" : "NOT met", detail.c_str());
 }
 
+// The work floor of `collective` at `ranks`, or nullptr.
+const Row* FloorRow(const std::vector<Row>& floors, const std::string& collective, int ranks) {
+  return FindRow(floors, absl::StrCat(kFloorPrefix, collective), ranks, kGoalBytes);
+}
+
+// The line under a bandwidth goal, when the floors were measured: what the
+// goal's ratio is between the floors (`floor` against `reference_floor`,
+// the goal needs `needed` of it), so whether an implementation as fast as
+// its floors could meet it here, and how much of `floor` the collective
+// reached (`measured_busbw`).
+void PrintFloorLine(const Row& floor, const Row& reference_floor, const char* reference_name,
+                    double needed, double measured_busbw) {
+  const double allows = floor.busbw_gbps / reference_floor.busbw_gbps;
+  std::printf("      floors: %.2f / %.2f GB/s (%s) = %.0f%%, goal %.0f%%: %s; reached %.0f%% "
+              "of the floor\n",
+              floor.busbw_gbps, reference_floor.busbw_gbps, reference_name, 100 * allows,
+              100 * needed, allows >= needed ? "within reach" : "out of reach on this host",
+              100 * measured_busbw / floor.busbw_gbps);
+}
+
 }  // namespace
 
 void PrintComparison(const std::vector<Row>& rows, const std::vector<Row>& perftest) {
@@ -70,8 +89,13 @@ void PrintComparison(const std::vector<Row>& rows, const std::vector<Row>& perft
 }
 
 void PrintGoals(const std::vector<Row>& rows, const std::vector<Row>& perftest,
-                const std::string& conditions) {
+                const std::vector<Row>& floors, const std::string& conditions) {
   std::printf("#\n# speed goals (%s; noisy when the machine is busy)\n", conditions.c_str());
+  if (!floors.empty()) {
+    std::printf("# (floors: each pattern's copies and sums alone, in pinned processes, this "
+                "run's memory and variant, examples/work_floor.h; a goal missed even between "
+                "the floors is out of reach on this host)\n");
+  }
   const Row* tag = nullptr;
   for (const Row& p : perftest) {
     if (p.bytes == kGoalBytes) tag = &p;
@@ -94,6 +118,11 @@ void PrintGoals(const std::vector<Row>& rows, const std::vector<Row>& perftest,
     PrintGoal(goal, ratio >= g.fraction,
               absl::StrFormat("%.2f / %.2f GB/s = %.0f%%", row->busbw_gbps, tag->busbw_gbps,
                               100 * ratio));
+    const Row* floor = FloorRow(floors, g.collective, 2);
+    const Row* point = FindRow(floors, kPointToPointFloorName, 2, kGoalBytes);
+    if (floor != nullptr && point != nullptr) {
+      PrintFloorLine(*floor, *point, "point to point", g.fraction, row->busbw_gbps);
+    }
   }
   {
     const Row* row = FindRow(rows, "all_reduce", 2, 4096);
@@ -115,6 +144,11 @@ void PrintGoals(const std::vector<Row>& rows, const std::vector<Row>& perftest,
     }
     PrintGoal(goal, four->busbw_gbps >= 0.5 * two->busbw_gbps,
               absl::StrFormat("%.2f vs %.2f GB/s", four->busbw_gbps, two->busbw_gbps));
+    const Row* floor_four = FloorRow(floors, collective, 4);
+    const Row* floor_two = FloorRow(floors, collective, 2);
+    if (floor_four != nullptr && floor_two != nullptr) {
+      PrintFloorLine(*floor_four, *floor_two, "4 / 2 ranks", 0.5, four->busbw_gbps);
+    }
   }
 }
 

@@ -74,6 +74,7 @@
 #include "examples/bench_results.h"
 #include "examples/collective_cell.h"
 #include "examples/ucx_perftest_runner.h"
+#include "examples/work_floor.h"
 
 ABSL_FLAG(std::string, nproc, "2",
           "Ranks to launch: a number, or a comma-separated list run one after "
@@ -91,6 +92,10 @@ ABSL_FLAG(std::string, csv, "",
           "collective,ranks,bytes,time_us,algbw_gbps,busbw_gbps.");
 ABSL_FLAG(bool, perftest, false,
           "Also measure `ucx_perftest -t tag_bw` at each size and compare.");
+ABSL_FLAG(bool, floors, true,
+          "With --perftest, also measure each collective's work floor at 64 MiB (its copies "
+          "and sums alone, in pinned processes: examples/work_floor.h) and judge the goals "
+          "against it too.");
 ABSL_FLAG(int, timeout_s, 600, "Timeout of every collective's Wait().");
 ABSL_FLAG(std::string, max_segment_bytes, "1M",
           "Pipeline segment size of the ring algorithms (CommunicatorOptions).");
@@ -126,6 +131,7 @@ struct Config {
   std::vector<Collective> collectives;
   std::string csv;
   bool perftest = false;
+  bool floors = false;
   absl::Duration timeout;
   size_t max_segment_bytes = 0;
   bool huge_pages = true;
@@ -247,6 +253,7 @@ absl::StatusOr<Config> ConfigFromFlags() {
     }
   }
   config.perftest = absl::GetFlag(FLAGS_perftest);
+  config.floors = config.perftest && absl::GetFlag(FLAGS_floors);
   config.huge_pages = absl::GetFlag(FLAGS_huge_pages);
   config.in_place = absl::GetFlag(FLAGS_in_place);
   if (absl::GetFlag(FLAGS_timeout_s) < 1) {
@@ -372,8 +379,7 @@ int RunRank(const Config& config) {
   if (printer) {
     if (!perftest.empty()) {
       PrintComparison(rows, perftest);
-      std::vector<Row> all = rows;
-      PrintGoals(all, perftest, Conditions(config));
+      PrintGoals(rows, perftest, /*floors=*/{}, Conditions(config));
       rows.insert(rows.end(), perftest.begin(), perftest.end());
     }
     const std::string destination = result_file != nullptr ? result_file : config.csv;
@@ -422,9 +428,19 @@ int RunDriver(const Config& config, int argc, char** argv) {
     rows.insert(rows.end(), job_rows->begin(), job_rows->end());
   }
   if (config.perftest) {
+    // After the jobs, so that the floors are measured close in time to
+    // them (this host's memory bandwidth drifts from minute to minute).
+    std::vector<Row> floors;
+    const std::vector<size_t> sizes_run = Sizes(config);
+    if (config.floors &&
+        std::find(sizes_run.begin(), sizes_run.end(), kGoalBytes) != sizes_run.end()) {
+      floors = MeasureFloorSweep(config.collectives, config.nprocs, kGoalBytes,
+                                 config.huge_pages, config.in_place, config.iters);
+    }
     PrintComparison(rows, perftest);
-    PrintGoals(rows, perftest, Conditions(config));
+    PrintGoals(rows, perftest, floors, Conditions(config));
     rows.insert(rows.end(), perftest.begin(), perftest.end());
+    rows.insert(rows.end(), floors.begin(), floors.end());
   }
   if (!config.csv.empty()) {
     absl::Status written = WriteCsv(config.csv, rows);

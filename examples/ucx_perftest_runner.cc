@@ -147,6 +147,14 @@ std::vector<Row> MeasurePerftestSweep(const std::vector<size_t>& sizes, bool hug
   std::printf("# ucx_perftest -t tag_bw over loopback (2 processes, nothing else of ours "
               "running; best of %d runs; %s)\n", kPerftestRuns,
               huge_pages ? "UCX_ALLOC_PRIO=thp: huge-page buffers" : "its default buffers");
+  if (huge_pages) {
+    // Measured 2026-11-30: the sender's RSS stays ~10 MB with a 64 MiB
+    // buffer; with the huge zero page switched off (use_zero_page=0) tag_bw
+    // fell from ~22 to 15-17 GB/s. See docs/collective-bench.md.
+    std::printf("# note: ucx_perftest never writes its send buffer, so with huge pages the "
+                "kernel serves it from the huge zero page, which stays in cache: tag_bw is "
+                "above what a copy of real data reaches (compare the point-to-point floor)\n");
+  }
   for (size_t bytes : sizes) {
     absl::StatusOr<double> gbps = absl::InternalError("not run");
     for (int run = 0; run < kPerftestRuns; ++run) {

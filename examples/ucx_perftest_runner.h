@@ -24,7 +24,12 @@ inline constexpr char kPerftestName[] = "ucx_perftest_tag_bw";
 // ucx_perftest fails or is not installed, kDataLoss if its output has no
 // bandwidth figure.
 // `huge_pages`: ucx_perftest allocates its buffers in transparent huge pages
-// (UCX_ALLOC_PRIO=thp) instead of its default.
+// (UCX_ALLOC_PRIO=thp) instead of its default. It never writes its send
+// buffer: its default buffers are shared memory, whose pages a read fills
+// with real (zeroed) pages, but the huge-page ones are anonymous memory, read
+// from the kernel's huge zero page, which stays in cache. So with
+// `huge_pages` tag_bw is optimistic: ~22 against 15-17 GB/s at 64 MiB with
+// the zero page switched off (docs/collective-bench.md).
 absl::StatusOr<double> MeasureTagBandwidth(size_t bytes, bool huge_pages);
 
 // The best of a few runs at every size, as rows (ranks 2, time_us = bytes /

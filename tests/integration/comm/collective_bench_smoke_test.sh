@@ -7,13 +7,16 @@
 # (collective, size); bad flags must fail with exit code 2 and name the flag.
 # Timing values are not checked (no timing assertions in tests).
 #
-# Also runs //examples:cma_bandwidth once at 1 MiB when its path is given.
+# Also runs //examples:cma_bandwidth once at 1 MiB and //examples:work_floors
+# at 96 KiB when their paths are given.
 #
 # Usage (Bazel passes it):
-#   collective_bench_smoke_test.sh <path of collective_bench> [<path of cma_bandwidth>]
+#   collective_bench_smoke_test.sh <path of collective_bench> [<path of cma_bandwidth>
+#                                  [<path of work_floors>]]
 set -u
 bench="$1"
 cma="${2:-}"
+floors="${3:-}"
 tmp="${TEST_TMPDIR:-/tmp}"
 csv="$tmp/bench.csv"
 failures=0
@@ -73,6 +76,22 @@ if [ -n "$cma" ]; then
   [ "$lines" -eq 4 ] || fail "cma_bandwidth printed $lines result lines, expected 4"
   "$cma" --mib 0 >/dev/null 2>&1
   [ "$?" -eq 2 ] || fail "cma_bandwidth --mib 0 did not exit 2"
+fi
+
+# //examples:work_floors: the point-to-point floor and four per rank count
+# (each floor checks the bytes it moved); bad flags exit 2.
+if [ -n "$floors" ]; then
+  out="$("$floors" --nproc 2,3 --bytes 96K --iters 2 --in_place 2>&1)"
+  code=$?
+  echo "$out"
+  [ "$code" -eq 0 ] || fail "work_floors exited $code"
+  lines="$(echo "$out" | grep -c " us .* GB/s busbw")"
+  [ "$lines" -eq 9 ] || fail "work_floors printed $lines floors, expected 1 + 2 x 4 = 9"
+  for flags in "--bytes 64K --nproc 3" "--nproc 1" "--bytes abc" "--iters 0"; do
+    # shellcheck disable=SC2086
+    "$floors" $flags >/dev/null 2>&1
+    [ "$?" -eq 2 ] || fail "work_floors $flags did not exit 2"
+  done
 fi
 
 check_bad_flag "--dtype=fp16" --dtype=fp16
