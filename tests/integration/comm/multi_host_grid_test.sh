@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# File: tests/integration/comm/multi_host_grid_test.sh
+#
+# Two "hosts" of two ranks each on one machine: ranks 0-1 run in one network
+# namespace and ranks 2-3 in another, joined by a veth pair; they meet over
+# TCP (rendezvous on rank 0's address, UCX forced to its tcp transport, as
+# between machines) and run collective_worker's whole scenario: the grid
+# (every collective x counts x fp32/bf16 x algorithms auto, ring, latency and
+# direct), collectives in flight together, and sub-communicators. At 4 ranks
+# the direct reduce-scatter opens 3 flows per rank, which the 2-rank
+# multi-host training test (tests/integration/train) never does. Then the
+# same 4 ranks again, with rank 3 (on the second host) killing itself after
+# posting a 64 MiB all-reduce: ranks 0-2 must fail with UNAVAILABLE or
+# DEADLINE_EXCEEDED naming rank 3, within their 5 s Wait() deadline, and exit.
+#
+# Needs root (ip netns). Namespaces, the veth pair and the ranks are removed
+# on exit, pass or fail. Addresses are the test's own (10.232.N.0/24 inside
+# its namespaces); no traffic leaves them.
+#
+# Usage (Bazel passes it): multi_host_grid_test.sh <path of collective_worker>
+set -euo pipefail
+
+worker="$1"
+if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
+  echo "multi_host_grid_test: needs root and iproute2 (ip netns); run the suite as root" >&2
+  exit 1
+fi
+
+id=$$
+subnet=$((id % 200 + 20))
+ns_a="fsdp_grid_a_${id}"
+ns_b="fsdp_grid_b_${id}"
+veth_a="fga${id}"
+veth_b="fgb${id}"
+addr_a="10.232.${subnet}.1"
+addr_b="10.232.${subnet}.2"
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+pids=()
+
+cleanup() {
+  for pid in "${pids[@]:-}"; do [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true; done
+  ip netns del "$ns_a" 2>/dev/null || true
+  ip netns del "$ns_b" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+ip netns add "$ns_a"
+ip netns add "$ns_b"
+ip link add "$veth_a" type veth peer name "$veth_b"
+ip link set "$veth_a" netns "$ns_a"
+ip link set "$veth_b" netns "$ns_b"
+ip -n "$ns_a" addr add "${addr_a}/24" dev "$veth_a"
+ip -n "$ns_b" addr add "${addr_b}/24" dev "$veth_b"
+for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
+ip -n "$ns_a" link set "$veth_a" up
+ip -n "$ns_b" link set "$veth_b" up
+
+port=$((30000 + id % 1000))
+common=(WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 MASTER_ADDR="$addr_a" MASTER_PORT="$port"
+        FSDP_JOB_TOKEN="multi-host-grid-${id}" UCX_TLS=tcp,self)
+start=$(date +%s)
+for rank in 0 1 2 3; do
+  ns="$ns_a"
+  [ "$rank" -ge 2 ] && ns="$ns_b"
+  ip netns exec "$ns" env RANK="$rank" LOCAL_RANK=$((rank % 2)) "${common[@]}" \
+    timeout 300 "$worker" --scenario=all --timeout_ms=60000 --bf16_rounding=per_hop \
+    > "$tmp/rank${rank}.txt" 2>&1 &
+  pids+=($!)
+done
+failed=()
+for rank in 0 1 2 3; do
+  wait "${pids[$rank]}" || failed+=("$rank (exit $?)")
+done
+pids=()
+echo "4 ranks on 2 namespaces over TCP: finished in $(( $(date +%s) - start )) s"
+if [ "${#failed[@]}" -ne 0 ]; then
+  echo "multi_host_grid_test: rank(s) ${failed[*]} failed" >&2
+  for rank in 0 1 2 3; do echo "--- rank $rank:"; tail -40 "$tmp/rank${rank}.txt"; done
+  exit 1
+fi
+for rank in 0 1 2 3; do
+  for part in grid inflight split; do
+    if ! grep -q "\] PASS ${part}:" "$tmp/rank${rank}.txt"; then
+      echo "multi_host_grid_test: rank $rank exited 0 but did not print PASS ${part}" >&2
+      cat "$tmp/rank${rank}.txt"
+      exit 1
+    fi
+  done
+  cat "$tmp/rank${rank}.txt"
+done
+
+# A rank dies mid-collective on the other host.
+port=$((port + 1))
+common=(WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 MASTER_ADDR="$addr_a" MASTER_PORT="$port"
+        FSDP_JOB_TOKEN="multi-host-kill-${id}" UCX_TLS=tcp,self)
+for rank in 0 1 2 3; do
+  ns="$ns_a"
+  [ "$rank" -ge 2 ] && ns="$ns_b"
+  ip netns exec "$ns" env RANK="$rank" LOCAL_RANK=$((rank % 2)) "${common[@]}" \
+    timeout 60 "$worker" --scenario=kill --victim=3 --victim_posts --timeout_ms=5000 \
+    --rendezvous_timeout_ms=20000 > "$tmp/kill${rank}.txt" 2>&1 &
+  pids+=($!)
+done
+codes=()
+for rank in 0 1 2 3; do
+  code=0
+  wait "${pids[$rank]}" || code=$?
+  codes+=("$code")
+done
+pids=()
+kill_failed=0
+kill_fail() { echo "multi_host_grid_test (kill): $*" >&2; kill_failed=1; }
+[ "${codes[3]}" -eq 137 ] || kill_fail "rank 3 exited ${codes[3]}, expected 137 (SIGKILL)"
+grep -q "raising SIGKILL" "$tmp/kill3.txt" || kill_fail "rank 3 died before its kill point"
+for rank in 0 1 2; do
+  [ "${codes[$rank]}" -eq 3 ] || kill_fail "rank $rank exited ${codes[$rank]}, expected 3"
+  line="$(grep " STATUS " "$tmp/kill${rank}.txt" | head -1)"
+  echo "rank $rank: $line"
+  echo "$line" | grep -Eq " STATUS (UNAVAILABLE|DEADLINE_EXCEEDED) " ||
+    kill_fail "rank $rank: no UNAVAILABLE / DEADLINE_EXCEEDED status line"
+  echo "$line" | grep -q "rank 3" || kill_fail "rank $rank: the error does not name rank 3"
+  after_ms="$(echo "$line" | sed -n 's/.* after \([0-9]*\) ms.*/\1/p')"
+  if [ -z "$after_ms" ] || [ "$after_ms" -gt 7000 ]; then
+    kill_fail "rank $rank: reported after '${after_ms}' ms, expected within 5 s (+2 s)"
+  fi
+done
+if [ "$kill_failed" -ne 0 ]; then
+  for rank in 0 1 2 3; do echo "--- rank $rank:"; cat "$tmp/kill${rank}.txt"; done
+  exit 1
+fi
+echo "PASS"
