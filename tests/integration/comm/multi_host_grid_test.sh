@@ -93,6 +93,7 @@ done
 port=$((port + 1))
 common=(WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 MASTER_ADDR="$addr_a" MASTER_PORT="$port"
         FSDP_JOB_TOKEN="multi-host-kill-${id}" UCX_TLS=tcp,self)
+start=$(date +%s)
 for rank in 0 1 2 3; do
   ns="$ns_a"
   [ "$rank" -ge 2 ] && ns="$ns_b"
@@ -108,6 +109,7 @@ for rank in 0 1 2 3; do
   codes+=("$code")
 done
 pids=()
+echo "kill part: finished in $(( $(date +%s) - start )) s"
 kill_failed=0
 kill_fail() { echo "multi_host_grid_test (kill): $*" >&2; kill_failed=1; }
 [ "${codes[3]}" -eq 137 ] || kill_fail "rank 3 exited ${codes[3]}, expected 137 (SIGKILL)"
