@@ -17,43 +17,29 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "examples/work_floor.h"
+#include "fsdp/report/byte_size.h"
 
 ABSL_FLAG(std::string, nproc, "2,4", "Comma-separated process counts (2 to 64).");
-ABSL_FLAG(std::string, bytes, "64M", "Total buffer bytes (suffix K, M or G).");
+ABSL_FLAG(std::string, bytes, "64M",
+          "Total buffer bytes: 64M, 64MiB (binary), 64MB (SI), 67108864.");
 ABSL_FLAG(int, iters, 20, "Timed iterations per case (1 to 1024).");
 ABSL_FLAG(bool, huge_pages, true, "Buffers in transparent huge pages; false: 4 KiB pages.");
 ABSL_FLAG(bool, in_place, false, "In-place all-gather and reduce-scatter.");
-
-namespace {
-
-bool ParseBytes(std::string text, size_t* bytes) {
-  size_t scale = 1;
-  if (!text.empty()) {
-    const char suffix = text.back();
-    if (suffix == 'K' || suffix == 'k') scale = size_t{1} << 10;
-    if (suffix == 'M' || suffix == 'm') scale = size_t{1} << 20;
-    if (suffix == 'G' || suffix == 'g') scale = size_t{1} << 30;
-    if (scale != 1) text.pop_back();
-  }
-  uint64_t value = 0;
-  if (!absl::SimpleAtoi(text, &value) || value == 0) return false;
-  *bytes = static_cast<size_t>(value) * scale;
-  return true;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Work floors of the collectives on this host.\n"
       "  bazel run -c opt //examples:work_floors -- --nproc 2,4 --bytes 64M");
   absl::ParseCommandLine(argc, argv);
-  size_t bytes = 0;
-  if (!ParseBytes(absl::GetFlag(FLAGS_bytes), &bytes)) {
-    std::fprintf(stderr, "work_floors: --bytes=%s: expected a positive size like 64M\n",
-                 absl::GetFlag(FLAGS_bytes).c_str());
+  absl::StatusOr<int64_t> parsed = fsdp::report::ParseByteSize(absl::GetFlag(FLAGS_bytes));
+  if (!parsed.ok() || *parsed <= 0) {
+    const std::string why =
+        parsed.ok() ? "expected a positive size" : std::string(parsed.status().message());
+    std::fprintf(stderr, "work_floors: --bytes=%s: %s\n", absl::GetFlag(FLAGS_bytes).c_str(),
+                 why.c_str());
     return 2;
   }
+  const size_t bytes = static_cast<size_t>(*parsed);
   std::vector<int> nprocs;
   for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_nproc), ',')) {
     int n = 0;

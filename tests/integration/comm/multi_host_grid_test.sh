@@ -21,52 +21,34 @@
 set -euo pipefail
 
 worker="$1"
-if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
-  echo "multi_host_grid_test: needs root and iproute2 (ip netns); run the suite as root" >&2
-  exit 1
-fi
-
-id=$$
-subnet=$((id % 200 + 20))
-ns_a="fsdp_grid_a_${id}"
-ns_b="fsdp_grid_b_${id}"
-veth_a="fga${id}"
-veth_b="fgb${id}"
-addr_a="10.232.${subnet}.1"
-addr_b="10.232.${subnet}.2"
+# shellcheck source=tests/integration/two_hosts.sh
+source "$(dirname "$0")/../two_hosts.sh"
+make_two_hosts fsdp_grid 10.232
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
-pids=()
+id=$$
 
-cleanup() {
-  for pid in "${pids[@]:-}"; do [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true; done
-  ip netns del "$ns_a" 2>/dev/null || true
-  ip netns del "$ns_b" 2>/dev/null || true
+# start_ranks <job name> <port> <log prefix> <time limit, s> <worker flags...>:
+# ranks 0-1 on the first host, 2-3 on the second, over TCP, each killed if it
+# outlives the limit; their pids go to `pids`.
+start_ranks() {
+  local job="$1" port="$2" log="$3" limit="$4"
+  shift 4
+  local rank ns
+  for rank in 0 1 2 3; do
+    ns="$ns_a"
+    [ "$rank" -ge 2 ] && ns="$ns_b"
+    ip netns exec "$ns" env RANK="$rank" LOCAL_RANK=$((rank % 2)) WORLD_SIZE=4 \
+      LOCAL_WORLD_SIZE=2 MASTER_ADDR="$addr_a" MASTER_PORT="$port" \
+      FSDP_JOB_TOKEN="${job}-${id}" UCX_TLS=tcp,self \
+      timeout -s KILL "$limit" "$worker" "$@" > "$tmp/${log}${rank}.txt" 2>&1 &
+    pids+=($!)
+  done
 }
-trap cleanup EXIT
-
-ip netns add "$ns_a"
-ip netns add "$ns_b"
-ip link add "$veth_a" type veth peer name "$veth_b"
-ip link set "$veth_a" netns "$ns_a"
-ip link set "$veth_b" netns "$ns_b"
-ip -n "$ns_a" addr add "${addr_a}/24" dev "$veth_a"
-ip -n "$ns_b" addr add "${addr_b}/24" dev "$veth_b"
-for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
-ip -n "$ns_a" link set "$veth_a" up
-ip -n "$ns_b" link set "$veth_b" up
 
 port=$((30000 + id % 1000))
-common=(WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 MASTER_ADDR="$addr_a" MASTER_PORT="$port"
-        FSDP_JOB_TOKEN="multi-host-grid-${id}" UCX_TLS=tcp,self)
 start=$(date +%s)
-for rank in 0 1 2 3; do
-  ns="$ns_a"
-  [ "$rank" -ge 2 ] && ns="$ns_b"
-  ip netns exec "$ns" env RANK="$rank" LOCAL_RANK=$((rank % 2)) "${common[@]}" \
-    timeout 300 "$worker" --scenario=all --timeout_ms=60000 --bf16_rounding=per_hop \
-    > "$tmp/rank${rank}.txt" 2>&1 &
-  pids+=($!)
-done
+start_ranks multi-host-grid "$port" rank 300 --scenario=all --timeout_ms=60000 \
+  --bf16_rounding=per_hop
 failed=()
 for rank in 0 1 2 3; do
   wait "${pids[$rank]}" || failed+=("$rank (exit $?)")
@@ -90,18 +72,9 @@ for rank in 0 1 2 3; do
 done
 
 # A rank dies mid-collective on the other host.
-port=$((port + 1))
-common=(WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 MASTER_ADDR="$addr_a" MASTER_PORT="$port"
-        FSDP_JOB_TOKEN="multi-host-kill-${id}" UCX_TLS=tcp,self)
 start=$(date +%s)
-for rank in 0 1 2 3; do
-  ns="$ns_a"
-  [ "$rank" -ge 2 ] && ns="$ns_b"
-  ip netns exec "$ns" env RANK="$rank" LOCAL_RANK=$((rank % 2)) "${common[@]}" \
-    timeout 60 "$worker" --scenario=kill --victim=3 --victim_posts --timeout_ms=5000 \
-    --rendezvous_timeout_ms=20000 > "$tmp/kill${rank}.txt" 2>&1 &
-  pids+=($!)
-done
+start_ranks multi-host-kill $((port + 1)) kill 60 --scenario=kill --victim=3 --victim_posts \
+  --timeout_ms=5000 --rendezvous_timeout_ms=20000
 codes=()
 for rank in 0 1 2 3; do
   code=0

@@ -11,39 +11,11 @@
 set -euo pipefail
 
 train_gpt="$1"
-if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
-  echo "multi_host_test: needs root and iproute2 (ip netns); run the suite as root" >&2
-  exit 1
-fi
-
-id=$$
-subnet=$((id % 200 + 20))
-ns_a="fsdp_test_a_${id}"
-ns_b="fsdp_test_b_${id}"
-veth_a="fva${id}"
-veth_b="fvb${id}"
-addr_a="10.231.${subnet}.1"
-addr_b="10.231.${subnet}.2"
+# shellcheck source=tests/integration/two_hosts.sh
+source "$(dirname "$0")/../two_hosts.sh"
+make_two_hosts fsdp_test 10.231
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
-pids=()
-
-cleanup() {
-  for pid in "${pids[@]:-}"; do [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true; done
-  ip netns del "$ns_a" 2>/dev/null || true
-  ip netns del "$ns_b" 2>/dev/null || true
-}
-trap cleanup EXIT
-
-ip netns add "$ns_a"
-ip netns add "$ns_b"
-ip link add "$veth_a" type veth peer name "$veth_b"
-ip link set "$veth_a" netns "$ns_a"
-ip link set "$veth_b" netns "$ns_b"
-ip -n "$ns_a" addr add "${addr_a}/24" dev "$veth_a"
-ip -n "$ns_b" addr add "${addr_b}/24" dev "$veth_b"
-for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
-ip -n "$ns_a" link set "$veth_a" up
-ip -n "$ns_b" link set "$veth_b" up
+id=$$
 
 # --threads=1 on both runs: OpenBLAS's summation order depends on its thread
 # count, and bit-for-bit equality needs the same arithmetic.
