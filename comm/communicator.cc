@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "comm/algorithm_choice.h"
 #include "comm/barrier.h"
 #include "comm/broadcast.h"
 #include "comm/communicator_impl.h"
@@ -45,30 +46,17 @@ class WithScratch : public CollectiveOp {
   std::unique_ptr<CollectiveOp> inner_;
 };
 
+bool AllOnOneHost(const Transport& transport, const std::vector<int>& global_ranks) {
+  for (int g : global_ranks) {
+    if (transport.HostIndex(g) != transport.HostIndex(global_ranks.front())) return false;
+  }
+  return true;
+}
+
 bool Overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   auto pa = reinterpret_cast<uintptr_t>(a);
   auto pb = reinterpret_cast<uintptr_t>(b);
   return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
-}
-
-bool UseLatencyAlgorithm(Algorithm algorithm, size_t num_bytes, size_t small_message_bytes) {
-  switch (algorithm) {
-    case Algorithm::kRing:
-    case Algorithm::kDirect:
-      return false;
-    case Algorithm::kLatency:
-      return true;
-    case Algorithm::kAuto:
-      break;
-  }
-  return num_bytes <= small_message_bytes;
-}
-
-// For a vector above the latency threshold: direct or ring.
-bool UseDirectAlgorithm(Algorithm algorithm, int group_size, int direct_max_ranks) {
-  if (algorithm == Algorithm::kDirect) return true;
-  if (algorithm != Algorithm::kAuto) return false;
-  return group_size <= direct_max_ranks;
 }
 
 absl::Status CheckWholeElements(const char* op, const char* what, size_t num_bytes,
@@ -88,7 +76,8 @@ CommunicatorImpl::CommunicatorImpl(std::shared_ptr<ProgressEngine> engine,
       global_ranks_(std::move(global_ranks)),
       rank_(rank),
       id_(id),
-      options_(options) {}
+      options_(options),
+      on_one_host_(AllOnOneHost(*engine_->transport(), global_ranks_)) {}
 
 std::string CommunicatorImpl::Where() const {
   return absl::StrFormat("rank %d (group rank %d of %d, communicator 0x%x)",
@@ -196,7 +185,7 @@ absl::StatusOr<WorkHandle> CommunicatorImpl::ReduceScatter(
     op = std::make_unique<RecursiveDoublingReduceScatter>(
         posting.context, options.input.data(), options.output.data(), count, options.dtype,
         options.op);
-  } else if (UseDirectAlgorithm(options.algorithm, size(), options_.direct_max_ranks)) {
+  } else if (UseDirectAlgorithm(options.algorithm, size(), options_.direct_max_ranks, on_one_host_)) {
     op = std::make_unique<DirectReduceScatter>(posting.context, options.input.data(),
                                                options.output.data(), count, options.dtype,
                                                options.op);
@@ -224,7 +213,7 @@ absl::StatusOr<WorkHandle> CommunicatorImpl::AllReduce(const AllReduceOptions& o
   } else {
     op = std::make_unique<RingAllReduce>(
         posting.context, options.buffer.data(), count, options.dtype, options.op,
-        UseDirectAlgorithm(options.algorithm, size(), options_.direct_max_ranks));
+        UseDirectAlgorithm(options.algorithm, size(), options_.direct_max_ranks, on_one_host_));
   }
   return engine_->Submit(std::move(op), std::move(posting.description));
 }

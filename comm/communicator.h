@@ -55,7 +55,8 @@ enum class ReduceOp { kSum, kAverage };
 // up to CommunicatorOptions::small_message_bytes; above it the segmented
 // ring, except that reduce-scatter (and all-reduce's reduce-scatter phase)
 // is direct (comm/direct_reduce_scatter.h) in groups of at most
-// CommunicatorOptions::direct_max_ranks. kDirect forces that (all-gather
+// CommunicatorOptions::direct_max_ranks ranks that all run on one host
+// (on_one_host(); the rule is comm/algorithm_choice.h). kDirect forces that (all-gather
 // then takes the ring). Reduce-scatter and all-reduce of one vector take the
 // same algorithm; direct and ring reduce-scatters give the same bits; so
 // all-reduce's chunk r is bit-identical to reduce-scatter's output on rank
@@ -124,10 +125,10 @@ struct CommunicatorOptions {
   // kAuto uses the latency algorithm for messages up to this many bytes.
   size_t small_message_bytes = 64 * 1024;
   // Above that, kAuto uses the direct reduce-scatter
-  // (comm/direct_reduce_scatter.h) in groups of at most this many ranks and
-  // the ring in larger ones. Measured at 64 MiB on 2 cores with huge-page
-  // buffers: direct is 25-40% faster at 3 and 4 ranks, even at 8
-  // (docs/collective-bench.md).
+  // (comm/direct_reduce_scatter.h) in groups of at most this many ranks on
+  // one host, and the ring in larger groups or across hosts. Measured at
+  // 64 MiB on 2 cores with huge-page buffers: direct is 25-40% faster at 3
+  // and 4 ranks, even at 8 (docs/collective-bench.md).
   int direct_max_ranks = 4;
   // How long a caller in Work::Wait keeps polling the transport after the
   // last progress before it blocks in the transport (comm/progress_engine.h).
@@ -158,6 +159,11 @@ class Communicator {
   // This rank within the group, and the group's size.
   virtual int rank() const = 0;
   virtual int size() const = 0;
+
+  // Whether every rank of the group runs on one host: the same host name at
+  // rendezvous (gethostname()), or the transport's HostIndex. A group of one
+  // is. kAuto takes the direct reduce-scatter only then.
+  virtual bool on_one_host() const = 0;
 
   virtual absl::StatusOr<WorkHandle> AllGather(const AllGatherOptions& options) = 0;
   virtual absl::StatusOr<WorkHandle> ReduceScatter(const ReduceScatterOptions& options) = 0;

@@ -37,6 +37,7 @@ class CommunicatorImpl : public Communicator {
 
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(global_ranks_.size()); }
+  bool on_one_host() const override { return on_one_host_; }
 
   absl::StatusOr<WorkHandle> AllGather(const AllGatherOptions& options) override;
   absl::StatusOr<WorkHandle> ReduceScatter(const ReduceScatterOptions& options) override;
@@ -67,6 +68,9 @@ class CommunicatorImpl : public Communicator {
   const int rank_;
   const uint32_t id_;
   const CommunicatorOptions options_;
+  // Every member on one host (Transport::HostIndex): kAuto may then take the
+  // direct reduce-scatter (comm/algorithm_choice.h).
+  const bool on_one_host_;
   std::mutex mu_;  // std::, so ThreadSanitizer sees it (Debian's Abseil is not instrumented)
   uint32_t next_sequence_ = 0;  // guarded by mu_
   uint32_t next_split_ = 0;     // guarded by mu_

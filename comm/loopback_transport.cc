@@ -77,6 +77,10 @@ class LoopbackTransport : public Transport {
 
   int rank() const override { return rank_; }
   int world_size() const override { return hub_->world_size(); }
+  int HostIndex(int rank) const override {
+    const std::vector<int>& hosts = hub_->options_.host_of_rank;
+    return rank >= 0 && rank < static_cast<int>(hosts.size()) ? hosts[rank] : 0;
+  }
 
   absl::Status PostSend(int peer, uint64_t tag, const void* data, size_t num_bytes,
                         Completion* completion) override {

@@ -43,6 +43,8 @@ struct LoopbackOptions {
   size_t eager_bytes = 8 * 1024;
   absl::Duration max_delay = absl::ZeroDuration();  // random hold-back per message
   uint64_t seed = 1;
+  // HostIndex() of each rank, to simulate several machines; empty: one host.
+  std::vector<int> host_of_rank;
 };
 
 class LoopbackEndpoint;

@@ -56,6 +56,11 @@ class Transport {
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
 
+  // Which machine global rank `rank` runs on, as a small index: ranks with
+  // the same index share a host (and its memory). Fixed once the transport
+  // exists, so callable from any thread. The default: one host for all.
+  virtual int HostIndex(int rank) const { return 0; }
+
   // Posts a send of `num_bytes` bytes at `data` to global rank `peer` with
   // `tag`. `data` must stay valid and unchanged until `completion->done`.
   // Messages between one pair of ranks with one tag arrive in posting order.

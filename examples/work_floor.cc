@@ -435,7 +435,9 @@ absl::StatusOr<Floor> Measure(const Job& job, absl::Duration timeout) {
     floor.time_us = seconds * 1e6;
     floor.busbw_gbps = job.total_bytes / seconds / 1e9 * BusFactorOf(job.pattern, job.ranks);
   }
-  pthread_barrier_destroy(&control->barrier);
+  // Only after a clean end: a rank killed inside the barrier leaves it busy,
+  // and destroying a busy barrier waits forever. Unmapping needs no destroy.
+  if (status.ok()) pthread_barrier_destroy(&control->barrier);
   munmap(page, sizeof(Control));
   if (!status.ok()) return status;
   return floor;

@@ -37,6 +37,7 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(const JobEnv& env,
   if (env.world_size == 1) {
     // Nobody to meet and nobody to watch: no store, no port.
     rendezvous->blobs_ = {blob};
+    rendezvous->hosts_ = {HostName()};
     return rendezvous;
   }
 
@@ -104,10 +105,12 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(const JobEnv& env,
     return absl::AbortedError(absl::StrCat(me, ": rendezvous at ", store,
                                            " failed: ", reply.aborted().reason()));
   }
-  if (!reply.has_roster() || reply.roster().blobs_size() != env.world_size) {
+  if (!reply.has_roster() || reply.roster().blobs_size() != env.world_size ||
+      reply.roster().hosts_size() != env.world_size) {
     return absl::DataLossError(absl::StrCat(me, ": unexpected reply from ", store));
   }
   rendezvous->blobs_.assign(reply.roster().blobs().begin(), reply.roster().blobs().end());
+  rendezvous->hosts_.assign(reply.roster().hosts().begin(), reply.roster().hosts().end());
   return rendezvous;
 }
 

@@ -61,6 +61,8 @@ class Rendezvous {
 
   // blobs()[r] is the blob rank r handed in.
   const std::vector<std::string>& blobs() const { return blobs_; }
+  // hosts()[r] is the host name rank r runs on (gethostname()).
+  const std::vector<std::string>& hosts() const { return hosts_; }
 
   // Readable when PollPeerEvents() has something to say; -1 once rank 0's
   // store is gone (after it said goodbye, or after it died and that was
@@ -82,6 +84,7 @@ class Rendezvous {
   std::unique_ptr<StoreServer> server_;  // rank 0 only
   std::unique_ptr<FramedSocket> socket_;
   std::vector<std::string> blobs_;
+  std::vector<std::string> hosts_;
   bool rank0_left_ = false;
   bool left_ = false;
 };

@@ -30,7 +30,7 @@ class StoreServer::Loop {
  public:
   Loop(StoreServer* server, const StoreServerOptions& options, int listen_fd)
       : server_(server), options_(options), listen_fd_(listen_fd),
-        start_(absl::Now()), blobs_(options.world_size) {}
+        start_(absl::Now()), blobs_(options.world_size), hosts_(options.world_size) {}
 
   ~Loop() {
     if (listen_fd_ >= 0) close(listen_fd_);
@@ -61,6 +61,7 @@ class StoreServer::Loop {
   std::vector<std::unique_ptr<Connection>> connections_;
   std::map<int, Connection*> joined_;  // rank -> its connection
   std::vector<std::string> blobs_;
+  std::vector<std::string> hosts_;  // host name of each rank, for the roster
 };
 
 void StoreServer::Loop::Run(int wake_fd) {
@@ -223,11 +224,13 @@ bool StoreServer::Loop::HandleJoin(Connection& connection,
   connection.rank = join.rank();
   joined_[join.rank()] = &connection;
   blobs_[join.rank()] = join.blob();
+  hosts_[join.rank()] = join.host();
   UpdateOthersConnected();
   if (static_cast<int>(joined_.size()) == options_.world_size) {
     state_ = State::kRunning;
     fsdp::proto::ServerMessage roster;
     for (const std::string& blob : blobs_) roster.mutable_roster()->add_blobs(blob);
+    for (const std::string& host : hosts_) roster.mutable_roster()->add_hosts(host);
     Broadcast(roster, /*except_rank=*/-1);
     blobs_.clear();
     blobs_.shrink_to_fit();

@@ -47,6 +47,9 @@ class UcxTransport final : public Transport {
 
   int rank() const override { return env_.rank; }
   int world_size() const override { return env_.world_size; }
+  int HostIndex(int rank) const override {
+    return rank >= 0 && rank < static_cast<int>(host_index_.size()) ? host_index_[rank] : 0;
+  }
   absl::Status PostSend(int peer, uint64_t tag, const void* data, size_t num_bytes,
                         Completion* completion) override;
   absl::Status PostRecv(int peer, uint64_t tag, void* data, size_t num_bytes,
@@ -111,6 +114,7 @@ class UcxTransport final : public Transport {
   ucp_worker_h worker_ = nullptr;
   std::vector<ucp_ep_h> endpoints_;  // endpoints_[peer]; null for self
   std::unique_ptr<Rendezvous> rendezvous_;
+  std::vector<int> host_index_;  // HostIndex(rank), from the rendezvous roster
   int epoll_fd_ = -1;
   int interrupt_fd_ = -1;
   int worker_fd_ = -1;
@@ -176,6 +180,13 @@ absl::Status UcxTransport::Init(absl::Duration rendezvous_timeout) {
   ucp_worker_release_address(worker_, address);
 
   FSDP_ASSIGN_OR_RETURN(rendezvous_, Rendezvous::Join(env_, blob, rendezvous_timeout));
+  // Host names to indices, numbered in order of first appearance.
+  std::vector<std::string> names;
+  for (const std::string& host : rendezvous_->hosts()) {
+    auto it = std::find(names.begin(), names.end(), host);
+    host_index_.push_back(static_cast<int>(it - names.begin()));
+    if (it == names.end()) names.push_back(host);
+  }
   event.data.fd = rendezvous_->failure_detector_fd();
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, event.data.fd, &event);
 

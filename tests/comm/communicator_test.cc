@@ -271,6 +271,48 @@ TEST(CommunicatorTest, SplitByBlocksForHybridLayouts) {
   });
 }
 
+// Two "hosts" of two ranks (LoopbackOptions::host_of_rank): the world spans
+// both, a split by host lies on one, a split across them does not; and the
+// reduce-scatter is right either way (kAuto takes the ring across hosts,
+// the direct one within a host: comm/algorithm_choice.h).
+TEST(CommunicatorTest, OnOneHostFollowsTheTransportsHosts) {
+  LoopbackOptions two_hosts;
+  two_hosts.host_of_rank = {0, 0, 1, 1};
+  RunOnRanks(
+      4,
+      [&](int rank, Communicator& world) {
+        EXPECT_FALSE(world.on_one_host());
+        auto host = world.Split(rank / 2, rank);
+        ASSERT_TRUE(host.ok()) << host.status();
+        EXPECT_TRUE((*host)->on_one_host());
+        auto across = world.Split(rank % 2, rank);
+        ASSERT_TRUE(across.ok()) << across.status();
+        EXPECT_FALSE((*across)->on_one_host());
+        for (Communicator* group : {&world, host->get(), across->get()}) {
+          const int n = group->size();
+          std::vector<float> input = Floats(rank, n * 40000), output(40000);
+          ReduceScatterOptions rs;
+          rs.input = AsConstBytes(absl::MakeConstSpan(input));
+          rs.output = AsBytes(absl::MakeSpan(output));
+          auto work = group->ReduceScatter(rs);
+          ASSERT_TRUE(work.ok()) << work.status();
+          ASSERT_TRUE((*work)->Wait(kTimeout).ok());
+          std::vector<int> members;
+          for (int r = 0; r < 4; ++r) {
+            if ((group == host->get() && r / 2 == rank / 2) ||
+                (group == across->get() && r % 2 == rank % 2) || group == &world) {
+              members.push_back(r);
+            }
+          }
+          for (size_t i = 0; i < output.size(); ++i) {
+            ASSERT_EQ(output[i], SumOver(members, group->rank() * 40000 + i));
+          }
+        }
+      },
+      {}, two_hosts);
+  RunOnRanks(3, [&](int, Communicator& world) { EXPECT_TRUE(world.on_one_host()); });
+}
+
 TEST(CommunicatorTest, SplitOrdersByKeyAndNests) {
   RunOnRanks(6, [&](int rank, Communicator& world) {
     auto reversed = world.Split(0, -rank);

@@ -1,9 +1,12 @@
 // File: tests/comm/rendezvous/rendezvous_worker.cc
 //
 // One rank of a rendezvous test: joins with the blob "blob of rank R" (rank 1's
-// repeated to 1000 bytes, to cross a packet), checks every rank's blob, and
+// repeated to 1000 bytes, to cross a packet), checks every rank's blob and
+// host name (all this machine's), and
 // prints "ROSTER OK <world size>" or "ERROR <code>: <message>" (exit 1).
 // Env RDV_TIMEOUT_MS sets the rendezvous timeout (default 10000).
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -40,6 +43,21 @@ int main() {
   for (int r = 0; r < env->world_size; ++r) {
     if (blobs[r] != BlobOf(r)) {
       std::printf("ERROR BAD_BLOB: rank %d's blob is wrong\n", r);
+      return 1;
+    }
+  }
+  // Every rank runs on this machine: every roster entry is our host name.
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  const auto& hosts = (*rendezvous)->hosts();
+  if (static_cast<int>(hosts.size()) != env->world_size) {
+    std::printf("ERROR BAD_HOSTS: %zu host names for %d ranks\n", hosts.size(), env->world_size);
+    return 1;
+  }
+  for (int r = 0; r < env->world_size; ++r) {
+    if (hosts[r] != host) {
+      std::printf("ERROR BAD_HOST: rank %d's host is '%s', not '%s'\n", r, hosts[r].c_str(),
+                  host);
       return 1;
     }
   }

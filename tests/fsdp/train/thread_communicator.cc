@@ -209,6 +209,7 @@ class ThreadCommunicator : public comm::Communicator {
       : group_(std::move(group)), rank_(rank) {}
   int rank() const override { return rank_; }
   int size() const override { return group_->size; }
+  bool on_one_host() const override { return true; }  // threads of one process
 
   absl::StatusOr<comm::WorkHandle> AllGather(const comm::AllGatherOptions& o) override {
     Contribution c{true, Op::kAllGather, o.input.data(), o.input.size(), o.output.data(),

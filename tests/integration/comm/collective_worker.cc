@@ -178,8 +178,9 @@ int Main() {
   if (!created.ok()) return ReportStatus(env_prefix, start, "rendezvous", created.status());
   comm::Communicator& world = **created;
   const std::string prefix = Prefix(world.rank(), world.size());
-  std::printf("%s joined in %lld ms\n", prefix.c_str(),
-              static_cast<long long>(absl::ToInt64Milliseconds(absl::Now() - start)));
+  std::printf("%s joined in %lld ms, on one host: %s\n", prefix.c_str(),
+              static_cast<long long>(absl::ToInt64Milliseconds(absl::Now() - start)),
+              world.on_one_host() ? "yes" : "no");
   std::fflush(stdout);
 
   if (scenario == "kill") return RunKill(world, timeout);

@@ -6,12 +6,14 @@
 # TCP (rendezvous on rank 0's address, UCX forced to its tcp transport, as
 # between machines) and run collective_worker's whole scenario: the grid
 # (every collective x counts x fp32/bf16 x algorithms auto, ring, latency and
-# direct), collectives in flight together, and sub-communicators. At 4 ranks
-# the direct reduce-scatter opens 3 flows per rank, which the 2-rank
-# multi-host training test (tests/integration/train) never does. Then the
-# same 4 ranks again, with rank 3 (on the second host) killing itself after
-# posting a 64 MiB all-reduce: ranks 0-2 must fail with UNAVAILABLE or
-# DEADLINE_EXCEEDED naming rank 3, within their 5 s Wait() deadline, and exit.
+# direct), collectives in flight together, and sub-communicators. Each host
+# has its own host name, so the world is not on one host and kAuto takes the
+# ring; the forced direct reduce-scatter opens 3 flows per rank across hosts,
+# which the 2-rank multi-host training test (tests/integration/train) never
+# does. Then the same 4 ranks again, with rank 3 (on the second host) killing
+# itself after posting a 64 MiB all-reduce: ranks 0-2 must fail with
+# UNAVAILABLE or DEADLINE_EXCEEDED naming rank 3, within their 5 s Wait()
+# deadline, and exit.
 #
 # Needs root (ip netns). Namespaces, the veth pair and the ranks are removed
 # on exit, pass or fail. Addresses are the test's own (10.232.N.0/24 inside
@@ -37,9 +39,12 @@ start_ranks() {
   for rank in 0 1 2 3; do
     ns="$ns_a"
     [ "$rank" -ge 2 ] && ns="$ns_b"
-    ip netns exec "$ns" env RANK="$rank" LOCAL_RANK=$((rank % 2)) WORLD_SIZE=4 \
-      LOCAL_WORLD_SIZE=2 MASTER_ADDR="$addr_a" MASTER_PORT="$port" \
-      FSDP_JOB_TOKEN="${job}-${id}" UCX_TLS=tcp,self \
+    # Each "host" also gets its own host name (a UTS namespace), as two
+    # machines would have: the communicator tells hosts apart by it.
+    ip netns exec "$ns" unshare --uts env RANK="$rank" LOCAL_RANK=$((rank % 2)) \
+      WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 MASTER_ADDR="$addr_a" MASTER_PORT="$port" \
+      FSDP_JOB_TOKEN="${job}-${id}" UCX_TLS=tcp,self HOST_NAME="${ns//_/-}" \
+      sh -c 'hostname "$HOST_NAME" && exec "$@"' sh \
       timeout -s KILL "$limit" "$worker" "$@" > "$tmp/${log}${rank}.txt" 2>&1 &
     pids+=($!)
   done
@@ -61,6 +66,11 @@ if [ "${#failed[@]}" -ne 0 ]; then
   exit 1
 fi
 for rank in 0 1 2 3; do
+  if ! grep -q "joined in .* ms, on one host: no" "$tmp/rank${rank}.txt"; then
+    echo "multi_host_grid_test: rank $rank does not see two hosts" >&2
+    cat "$tmp/rank${rank}.txt"
+    exit 1
+  fi
   for part in grid inflight split; do
     if ! grep -q "\] PASS ${part}:" "$tmp/rank${rank}.txt"; then
       echo "multi_host_grid_test: rank $rank exited 0 but did not print PASS ${part}" >&2
