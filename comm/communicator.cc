@@ -185,7 +185,8 @@ absl::StatusOr<WorkHandle> CommunicatorImpl::ReduceScatter(
     op = std::make_unique<RecursiveDoublingReduceScatter>(
         posting.context, options.input.data(), options.output.data(), count, options.dtype,
         options.op);
-  } else if (UseDirectAlgorithm(options.algorithm, size(), options_.direct_max_ranks, on_one_host_)) {
+  } else if (UseDirectAlgorithm(options.algorithm, size(), options_.direct_max_ranks,
+                                on_one_host_)) {
     op = std::make_unique<DirectReduceScatter>(posting.context, options.input.data(),
                                                options.output.data(), count, options.dtype,
                                                options.op);

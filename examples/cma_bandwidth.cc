@@ -35,6 +35,7 @@
 #include "absl/flags/usage.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "comm/launcher/launcher.h"
 #include "comm/transfer_memory.h"
 
 ABSL_FLAG(int, mib, 32, "MiB copied per direction per iteration.");
@@ -67,14 +68,10 @@ void Barrier(Shared* shared, int* generation) {
 int g_cpus[2] = {-1, -1};
 
 void FindTwoCpus() {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
-  int found = 0;
-  for (int cpu = 0; cpu < CPU_SETSIZE && found < 2; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed)) g_cpus[found++] = cpu;
-  }
-  if (found < 2) g_cpus[0] = g_cpus[1] = -1;
+  absl::StatusOr<std::vector<int>> cpus = comm::AllowedCpus();
+  if (!cpus.ok() || cpus->size() < 2) return;
+  g_cpus[0] = (*cpus)[0];
+  g_cpus[1] = (*cpus)[1];
 }
 
 // Pins side `me` to its own CPU, so the two sides copy on separate cores:

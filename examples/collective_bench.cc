@@ -431,9 +431,7 @@ int RunDriver(const Config& config, int argc, char** argv) {
     // After the jobs, so that the floors are measured close in time to
     // them (this host's memory bandwidth drifts from minute to minute).
     std::vector<Row> floors;
-    const std::vector<size_t> sizes_run = Sizes(config);
-    if (config.floors &&
-        std::find(sizes_run.begin(), sizes_run.end(), kGoalBytes) != sizes_run.end()) {
+    if (config.floors && std::find(sizes.begin(), sizes.end(), kGoalBytes) != sizes.end()) {
       floors = MeasureFloorSweep(config.collectives, config.nprocs, kGoalBytes,
                                  config.huge_pages, config.in_place, config.iters);
     }

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "comm/direct_reduce_scatter.h"
 #include "comm/dtype.h"
 #include "comm/launcher/launcher.h"
 #include "comm/reduce.h"
@@ -49,10 +50,6 @@ size_t SlotBytesFor(int ranks) {
   const size_t share = kSlotBudgetBytes / static_cast<size_t>(ranks - 1);
   return std::max(kSlotAlignBytes, share / kSlotAlignBytes * kSlotAlignBytes);
 }
-// Out-of-place reduce-scatter results from this size on are stored
-// non-temporally, as comm/direct_reduce_scatter.h does (kStreamOutputMinBytes).
-constexpr size_t kStreamOutputMinBytes = size_t{4} << 20;
-
 enum class Pattern { kPointToPoint, kAllGather, kReduceScatter, kAllReduce, kBroadcast };
 
 // What every process of one measurement shares, in one MAP_SHARED mapping.
@@ -250,7 +247,9 @@ class RankProcess {
     const size_t n = static_cast<size_t>(job_.ranks);
     std::byte* own = big_ + rank_ * chunk_;
     std::byte* result = in_place ? own : small_;
-    const bool stream = !in_place && chunk_ >= kStreamOutputMinBytes;
+    // Large out-of-place results are stored non-temporally, as the direct
+    // reduce-scatter does.
+    const bool stream = !in_place && chunk_ >= comm::kStreamOutputMinBytes;
     std::vector<const void*> inputs(n);
     for (size_t offset = 0; offset < chunk_; offset += slot_bytes_) {
       const size_t bytes = std::min(slot_bytes_, chunk_ - offset);
@@ -303,17 +302,6 @@ class RankProcess {
   uint64_t gathers_ = 0;  // all-reduce iterations begun
 };
 
-std::vector<int> AllowedCpus() {
-  std::vector<int> cpus;
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
-  }
-  return cpus;
-}
-
 void Pin(const std::vector<int>& cpus) {
   if (cpus.empty()) return;
   cpu_set_t mine;
@@ -322,23 +310,8 @@ void Pin(const std::vector<int>& cpus) {
   (void)sched_setaffinity(0, sizeof(mine), &mine);
 }
 
-double BusFactorOf(Pattern pattern, int n) {
-  switch (pattern) {
-    case Pattern::kPointToPoint:
-      return 1.0;
-    case Pattern::kAllGather:
-      return BusFactor(Collective::kAllGather, n);
-    case Pattern::kReduceScatter:
-      return BusFactor(Collective::kReduceScatter, n);
-    case Pattern::kAllReduce:
-      return BusFactor(Collective::kAllReduce, n);
-    case Pattern::kBroadcast:
-      return BusFactor(Collective::kBroadcast, n);
-  }
-  return 1.0;
-}
-
-absl::StatusOr<Floor> Measure(const Job& job, absl::Duration timeout) {
+// Seconds per iteration on the slowest rank.
+absl::StatusOr<double> Measure(const Job& job, absl::Duration timeout) {
   if (job.ranks < 2 || job.ranks > kMaxRanks) {
     return absl::InvalidArgumentError(
         absl::StrCat("work floor: ", job.ranks, " ranks; expected 2 to ", kMaxRanks));
@@ -366,7 +339,9 @@ absl::StatusOr<Floor> Measure(const Job& job, absl::Duration timeout) {
   pthread_barrier_init(&control->barrier, &attributes, job.ranks);
   pthread_barrierattr_destroy(&attributes);
 
-  const std::vector<int> cpus = AllowedCpus();
+  // Unknown CPUs (sched_getaffinity failed): unpinned, as the launcher's
+  // CoresForRank gives for an empty list.
+  const std::vector<int> cpus = comm::AllowedCpus().value_or(std::vector<int>{});
   std::vector<pid_t> children;
   absl::Status status;
   for (int rank = 0; rank < job.ranks; ++rank) {
@@ -427,20 +402,21 @@ absl::StatusOr<Floor> Measure(const Job& job, absl::Duration timeout) {
     if (!reaped) absl::SleepFor(absl::Milliseconds(2));
   }
 
-  Floor floor;
+  double slowest = 0;
   if (status.ok()) {
-    double slowest = 0;
     for (int r = 0; r < job.ranks; ++r) slowest = std::max(slowest, control->seconds[r]);
-    const double seconds = slowest / job.iters;
-    floor.time_us = seconds * 1e6;
-    floor.busbw_gbps = job.total_bytes / seconds / 1e9 * BusFactorOf(job.pattern, job.ranks);
+    // Only after a clean end: a rank killed inside the barrier leaves it
+    // busy, and destroying a busy barrier waits forever. Unmapping needs no
+    // destroy.
+    pthread_barrier_destroy(&control->barrier);
   }
-  // Only after a clean end: a rank killed inside the barrier leaves it busy,
-  // and destroying a busy barrier waits forever. Unmapping needs no destroy.
-  if (status.ok()) pthread_barrier_destroy(&control->barrier);
   munmap(page, sizeof(Control));
   if (!status.ok()) return status;
-  return floor;
+  return slowest / job.iters;
+}
+
+Floor FloorOf(double seconds, size_t total_bytes, double bus_factor) {
+  return Floor{seconds * 1e6, total_bytes / seconds / 1e9 * bus_factor};
 }
 
 Pattern PatternOf(Collective c) {
@@ -461,26 +437,30 @@ Pattern PatternOf(Collective c) {
 
 absl::StatusOr<Floor> MeasureWorkFloor(const FloorCase& c, size_t total_bytes, bool huge_pages,
                                        int iters, absl::Duration timeout) {
-  return Measure(Job{PatternOf(c.collective), c.ranks, c.in_place, total_bytes, huge_pages, iters},
-                 timeout);
+  absl::StatusOr<double> seconds = Measure(
+      Job{PatternOf(c.collective), c.ranks, c.in_place, total_bytes, huge_pages, iters}, timeout);
+  if (!seconds.ok()) return seconds.status();
+  return FloorOf(*seconds, total_bytes, BusFactor(c.collective, c.ranks));
 }
 
 absl::StatusOr<Floor> PointToPointFloor(size_t total_bytes, bool huge_pages, int iters,
                                         absl::Duration timeout) {
-  return Measure(Job{Pattern::kPointToPoint, 2, false, total_bytes, huge_pages, iters}, timeout);
+  absl::StatusOr<double> seconds =
+      Measure(Job{Pattern::kPointToPoint, 2, false, total_bytes, huge_pages, iters}, timeout);
+  if (!seconds.ok()) return seconds.status();
+  return FloorOf(*seconds, total_bytes, 1.0);
 }
 
 namespace {
 
-Row FloorRow(const std::string& name, int ranks, size_t bytes, const Floor& floor,
-             double bus_factor) {
+Row FloorRow(const std::string& name, int ranks, size_t bytes, const Floor& floor) {
   Row row;
   row.collective = name;
   row.ranks = ranks;
   row.bytes = bytes;
   row.time_us = floor.time_us;
+  row.algbw_gbps = bytes / (floor.time_us * 1e3);
   row.busbw_gbps = floor.busbw_gbps;
-  row.algbw_gbps = floor.busbw_gbps / bus_factor;
   return row;
 }
 
@@ -506,7 +486,7 @@ std::vector<Row> MeasureFloorSweep(const std::vector<Collective>& collectives,
               in_place ? "in place" : "out of place", iters);
   absl::StatusOr<Floor> point = PointToPointFloor(total_bytes, huge_pages, iters);
   PrintFloor("point to point (tag_bw's copy)", point);
-  if (point.ok()) rows.push_back(FloorRow(kPointToPointFloorName, 2, total_bytes, *point, 1.0));
+  if (point.ok()) rows.push_back(FloorRow(kPointToPointFloorName, 2, total_bytes, *point));
   for (int n : nprocs) {
     if (n < 2 || total_bytes % (static_cast<size_t>(n) * sizeof(float)) != 0) continue;
     for (Collective collective : collectives) {
@@ -515,7 +495,7 @@ std::vector<Row> MeasureFloorSweep(const std::vector<Collective>& collectives,
       PrintFloor(FloorCaseName(c), floor);
       if (!floor.ok()) continue;
       rows.push_back(FloorRow(absl::StrCat(kFloorPrefix, CollectiveName(collective)), n,
-                              total_bytes, *floor, BusFactor(collective, n)));
+                              total_bytes, *floor));
     }
   }
   return rows;

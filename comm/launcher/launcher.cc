@@ -207,6 +207,19 @@ int JobExitCode(const absl::StatusOr<int>& result) {
   return 1;
 }
 
+absl::StatusOr<std::vector<int>> AllowedCpus() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
+    return absl::InternalError(absl::StrCat("sched_getaffinity: ", strerror(errno)));
+  }
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
 std::vector<int> CoresForRank(const std::vector<int>& cpus, int rank, int nproc) {
   const int c = static_cast<int>(cpus.size());
   if (c == 0 || nproc <= 0) return {};
@@ -262,18 +275,11 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
   // CPU sets for bind_to_cores, built here: the child only applies one.
   std::vector<cpu_set_t> rank_cpus(options.nproc);
   if (options.bind_to_cores) {
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
-      return absl::InternalError(absl::StrCat("sched_getaffinity: ", strerror(errno)));
-    }
-    std::vector<int> cpus;
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
-    }
+    absl::StatusOr<std::vector<int>> cpus = AllowedCpus();
+    if (!cpus.ok()) return cpus.status();
     for (int r = 0; r < options.nproc; ++r) {
       CPU_ZERO(&rank_cpus[r]);
-      for (int cpu : CoresForRank(cpus, r, options.nproc)) CPU_SET(cpu, &rank_cpus[r]);
+      for (int cpu : CoresForRank(*cpus, r, options.nproc)) CPU_SET(cpu, &rank_cpus[r]);
     }
   }
 

@@ -54,8 +54,11 @@ struct LaunchOptions {
   bool bind_to_cores = false;
 };
 
+// The CPUs this process may run on (sched_getaffinity), ascending.
+absl::StatusOr<std::vector<int>> AllowedCpus();
+
 // The CPUs rank `rank` of `nproc` gets under bind_to_cores, out of `cpus`
-// (the launcher's allowed CPUs, ascending). Empty if `cpus` is.
+// (AllowedCpus()). Empty if `cpus` is.
 std::vector<int> CoresForRank(const std::vector<int>& cpus, int rank, int nproc);
 
 // Runs the job to its end. Returns 0 when every rank exited 0. A failed rank

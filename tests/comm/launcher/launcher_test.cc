@@ -214,6 +214,9 @@ TEST(LauncherLibrary, BindToCoresPinsEachRank) {
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
   }
+  absl::StatusOr<std::vector<int>> listed = AllowedCpus();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(*listed, cpus);
   for (int nproc : {2, 3}) {
     LaunchOptions options;
     options.nproc = nproc;
