@@ -13,6 +13,10 @@
 // joins the job from its environment and runs fsdp::RunTraining
 // (fsdp/train/train_run.h). Flags, output and the metrics file:
 // docs/train_gpt.md.
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -27,6 +31,8 @@
 #include "comm/communicator.h"
 #include "comm/launcher/launcher.h"
 #include "comm/status_macros.h"
+#include "fsdp/checkpoint/checkpoint_reader.h"
+#include "fsdp/checkpoint/run_checkpoint.h"
 #include "fsdp/report/budget.h"
 #include "fsdp/report/byte_size.h"
 #include "fsdp/train/rank_batches.h"
@@ -83,6 +89,18 @@ ABSL_FLAG(std::string, data, "",
           "llm.c .bin token file; empty = the synthetic Markov token stream");
 ABSL_FLAG(std::string, metrics_out, "", "write one JSON line per step here (rank 0)");
 ABSL_FLAG(int, comm_timeout_s, 120, "seconds any rank waits for a collective before failing");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "directory of sharded checkpoints (docs/checkpoints.md); one is saved after the last "
+          "step, before an early stop, and every --checkpoint_every steps");
+ABSL_FLAG(int, checkpoint_every, 0, "save a checkpoint every N steps; 0 = none on a schedule");
+ABSL_FLAG(int, keep_checkpoints, 0, "keep the newest K complete checkpoints; 0 = keep all");
+ABSL_FLAG(bool, resume, false,
+          "continue from the newest complete checkpoint in --checkpoint_dir (from step 0 if "
+          "there is none); any world size and strategy");
+ABSL_FLAG(std::string, resume_from, "", "continue from this checkpoint directory");
+ABSL_FLAG(int, exit_after_steps, 0,
+          "stop (saving a checkpoint first) once the schedule reaches this step; --steps still "
+          "sets the schedule's length; 0 = run to --steps");
 ABSL_FLAG(std::string, mem_budget, "",
           "per-rank memory budget, e.g. 2GiB or 500MB: a configuration predicted not to fit is "
           "refused before any rank starts, and every rank's allocations are held to it");
@@ -136,6 +154,12 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   o.threads = absl::GetFlag(FLAGS_threads);
   o.data = absl::GetFlag(FLAGS_data);
   o.metrics_out = absl::GetFlag(FLAGS_metrics_out);
+  o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.keep_checkpoints = absl::GetFlag(FLAGS_keep_checkpoints);
+  o.resume = absl::GetFlag(FLAGS_resume);
+  o.resume_from = absl::GetFlag(FLAGS_resume_from);
+  o.exit_after_steps = absl::GetFlag(FLAGS_exit_after_steps);
   const int timeout_s = absl::GetFlag(FLAGS_comm_timeout_s);
   if (timeout_s <= 0) {
     return absl::InvalidArgumentError(
@@ -146,6 +170,22 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   if (global_batch != 0) FSDP_RETURN_IF_ERROR(fsdp::SetMicroBatchFromGlobalBatch(global_batch, o));
   FSDP_RETURN_IF_ERROR(fsdp::ValidateTrainOptions(o));
   FSDP_RETURN_IF_ERROR(fsdp::ValidateTrainingData(o));
+  if (!comm::IsLaunchedRank()) {
+    // The checkpoint a resume would take, checked once here rather than by
+    // every rank (the ranks choose again: a save may land in between).
+    FSDP_ASSIGN_OR_RETURN(fsdp::checkpoint::ResumeChoice choice,
+                          fsdp::checkpoint::ChooseResumeCheckpoint(o));
+    if (!choice.path.empty()) {
+      FSDP_ASSIGN_OR_RETURN(fsdp::proto::CheckpointManifest manifest,
+                            fsdp::checkpoint::ReadManifest(choice.path));
+      std::vector<std::string> notes;
+      absl::Status fits = fsdp::checkpoint::CheckResumeFitsRun(manifest, o, &notes);
+      if (!fits.ok()) {
+        return absl::Status(fits.code(),
+                            absl::StrCat("cannot resume from ", choice.path, ": ", fits.message()));
+      }
+    }
+  }
   if (const std::string budget = absl::GetFlag(FLAGS_mem_budget); !budget.empty()) {
     FSDP_ASSIGN_OR_RETURN(o.mem_budget_bytes, fsdp::report::ParseByteSize(budget));
     FSDP_RETURN_IF_ERROR(fsdp::report::CheckTrainingFitsBudget(o, o.mem_budget_bytes));
@@ -159,6 +199,21 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
 // program, so the library never sees it.
 constexpr char kPerturbPlanRankEnv[] = "TRAIN_GPT_TEST_PERTURB_PLAN_RANK";
 
+// Set by SIGTERM / SIGINT in a rank: RunTraining saves a checkpoint at the
+// next step boundary and returns (Slurm sends SIGTERM before a time limit or
+// a preemption; the launcher forwards Ctrl-C as SIGTERM).
+std::atomic<int> g_stop_signal{0};
+
+void OnStopSignal(int signal_number) { g_stop_signal.store(signal_number); }
+
+void InstallStopSignalHandlers() {
+  struct sigaction action = {};
+  action.sa_handler = &OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+}
+
 absl::Status RunRank(fsdp::TrainOptions options) {
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> world,
                         comm::Communicator::CreateFromEnvironment());
@@ -166,8 +221,10 @@ absl::Status RunRank(fsdp::TrainOptions options) {
       perturb != nullptr && std::atoi(perturb) == world->rank()) {
     options.min_unit_numel += 1;
   }
+  InstallStopSignalHandlers();
   FSDP_ASSIGN_OR_RETURN(fsdp::RunSummary summary,
-                        fsdp::RunTraining(options, *world, world->rank() == 0 ? stdout : nullptr));
+                        fsdp::RunTraining(options, *world, world->rank() == 0 ? stdout : nullptr,
+                                          &g_stop_signal));
   (void)summary;
   return absl::OkStatus();
 }
@@ -196,6 +253,10 @@ int main(int argc, char** argv) {
   }
   if (!comm::IsLaunchedRank()) {
     comm::LaunchOptions launch = comm::SelfLaunchOptions(options->nproc, argc, argv);
+    // After a SIGTERM or Ctrl-C the ranks finish their step and save a
+    // checkpoint before they exit: give them the time (a second Ctrl-C
+    // still stops them at once).
+    launch.grace = std::max(launch.grace, options->comm_timeout);
     absl::StatusOr<int> result = comm::LaunchLocalRanks(launch);
     if (!result.ok()) {
       std::fprintf(stderr, "train_gpt: %s\n", std::string(result.status().message()).c_str());

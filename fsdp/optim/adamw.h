@@ -56,6 +56,10 @@ class AdamW {
   const AdamWOptions& options() const { return options_; }
   absl::Span<const float> first_moment() const { return m_.span(); }
   absl::Span<const float> second_moment() const { return v_.span(); }
+  // For checkpoint loading: the moments to fill, and the step count.
+  absl::Span<float> mutable_first_moment() { return m_.span(); }
+  absl::Span<float> mutable_second_moment() { return v_.span(); }
+  void set_step(int64_t step) { step_ = step; }
 
  private:
   AdamW(const AdamWOptions& options, FloatBuffer m, FloatBuffer v)

@@ -37,6 +37,11 @@ class Sgd {
   absl::Status Step(float lr, absl::Span<float> params, absl::Span<const float> grads);
   int64_t numel() const { return numel_; }
   int64_t step() const { return step_; }
+  const SgdOptions& options() const { return options_; }
+  // For checkpoints: the momentum buffer (empty when momentum == 0), and
+  // the step count (the first step initializes the buffer).
+  absl::Span<float> mutable_momentum_buffer() { return momentum_.span(); }
+  void set_step(int64_t step) { step_ = step; }
 
  private:
   Sgd(const SgdOptions& options, int64_t numel, FloatBuffer buf)

@@ -10,12 +10,32 @@
 #ifndef FSDP_TRAIN_PARAM_DIGEST_H_
 #define FSDP_TRAIN_PARAM_DIGEST_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/types/span.h"
 
+struct evp_md_ctx_st;
+
 namespace fsdp {
+
+// The same digest fed unit by unit, so that a sharded model can be hashed
+// one gathered unit at a time (DataParallelTrainer::ForEachGatheredUnit).
+class ParamDigest {
+ public:
+  ParamDigest();
+  ~ParamDigest();
+  ParamDigest(const ParamDigest&) = delete;
+  ParamDigest& operator=(const ParamDigest&) = delete;
+  // The next parameters in model order.
+  void Update(absl::Span<const float> params);
+  // 64 lowercase hex digits of everything fed.
+  std::string HexDigest();
+
+ private:
+  evp_md_ctx_st* ctx_;
+};
 
 // 64 lowercase hex digits.
 std::string ParamSha256Hex(const std::vector<absl::Span<const float>>& units_in_order);

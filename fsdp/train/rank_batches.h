@@ -38,6 +38,10 @@ class RankBatches {
   // The options.accum micro-batches of the next optimizer step.
   absl::StatusOr<std::vector<Batch>> NextStep();
 
+  // Continue with global step `step` (0-based): the data position of a run
+  // that already took `step` optimizer steps.
+  void SeekToStep(int64_t step) { next_step_ = step; }
+
  private:
   RankBatches(std::unique_ptr<TokenSource> source, BatchLayout layout)
       : source_(std::move(source)), layout_(layout) {}

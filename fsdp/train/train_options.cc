@@ -107,6 +107,26 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.comm_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("the collective timeout must be positive");
   }
+  if (o.checkpoint_every < 0 || o.keep_checkpoints < 0 || o.exit_after_steps < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--checkpoint_every=", o.checkpoint_every, ", --keep_checkpoints=", o.keep_checkpoints,
+        " and --exit_after_steps=", o.exit_after_steps, " must not be negative (0 = off)"));
+  }
+  if (o.checkpoint_dir.empty() && (o.checkpoint_every > 0 || o.resume)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        o.resume ? "--resume" : "--checkpoint_every",
+        " needs --checkpoint_dir (where checkpoints are saved and found)"));
+  }
+  if (o.resume && !o.resume_from.empty()) {
+    return absl::InvalidArgumentError(
+        "--resume and --resume_from conflict: --resume takes the newest checkpoint in "
+        "--checkpoint_dir, --resume_from names one; pass one of them");
+  }
+  if (o.exit_after_steps > o.steps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--exit_after_steps=", o.exit_after_steps, " is beyond the schedule's --steps=", o.steps,
+        "; it must stop the run before its end"));
+  }
   if (!o.data.empty()) {
     std::FILE* file = std::fopen(o.data.c_str(), "rb");
     if (file == nullptr) {
@@ -140,12 +160,17 @@ std::string TrainOptionsToString(const TrainOptions& o) {
       "strategy=%s nproc=%d layers=%d d_model=%d heads=%d vocab=%d seq_len=%d "
       "micro_batch=%d accum=%d global_batch=%d steps=%d optimizer=%s lr=%g min_lr=%g "
       "warmup_steps=%d weight_decay=%g grad_clip=%g seed=%d threads=%d data=%s group_size=%d "
-      "prefetch_depth=%d max_gathers_in_flight=%d mixed_precision=%s min_unit_numel=%d",
+      "prefetch_depth=%d max_gathers_in_flight=%d mixed_precision=%s min_unit_numel=%d%s",
       StrategyName(o.strategy), o.nproc, o.layers, o.d_model, o.heads, o.vocab, o.seq_len,
       o.micro_batch, o.accum, o.global_batch(), o.steps, OptimizerKindName(o.optimizer), o.lr,
       o.min_lr, o.warmup_steps, o.weight_decay, o.grad_clip, o.seed, o.threads,
       o.data.empty() ? "synthetic" : o.data, o.group_size, o.prefetch_depth,
-      o.max_gathers_in_flight, o.mixed_precision ? "true" : "false", o.min_unit_numel);
+      o.max_gathers_in_flight, o.mixed_precision ? "true" : "false", o.min_unit_numel,
+      o.checkpoint_dir.empty()
+          ? ""
+          : absl::StrCat(" checkpoint_dir=", o.checkpoint_dir,
+                         " checkpoint_every=", o.checkpoint_every,
+                         " keep_checkpoints=", o.keep_checkpoints));
 }
 
 }  // namespace fsdp

@@ -72,6 +72,19 @@ struct TrainOptions {
   // in use, budget). train_gpt also checks the prediction against it before
   // any rank starts (fsdp/report/budget.h).
   int64_t mem_budget_bytes = 0;
+  // Checkpoints (docs/checkpoints.md). checkpoint_dir "" = none. With a
+  // directory, a checkpoint is saved every checkpoint_every steps (0: none
+  // on a schedule), after the last step, and before stopping early.
+  std::string checkpoint_dir;
+  int checkpoint_every = 0;
+  int keep_checkpoints = 0;  // keep the newest K complete ones; 0 = all
+  // Continue from the newest complete checkpoint in checkpoint_dir (from
+  // step 0 if it has none), or from the checkpoint directory resume_from.
+  bool resume = false;
+  std::string resume_from;
+  // Stop, checkpointing first, once the schedule reaches this step; 0 = run
+  // to `steps` (which still sets the schedule's length).
+  int exit_after_steps = 0;
 
   int64_t global_batch() const { return int64_t{micro_batch} * accum * nproc; }
   int64_t tokens_per_step() const { return global_batch() * seq_len; }

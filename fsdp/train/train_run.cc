@@ -1,6 +1,8 @@
 // File: fsdp/train/train_run.cc
 #include "fsdp/train/train_run.h"
 
+#include <string.h>
+
 #include <algorithm>
 #include <memory>
 #include <utility>
@@ -9,12 +11,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "comm/status_macros.h"
+#include "fsdp/checkpoint/checkpoint.h"
+#include "fsdp/checkpoint/checkpoint_reader.h"
+#include "fsdp/checkpoint/run_checkpoint.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/compute_threads.h"
 #include "fsdp/nn/gpt_model.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/plan/shard_planner.h"
 #include "fsdp/optim/lr_schedule.h"
+#include "fsdp/train/blob_exchange.h"
 #include "fsdp/train/metrics_writer.h"
 #include "fsdp/train/param_digest.h"
 #include "fsdp/train/rank_batches.h"
@@ -59,8 +65,125 @@ absl::StatusOr<std::string> TrainingPlanText(const TrainOptions& options) {
   return plan::ShardPlanToText(plan);
 }
 
+namespace {
+
+// Rank 0 chooses the checkpoint and checks that it fits the run; every rank
+// learns the choice and loads its part. Returns the steps already taken.
+absl::StatusOr<int> StartFromCheckpoint(const TrainOptions& options, comm::Communicator& world,
+                                        DataParallelTrainer& trainer, MemoryTracker& tracker,
+                                        std::FILE* log, RunSummary& summary) {
+  if (!options.resume && options.resume_from.empty()) return 0;
+  std::string path;
+  absl::Status chosen = absl::OkStatus();
+  if (world.rank() == 0) {
+    chosen = [&]() -> absl::Status {
+      FSDP_ASSIGN_OR_RETURN(checkpoint::ResumeChoice choice,
+                            checkpoint::ChooseResumeCheckpoint(options));
+      std::vector<std::string> notes = choice.notes;
+      if (!choice.path.empty()) {
+        FSDP_ASSIGN_OR_RETURN(proto::CheckpointManifest manifest,
+                              checkpoint::ReadManifest(choice.path));
+        FSDP_RETURN_IF_ERROR(checkpoint::CheckResumeFitsRun(manifest, options, &notes));
+      }
+      for (const std::string& note : notes) {
+        if (log != nullptr) std::fprintf(log, "train_gpt: note: %s\n", note.c_str());
+      }
+      path = choice.path;
+      return absl::OkStatus();
+    }();
+  }
+  FSDP_RETURN_IF_ERROR(AgreeOnStatus(world, chosen, options.comm_timeout, "resume choice"));
+  FSDP_ASSIGN_OR_RETURN(std::vector<std::string> paths,
+                        AllGatherBlobs(world, path, options.comm_timeout, "resume path"));
+  path = paths[0];
+  if (path.empty()) return 0;
+  FSDP_ASSIGN_OR_RETURN(checkpoint::LoadStats loaded,
+                        checkpoint::LoadCheckpoint(world, trainer, path, options.comm_timeout,
+                                                   &tracker));
+  summary.resumed_from = path;
+  if (log != nullptr) {
+    std::fprintf(log, "train_gpt: resumed from %s at step %lld (%s; %s read on rank 0 in %.0f ms)\n",
+                 path.c_str(), static_cast<long long>(loaded.step),
+                 loaded.same_plan ? "same plan" : "resharded from another plan",
+                 FormatBytes(loaded.rank_bytes_read).c_str(),
+                 absl::ToDoubleMilliseconds(loaded.time));
+    std::fflush(log);
+  }
+  return static_cast<int>(loaded.step);
+}
+
+// Saves a checkpoint after the trainer's last step. A failed save that
+// leaves the job intact is a warning while the run goes on (the previous
+// checkpoint stays the newest), and an error when the run is about to end
+// or a peer is gone.
+absl::Status SaveRunCheckpoint(const TrainOptions& options, comm::Communicator& world,
+                               DataParallelTrainer& trainer, bool final_save, std::FILE* log,
+                               RunSummary& summary) {
+  checkpoint::SaveOptions save;
+  save.dir = options.checkpoint_dir;
+  save.keep = options.keep_checkpoints;
+  save.timeout = options.comm_timeout;
+  absl::StatusOr<checkpoint::SaveStats> saved = checkpoint::SaveCheckpoint(
+      world, trainer, checkpoint::RunManifest(options, trainer.steps_taken()), save);
+  if (!saved.ok()) {
+    const bool job_broken = absl::IsUnavailable(saved.status()) ||
+                            absl::IsDeadlineExceeded(saved.status());
+    if (final_save || job_broken) return saved.status();
+    if (log != nullptr) {
+      std::fprintf(log, "train_gpt: warning: %s; training goes on\n",
+                   std::string(saved.status().message()).c_str());
+      std::fflush(log);
+    }
+    return absl::OkStatus();
+  }
+  summary.checkpoint_save_seconds.push_back(absl::ToDoubleSeconds(saved->total_time));
+  summary.checkpoint_total_bytes = saved->total_bytes;
+  summary.last_checkpoint = saved->path;
+  if (log != nullptr) {
+    std::fprintf(log,
+                 "checkpoint: step %lld saved to %s (%s in %d shard files, %s on rank 0 written "
+                 "in %.0f ms; stall %.0f ms)\n",
+                 static_cast<long long>(saved->step), saved->path.c_str(),
+                 FormatBytes(saved->total_bytes).c_str(),
+                 trainer.plan().shard_group_size(), FormatBytes(saved->rank_bytes).c_str(),
+                 absl::ToDoubleMilliseconds(saved->write_time),
+                 absl::ToDoubleMilliseconds(saved->total_time));
+    for (const std::string& pruned : saved->pruned) {
+      std::fprintf(log, "checkpoint: removed %s (--keep_checkpoints=%d)\n", pruned.c_str(),
+                   options.keep_checkpoints);
+    }
+    for (const std::string& warning : saved->warnings) {
+      std::fprintf(log, "checkpoint: warning: %s\n", warning.c_str());
+    }
+    std::fflush(log);
+  }
+  return absl::OkStatus();
+}
+
+// Why the run stops after `step`, agreed by every rank; "" = it goes on.
+absl::StatusOr<std::string> AgreeOnStop(const TrainOptions& options, comm::Communicator& world,
+                                        const std::atomic<int>* stop_signal, int step) {
+  if (options.exit_after_steps > 0 && step == options.exit_after_steps) {
+    return absl::StrCat("--exit_after_steps=", options.exit_after_steps);
+  }
+  if (stop_signal == nullptr) return std::string();
+  FSDP_ASSIGN_OR_RETURN(
+      std::vector<uint64_t> signals,
+      AllGatherU64(world, static_cast<uint64_t>(stop_signal->load()), options.comm_timeout,
+                   "stop-signal check"));
+  for (uint64_t signal_number : signals) {
+    if (signal_number != 0) {
+      return absl::StrCat("signal ", signal_number, " (",
+                          strsignal(static_cast<int>(signal_number)), ")");
+    }
+  }
+  return std::string();
+}
+
+}  // namespace
+
 absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Communicator& world,
-                                       std::FILE* log) {
+                                       std::FILE* log, const std::atomic<int>* stop_signal) {
   FSDP_RETURN_IF_ERROR(ValidateTrainOptions(options));
   if (world.size() != options.nproc) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -114,11 +237,16 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
     std::fflush(log);
   }
 
+  FSDP_ASSIGN_OR_RETURN(summary.start_step,
+                        StartFromCheckpoint(options, world, *trainer, tracker, log, summary));
+  batches->SeekToStep(summary.start_step);
+
   // The first step pays for warm-up (page faults, thread start); rates are
   // reported over the rest.
   absl::Duration timed_step_time, timed_comm_wait;
   int64_t timed_tokens = 0;
-  for (int step = 1; step <= options.steps; ++step) {
+  int last_step = summary.start_step;
+  for (int step = summary.start_step + 1; step <= options.steps; ++step) {
     FSDP_ASSIGN_OR_RETURN(std::vector<Batch> micro_batches, batches->NextStep());
     const float lr = schedule.At(step - 1);  // the schedule counts from 0
     FSDP_ASSIGN_OR_RETURN(StepResult result, trainer->Step(micro_batches, lr));
@@ -126,8 +254,8 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
     const double seconds = absl::ToDoubleSeconds(result.step_time);
     const double tokens_per_s = seconds > 0 ? result.global_tokens / seconds : 0.0;
     const int64_t peak_bytes = tracker.Snapshot().peak_total_bytes;
-    if (step == 1) summary.first_loss = result.loss;
-    if (step > 1 || options.steps == 1) {
+    if (step == summary.start_step + 1) summary.first_loss = result.loss;
+    if (step > summary.start_step + 1 || options.steps == summary.start_step + 1) {
       timed_step_time += result.step_time;
       timed_comm_wait += result.comm_wait;
       timed_tokens += result.global_tokens;
@@ -152,17 +280,39 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
       m.comm_wait_s = absl::ToDoubleSeconds(result.comm_wait);
       FSDP_RETURN_IF_ERROR(metrics->WriteLine(StepMetricsJson(m)));
     }
+    last_step = step;
+
+    FSDP_ASSIGN_OR_RETURN(summary.stop_reason, AgreeOnStop(options, world, stop_signal, step));
+    const bool stopping = !summary.stop_reason.empty() || step == options.steps;
+    if (!options.checkpoint_dir.empty() &&
+        (stopping || (options.checkpoint_every > 0 && step % options.checkpoint_every == 0))) {
+      FSDP_RETURN_IF_ERROR(SaveRunCheckpoint(options, world, *trainer, stopping, log, summary));
+    }
+    if (!summary.stop_reason.empty()) break;
+  }
+  if (log != nullptr && !summary.stop_reason.empty()) {
+    std::fprintf(log, "train_gpt: stopped after step %d of %d (%s)%s\n", last_step,
+                 options.steps, summary.stop_reason.c_str(),
+                 summary.last_checkpoint.empty()
+                     ? "; no --checkpoint_dir, nothing saved"
+                     : absl::StrCat("; continue with --resume --checkpoint_dir=",
+                                    options.checkpoint_dir).c_str());
+    std::fflush(log);
   }
 
-  summary.steps = options.steps;
+  summary.steps = last_step;
   summary.memory = tracker.Snapshot();
   summary.peak_gathered_param_numel = trainer->peak_gathered_param_numel();
   summary.peak_unsharded_grad_numel = trainer->peak_unsharded_grad_numel();
   summary.plan_fingerprint = trainer->plan().fingerprint();
-  FSDP_ASSIGN_OR_RETURN(std::vector<std::vector<float>> params,
-                        trainer->GatherParamsInModelOrder());
-  std::vector<absl::Span<const float>> param_spans(params.begin(), params.end());
-  summary.param_sha256 = ParamSha256Hex(param_spans);
+  // The digest gathers one unit at a time (tracked), never the whole model.
+  ParamDigest digest;
+  FSDP_RETURN_IF_ERROR(trainer->ForEachGatheredUnit(
+      [&](const proto::UnitPlan&, absl::Span<const float> params) {
+        digest.Update(params);
+        return absl::OkStatus();
+      }));
+  summary.param_sha256 = digest.HexDigest();
   const double timed_seconds = absl::ToDoubleSeconds(timed_step_time);
   summary.tokens_per_s = timed_seconds > 0 ? timed_tokens / timed_seconds : 0.0;
   summary.comm_wait_share =

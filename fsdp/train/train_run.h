@@ -14,9 +14,11 @@
 #ifndef FSDP_TRAIN_TRAIN_RUN_H_
 #define FSDP_TRAIN_TRAIN_RUN_H_
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "comm/communicator.h"
@@ -43,6 +45,15 @@ struct RunSummary {
   int64_t peak_gathered_param_numel = 0;
   int64_t peak_unsharded_grad_numel = 0;
   uint64_t plan_fingerprint = 0;
+  // Checkpoints: the step the run started from (0, or the resumed
+  // checkpoint's), each save's stall (the time every rank spent in
+  // SaveCheckpoint), and why the run stopped before --steps, if it did.
+  int start_step = 0;
+  std::string resumed_from;
+  std::vector<double> checkpoint_save_seconds;
+  int64_t checkpoint_total_bytes = 0;  // of the last save, all ranks
+  std::string last_checkpoint;
+  std::string stop_reason;  // "" = ran to --steps
 };
 
 // The step options a TrainOptions asks for (strategy, accumulation, clip,
@@ -53,10 +64,19 @@ TrainStepOptions TrainStepOptionsFrom(const TrainOptions& options);
 // --dump_plan prints). No communication; the errors are the planner's.
 absl::StatusOr<std::string> TrainingPlanText(const TrainOptions& options);
 
-// Runs options.steps optimizer steps on this rank. `log` may be null (no
-// progress lines). world.size() must equal options.nproc.
+// Runs options.steps optimizer steps on this rank, from step 0 or from a
+// checkpoint (--resume, --resume_from), saving checkpoints as
+// options.checkpoint_* ask. `log` may be null (no progress lines).
+// world.size() must equal options.nproc.
+//
+// `stop_signal`, if given, is polled at every step boundary (a signal
+// handler stores the signal's number there): once any rank sees it nonzero,
+// every rank saves a checkpoint (with --checkpoint_dir) and returns after
+// that step, as after --exit_after_steps. The ranks agree on it with one
+// 8-byte all-gather per step.
 absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Communicator& world,
-                                       std::FILE* log);
+                                       std::FILE* log,
+                                       const std::atomic<int>* stop_signal = nullptr);
 
 }  // namespace fsdp
 

@@ -354,30 +354,79 @@ absl::StatusOr<double> DataParallelTrainer::GlobalGradSumOfSquares(CommWaitClock
   return scalar_comm_buffer_[0];
 }
 
-absl::StatusOr<std::vector<std::vector<float>>>
-DataParallelTrainer::GatherParamsInModelOrder() {
-  std::vector<std::vector<float>> params(model_->num_units());
+// ---------------------------------------------------------------------------
+// Checkpoints.
+
+int64_t DataParallelTrainer::ModelOffset(int u) const {
+  int64_t offset = 0;
+  for (int i = 0; i < u; ++i) offset += plan_.units(i).flat_numel();
+  return offset;
+}
+
+absl::StatusOr<std::vector<StateRegion>> DataParallelTrainer::CheckpointSaveRegions() {
+  std::vector<StateRegion> regions;
+  if (!saves_checkpoint_shard()) return regions;
+  for (int u = 0; u < num_units(); ++u) {
+    FSDP_ASSIGN_OR_RETURN(std::vector<StateRegion> unit_regions,
+                          units_[u]->SaveRegions(*optimizer_, ModelOffset(u)));
+    for (StateRegion& r : unit_regions) regions.push_back(std::move(r));
+  }
+  return regions;
+}
+
+absl::StatusOr<std::vector<StateRegion>> DataParallelTrainer::CheckpointLoadRegions() {
+  std::vector<StateRegion> regions;
+  for (int u = 0; u < num_units(); ++u) {
+    FSDP_ASSIGN_OR_RETURN(std::vector<StateRegion> unit_regions,
+                          units_[u]->LoadRegions(*optimizer_, ModelOffset(u)));
+    for (StateRegion& r : unit_regions) regions.push_back(std::move(r));
+  }
+  return regions;
+}
+
+absl::Status DataParallelTrainer::FinishCheckpointLoad(int steps_taken) {
+  if (steps_taken < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("steps_taken ", steps_taken, " < 0"));
+  }
+  for (auto& unit : units_) FSDP_RETURN_IF_ERROR(unit->FinishLoad(*optimizer_, steps_taken));
+  steps_taken_ = steps_taken;
+  return absl::OkStatus();
+}
+
+absl::Status DataParallelTrainer::ForEachGatheredUnit(
+    const std::function<absl::Status(const proto::UnitPlan&, absl::Span<const float>)>& fn) {
   CommWaitClock clock;
   for (auto& unit : units_) {
     // A gather in flight (a prefetch after a failed step) lands first.
     if (unit->param_state() == ParamState::kGathering) {
       FSDP_RETURN_IF_ERROR(unit->WaitForUnshard(options_.comm_timeout, clock));
     }
-    // The fp32 shards (masters), not a bf16-rounded copy.
     FSDP_ASSIGN_OR_RETURN(
         FloatBuffer whole,
         tracker_->Allocate<float>(MemoryCategory::kParameters, unit->plan().padded_numel(),
-                                  absl::StrCat("unit ", unit->plan().index(), " params digest")));
+                                  absl::StrCat("unit ", unit->plan().index(), " consolidated")));
     FSDP_ASSIGN_OR_RETURN(PendingCollective gather,
                           PostAllGather(*comms_.shard_group, unit->ParamShard(), whole.span(),
-                                        comm::Dtype::kFloat32, *tracker_, "params digest"));
+                                        comm::Dtype::kFloat32, *tracker_, "consolidation"));
     FSDP_RETURN_IF_ERROR(gather.Finish(options_.comm_timeout, clock,
-                                       absl::StrCat(unit->name(), " parameter digest gather")));
-    for (const proto::SourceUnit& source : unit->plan().source_units()) {
-      auto span = whole.span().subspan(source.offset(), source.numel());
-      params[source.model_unit_index()].assign(span.begin(), span.end());
-    }
+                                       absl::StrCat(unit->name(), " consolidation gather")));
+    FSDP_RETURN_IF_ERROR(
+        fn(unit->plan(), absl::Span<const float>(whole.span()).subspan(0, unit->plan().flat_numel())));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::vector<float>>>
+DataParallelTrainer::GatherParamsInModelOrder() {
+  std::vector<std::vector<float>> params(model_->num_units());
+  FSDP_RETURN_IF_ERROR(ForEachGatheredUnit(
+      [&](const proto::UnitPlan& plan, absl::Span<const float> whole) {
+        for (const proto::SourceUnit& source : plan.source_units()) {
+          auto span = whole.subspan(source.offset(), source.numel());
+          params[source.model_unit_index()].assign(span.begin(), span.end());
+        }
+        return absl::OkStatus();
+      }));
   return params;
 }
 

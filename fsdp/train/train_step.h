@@ -33,6 +33,7 @@
 #define FSDP_TRAIN_TRAIN_STEP_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -112,10 +113,32 @@ class DataParallelTrainer {
   // must call it with the same number and shape of micro-batches.
   absl::StatusOr<StepResult> Step(absl::Span<const Batch> micro_batches, float lr);
 
+  // Calls `fn` with every plan unit's real fp32 parameters in model order
+  // (the master shards, not a bf16-rounded copy), gathered whole one unit
+  // at a time into a tracked transient buffer (kParameters) that is freed
+  // before the next: consolidating the model (digests, export, sampling)
+  // needs no more than the largest unit beyond training's own memory, and
+  // the budget can refuse it. Collective: every rank must call it.
+  absl::Status ForEachGatheredUnit(
+      const std::function<absl::Status(const proto::UnitPlan&, absl::Span<const float>)>& fn);
+
   // Every model unit's real parameters, in model order, gathered whole on
-  // every rank (for digests, checkpoints, tests). Collective: every rank
-  // must call it. The gathered copy is transient (kParameters).
+  // every rank, as untracked copies: for tests of small models only.
   absl::StatusOr<std::vector<std::vector<float>>> GatherParamsInModelOrder();
+
+  // --- Checkpoints ([Note: checkpoint regions] in unit_state.h) ----------
+  // The ranks of replica group 0 (global ranks 0 .. shard_group_size - 1)
+  // hold every element once between them; they are the ones that save.
+  bool saves_checkpoint_shard() const { return world_->rank() < plan_.shard_group_size(); }
+  // Every unit's save regions, in unit order; empty on ranks that do not
+  // save. Call between steps.
+  absl::StatusOr<std::vector<StateRegion>> CheckpointSaveRegions();
+  // Every unit's load regions. Call right after Create, fill every region,
+  // then FinishCheckpointLoad.
+  absl::StatusOr<std::vector<StateRegion>> CheckpointLoadRegions();
+  // The trainer continues as if it had taken `steps_taken` steps.
+  absl::Status FinishCheckpointLoad(int steps_taken);
+  const UnitOptimizer& optimizer() const { return *optimizer_; }
 
   const proto::ShardPlan& plan() const { return plan_; }
   const UnitRuntime& runtime() const { return runtime_; }
@@ -145,6 +168,8 @@ class DataParallelTrainer {
   void NoteWorkingBuffers();
   absl::StatusOr<float> AverageLossAcrossRanks(float local_loss, CommWaitClock& clock);
   absl::StatusOr<double> GlobalGradSumOfSquares(CommWaitClock& clock);
+  // Unit u's first element in the model vector.
+  int64_t ModelOffset(int u) const;
 
   Model* model_;
   comm::Communicator* world_;

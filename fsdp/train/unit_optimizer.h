@@ -13,8 +13,11 @@
 #define FSDP_TRAIN_UNIT_OPTIMIZER_H_
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "fsdp/memory/memory_tracker.h"
 
@@ -33,6 +36,21 @@ class UnitOptimizer {
   // bias correction).
   virtual absl::Status StepUnit(int unit, absl::Span<float> params,
                                 absl::Span<const float> grads, float lr, int step) = 0;
+
+  // --- Checkpoints (fsdp/checkpoint/) -------------------------------------
+  // "adamw" or "sgd".
+  virtual std::string kind() const = 0;
+  // The names of the per-element state tensors, e.g. {"exp_avg",
+  // "exp_avg_sq"}; empty for SGD without momentum.
+  virtual std::vector<std::string> StateNames() const = 0;
+  // Unit `unit`'s state tensors in StateNames() order, each of the unit's
+  // numel elements (element i belongs to the same parameter element as
+  // params[i] in StepUnit). A loader writes into them.
+  virtual absl::StatusOr<std::vector<absl::Span<float>>> MutableUnitState(int unit) = 0;
+  // Sets the number of updates unit `unit` has taken (after loading its
+  // state), so that the next StepUnit must be step + 1.
+  virtual absl::Status SetUnitStep(int unit, int64_t step) = 0;
+  virtual float weight_decay() const = 0;
 };
 
 }  // namespace fsdp

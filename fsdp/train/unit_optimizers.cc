@@ -16,7 +16,29 @@ namespace {
 // their own steps; a mismatch with the trainer's count means a unit was
 // skipped or stepped twice, which would silently desynchronize AdamW's bias
 // correction across units.
-template <typename Opt, typename Options>
+// What a checkpoint stores of each optimizer.
+struct AdamWTraits {
+  static constexpr char kKind[] = "adamw";
+  static std::vector<std::string> StateNames(const AdamWOptions&) {
+    return {"exp_avg", "exp_avg_sq"};
+  }
+  static std::vector<absl::Span<float>> State(AdamW& opt) {
+    return {opt.mutable_first_moment(), opt.mutable_second_moment()};
+  }
+};
+struct SgdTraits {
+  static constexpr char kKind[] = "sgd";
+  static std::vector<std::string> StateNames(const SgdOptions& options) {
+    if (options.momentum == 0.0f) return {};
+    return {"momentum"};
+  }
+  static std::vector<absl::Span<float>> State(Sgd& opt) {
+    if (opt.options().momentum == 0.0f) return {};
+    return {opt.mutable_momentum_buffer()};
+  }
+};
+
+template <typename Opt, typename Options, typename Traits>
 class PerUnit : public UnitOptimizer {
  public:
   explicit PerUnit(Options options) : options_(options) {}
@@ -46,7 +68,27 @@ class PerUnit : public UnitOptimizer {
     return opt.Step(lr, params, grads);
   }
 
+  std::string kind() const override { return Traits::kKind; }
+  std::vector<std::string> StateNames() const override { return Traits::StateNames(options_); }
+  absl::StatusOr<std::vector<absl::Span<float>>> MutableUnitState(int unit) override {
+    FSDP_RETURN_IF_ERROR(CheckUnit(unit));
+    return Traits::State(per_unit_[unit]);
+  }
+  absl::Status SetUnitStep(int unit, int64_t step) override {
+    FSDP_RETURN_IF_ERROR(CheckUnit(unit));
+    per_unit_[unit].set_step(step);
+    return absl::OkStatus();
+  }
+  float weight_decay() const override { return options_.weight_decay; }
+
  private:
+  absl::Status CheckUnit(int unit) const {
+    if (unit < 0 || unit >= static_cast<int>(per_unit_.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("optimizer has no unit ", unit));
+    }
+    return absl::OkStatus();
+  }
+
   Options options_;
   std::vector<Opt> per_unit_;
 };
@@ -59,12 +101,12 @@ absl::StatusOr<std::unique_ptr<UnitOptimizer>> MakeUnitOptimizer(OptimizerKind k
     AdamWOptions options;
     options.weight_decay = weight_decay;
     FSDP_RETURN_IF_ERROR(ValidateAdamWOptions(options));
-    return std::unique_ptr<UnitOptimizer>(new PerUnit<AdamW, AdamWOptions>(options));
+    return std::unique_ptr<UnitOptimizer>(new PerUnit<AdamW, AdamWOptions, AdamWTraits>(options));
   }
   SgdOptions options;
   options.weight_decay = weight_decay;
   FSDP_RETURN_IF_ERROR(ValidateSgdOptions(options));
-  return std::unique_ptr<UnitOptimizer>(new PerUnit<Sgd, SgdOptions>(options));
+  return std::unique_ptr<UnitOptimizer>(new PerUnit<Sgd, SgdOptions, SgdTraits>(options));
 }
 
 }  // namespace fsdp

@@ -312,6 +312,75 @@ absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index
 }
 
 // ---------------------------------------------------------------------------
+// Checkpoints.
+
+int64_t ShardedUnit::owned_flat_begin() const {
+  return std::min(int64_t{runtime_.shard_rank} * plan_.shard_numel(), plan_.flat_numel());
+}
+
+int64_t ShardedUnit::owned_numel() const {
+  return std::min(owned_flat_begin() + plan_.shard_numel(), plan_.flat_numel()) -
+         owned_flat_begin();
+}
+
+absl::StatusOr<std::vector<StateRegion>> ShardedUnit::SaveRegions(UnitOptimizer& optimizer,
+                                                                  int64_t model_offset) {
+  if (param_state_ == ParamState::kGathering) {
+    return Fail("SaveRegions", "parameter state kSharded or kUnsharded", "kGathering");
+  }
+  const int64_t begin = owned_flat_begin();
+  const int64_t n = owned_numel();
+  std::vector<StateRegion> regions;
+  regions.push_back({"param", model_offset + begin, MutableParamShard().subspan(0, n)});
+  FSDP_ASSIGN_OR_RETURN(std::vector<absl::Span<float>> state,
+                        optimizer.MutableUnitState(plan_.index()));
+  const std::vector<std::string> names = optimizer.StateNames();
+  for (size_t i = 0; i < state.size(); ++i) {
+    // A sharded optimizer's state covers the shard; no_shard's the unit.
+    absl::Span<float> owned =
+        runtime_.shard_optimizer ? state[i].subspan(0, n) : state[i].subspan(begin, n);
+    regions.push_back({names[i], model_offset + begin, owned});
+  }
+  return regions;
+}
+
+absl::StatusOr<std::vector<StateRegion>> ShardedUnit::LoadRegions(UnitOptimizer& optimizer,
+                                                                  int64_t model_offset) {
+  if (runtime_.shard_optimizer) return SaveRegions(optimizer, model_offset);
+  // no_shard: every rank holds the whole unit.
+  std::vector<StateRegion> regions;
+  regions.push_back({"param", model_offset, params_.span().subspan(0, plan_.flat_numel())});
+  FSDP_ASSIGN_OR_RETURN(std::vector<absl::Span<float>> state,
+                        optimizer.MutableUnitState(plan_.index()));
+  const std::vector<std::string> names = optimizer.StateNames();
+  for (size_t i = 0; i < state.size(); ++i) regions.push_back({names[i], model_offset, state[i]});
+  return regions;
+}
+
+absl::Status ShardedUnit::FinishLoad(UnitOptimizer& optimizer, int64_t optimizer_step) {
+  if (param_state_ == ParamState::kGathering) {
+    return Fail("FinishLoad", "parameter state kSharded or kUnsharded", "kGathering");
+  }
+  // Padding is zero in every buffer of an uninterrupted run (its gradients
+  // are zero, so its moments and values stay zero).
+  const int64_t n = owned_numel();
+  if (runtime_.shard_optimizer) {
+    absl::Span<float> shard = MutableParamShard();
+    std::fill(shard.begin() + n, shard.end(), 0.0f);
+    FSDP_ASSIGN_OR_RETURN(std::vector<absl::Span<float>> state,
+                          optimizer.MutableUnitState(plan_.index()));
+    for (absl::Span<float> s : state) std::fill(s.begin() + n, s.end(), 0.0f);
+  } else {
+    std::fill(params_.span().begin() + plan_.flat_numel(), params_.span().end(), 0.0f);
+  }
+  FSDP_RETURN_IF_ERROR(optimizer.SetUnitStep(plan_.index(), optimizer_step));
+  // Only the shard is current: shard_optimizer / shard_grad_op gather the
+  // rest at the next forward, as after any optimizer step.
+  if (runtime_.shard_optimizer && !runtime_.shard_params) param_state_ = ParamState::kSharded;
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
 // Views.
 
 absl::StatusOr<absl::Span<const float>> ShardedUnit::UnshardedParams() const {

@@ -55,6 +55,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -63,6 +64,7 @@
 #include "comm/communicator.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/train/comm_wait_clock.h"
+#include "fsdp/train/state_region.h"
 #include "fsdp/train/strategy.h"
 #include "fsdp/train/unit_collectives.h"
 #include "fsdp/train/unit_optimizer.h"
@@ -164,6 +166,26 @@ class ShardedUnit {
   // rank's shard (params then kSharded until the next Unshard for
   // shard_optimizer / shard_grad_op). Needs kReduced.
   absl::Status StepOptimizer(UnitOptimizer& optimizer, int unit_index, float lr, int step);
+
+  // --- Checkpoints ([Note: checkpoint regions]) -------------------------
+  // The real (non-padding) elements of this rank's shard: flat elements
+  // [owned_flat_begin(), owned_flat_begin() + owned_numel()).
+  int64_t owned_flat_begin() const;
+  int64_t owned_numel() const;
+  // What this rank saves: the owned real elements of the fp32 parameters
+  // (the master shard where there is one) and of every optimizer state
+  // tensor. Any state but kGathering.
+  absl::StatusOr<std::vector<StateRegion>> SaveRegions(UnitOptimizer& optimizer,
+                                                       int64_t model_offset);
+  // What this rank loads: the same for the sharded strategies; no_shard
+  // loads the whole unit (it keeps everything). Call right after Create.
+  absl::StatusOr<std::vector<StateRegion>> LoadRegions(UnitOptimizer& optimizer,
+                                                       int64_t model_offset);
+  // After the load regions were filled: zero the padding, set the
+  // optimizer's step count, and leave the parameters as a step boundary of
+  // an uninterrupted run leaves them (shard_optimizer / shard_grad_op:
+  // kSharded, so the next forward all-gathers the loaded shards).
+  absl::Status FinishLoad(UnitOptimizer& optimizer, int64_t optimizer_step);
 
   // --- Views --------------------------------------------------------------
   // The real elements of the unsharded parameters (needs kUnsharded).

@@ -69,6 +69,14 @@ class PlainSgd : public fsdp::UnitOptimizer {
   absl::Status AddUnit(int unit, int64_t numel, fsdp::MemoryTracker& tracker) override;
   absl::Status StepUnit(int unit, absl::Span<float> params, absl::Span<const float> grads,
                         float lr, int step) override;
+  // Stateless: nothing to checkpoint.
+  std::string kind() const override { return "plain_sgd"; }
+  std::vector<std::string> StateNames() const override { return {}; }
+  absl::StatusOr<std::vector<absl::Span<float>>> MutableUnitState(int) override {
+    return std::vector<absl::Span<float>>{};
+  }
+  absl::Status SetUnitStep(int, int64_t) override { return absl::OkStatus(); }
+  float weight_decay() const override { return 0.0f; }
   const std::vector<std::vector<float>>& last_grads() const { return last_grads_; }
 
  private:
