@@ -8,17 +8,24 @@
 //   - a checkpoint saved by 4 ranks with full_shard continues at 2 ranks
 //     shard_grad_op, 1 rank no_shard, 3 ranks full_shard (other padding) and
 //     4 ranks hybrid_shard as a run at that world size would, within 1e-5;
+//   - SIGTERM to the launcher saves at the next step and the resume matches;
 //   - bad checkpoints and flags are clear errors naming the file or flag,
 //     and an incomplete newest checkpoint is skipped with a note.
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/integration/train/train_gpt_runner.h"
 
@@ -316,6 +323,76 @@ TEST(CheckpointSaveTest, KeepPrunesOlderCompleteCheckpoints) {
   EXPECT_FALSE(Exists(dir + "/step-00000010"));
   EXPECT_TRUE(Exists(dir + "/step-00000015/manifest.pb"));
   EXPECT_TRUE(Exists(dir + "/step-00000020/manifest.pb"));
+}
+
+}  // namespace
+}  // namespace fsdp_test
+
+namespace fsdp_test {
+namespace {
+
+// SIGTERM to the launcher (as Slurm sends before a time limit): it forwards
+// it to the ranks, which save at the next step boundary and exit cleanly;
+// resuming ends where a run that was never stopped ends.
+TEST(CheckpointSignalTest, SigtermSavesAtTheNextStepAndResumeMatches) {
+  const std::string dir = TmpDir() + "/sigterm";
+  const std::vector<std::string> flags =
+      Flags({"--nproc=2", "--strategy=full_shard", "--micro_batch=4", "--steps=200",
+             "--warmup_steps=2"});
+  const TrainGptRun whole = RunTrainGpt("sigterm_whole", flags);
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+
+  const std::string metrics = TmpDir() + "/sigterm_first.jsonl";
+  const std::string log = TmpDir() + "/sigterm_first.log";
+  std::remove(metrics.c_str());
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::vector<std::string> args = {TrainGptPath()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("--checkpoint_dir=" + dir);
+    args.push_back("--metrics_out=" + metrics);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::freopen(log.c_str(), "w", stdout);
+    dup2(fileno(stdout), 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  // Wait for three steps, then SIGTERM the launcher.
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  int lines = 0;
+  while (lines < 3 && absl::Now() < deadline) {
+    std::ifstream in(metrics);
+    std::string line;
+    lines = 0;
+    while (std::getline(in, line)) ++lines;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  ASSERT_GE(lines, 3) << ReadFile(log);
+  kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  const std::string output = ReadFile(log);
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_TRUE(absl::StrContains(output, "(signal 15 (Terminated))")) << output;
+  EXPECT_FALSE(absl::StrContains(output, "killed by signal")) << output;
+  const size_t at = output.find("stopped after step ");
+  ASSERT_NE(at, std::string::npos) << output;
+  const int stopped_at = std::atoi(output.c_str() + at + std::strlen("stopped after step "));
+  EXPECT_GE(stopped_at, 3) << output;
+  ASSERT_LT(stopped_at, 200) << "the run ended before the signal landed:\n" << output;
+  ASSERT_TRUE(Exists(absl::StrFormat("%s/step-%08d/manifest.pb", dir, stopped_at))) << output;
+
+  std::vector<std::string> resume = flags;
+  resume.push_back("--checkpoint_dir=" + dir);
+  resume.push_back("--resume");
+  const TrainGptRun resumed = RunTrainGpt("sigterm_second", resume);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  ASSERT_EQ(resumed.losses.size(), static_cast<size_t>(200 - stopped_at)) << resumed.output;
+  EXPECT_EQ(resumed.losses.front(), whole.losses[stopped_at]);
+  EXPECT_EQ(resumed.param_sha256, whole.param_sha256);
 }
 
 }  // namespace
