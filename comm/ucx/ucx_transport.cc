@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "comm/rendezvous/rendezvous.h"
 #include "comm/ucx/peer_copy_guard.h"
+#include "comm/ucx/ucx_failure.h"
 #include "comm/status_macros.h"
 
 namespace comm {
@@ -33,9 +34,11 @@ constexpr uint64_t kFullTagMask = ~uint64_t{0};
 
 enum class PeerState { kAlive, kLeft, kDead };
 
-// How long a transfer failure waits for the failure detector to name the rank
-// that died first (see AwaitRootCause).
-constexpr absl::Duration kRootCauseWait = absl::Seconds(1);
+// How long a failed UCX call waits for the failure detector to name the rank
+// that died first (see AwaitRootCause). Over loopback the detector usually
+// answers within a few ms; this is for a loaded machine. Only a failure that
+// turns out not to be a peer's death (kInternal) waits it out.
+constexpr absl::Duration kRootCauseWait = absl::Seconds(2);
 
 class UcxTransport final : public Transport {
  public:
@@ -93,10 +96,15 @@ class UcxTransport final : public Transport {
   absl::Status DeadPeerError(const char* op, int peer, uint64_t tag) const;
   void Finish(Completion* completion, absl::Status status, size_t received_bytes);
   void FinishOperation(Operation& op, absl::Status status);
-  absl::Status StatusOf(const Operation& op) const;
+  absl::Status StatusOf(const Operation& op);
   bool ReapOperations();
-  void AwaitRootCause();
-  bool AwaitPeerDeparture(int peer);
+  // Waits (at most kRootCauseWait per burst of failures) until the failure
+  // detector knows of a dead or hung rank, or `peer` (if >= 0) is no longer
+  // alive. Returns how long it waited.
+  absl::Duration AwaitRootCause(int peer);
+  // Any failed UCX call on `operation` with `peer` (-1: worker-wide): waits
+  // for the root cause, then classifies (comm/ucx/ucx_failure.h).
+  absl::Status FailureOf(const std::string& operation, int peer, ucs_status_t status);
   bool HandlePeerEvents();
   bool ExpireOperationsWithLeftPeers();
   void MarkPeerDead(int peer);
@@ -123,6 +131,8 @@ class UcxTransport final : public Transport {
   std::map<uint64_t, std::deque<std::string>> self_unexpected_;  // tag -> payloads
   std::map<uint64_t, std::deque<SelfRecv>> self_posted_;         // tag -> receives
   bool finished_outside_progress_ = false;
+  // End of the current root-cause wait; failures close together share it.
+  absl::Time root_cause_deadline_ = absl::InfinitePast();
 };
 
 absl::Status UcxError(const std::string& what, ucs_status_t status) {
@@ -203,10 +213,12 @@ absl::Status UcxTransport::Init(absl::Duration rendezvous_timeout) {
       endpoints_[peer] = nullptr;
       // A peer that finished (or died) right after the rendezvous has already
       // torn down its shared memory. That is not our failure: wait for the
-      // failure detector to say so, and leave that peer unconnected.
-      if (!AwaitPeerDeparture(peer)) {
-        return UcxError(absl::StrCat(me, ": ucp_ep_create to rank ", peer), status);
-      }
+      // failure detector to say so, and leave that peer unconnected (a dead
+      // one then fails this rank's first operation with it, by name).
+      absl::Status failure =
+          FailureOf(absl::StrCat("ucp_ep_create to rank ", peer, " on rank ", env_.rank), peer,
+                    status);
+      if (peers_[peer] == PeerState::kAlive) return failure;
     }
   }
   return absl::OkStatus();
@@ -311,9 +323,12 @@ absl::Status UcxTransport::PostSend(int peer, uint64_t tag, const void* data,
   ucs_status_ptr_t request =
       ucp_tag_send_nbx(endpoints_[peer], data, num_bytes, UcxTag(env_.rank, tag), &param);
   if (UCS_PTR_IS_ERR(request)) {
+    // Popped before waiting for the root cause: the completion must stay
+    // untouched when PostSend fails (the detector would finish it).
     operations_.pop_back();
-    return UcxError(absl::StrCat("rank ", env_.rank, ": send to rank ", peer, " tag ", tag),
-                    UCS_PTR_STATUS(request));
+    return FailureOf(absl::StrCat("posting a send of ", num_bytes, " bytes to rank ", peer,
+                                  " tag ", tag, " on rank ", env_.rank),
+                     peer, UCS_PTR_STATUS(request));
   }
   if (request == nullptr) {  // completed in place
     operations_.pop_back();
@@ -376,11 +391,10 @@ absl::Status UcxTransport::PostRecv(int peer, uint64_t tag, void* data,
   ucs_status_ptr_t request = ucp_tag_recv_nbx(worker_, data, num_bytes,
                                               UcxTag(peer, tag), kFullTagMask, &param);
   if (UCS_PTR_IS_ERR(request)) {
-    ucs_status_t status = UCS_PTR_STATUS(request);
     operations_.pop_back();
-    return UcxError(
-        absl::StrCat("rank ", env_.rank, ": receive from rank ", peer, " tag ", tag),
-        status);
+    return FailureOf(absl::StrCat("posting a receive of ", num_bytes, " bytes from rank ",
+                                  peer, " tag ", tag, " on rank ", env_.rank),
+                     peer, UCS_PTR_STATUS(request));
   }
   // The callback may already have run (a message was waiting); Progress()
   // reaps the operation either way.
@@ -396,7 +410,7 @@ absl::Status UcxTransport::PostRecv(int peer, uint64_t tag, void* data,
   return absl::OkStatus();
 }
 
-absl::Status UcxTransport::StatusOf(const Operation& op) const {
+absl::Status UcxTransport::StatusOf(const Operation& op) {
   switch (op.ucx_status) {
     case UCS_OK:
       return absl::OkStatus();
@@ -405,22 +419,25 @@ absl::Status UcxTransport::StatusOf(const Operation& op) const {
           "rank ", env_.rank, ": a message from rank ", op.peer, " tag ", op.tag,
           " is longer than the posted receive of ", op.posted_bytes,
           " bytes; post a larger buffer"));
-    case UCS_ERR_CANCELED:
-      return absl::CancelledError(absl::StrCat(Describe(op), " was cancelled"));
-    case UCS_ERR_IO_ERROR:
-    case UCS_ERR_CONNECTION_RESET:
-    case UCS_ERR_ENDPOINT_TIMEOUT:
-      // The peer's process went away under a transfer (see peer_copy_guard.h).
-      return absl::UnavailableError(absl::StrCat(
-          Describe(op), " failed: rank ", op.peer,
-          " died or exited during the transfer (UCX: ", ucs_status_string(op.ucx_status),
-          PeerCopyFailureCount() > 0 ? absl::StrCat("; ", LastPeerCopyFailure()) : "",
-          ")",
-          health_.ok() ? "" : absl::StrCat("; first failure in the job: ", health_.message())));
     default:
-      return absl::InternalError(absl::StrCat(Describe(op), " failed in UCX: ",
-                                              ucs_status_string(op.ucx_status)));
+      // Every other status, UCS_ERR_CANCELED included (the requests this
+      // transport cancels were finished first, so UCX cancelled this one),
+      // may be how a peer's death surfaced: see comm/ucx/ucx_failure.h.
+      return FailureOf(Describe(op), op.peer, op.ucx_status);
   }
+}
+
+absl::Status UcxTransport::FailureOf(const std::string& operation, int peer,
+                                     ucs_status_t status) {
+  KnownFailures known;
+  known.waited = AwaitRootCause(peer);
+  known.health = health_;
+  known.peer_left = peer >= 0 && peers_[peer] == PeerState::kLeft;
+  // What the peer-copy guard saw, if this looks like its kind of failure.
+  std::string detail = status == UCS_ERR_IO_ERROR && PeerCopyFailureCount() > 0
+                           ? LastPeerCopyFailure()
+                           : "";
+  return ClassifyUcxFailure(operation, peer, status, detail, known);
 }
 
 void UcxTransport::FinishOperation(Operation& op, absl::Status status) {
@@ -430,35 +447,25 @@ void UcxTransport::FinishOperation(Operation& op, absl::Status status) {
   op.completion = nullptr;
 }
 
-bool IsPeerGoneStatus(ucs_status_t status) {
-  return status == UCS_ERR_IO_ERROR || status == UCS_ERR_CONNECTION_RESET ||
-         status == UCS_ERR_ENDPOINT_TIMEOUT;
-}
-
-bool UcxTransport::AwaitPeerDeparture(int peer) {
-  const absl::Time deadline = absl::Now() + kRootCauseWait;
-  while (peers_[peer] == PeerState::kAlive && absl::Now() < deadline &&
+absl::Duration UcxTransport::AwaitRootCause(int peer) {
+  // A UCX call failed, most likely because some peer's process is gone. Often
+  // that peer only exited because an earlier rank died; the failure detector
+  // says which, a moment later. Wait briefly for it so the error names the
+  // root cause. A burst of failures (every operation with a dead peer) shares
+  // one wait instead of waiting kRootCauseWait each.
+  const absl::Time start = absl::Now();
+  if (start > root_cause_deadline_ + kRootCauseWait) root_cause_deadline_ = start + kRootCauseWait;
+  auto known = [&] {
+    return !health_.ok() || (peer >= 0 && peers_[peer] != PeerState::kAlive);
+  };
+  while (!known() && absl::Now() < root_cause_deadline_ && rendezvous_ != nullptr &&
          rendezvous_->failure_detector_fd() >= 0) {
     HandlePeerEvents();
-    if (peers_[peer] != PeerState::kAlive) break;
+    if (known()) break;
     pollfd fd = {rendezvous_->failure_detector_fd(), POLLIN, 0};
     poll(&fd, 1, 10);
   }
-  return peers_[peer] != PeerState::kAlive;
-}
-
-void UcxTransport::AwaitRootCause() {
-  // A transfer failed because its peer's process is gone. Often that peer only
-  // exited because an earlier rank died; the failure detector says which, a
-  // moment later. Wait briefly for it so the error names the root cause.
-  const absl::Time deadline = absl::Now() + kRootCauseWait;
-  while (health_.ok() && absl::Now() < deadline && rendezvous_ != nullptr &&
-         rendezvous_->failure_detector_fd() >= 0) {
-    HandlePeerEvents();
-    if (!health_.ok()) break;
-    pollfd fd = {rendezvous_->failure_detector_fd(), POLLIN, 0};
-    poll(&fd, 1, 10);
-  }
+  return absl::Now() - start;
 }
 
 bool UcxTransport::ReapOperations() {
@@ -469,7 +476,6 @@ bool UcxTransport::ReapOperations() {
       continue;
     }
     if (it->completion != nullptr) {
-      if (IsPeerGoneStatus(it->ucx_status)) AwaitRootCause();
       FinishOperation(*it, StatusOf(*it));
       any = true;
     }
@@ -574,7 +580,11 @@ absl::Status UcxTransport::BlockUntilActivity(absl::Duration timeout) {
     for (int attempt = 0;; ++attempt) {
       ucs_status_t status = ucp_worker_arm(worker_);
       if (status == UCS_OK) break;
-      if (status != UCS_ERR_BUSY) return UcxError("ucp_worker_arm", status);
+      if (status != UCS_ERR_BUSY) {
+        return FailureOf(absl::StrCat("arming the UCX worker (ucp_worker_arm) on rank ",
+                                      env_.rank),
+                         -1, status);
+      }
       if (Progress() || attempt >= 16) return absl::OkStatus();
     }
   }

@@ -28,6 +28,12 @@
 // pending kLeftPeerGrace after it left complete with kUnavailable (the grace
 // lets messages it sent before leaving arrive).
 //
+// Any failed UCX call on an operation with a peer (at post time or at
+// completion, ucp_ep_create, ucp_worker_arm; any status) first waits briefly
+// for the failure detector and is then classified by comm/ucx/ucx_failure.h:
+// kUnavailable naming the job's first dead (or hung) rank when one is known,
+// kInternal only when no rank is known to have failed.
+//
 // Self messages (peer == rank()) are matched and copied locally; a world of
 // one rank uses no UCX at all and needs no MASTER_ADDR/MASTER_PORT.
 //

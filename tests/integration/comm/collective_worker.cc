@@ -25,7 +25,8 @@
 //             keys), with collectives on child and parent in flight together.
 //   all       grid, inflight and split, in that order.
 //   kill      every rank posts a large all-reduce; --victim raises SIGKILL
-//             right after posting (or, with --novictim_posts, just before);
+//             right after posting (or, with --novictim_posts, just before),
+//             with --posted_dir only once every survivor has posted;
 //             survivors report what Wait() returned.
 //   join      rendezvous plus one barrier (the rendezvous-failure tests).
 #include <signal.h>
@@ -66,6 +67,12 @@ ABSL_FLAG(bool, victim_posts, true,
           "kill: the victim posts its all-reduce before dying (data may be in "
           "flight) or dies before posting (the others wait for it).");
 ABSL_FLAG(int64_t, kill_count, 16 << 20, "kill: fp32 elements of the all-reduce.");
+ABSL_FLAG(std::string, posted_dir, "",
+          "kill: a directory shared by the ranks. Each survivor creates posted_<rank> "
+          "in it once its all-reduce is posted, and the victim dies only when all "
+          "have: the barrier alone lets the victim run ahead and die while the "
+          "others still finish the barrier (they then fail in the barrier, not in "
+          "the all-reduce). Empty: the barrier only.");
 
 namespace comm_test {
 namespace {
@@ -96,6 +103,25 @@ int ReportStatus(const std::string& prefix, absl::Time start, const std::string&
   return 3;
 }
 
+std::string PostedMarker(const std::string& directory, int rank) {
+  return absl::StrCat(directory, "/posted_", rank);
+}
+
+// The victim's wait for every survivor's marker (see --posted_dir); false if
+// one is missing after `timeout`.
+bool AwaitSurvivorsPosted(const comm::Communicator& world, const std::string& directory,
+                          absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  for (int rank = 0; rank < world.size(); ++rank) {
+    if (rank == world.rank()) continue;
+    while (access(PostedMarker(directory, rank).c_str(), F_OK) != 0) {
+      if (absl::Now() > deadline) return false;
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+  }
+  return true;
+}
+
 // Every rank posts a large all-reduce; the victim dies right after posting.
 int RunKill(comm::Communicator& world, absl::Duration timeout) {
   const std::string prefix = Prefix(world.rank(), world.size());
@@ -109,6 +135,12 @@ int RunKill(comm::Communicator& world, absl::Duration timeout) {
   if (!aligned.ok()) return ReportStatus(prefix, start, "barrier before kill", aligned);
   const bool victim = world.rank() == absl::GetFlag(FLAGS_victim);
   const bool victim_posts = absl::GetFlag(FLAGS_victim_posts);
+  const std::string posted_dir = absl::GetFlag(FLAGS_posted_dir);
+  if (victim && !posted_dir.empty() && !AwaitSurvivorsPosted(world, posted_dir, timeout)) {
+    std::printf("%s FAIL kill: the survivors did not all post within %s\n", prefix.c_str(),
+                absl::FormatDuration(timeout).c_str());
+    return 1;
+  }
   if (victim && !victim_posts) {
     std::printf("%s raising SIGKILL before posting the all-reduce\n", prefix.c_str());
     std::fflush(stdout);
@@ -124,6 +156,10 @@ int RunKill(comm::Communicator& world, absl::Duration timeout) {
     raise(SIGKILL);
   }
   if (!work.ok()) return ReportStatus(prefix, start, "posting all_reduce", work.status());
+  if (!posted_dir.empty()) {
+    FILE* marker = std::fopen(PostedMarker(posted_dir, world.rank()).c_str(), "w");
+    if (marker != nullptr) std::fclose(marker);
+  }
   absl::Status status = (*work)->Wait(timeout);
   if (status.ok()) {
     std::printf("%s PASS kill: all-reduce finished although rank %d died\n",

@@ -16,6 +16,7 @@
 // Usage (Bazel passes it): failure_test <path of collective_worker> [--gtest_filter=...]
 // (BUILD makes two targets of it: kill_rank_test and rendezvous_failure_test.)
 #include <signal.h>
+#include <stdlib.h>
 
 #include <string>
 #include <vector>
@@ -44,6 +45,15 @@ std::string Describe(const RankOutcome& outcome) {
                       " killed_at_deadline=", outcome.killed_at_deadline,
                       " lifetime=", absl::FormatDuration(outcome.lifetime),
                       "\n--- output ---\n", outcome.output, "--------------");
+}
+
+// A new empty directory under $TEST_TMPDIR (or /tmp).
+std::string FreshDirectory(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string pattern = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/", name, "_XXXXXX");
+  char* made = mkdtemp(pattern.data());
+  EXPECT_NE(made, nullptr) << "mkdtemp " << pattern;
+  return pattern;
 }
 
 // The "STATUS <CODE> after <ms> ms in <where>: <message>" line, parsed.
@@ -75,11 +85,14 @@ class KillRankTest : public testing::TestWithParam<KillCase> {};
 
 TEST_P(KillRankTest, SurvivorsFailInTimeNamingTheDeadRank) {
   const KillCase c = GetParam();
+  // The victim dies only once every survivor has posted its all-reduce.
+  const std::string posted_dir = FreshDirectory("kill");
   RankProcesses job(g_worker_path,
                     {"--scenario=kill", absl::StrCat("--victim=", c.victim),
                      c.victim_posts ? "--victim_posts" : "--novictim_posts",
                      absl::StrCat("--timeout_ms=", kWaitTimeoutMs),
-                     "--rendezvous_timeout_ms=20000"});
+                     "--rendezvous_timeout_ms=20000",
+                     absl::StrCat("--posted_dir=", posted_dir)});
   std::vector<int> ranks;
   for (int r = 0; r < c.world_size; ++r) ranks.push_back(r);
   ASSERT_TRUE(job.Start(c.world_size, ranks, {}).ok());

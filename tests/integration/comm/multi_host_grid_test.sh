@@ -83,8 +83,11 @@ done
 
 # A rank dies mid-collective on the other host.
 start=$(date +%s)
+# The victim dies once ranks 0-2 have posted (markers in a directory both
+# namespaces see), so they fail in the all-reduce, not in the barrier before it.
+mkdir -p "$tmp/kill-posted"
 start_ranks multi-host-kill $((port + 1)) kill 60 --scenario=kill --victim=3 --victim_posts \
-  --timeout_ms=5000 --rendezvous_timeout_ms=20000
+  --timeout_ms=5000 --rendezvous_timeout_ms=20000 --posted_dir="$tmp/kill-posted"
 codes=()
 for rank in 0 1 2 3; do
   code=0
