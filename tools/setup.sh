@@ -13,6 +13,7 @@ packages=(
   libgtest-dev                                       # GoogleTest 1.12
   libopenblas-dev                                    # CBLAS for matrix products
   libssl-dev                                         # SHA-256 of parameters (libcrypto)
+  nlohmann-json3-dev                                 # JSON (header-only) for safetensors headers
   gnuplot-nox                                        # memory-report plots
   iproute2                                           # network namespaces for the multi-host test
   python3
