@@ -31,7 +31,10 @@
 #include "comm/communicator.h"
 #include "comm/launcher/launcher.h"
 #include "comm/status_macros.h"
+#include "fsdp/checkpoint/checkpoint.h"
 #include "fsdp/checkpoint/checkpoint_reader.h"
+#include "fsdp/checkpoint/model_export.h"
+#include "fsdp/checkpoint/safetensors.h"
 #include "fsdp/checkpoint/run_checkpoint.h"
 #include "fsdp/report/budget.h"
 #include "fsdp/report/byte_size.h"
@@ -101,6 +104,12 @@ ABSL_FLAG(std::string, resume_from, "", "continue from this checkpoint directory
 ABSL_FLAG(int, exit_after_steps, 0,
           "stop (saving a checkpoint first) once the schedule reaches this step; --steps still "
           "sets the schedule's length; 0 = run to --steps");
+ABSL_FLAG(std::string, export, "",
+          "write the consolidated fp32 model as FILE.safetensors when the run ends (rank 0, one "
+          "unit at a time)");
+ABSL_FLAG(std::string, init_from, "",
+          "start from the weights of FILE.safetensors (any strategy and world size; a new run: "
+          "step 0, zero optimizer state); with --steps=0 it only loads and exports");
 ABSL_FLAG(std::string, mem_budget, "",
           "per-rank memory budget, e.g. 2GiB or 500MB: a configuration predicted not to fit is "
           "refused before any rank starts, and every rank's allocations are held to it");
@@ -160,6 +169,8 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   o.resume = absl::GetFlag(FLAGS_resume);
   o.resume_from = absl::GetFlag(FLAGS_resume_from);
   o.exit_after_steps = absl::GetFlag(FLAGS_exit_after_steps);
+  o.export_path = absl::GetFlag(FLAGS_export);
+  o.init_from = absl::GetFlag(FLAGS_init_from);
   const int timeout_s = absl::GetFlag(FLAGS_comm_timeout_s);
   if (timeout_s <= 0) {
     return absl::InvalidArgumentError(
@@ -175,6 +186,15 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
     // every rank (the ranks choose again: a save may land in between).
     FSDP_ASSIGN_OR_RETURN(fsdp::checkpoint::ResumeChoice choice,
                           fsdp::checkpoint::ChooseResumeCheckpoint(o));
+    if (!o.init_from.empty()) {
+      // One clear error for a file that does not fit, before any rank starts.
+      FSDP_ASSIGN_OR_RETURN(std::unique_ptr<fsdp::checkpoint::SafetensorsReader> reader,
+                            fsdp::checkpoint::SafetensorsReader::Open(o.init_from));
+      FSDP_ASSIGN_OR_RETURN(fsdp::proto::ShardPlan plan, fsdp::TrainingPlan(o));
+      absl::Status fits = fsdp::checkpoint::CheckSafetensorsFitsModel(
+          *reader, fsdp::checkpoint::ModelTensors(plan));
+      if (!fits.ok()) return absl::Status(fits.code(), absl::StrCat("--init_from: ", fits.message()));
+    }
     if (!choice.path.empty()) {
       FSDP_ASSIGN_OR_RETURN(fsdp::proto::CheckpointManifest manifest,
                             fsdp::checkpoint::ReadManifest(choice.path));

@@ -65,7 +65,10 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   FSDP_RETURN_IF_ERROR(Positive("seq_len", o.seq_len));
   FSDP_RETURN_IF_ERROR(Positive("micro_batch", o.micro_batch));
   FSDP_RETURN_IF_ERROR(Positive("accum", o.accum));
-  FSDP_RETURN_IF_ERROR(Positive("steps", o.steps));
+  if (o.steps < 0 || (o.steps == 0 && o.init_from.empty())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--steps=", o.steps, " must be positive (0 only with --init_from: load, then export)"));
+  }
   if (o.threads < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--threads=", o.threads, " must not be negative (0 = pick from the core count)"));
@@ -91,7 +94,7 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--warmup_steps=", o.warmup_steps, " must not be negative"));
   }
-  if (o.warmup_steps > o.steps) {
+  if (o.warmup_steps > o.steps && o.steps > 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--warmup_steps=", o.warmup_steps, " exceeds --steps=", o.steps,
         "; the warmup must end within the run"));
@@ -121,6 +124,11 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return absl::InvalidArgumentError(
         "--resume and --resume_from conflict: --resume takes the newest checkpoint in "
         "--checkpoint_dir, --resume_from names one; pass one of them");
+  }
+  if (!o.init_from.empty() && (o.resume || !o.resume_from.empty())) {
+    return absl::InvalidArgumentError(
+        "--init_from conflicts with --resume/--resume_from: --init_from starts a new run from "
+        "weights, a resume continues a checkpoint's run (with its optimizer state); pass one");
   }
   if (o.exit_after_steps > o.steps) {
     return absl::InvalidArgumentError(absl::StrCat(

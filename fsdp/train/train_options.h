@@ -85,6 +85,12 @@ struct TrainOptions {
   // Stop, checkpointing first, once the schedule reaches this step; 0 = run
   // to `steps` (which still sets the schedule's length).
   int exit_after_steps = 0;
+  // Safetensors (docs/checkpoints.md): write the consolidated fp32 model
+  // here when the run ends (rank 0, one unit at a time); start from these
+  // weights instead of the seed (a new run: step 0, zero optimizer state).
+  // With init_from, steps may be 0: load, report the digest, export.
+  std::string export_path;
+  std::string init_from;
 
   int64_t global_batch() const { return int64_t{micro_batch} * accum * nproc; }
   int64_t tokens_per_step() const { return global_batch() * seq_len; }

@@ -13,6 +13,8 @@
 #include "comm/status_macros.h"
 #include "fsdp/checkpoint/checkpoint.h"
 #include "fsdp/checkpoint/checkpoint_reader.h"
+#include "fsdp/checkpoint/model_export.h"
+#include "fsdp/checkpoint/safetensors.h"
 #include "fsdp/checkpoint/run_checkpoint.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/compute_threads.h"
@@ -57,11 +59,14 @@ TrainStepOptions TrainStepOptionsFrom(const TrainOptions& options) {
   return step_options;
 }
 
-absl::StatusOr<std::string> TrainingPlanText(const TrainOptions& options) {
+absl::StatusOr<proto::ShardPlan> TrainingPlan(const TrainOptions& options) {
   FSDP_RETURN_IF_ERROR(ValidateTrainOptions(options));
-  FSDP_ASSIGN_OR_RETURN(proto::ShardPlan plan,
-                        BuildTrainingPlan(GptUnitSpecs(GptConfigFrom(options)),
-                                          TrainStepOptionsFrom(options), options.nproc));
+  return BuildTrainingPlan(GptUnitSpecs(GptConfigFrom(options)), TrainStepOptionsFrom(options),
+                           options.nproc);
+}
+
+absl::StatusOr<std::string> TrainingPlanText(const TrainOptions& options) {
+  FSDP_ASSIGN_OR_RETURN(proto::ShardPlan plan, TrainingPlan(options));
   return plan::ShardPlanToText(plan);
 }
 
@@ -209,8 +214,10 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
   LrScheduleOptions schedule_options;
   schedule_options.base_lr = options.lr;
   schedule_options.min_lr = options.min_lr;
-  schedule_options.warmup_steps = options.warmup_steps;
-  schedule_options.total_steps = options.steps;
+  // A --steps=0 run (load and export) takes no step: any valid schedule.
+  schedule_options.total_steps = std::max(options.steps, 1);
+  schedule_options.warmup_steps =
+      std::min<int64_t>(options.warmup_steps, schedule_options.total_steps);
   schedule_options.decay = options.lr_decay;
   schedule_options.linear_scaling = options.lr_reference_batch > 0;
   schedule_options.global_batch = options.global_batch();
@@ -239,6 +246,13 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
 
   FSDP_ASSIGN_OR_RETURN(summary.start_step,
                         StartFromCheckpoint(options, world, *trainer, tracker, log, summary));
+  if (!options.init_from.empty()) {
+    FSDP_RETURN_IF_ERROR(checkpoint::InitFromSafetensors(world, *trainer, options.init_from,
+                                                         options.comm_timeout));
+    if (log != nullptr) {
+      std::fprintf(log, "train_gpt: parameters from %s\n", options.init_from.c_str());
+    }
+  }
   batches->SeekToStep(summary.start_step);
 
   // The first step pays for warm-up (page faults, thread start); rates are
@@ -305,13 +319,38 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
   summary.peak_gathered_param_numel = trainer->peak_gathered_param_numel();
   summary.peak_unsharded_grad_numel = trainer->peak_unsharded_grad_numel();
   summary.plan_fingerprint = trainer->plan().fingerprint();
-  // The digest gathers one unit at a time (tracked), never the whole model.
+  // The digest (and the export) gather one unit at a time, tracked, never
+  // the whole model.
   ParamDigest digest;
+  std::unique_ptr<checkpoint::SafetensorsWriter> exporter;
+  absl::Status exported = absl::OkStatus();
+  if (!options.export_path.empty() && world.rank() == 0) {
+    absl::StatusOr<std::unique_ptr<checkpoint::SafetensorsWriter>> created =
+        checkpoint::SafetensorsWriter::Create(
+            options.export_path, checkpoint::ExportSpecs(checkpoint::ModelTensors(trainer->plan())),
+            checkpoint::ExportMetadata(checkpoint::RunManifest(options, last_step).model()));
+    if (created.ok()) {
+      exporter = std::move(*created);
+    } else {
+      exported = created.status();
+    }
+  }
   FSDP_RETURN_IF_ERROR(trainer->ForEachGatheredUnit(
-      [&](const proto::UnitPlan&, absl::Span<const float> params) {
+      [&](const proto::UnitPlan& unit, absl::Span<const float> params) {
         digest.Update(params);
+        if (exporter != nullptr && exported.ok()) {
+          exported = checkpoint::AppendUnit(*exporter, unit, params);
+        }
         return absl::OkStatus();
       }));
+  if (exporter != nullptr && exported.ok()) exported = exporter->Finish();
+  if (!options.export_path.empty()) {
+    FSDP_RETURN_IF_ERROR(AgreeOnStatus(world, exported, options.comm_timeout, "export"));
+    if (log != nullptr) {
+      std::fprintf(log, "train_gpt: exported the model after step %d to %s\n", last_step,
+                   options.export_path.c_str());
+    }
+  }
   summary.param_sha256 = digest.HexDigest();
   const double timed_seconds = absl::ToDoubleSeconds(timed_step_time);
   summary.tokens_per_s = timed_seconds > 0 ? timed_tokens / timed_seconds : 0.0;

@@ -60,6 +60,10 @@ struct RunSummary {
 // seed, timeout and the sharding options).
 TrainStepOptions TrainStepOptionsFrom(const TrainOptions& options);
 
+// The shard plan RunTraining would use. No communication; the errors are
+// the planner's.
+absl::StatusOr<proto::ShardPlan> TrainingPlan(const TrainOptions& options);
+
 // The shard plan RunTraining would use, as text protobuf (what train_gpt
 // --dump_plan prints). No communication; the errors are the planner's.
 absl::StatusOr<std::string> TrainingPlanText(const TrainOptions& options);
