@@ -8,9 +8,11 @@
 //   - a checkpoint saved by 4 ranks with full_shard continues at 2 ranks
 //     shard_grad_op, 1 rank no_shard, 3 ranks full_shard (other padding) and
 //     4 ranks hybrid_shard as a run at that world size would, within 1e-5;
+//   - kill -9 of a rank during a save leaves the previous checkpoint usable;
 //   - SIGTERM to the launcher saves at the next step and the resume matches;
 //   - bad checkpoints and flags are clear errors naming the file or flag,
 //     and an incomplete newest checkpoint is skipped with a note.
+#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -393,6 +395,119 @@ TEST(CheckpointSignalTest, SigtermSavesAtTheNextStepAndResumeMatches) {
   ASSERT_EQ(resumed.losses.size(), static_cast<size_t>(200 - stopped_at)) << resumed.output;
   EXPECT_EQ(resumed.losses.front(), whole.losses[stopped_at]);
   EXPECT_EQ(resumed.param_sha256, whole.param_sha256);
+}
+
+}  // namespace
+}  // namespace fsdp_test
+
+namespace fsdp_test {
+namespace {
+
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  std::vector<pid_t> children;
+  std::ifstream in(absl::StrFormat("/proc/%d/task/%d/children", pid, pid));
+  pid_t child;
+  while (in >> child) children.push_back(child);
+  return children;
+}
+
+// The launched rank with RANK=`rank` among `pids`, or -1.
+pid_t RankPid(const std::vector<pid_t>& pids, int rank) {
+  for (pid_t pid : pids) {
+    const std::string environ = ReadFile(absl::StrFormat("/proc/%d/environ", pid));
+    if (absl::StrContains(environ, absl::StrCat(std::string(1, '\0'), "RANK=", rank,
+                                                std::string(1, '\0')))) {
+      return pid;
+    }
+  }
+  return -1;
+}
+
+// The newest "step-N.partial" in dir, or "".
+std::string PartialIn(const std::string& dir) {
+  std::string found;
+  if (DIR* handle = opendir(dir.c_str())) {
+    while (dirent* entry = readdir(handle)) {
+      const std::string name = entry->d_name;
+      if (absl::EndsWith(name, ".partial")) found = name;
+    }
+    closedir(handle);
+  }
+  return found;
+}
+
+// kill -9 of rank 0 (the rank that commits) while a checkpoint is being
+// written: the save never commits, the previous checkpoint stays intact,
+// the partial one is ignored with a note, and the resumed run ends as the
+// uninterrupted one does. (When another rank dies, rank 0 removes the
+// partial directory itself.)
+TEST(CheckpointCrashTest, AKillDuringASaveLeavesThePreviousCheckpointUsable) {
+  // Large enough (38 MB of state) that a save takes a while to write.
+  const std::vector<std::string> flags = {
+      "--layers=4", "--d_model=256", "--heads=4", "--vocab=64", "--seq_len=32",
+      "--micro_batch=2", "--nproc=2", "--strategy=full_shard", "--steps=16",
+      "--warmup_steps=2", "--threads=1", "--seed=3", "--checkpoint_every=2"};
+  std::vector<std::string> whole_flags = flags;
+  whole_flags.push_back("--checkpoint_dir=" + TmpDir() + "/crash_whole");
+  const TrainGptRun whole = RunTrainGpt("crash_whole", whole_flags);
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+
+  // The kill must land inside a save; a save that wins the race is tried again.
+  std::string dir, partial, log;
+  for (int attempt = 0; attempt < 5 && partial.empty(); ++attempt) {
+    dir = absl::StrCat(TmpDir(), "/crash", attempt);
+    log = dir + ".log";
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      std::vector<std::string> args = {TrainGptPath()};
+      args.insert(args.end(), flags.begin(), flags.end());
+      args.push_back("--checkpoint_dir=" + dir);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      std::freopen(log.c_str(), "w", stdout);
+      dup2(fileno(stdout), 2);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    // After the first complete checkpoint, wait for the next save to start.
+    const absl::Time deadline = absl::Now() + absl::Seconds(60);
+    std::string seen;
+    bool first_done = false;
+    while (absl::Now() < deadline) {
+      if (!first_done) first_done = Exists(dir + "/step-00000002/manifest.pb");
+      if (first_done) seen = PartialIn(dir);
+      if (!seen.empty() && seen != "step-00000002.partial") break;
+      int status;
+      if (waitpid(pid, &status, WNOHANG) == pid) break;  // finished without a hit
+      absl::SleepFor(absl::Microseconds(200));
+    }
+    const pid_t rank0 = RankPid(ChildrenOf(pid), 0);
+    if (!seen.empty() && rank0 > 0) kill(rank0, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    const std::string committed = dir + "/" + seen.substr(0, seen.size() - 8);  // no ".partial"
+    if (!seen.empty() && Exists(dir + "/" + seen) && !Exists(committed)) {
+      partial = seen;
+      EXPECT_NE(status, 0) << ReadFile(log);
+    }
+  }
+  ASSERT_FALSE(partial.empty()) << "no attempt killed a rank during a save";
+
+  std::vector<std::string> resume = flags;
+  resume.push_back("--checkpoint_dir=" + dir);
+  resume.push_back("--resume");
+  const TrainGptRun resumed = RunTrainGpt("crash_resumed", resume);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_TRUE(absl::StrContains(resumed.output,
+                                "ignoring incomplete checkpoint " + dir + "/" + partial))
+      << resumed.output;
+  EXPECT_TRUE(absl::StrContains(resumed.output, "resumed from " + dir + "/step-"))
+      << resumed.output;
+  EXPECT_EQ(resumed.param_sha256, whole.param_sha256) << resumed.output;
+  // The next save removed the stale partial directory.
+  EXPECT_FALSE(Exists(dir + "/" + partial));
 }
 
 }  // namespace
