@@ -14,6 +14,7 @@ packages=(
   libopenblas-dev                                    # CBLAS for matrix products
   libssl-dev                                         # SHA-256 of parameters (libcrypto)
   nlohmann-json3-dev                                 # JSON (header-only) for safetensors headers
+  clang libclang-rt-dev                              # clang++ with libFuzzer, ASan, UBSan (fuzz tests)
   gnuplot-nox                                        # memory-report plots
   iproute2                                           # network namespaces for the multi-host test
   python3
