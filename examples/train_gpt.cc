@@ -30,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "comm/communicator.h"
 #include "comm/launcher/launcher.h"
+#include "comm/launcher/restarts.h"
 #include "comm/status_macros.h"
 #include "fsdp/checkpoint/checkpoint.h"
 #include "fsdp/checkpoint/checkpoint_reader.h"
@@ -110,6 +111,9 @@ ABSL_FLAG(std::string, export, "",
 ABSL_FLAG(std::string, init_from, "",
           "start from the weights of FILE.safetensors (any strategy and world size; a new run: "
           "step 0, zero optimizer state); with --steps=0 it only loads and exports");
+ABSL_FLAG(int, max_restarts, 0,
+          "when a rank dies or fails, stop every rank and run the job again, up to N times; each "
+          "restart resumes from the newest complete checkpoint in --checkpoint_dir");
 ABSL_FLAG(std::string, mem_budget, "",
           "per-rank memory budget, e.g. 2GiB or 500MB: a configuration predicted not to fit is "
           "refused before any rank starts, and every rank's allocations are held to it");
@@ -171,6 +175,7 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   o.exit_after_steps = absl::GetFlag(FLAGS_exit_after_steps);
   o.export_path = absl::GetFlag(FLAGS_export);
   o.init_from = absl::GetFlag(FLAGS_init_from);
+  o.max_restarts = absl::GetFlag(FLAGS_max_restarts);
   const int timeout_s = absl::GetFlag(FLAGS_comm_timeout_s);
   if (timeout_s <= 0) {
     return absl::InvalidArgumentError(
@@ -234,12 +239,37 @@ void InstallStopSignalHandlers() {
   sigaction(SIGINT, &action, nullptr);
 }
 
+// A restarted job (comm/launcher/restarts.h) continues from its newest
+// complete checkpoint, whatever the first attempt was started from.
+absl::Status ContinueAfterRestart(int restart, fsdp::TrainOptions& options) {
+  if (restart == 0 || options.checkpoint_dir.empty()) return absl::OkStatus();
+  options.resume = true;
+  options.resume_from.clear();
+  if (!options.init_from.empty()) {
+    FSDP_ASSIGN_OR_RETURN(fsdp::checkpoint::ResumeChoice choice,
+                          fsdp::checkpoint::ChooseResumeCheckpoint(options));
+    if (choice.path.empty()) {
+      options.resume = false;  // nothing saved yet: start from the weights again
+    } else {
+      options.init_from.clear();
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunRank(fsdp::TrainOptions options) {
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> world,
                         comm::Communicator::CreateFromEnvironment());
   if (const char* perturb = std::getenv(kPerturbPlanRankEnv);
       perturb != nullptr && std::atoi(perturb) == world->rank()) {
     options.min_unit_numel += 1;
+  }
+  const int restart = comm::RestartCountFromEnvironment();
+  FSDP_RETURN_IF_ERROR(ContinueAfterRestart(restart, options));
+  if (restart > 0 && world->rank() == 0) {
+    std::printf("train_gpt: restart %d of at most %d: continuing from the newest checkpoint in %s\n",
+                restart, options.max_restarts, options.checkpoint_dir.c_str());
+    std::fflush(stdout);
   }
   InstallStopSignalHandlers();
   FSDP_ASSIGN_OR_RETURN(fsdp::RunSummary summary,
@@ -277,7 +307,7 @@ int main(int argc, char** argv) {
     // checkpoint before they exit: give them the time (a second Ctrl-C
     // still stops them at once).
     launch.grace = std::max(launch.grace, options->comm_timeout);
-    absl::StatusOr<int> result = comm::LaunchLocalRanks(launch);
+    absl::StatusOr<int> result = comm::LaunchWithRestarts(launch, options->max_restarts, stderr);
     if (!result.ok()) {
       std::fprintf(stderr, "train_gpt: %s\n", std::string(result.status().message()).c_str());
     }

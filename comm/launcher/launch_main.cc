@@ -3,10 +3,13 @@
 // Runs N ranks of a program on this host, like `torchrun --standalone`:
 //
 //   launch --nproc 4 [--master_port 29500] [--grace_seconds 3] [--bind_cores 1]
-//          -- program args...
+//          [--max_restarts N] -- program args...
 //
 // --bind_cores 1 pins each rank to its share of the CPUs
 // (LaunchOptions::bind_to_cores).
+//
+// --max_restarts N runs the whole job again, up to N times, when a rank fails
+// (comm/launcher/restarts.h; the ranks see FSDP_RESTART_COUNT).
 //
 // Exits 0 if every rank exits 0; otherwise stops the other ranks and exits
 // with the first failed rank's exit code (128+signal if it was killed).
@@ -15,13 +18,14 @@
 
 #include "absl/strings/numbers.h"
 #include "comm/launcher/launcher.h"
+#include "comm/launcher/restarts.h"
 
 namespace {
 
 int Usage(const char* problem) {
   std::fprintf(stderr,
                "launch: %s\nusage: launch --nproc N [--master_port P] "
-               "[--grace_seconds S] [--bind_cores 0|1] -- program [args...]\n",
+               "[--grace_seconds S] [--bind_cores 0|1] [--max_restarts N] -- program [args...]\n",
                problem);
   return 2;
 }
@@ -31,6 +35,7 @@ int Usage(const char* problem) {
 int main(int argc, char** argv) {
   comm::LaunchOptions options;
   options.nproc = 0;
+  int max_restarts = 0;
   int i = 1;
   for (; i < argc; ++i) {
     std::string arg = argv[i];
@@ -59,6 +64,9 @@ int main(int argc, char** argv) {
       options.master_port = number;
     } else if (name == "--grace_seconds") {
       options.grace = absl::Seconds(number);
+    } else if (name == "--max_restarts") {
+      if (number < 0) return Usage("--max_restarts needs N >= 0");
+      max_restarts = number;
     } else if (name == "--bind_cores") {
       if (number != 0 && number != 1) return Usage("--bind_cores needs 0 or 1");
       options.bind_to_cores = number == 1;
@@ -70,7 +78,7 @@ int main(int argc, char** argv) {
   if (options.nproc < 1) return Usage("--nproc N (N >= 1) is required");
   if (options.argv.empty()) return Usage("no program given after --");
 
-  absl::StatusOr<int> result = comm::LaunchLocalRanks(options);
+  absl::StatusOr<int> result = comm::LaunchWithRestarts(options, max_restarts, stderr);
   if (!result.ok()) {
     std::fprintf(stderr, "launch: %s\n", std::string(result.status().message()).c_str());
   }

@@ -115,9 +115,13 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
         "--checkpoint_every=", o.checkpoint_every, ", --keep_checkpoints=", o.keep_checkpoints,
         " and --exit_after_steps=", o.exit_after_steps, " must not be negative (0 = off)"));
   }
-  if (o.checkpoint_dir.empty() && (o.checkpoint_every > 0 || o.resume)) {
+  if (o.max_restarts < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_restarts=", o.max_restarts, " must not be negative"));
+  }
+  if (o.checkpoint_dir.empty() && (o.checkpoint_every > 0 || o.resume || o.max_restarts > 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        o.resume ? "--resume" : "--checkpoint_every",
+        o.resume ? "--resume" : o.max_restarts > 0 ? "--max_restarts" : "--checkpoint_every",
         " needs --checkpoint_dir (where checkpoints are saved and found)"));
   }
   if (o.resume && !o.resume_from.empty()) {

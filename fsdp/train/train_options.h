@@ -91,6 +91,10 @@ struct TrainOptions {
   // With init_from, steps may be 0: load, report the digest, export.
   std::string export_path;
   std::string init_from;
+  // The launcher runs the whole job again up to this many times after a
+  // rank fails; each restart resumes from the newest complete checkpoint
+  // (so it needs checkpoint_dir).
+  int max_restarts = 0;
 
   int64_t global_batch() const { return int64_t{micro_batch} * accum * nproc; }
   int64_t tokens_per_step() const { return global_batch() * seq_len; }

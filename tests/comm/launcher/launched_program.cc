@@ -58,6 +58,13 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc < 3) return 2;
+  if (mode == "fail_until") {
+    // Rank 1 fails until the launcher's restart count reaches argv[2].
+    const int attempt = std::atoi(Env("FSDP_RESTART_COUNT").c_str());
+    std::printf("attempt %d\n", attempt);
+    std::fflush(stdout);
+    return rank == 1 && attempt < std::atoi(argv[2]) ? 1 : 0;
+  }
   const int chosen = std::atoi(argv[2]);
   if (mode == "stubborn" && rank != chosen) signal(SIGTERM, SIG_IGN);
   if (rank == chosen) {

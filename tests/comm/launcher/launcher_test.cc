@@ -90,6 +90,33 @@ TEST(Launch, FailingRankStopsTheOthersAndIsNamed) {
   EXPECT_LT(result.elapsed, absl::Seconds(10));  // the sleepers did not run out their 60 s
 }
 
+TEST(Launch, MaxRestartsRunsTheJobAgainAfterAFailure) {
+  RankProcesses processes;
+  std::vector<std::string> args = {"--max_restarts", "2"};
+  for (const std::string& a : LaunchArgs(2, {"fail_until", "2"})) args.push_back(a);
+  processes.Start(RunfilePath(kLaunch), args, {});
+  ProcessResult result = processes.Wait(0, absl::Seconds(30));
+  EXPECT_EQ(result.exit_code, 0) << Describe(result);
+  for (int attempt = 0; attempt <= 2; ++attempt) {
+    EXPECT_TRUE(Contains(result.out, absl::StrCat("[rank 1] attempt ", attempt))) << Describe(result);
+  }
+  EXPECT_TRUE(Contains(result.err, "rank 1 exited with code 1")) << Describe(result);
+  EXPECT_TRUE(Contains(result.err, "restarting every rank (restart 2 of 2)")) << Describe(result);
+}
+
+TEST(Launch, UsedUpRestartsNameTheRankAndTheCause) {
+  RankProcesses processes;
+  std::vector<std::string> args = {"--max_restarts", "1"};
+  for (const std::string& a : LaunchArgs(2, {"fail_until", "5"})) args.push_back(a);
+  processes.Start(RunfilePath(kLaunch), args, {});
+  ProcessResult result = processes.Wait(0, absl::Seconds(30));
+  EXPECT_EQ(result.exit_code, 1) << Describe(result);
+  EXPECT_TRUE(Contains(result.err, "restart 1 of 1")) << Describe(result);
+  EXPECT_TRUE(Contains(result.err, "launch: rank 1 exited with code 1")) << Describe(result);
+  EXPECT_TRUE(Contains(result.err, "(after 1 restart)")) << Describe(result);
+  EXPECT_FALSE(Contains(result.out, "attempt 2")) << Describe(result);
+}
+
 TEST(Launch, RankKilledBySignalIsNamed) {
   RankProcesses processes;
   processes.Start(RunfilePath(kLaunch), LaunchArgs(2, {"signal", "0"}), {});

@@ -347,21 +347,11 @@ TEST(CheckpointSignalTest, SigtermSavesAtTheNextStepAndResumeMatches) {
   const std::string metrics = TmpDir() + "/sigterm_first.jsonl";
   const std::string log = TmpDir() + "/sigterm_first.log";
   std::remove(metrics.c_str());
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    std::vector<std::string> args = {TrainGptPath()};
-    args.insert(args.end(), flags.begin(), flags.end());
-    args.push_back("--checkpoint_dir=" + dir);
-    args.push_back("--metrics_out=" + metrics);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::freopen(log.c_str(), "w", stdout);
-    dup2(fileno(stdout), 2);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
+  std::vector<std::string> first = flags;
+  first.push_back("--checkpoint_dir=" + dir);
+  first.push_back("--metrics_out=" + metrics);
+  const pid_t pid = StartTrainGpt(first, log);
+  ASSERT_GT(pid, 0);
   // Wait for three steps, then SIGTERM the launcher.
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   int lines = 0;
@@ -403,26 +393,6 @@ TEST(CheckpointSignalTest, SigtermSavesAtTheNextStepAndResumeMatches) {
 namespace fsdp_test {
 namespace {
 
-std::vector<pid_t> ChildrenOf(pid_t pid) {
-  std::vector<pid_t> children;
-  std::ifstream in(absl::StrFormat("/proc/%d/task/%d/children", pid, pid));
-  pid_t child;
-  while (in >> child) children.push_back(child);
-  return children;
-}
-
-// The launched rank with RANK=`rank` among `pids`, or -1.
-pid_t RankPid(const std::vector<pid_t>& pids, int rank) {
-  for (pid_t pid : pids) {
-    const std::string environ = ReadFile(absl::StrFormat("/proc/%d/environ", pid));
-    if (absl::StrContains(environ, absl::StrCat(std::string(1, '\0'), "RANK=", rank,
-                                                std::string(1, '\0')))) {
-      return pid;
-    }
-  }
-  return -1;
-}
-
 // The newest "step-N.partial" in dir, or "".
 std::string PartialIn(const std::string& dir) {
   std::string found;
@@ -457,20 +427,10 @@ TEST(CheckpointCrashTest, AKillDuringASaveLeavesThePreviousCheckpointUsable) {
   for (int attempt = 0; attempt < 5 && partial.empty(); ++attempt) {
     dir = absl::StrCat(TmpDir(), "/crash", attempt);
     log = dir + ".log";
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      std::vector<std::string> args = {TrainGptPath()};
-      args.insert(args.end(), flags.begin(), flags.end());
-      args.push_back("--checkpoint_dir=" + dir);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      std::freopen(log.c_str(), "w", stdout);
-      dup2(fileno(stdout), 2);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
+    std::vector<std::string> attempt_flags = flags;
+    attempt_flags.push_back("--checkpoint_dir=" + dir);
+    const pid_t pid = StartTrainGpt(attempt_flags, log);
+    ASSERT_GT(pid, 0);
     // After the first complete checkpoint, wait for the next save to start.
     const absl::Time deadline = absl::Now() + absl::Seconds(60);
     std::string seen;
@@ -483,7 +443,7 @@ TEST(CheckpointCrashTest, AKillDuringASaveLeavesThePreviousCheckpointUsable) {
       if (waitpid(pid, &status, WNOHANG) == pid) break;  // finished without a hit
       absl::SleepFor(absl::Microseconds(200));
     }
-    const pid_t rank0 = RankPid(ChildrenOf(pid), 0);
+    const pid_t rank0 = RankPid(ChildPids(pid), 0);
     if (!seen.empty() && rank0 > 0) kill(rank0, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);

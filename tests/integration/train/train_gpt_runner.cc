@@ -2,6 +2,7 @@
 #include "tests/integration/train/train_gpt_runner.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -68,6 +69,44 @@ TrainGptRun RunTrainGpt(const std::string& run_name, const std::vector<std::stri
     }
   }
   return run;
+}
+
+pid_t StartTrainGpt(const std::vector<std::string>& flags, const std::string& log) {
+  std::vector<std::string> args = {TrainGptPath()};
+  args.insert(args.end(), flags.begin(), flags.end());
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  if (std::freopen(log.c_str(), "w", stdout) == nullptr) _exit(126);
+  dup2(fileno(stdout), 2);
+  execv(argv[0], argv.data());
+  _exit(127);
+}
+
+std::vector<pid_t> ChildPids(pid_t pid) {
+  std::vector<pid_t> children;
+  std::ifstream in(absl::StrCat("/proc/", pid, "/task/", pid, "/children"));
+  pid_t child;
+  while (in >> child) children.push_back(child);
+  return children;
+}
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+pid_t RankPid(const std::vector<pid_t>& pids, int rank) {
+  const std::string needle = absl::StrCat(std::string(1, '\0'), "RANK=", rank,
+                                          std::string(1, '\0'));
+  for (pid_t pid : pids) {
+    if (ReadWholeFile(absl::StrCat("/proc/", pid, "/environ")).find(needle) != std::string::npos) {
+      return pid;
+    }
+  }
+  return -1;
 }
 
 }  // namespace fsdp_test

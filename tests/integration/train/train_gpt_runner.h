@@ -5,6 +5,8 @@
 #ifndef TESTS_INTEGRATION_TRAIN_TRAIN_GPT_RUNNER_H_
 #define TESTS_INTEGRATION_TRAIN_TRAIN_GPT_RUNNER_H_
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -25,6 +27,19 @@ std::string TrainGptPath();
 // Runs train_gpt with `flags` (each "--name=value") plus --metrics_out in
 // $TEST_TMPDIR under `run_name`, and parses the metrics file.
 TrainGptRun RunTrainGpt(const std::string& run_name, const std::vector<std::string>& flags);
+
+// Starts train_gpt with `flags` in the background, stdout and stderr to the
+// file `log`; returns its pid (the launcher's, for --nproc > 1).
+pid_t StartTrainGpt(const std::vector<std::string>& flags, const std::string& log);
+
+// The children of `pid` (/proc/<pid>/task/<pid>/children).
+std::vector<pid_t> ChildPids(pid_t pid);
+
+// The process among `pids` launched with RANK=`rank`, or -1.
+pid_t RankPid(const std::vector<pid_t>& pids, int rank);
+
+// The whole file ("" if it cannot be read).
+std::string ReadWholeFile(const std::string& path);
 
 }  // namespace fsdp_test
 

@@ -1,0 +1,58 @@
+// File: comm/launcher/restarts.cc
+#include "comm/launcher/restarts.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace comm {
+
+int RestartCountFromEnvironment() {
+  const char* value = std::getenv("FSDP_RESTART_COUNT");
+  int count = 0;
+  if (value == nullptr || !absl::SimpleAtoi(value, &count) || count < 0) return 0;
+  return count;
+}
+
+absl::StatusOr<int> LaunchWithRestarts(const LaunchOptions& options, int max_restarts,
+                                       std::FILE* log) {
+  if (max_restarts < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_restarts=", max_restarts, " must not be negative"));
+  }
+  for (int attempt = 0;; ++attempt) {
+    LaunchOptions this_attempt = options;
+    this_attempt.extra_env["FSDP_RESTART_COUNT"] = absl::StrCat(attempt);
+    this_attempt.extra_env["TORCHELASTIC_RESTART_COUNT"] = absl::StrCat(attempt);
+    // A fresh port: the last attempt's store may still hold it for a moment.
+    if (attempt > 0 && options.master_port != 0) this_attempt.master_port = 0;
+    const absl::Time start = absl::Now();
+    absl::StatusOr<int> result = LaunchLocalRanks(this_attempt);
+    // Only a rank's failure (kAborted) is worth a restart.
+    if (result.ok() || !absl::IsAborted(result.status())) return result;
+    if (attempt >= max_restarts) {
+      if (max_restarts == 0) return result;
+      absl::Status used_up(result.status().code(),
+                           absl::StrCat(result.status().message(), " (after ", max_restarts,
+                                        max_restarts == 1 ? " restart)" : " restarts)"));
+      // Keep the payloads: JobExitCode reads the failed rank's exit code there.
+      result.status().ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+        used_up.SetPayload(url, payload);
+      });
+      return used_up;
+    }
+    if (log != nullptr) {
+      std::fprintf(log,
+                   "[launcher] attempt %d failed after %.1f s: %s; restarting every rank "
+                   "(restart %d of %d)\n",
+                   attempt, absl::ToDoubleSeconds(absl::Now() - start),
+                   std::string(result.status().message()).c_str(), attempt + 1, max_restarts);
+      std::fflush(log);
+    }
+  }
+}
+
+}  // namespace comm
