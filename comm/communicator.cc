@@ -304,6 +304,11 @@ absl::Status CheckTransportAndOptions(const Transport* transport,
     return absl::InvalidArgumentError(
         "max_segment_bytes is 0; use at least a few KiB (default 1 MiB)");
   }
+  if (options.hang_timeout.has_value() && *options.hang_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hang_timeout is ", absl::FormatDuration(*options.hang_timeout),
+        "; it must be positive (absl::InfiniteDuration() turns hang detection off)"));
+  }
   return absl::OkStatus();
 }
 

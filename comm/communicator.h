@@ -21,6 +21,14 @@
 //   ... compute ...
 //   FSDP_RETURN_IF_ERROR(work->Wait(absl::Seconds(60)));
 //
+// Hangs: a rank that stops (SIGSTOP, a debugger) or is stuck in a
+// computation while others wait for it makes every other rank fail within
+// the hang bound (CommunicatorOptions::hang_timeout, default 20 s), not the
+// collective's own timeout: pending collectives end with kUnavailable "rank 3
+// is hung: ..." naming it (docs/comm-transport.md, "Hang detection"). The
+// bound must exceed the longest computation between two communicator calls
+// of a rank that others wait for; KeepAlive() stretches it.
+//
 // Buffers are bytes plus a Dtype, not templates. Counts are in elements of the
 // dtype. Semantics for counts that do not divide by the group size are stated
 // per collective below.
@@ -30,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -119,6 +128,10 @@ struct BroadcastOptions {
   int root = 0;
 };
 
+// The hang bound when neither CommunicatorOptions::hang_timeout nor
+// FSDP_HANG_TIMEOUT_S says otherwise.
+inline constexpr absl::Duration kDefaultHangTimeout = absl::Seconds(20);
+
 struct CommunicatorOptions {
   // Messages larger than this are split into segments that are pipelined.
   size_t max_segment_bytes = size_t{1} << 20;
@@ -137,6 +150,13 @@ struct CommunicatorOptions {
   absl::Duration wait_spin = absl::Milliseconds(1);
   // How long the rendezvous waits for every rank to arrive.
   absl::Duration rendezvous_timeout = absl::Seconds(60);
+  // The hang bound (CreateFromEnvironment): how long a rank may be silent
+  // (stopped) or outside the communicator while another rank's collective
+  // waits for it before every rank is told it hung. Unset: FSDP_HANG_TIMEOUT_S
+  // from the environment (seconds, 0 = off), else kDefaultHangTimeout.
+  // absl::InfiniteDuration() turns hang detection off. Rank 0's value is the
+  // job's. See docs/comm-transport.md.
+  std::optional<absl::Duration> hang_timeout;
 };
 
 class Communicator {
@@ -175,6 +195,13 @@ class Communicator {
   // sub-communicator, ordered by (`key`, rank). Every rank must call it.
   virtual absl::StatusOr<std::unique_ptr<Communicator>> Split(
       int color, int key, absl::Duration timeout = absl::Seconds(60)) = 0;
+
+  // Tells the hang detector that this rank's caller is alive, e.g. from
+  // inside a computation that may outlast the hang bound while others wait
+  // for this rank. Cheap (an atomic store), callable from any thread; shared
+  // by a communicator and its Split children. Does nothing without hang
+  // detection.
+  virtual void KeepAlive() {}
 };
 
 // Views a span of trivially copyable values as bytes.

@@ -30,8 +30,19 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::CreateFromEnvironmen
                                      " (to run a single process alone, set RANK=0 "
                                      "WORLD_SIZE=1)"));
   }
+  if (options.hang_timeout.has_value() && *options.hang_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CreateFromEnvironment: hang_timeout is ", absl::FormatDuration(*options.hang_timeout),
+        "; it must be positive (absl::InfiniteDuration() turns hang detection off)"));
+  }
+  UcxTransportOptions transport_options;
+  transport_options.rendezvous_timeout = options.rendezvous_timeout;
+  // The program's choice, else the environment's, else the default.
+  transport_options.hang_timeout = options.hang_timeout.has_value() ? *options.hang_timeout
+                                   : env->hang_timeout.has_value()  ? *env->hang_timeout
+                                                                    : kDefaultHangTimeout;
   absl::StatusOr<std::unique_ptr<Transport>> transport =
-      CreateUcxTransport(*env, options.rendezvous_timeout);
+      CreateUcxTransport(*env, transport_options);
   if (!transport.ok()) {
     return absl::Status(transport.status().code(),
                         absl::StrCat("CreateFromEnvironment: ", DescribeJobEnv(*env), ": ",

@@ -46,6 +46,7 @@ class CommunicatorImpl : public Communicator {
   absl::StatusOr<WorkHandle> Barrier() override;
   absl::StatusOr<std::unique_ptr<Communicator>> Split(int color, int key,
                                                       absl::Duration timeout) override;
+  void KeepAlive() override { engine_->NoteCall(); }
 
   uint32_t id() const { return id_; }
   const std::vector<int>& global_ranks() const { return global_ranks_; }

@@ -13,6 +13,7 @@ struct ProgressEngine::Record {
   std::unique_ptr<CollectiveOp> op;
   std::string description;
   absl::Time posted_at;
+  CallerLiveness::Clock::time_point posted_steady;
   absl::Status status;       // final status, once done
   std::atomic<bool> done{false};
 };
@@ -61,7 +62,35 @@ std::shared_ptr<ProgressEngine> ProgressEngine::CreateOwning(
 }
 
 ProgressEngine::ProgressEngine(Transport* transport, absl::Duration wait_spin)
-    : transport_(transport), wait_spin_(wait_spin) {}
+    : transport_(transport), wait_spin_(wait_spin), liveness_(transport->caller_liveness()) {}
+
+void ProgressEngine::NoteCall() {
+  if (liveness_ != nullptr) liveness_->NoteCall();
+}
+
+void ProgressEngine::PublishPendingLocked() {
+  if (liveness_ == nullptr) return;
+  // active_ is in posting order: the front is the oldest.
+  if (active_.empty()) {
+    liveness_->SetOldestPending(std::nullopt);
+  } else {
+    liveness_->SetOldestPending(active_.front()->posted_steady);
+  }
+  awaited_published_at_ = absl::InfinitePast();  // the oldest may have changed
+}
+
+void ProgressEngine::PublishAwaitedLocked() {
+  if (liveness_ == nullptr || active_.empty()) return;
+  const absl::Time now = absl::Now();
+  if (now - awaited_published_at_ < kAwaitedRefresh) return;
+  awaited_published_at_ = now;
+  const Record& oldest = *active_.front();
+  AwaitedPeer awaited = oldest.op->Awaited();
+  liveness_->SetAwaited(awaited.global_rank,
+                        awaited.what.empty()
+                            ? oldest.description
+                            : absl::StrCat(oldest.description, ": ", awaited.what));
+}
 
 ProgressEngine::~ProgressEngine() {
   lock_wanted_.fetch_add(1);  // makes a busy progress thread let go of mu_
@@ -121,12 +150,15 @@ WorkHandle ProgressEngine::Submit(std::unique_ptr<CollectiveOp> op, std::string 
   record->op = std::move(op);
   record->description = std::move(description);
   record->posted_at = absl::Now();
+  record->posted_steady = CallerLiveness::Clock::now();
+  NoteCall();
   lock_wanted_.fetch_add(1);
   InterruptIfBlocked();
   {
     std::lock_guard<std::mutex> lock(mu_);
     lock_wanted_.fetch_sub(1);
     active_.push_back(record);
+    PublishPendingLocked();
     // Step just this one now, so its first messages leave before we return.
     bool progressed = false;
     absl::StatusOr<bool> finished = record->op->Step(&progressed);
@@ -158,6 +190,7 @@ void ProgressEngine::FinishLocked(Record* record, absl::Status status) {
                                  return r.get() == record;
                                }),
                 active_.end());
+  PublishPendingLocked();
 }
 
 bool ProgressEngine::StepAllLocked() {
@@ -195,6 +228,7 @@ bool ProgressEngine::StepAllLocked() {
 }
 
 bool ProgressEngine::Test(Record* record) {
+  NoteCall();
   if (record->done.load(std::memory_order_acquire)) return true;
   if (mu_.try_lock()) {
     StepAllLocked();
@@ -204,7 +238,18 @@ bool ProgressEngine::Test(Record* record) {
 }
 
 absl::Status ProgressEngine::Wait(Record* record, absl::Duration timeout) {
+  NoteCall();
   if (record->done.load(std::memory_order_acquire)) return record->status;
+  // Blocked here, the caller is waiting for others, not stuck.
+  struct WaitScope {
+    CallerLiveness* liveness;
+    explicit WaitScope(CallerLiveness* l) : liveness(l) {
+      if (liveness != nullptr) liveness->EnterWait();
+    }
+    ~WaitScope() {
+      if (liveness != nullptr) liveness->LeaveWait();
+    }
+  } wait_scope(liveness_);
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + timeout;
   lock_wanted_.fetch_add(1);
@@ -259,6 +304,7 @@ absl::Status ProgressEngine::Wait(Record* record, absl::Duration timeout) {
       }
       continue;
     }
+    PublishAwaitedLocked();
     absl::Status blocked = BlockInTransportLocked(std::min(deadline - now, kWaitBlock), /*own_lock_wanted=*/1);
     if (!blocked.ok()) {
       result = absl::Status(blocked.code(),
@@ -292,6 +338,7 @@ void ProgressEngine::ThreadLoop() {
     if (StepAllLocked()) {
       last_progress = absl::Now();
     } else if (absl::Now() - last_progress > kThreadSpin) {
+      PublishAwaitedLocked();
       BlockInTransportLocked(kThreadBlock, /*own_lock_wanted=*/0).IgnoreError();
     }
     if (lock_wanted_.load() > 0) {

@@ -27,6 +27,12 @@
 // naming this rank, the op, the time waited and the peer and transfer
 // awaited; the collective stays in flight and may be waited on again.
 //
+// Liveness (comm/liveness.h): if the transport has a hang detector, the
+// engine tells it what its caller is doing: every Submit, Test and Wait notes
+// a call, a Wait counts as alive for as long as it blocks, and the oldest
+// collective in flight (and, refreshed every kAwaitedRefresh while a wait or
+// the thread blocks, the peer it waits for) is published for the heartbeats.
+//
 // A failed collective may still have transport operations posted into its
 // memory: the engine keeps it (not the caller's Work) until they finish. At
 // destruction, collectives still in flight are cancelled; ones whose
@@ -47,6 +53,7 @@
 #include "absl/time/time.h"
 #include "comm/collective_op.h"
 #include "comm/communicator.h"
+#include "comm/liveness.h"
 #include "comm/scratch_pool.h"
 #include "comm/transport.h"
 
@@ -56,6 +63,7 @@ inline constexpr absl::Duration kPureSpin = absl::Microseconds(20);
 inline constexpr absl::Duration kWaitBlock = absl::Milliseconds(5);
 inline constexpr absl::Duration kThreadSpin = absl::Microseconds(50);
 inline constexpr absl::Duration kThreadBlock = absl::Milliseconds(1);
+inline constexpr absl::Duration kAwaitedRefresh = absl::Milliseconds(50);
 
 class ProgressEngine : public std::enable_shared_from_this<ProgressEngine> {
  public:
@@ -80,6 +88,9 @@ class ProgressEngine : public std::enable_shared_from_this<ProgressEngine> {
   static WorkHandle Finished(absl::Status status);
 
   Transport* transport() const { return transport_; }
+
+  // The caller is alive (Communicator::KeepAlive). Cheap: one atomic store.
+  void NoteCall();
   const std::shared_ptr<ScratchPool>& scratch_pool() const { return scratch_pool_; }
 
  private:
@@ -93,6 +104,10 @@ class ProgressEngine : public std::enable_shared_from_this<ProgressEngine> {
   // when idle. Returns whether anything happened.
   bool StepAllLocked();
   void FinishLocked(Record* record, absl::Status status);
+  // Liveness: the oldest collective in flight, and (rate-limited) whom it
+  // waits for.
+  void PublishPendingLocked();
+  void PublishAwaitedLocked();
   bool Test(Record* record);
   absl::Status Wait(Record* record, absl::Duration timeout);
   // Wakes whichever thread is blocked in the transport, if one is.
@@ -105,6 +120,8 @@ class ProgressEngine : public std::enable_shared_from_this<ProgressEngine> {
   std::unique_ptr<Transport> owned_transport_;
   Transport* const transport_;
   const absl::Duration wait_spin_;
+  CallerLiveness* const liveness_;  // null: the transport has no hang detector
+  absl::Time awaited_published_at_ = absl::InfinitePast();  // guarded by mu_
   const std::shared_ptr<ScratchPool> scratch_pool_ = ScratchPool::Create();
   // std:: primitives rather than absl::Mutex: Debian's Abseil is not built
   // with ThreadSanitizer, which then cannot see absl::Mutex's ordering.

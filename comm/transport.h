@@ -31,6 +31,8 @@
 
 namespace comm {
 
+class CallerLiveness;
+
 // Filled in by the transport when a posted operation finishes, successfully or
 // not. The poster owns it and must keep it alive (and not move it) until
 // `done` is true, or until the transport is destroyed.
@@ -91,9 +93,15 @@ class Transport {
   virtual void Interrupt() = 0;
 
   // OK while every peer is believed alive; otherwise kUnavailable naming the
-  // first peer known to have died. Pending operations with a dead peer finish
-  // with that status.
+  // first peer known to have died or hung. Pending operations with a dead or
+  // hung peer finish with that status.
   virtual absl::Status health() const = 0;
+
+  // What this transport's hang detector reports about its caller
+  // (comm/liveness.h), for the progress engine to keep up to date; null when
+  // it has none (the loopback fake). Thread-safe; lives as long as the
+  // transport.
+  virtual CallerLiveness* caller_liveness() { return nullptr; }
 };
 
 }  // namespace comm

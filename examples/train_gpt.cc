@@ -114,6 +114,10 @@ ABSL_FLAG(std::string, init_from, "",
 ABSL_FLAG(int, max_restarts, 0,
           "when a rank dies or fails, stop every rank and run the job again, up to N times; each "
           "restart resumes from the newest complete checkpoint in --checkpoint_dir");
+ABSL_FLAG(int, hang_timeout_s, 20,
+          "seconds a rank may be stopped, or compute without calling the communicator while "
+          "others wait for it, before every rank fails naming it as hung; 0 = off "
+          "(docs/comm-transport.md)");
 ABSL_FLAG(std::string, mem_budget, "",
           "per-rank memory budget, e.g. 2GiB or 500MB: a configuration predicted not to fit is "
           "refused before any rank starts, and every rank's allocations are held to it");
@@ -257,9 +261,21 @@ absl::Status ContinueAfterRestart(int restart, fsdp::TrainOptions& options) {
   return absl::OkStatus();
 }
 
+// --hang_timeout_s as CommunicatorOptions::hang_timeout.
+absl::StatusOr<absl::Duration> HangTimeoutFromFlag() {
+  const int seconds = absl::GetFlag(FLAGS_hang_timeout_s);
+  if (seconds < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--hang_timeout_s=", seconds, " must be >= 0 (0 turns it off)"));
+  }
+  return seconds == 0 ? absl::InfiniteDuration() : absl::Seconds(seconds);
+}
+
 absl::Status RunRank(fsdp::TrainOptions options) {
+  comm::CommunicatorOptions comm_options;
+  FSDP_ASSIGN_OR_RETURN(comm_options.hang_timeout, HangTimeoutFromFlag());
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> world,
-                        comm::Communicator::CreateFromEnvironment());
+                        comm::Communicator::CreateFromEnvironment(comm_options));
   if (const char* perturb = std::getenv(kPerturbPlanRankEnv);
       perturb != nullptr && std::atoi(perturb) == world->rank()) {
     options.min_unit_numel += 1;
@@ -290,6 +306,10 @@ int main(int argc, char** argv) {
   if (!options.ok()) {
     // Validation happens in the launching parent, before any rank starts.
     std::fprintf(stderr, "train_gpt: %s\n", std::string(options.status().message()).c_str());
+    return 2;
+  }
+  if (absl::StatusOr<absl::Duration> hang = HangTimeoutFromFlag(); !hang.ok()) {
+    std::fprintf(stderr, "train_gpt: %s\n", std::string(hang.status().message()).c_str());
     return 2;
   }
   if (absl::GetFlag(FLAGS_dump_plan)) {

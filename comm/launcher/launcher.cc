@@ -11,14 +11,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "comm/launcher/failure_report.h"
 
 extern char** environ;
 
@@ -102,8 +107,57 @@ struct Stream {
 struct Rank {
   pid_t pid = -1;
   bool running = false;
+  bool stopped = false;  // stopped by a signal (SIGSTOP, SIGTSTP) and not continued
+  int stop_signal = 0;
   Stream out;
   Stream err;
+};
+
+// The ranks' failure reports (comm/launcher/failure_report.h), in arrival
+// order, read from the report pipe.
+struct Reports {
+  int fd = -1;  // read end; -1 once closed
+  std::string partial;
+  std::vector<FailureReport> received;
+
+  void Drain() {
+    char chunk[8192];
+    while (fd >= 0) {
+      ssize_t n = read(fd, chunk, sizeof(chunk));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (n <= 0) {
+        close(fd);
+        fd = -1;
+        return;
+      }
+      partial.append(chunk, static_cast<size_t>(n));
+      size_t newline;
+      while ((newline = partial.find('\n')) != std::string::npos) {
+        std::optional<FailureReport> report = ParseFailureReport(partial.substr(0, newline));
+        if (report.has_value()) received.push_back(std::move(*report));
+        partial.erase(0, newline + 1);
+      }
+    }
+  }
+
+  // The root cause the ranks agree on first: the culprit of the first report,
+  // with every rank that reported it ("rank 3 is hung: ... (reported by ranks
+  // 0, 2)"). Empty if there is none.
+  std::string RootCause(int* culprit) const {
+    if (received.empty()) return "";
+    const FailureReport& first = received.front();
+    std::vector<int> reporters;
+    for (const FailureReport& report : received) {
+      if (report.culprit == first.culprit &&
+          std::find(reporters.begin(), reporters.end(), report.reporter) == reporters.end()) {
+        reporters.push_back(report.reporter);
+      }
+    }
+    *culprit = first.culprit;
+    return absl::StrCat(first.message, " (reported by rank", reporters.size() > 1 ? "s " : " ",
+                        absl::StrJoin(reporters, ", "), ")");
+  }
 };
 
 std::string DescribeWaitStatus(int status) {
@@ -270,6 +324,19 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
   if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
   }
+  // The ranks report the failure they diagnosed here (failure_report.h). The
+  // write end is close-on-exec in the launcher; each child clears that flag
+  // on its copy before exec.
+  int report_pipe[2];
+  if (pipe2(report_pipe, O_CLOEXEC) != 0) {
+    close(signal_pipe[0]);
+    close(signal_pipe[1]);
+    return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
+  }
+  fcntl(report_pipe[0], F_SETFL, O_NONBLOCK);
+  base_env["FSDP_FAILURE_REPORT_FD"] = std::to_string(report_pipe[1]);
+  Reports reports;
+  reports.fd = report_pipe[0];
   StopSignalScope signal_scope(signal_pipe[1]);
 
   // CPU sets for bind_to_cores, built here: the child only applies one.
@@ -319,6 +386,7 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
       signal(SIGPIPE, SIG_DFL);
       dup2(out_pipe[1], 1);
       dup2(err_pipe[1], 2);
+      fcntl(report_pipe[1], F_SETFD, 0);  // inherited across exec
       if (options.bind_to_cores) {
         // Best effort: a refused binding leaves the rank unpinned.
         (void)sched_setaffinity(0, sizeof(cpu_set_t), &rank_cpus[r]);
@@ -342,15 +410,28 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
     rank.err = {err_pipe[0], 2, absl::StrCat("[rank ", r, "] "), ""};
   }
 
+  // Only the ranks write to the report pipe: its end comes when they are gone.
+  close(report_pipe[1]);
+
   // The state of the job: running until the first failure (or a stop
   // signal), then stopping: SIGTERM sent, SIGKILL due at kill_deadline.
   bool stopping = false;
   absl::Time kill_deadline = absl::InfiniteFuture();
   absl::Status result = launch_error;
   absl::Time all_exited_at = absl::InfiniteFuture();
+  // The first rank to fail, and how (for the final message).
+  int first_failed = -1;
+  std::string first_failure;
+  int first_failure_code = 0;
+  // Ranks that were stopped when the first one failed, with the signal that
+  // stopped them (the stop sends SIGCONT, which clears Rank::stopped).
+  std::vector<std::pair<int, int>> stopped_at_failure;
   auto stop_all = [&](int signal_number) {
     for (Rank& rank : ranks) {
-      if (rank.running) kill(rank.pid, signal_number);
+      if (!rank.running) continue;
+      kill(rank.pid, signal_number);
+      // A stopped rank acts on SIGTERM only once continued.
+      if (signal_number == SIGTERM) kill(rank.pid, SIGCONT);
     }
   };
   auto begin_stop = [&]() {
@@ -364,6 +445,7 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
   while (true) {
     std::vector<pollfd> fds;
     fds.push_back({signal_pipe[0], POLLIN, 0});
+    fds.push_back({reports.fd, POLLIN, 0});  // ignored by poll once -1
     std::vector<Stream*> streams;
     for (Rank& rank : ranks) {
       for (Stream* stream : {&rank.out, &rank.err}) {
@@ -391,8 +473,9 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
         }
       }
     }
-    for (size_t i = 1; i < fds.size(); ++i) {
-      if (fds[i].revents != 0) streams[i - 1]->Drain();
+    if (fds[1].revents != 0) reports.Drain();
+    for (size_t i = 2; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) streams[i - 2]->Drain();
     }
 
     bool any_running = false;
@@ -400,19 +483,46 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
       Rank& rank = ranks[r];
       if (!rank.running) continue;
       int status = 0;
-      pid_t done = waitpid(rank.pid, &status, WNOHANG);
+      pid_t done = waitpid(rank.pid, &status, WNOHANG | WUNTRACED | WCONTINUED);
       if (done != rank.pid) {
         any_running = true;
         continue;
       }
+      if (WIFSTOPPED(status) || WIFCONTINUED(status)) {
+        // Not an end: a stopped rank may be the hung one the others name.
+        any_running = true;
+        rank.stopped = WIFSTOPPED(status);
+        rank.stop_signal = WIFSTOPPED(status) ? WSTOPSIG(status) : 0;
+        if (rank.stopped) {
+          std::fprintf(stderr, "[launcher] rank %d was stopped by signal %d (%s)\n", r,
+                       rank.stop_signal, strsignal(rank.stop_signal));
+        } else if (!stopping) {
+          std::fprintf(stderr, "[launcher] rank %d continued\n", r);
+        }
+        continue;
+      }
       rank.running = false;
+      rank.stopped = false;
       const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
       if (failed && !stopping) {
-        std::string what = absl::StrCat("rank ", r, " ", DescribeWaitStatus(status));
-        std::fprintf(stderr, "[launcher] %s; stopping the other ranks\n", what.c_str());
-        result = absl::AbortedError(absl::StrCat(
-            what, " (the first rank to fail); the other ranks were stopped"));
-        result.SetPayload(kExitCodePayload, absl::Cord(std::to_string(ExitCodeOf(status))));
+        first_failed = r;
+        first_failure = absl::StrCat("rank ", r, " ", DescribeWaitStatus(status));
+        first_failure_code = ExitCodeOf(status);
+        for (int s = 0; s < static_cast<int>(ranks.size()); ++s) {
+          if (ranks[s].running && ranks[s].stopped) {
+            stopped_at_failure.push_back({s, ranks[s].stop_signal});
+          }
+        }
+        // What the ranks diagnosed so far (a rank reports before it exits).
+        reports.Drain();
+        int culprit = -1;
+        std::string cause = reports.RootCause(&culprit);
+        std::fprintf(stderr, "[launcher] %s%s; stopping the other ranks\n",
+                     first_failure.c_str(),
+                     cause.empty() || culprit == r
+                         ? ""
+                         : absl::StrCat("; root cause: ", cause).c_str());
+        result = absl::AbortedError(first_failure);  // worded at the end
         begin_stop();
       }
     }
@@ -433,8 +543,36 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
       if (stream->fd >= 0) close(stream->fd);
     }
   }
+  reports.Drain();
+  if (reports.fd >= 0) close(reports.fd);
   close(signal_pipe[0]);
   close(signal_pipe[1]);
+  if (first_failed >= 0) {
+    // Name the root cause: what the ranks reported (a hung rank never exits
+    // by itself, and the first rank to exit is usually a survivor that gave
+    // up on it), else a rank that was stopped, else the first to fail.
+    int culprit = -1;
+    const std::string cause = reports.RootCause(&culprit);
+    std::string message;
+    if (!cause.empty() && culprit != first_failed) {
+      message = absl::StrCat(cause, ": the root cause; ", first_failure,
+                             " (the first rank to exit); the other ranks were stopped");
+    } else if (!cause.empty()) {
+      message = absl::StrCat(first_failure, " (the first rank to fail; ", cause,
+                             "); the other ranks were stopped");
+    } else if (!stopped_at_failure.empty()) {
+      const auto [s, stop_signal] = stopped_at_failure.front();
+      message = absl::StrCat(
+          "rank ", s, " was stopped (signal ", stop_signal, ", ", strsignal(stop_signal),
+          ") when ", first_failure,
+          ": the stopped rank is the likely root cause; the other ranks were stopped");
+    } else {
+      message = absl::StrCat(first_failure,
+                             " (the first rank to fail); the other ranks were stopped");
+    }
+    result = absl::AbortedError(message);
+    result.SetPayload(kExitCodePayload, absl::Cord(std::to_string(first_failure_code)));
+  }
   if (!result.ok()) return result;
   return 0;
 }

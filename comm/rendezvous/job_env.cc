@@ -224,6 +224,25 @@ absl::StatusOr<JobEnv> JobEnvFromLookup(const EnvLookup& lookup) {
     }
   }
   env.job_token = token;
+
+  if (std::optional<std::string> hang = lookup("FSDP_HANG_TIMEOUT_S");
+      hang.has_value() && !hang->empty()) {
+    double seconds = 0;
+    if (!absl::SimpleAtod(*hang, &seconds) || !(seconds >= 0) || seconds > 1e9) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "FSDP_HANG_TIMEOUT_S='", *hang,
+          "' is not a number of seconds >= 0; set it to the hang bound (e.g. 20), or 0 to "
+          "turn hang detection off"));
+    }
+    env.hang_timeout = seconds == 0 ? absl::InfiniteDuration() : absl::Seconds(seconds);
+  }
+  if (std::optional<std::string> fd = lookup("FSDP_FAILURE_REPORT_FD");
+      fd.has_value() && !fd->empty()) {
+    FSDP_ASSIGN_OR_RETURN(
+        env.failure_report_fd,
+        ParseIntVar("FSDP_FAILURE_REPORT_FD", *fd, 0, 1 << 20,
+                    "the launcher's report pipe (it sets this itself; unset it otherwise)"));
+  }
   return env;
 }
 

@@ -17,6 +17,15 @@
 // come from the environment; under mpirun/Slurm export them yourself (see
 // docs/comm-transport.md). With WORLD_SIZE 1 they may be omitted.
 //
+// Also from the environment, for every convention:
+//   FSDP_HANG_TIMEOUT_S     the hang bound in seconds (decimal; 0 = no hang
+//                           detection), when the program does not set
+//                           CommunicatorOptions::hang_timeout itself.
+//   FSDP_FAILURE_REPORT_FD  set by //comm/launcher: a pipe on which the rank
+//                           reports the first failure it diagnosed (the dead
+//                           or hung rank), so the launcher can name the root
+//                           cause (comm/launcher/failure_report.h).
+//
 // The job token keeps ranks of different jobs apart when they collide on one
 // MASTER_PORT: FSDP_JOB_TOKEN if set, else derived from the launcher's job id
 // (SLURM_JOB_ID, Open MPI's PMIX_NAMESPACE / OMPI_MCA_ess_base_jobid), else
@@ -33,6 +42,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace comm {
 
@@ -45,6 +55,10 @@ struct JobEnv {
   int master_port = 0;      // 1..65535 (0 only when world_size == 1)
   std::string job_token;
   std::string source;       // "torchrun" | "mpirun" | "slurm"
+  // FSDP_HANG_TIMEOUT_S if set (infinite for 0).
+  std::optional<absl::Duration> hang_timeout;
+  // FSDP_FAILURE_REPORT_FD, or -1.
+  int failure_report_fd = -1;
 };
 
 // The largest world size: the UCX transport keeps the source rank in the top

@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "comm/liveness.h"
 #include "comm/rendezvous/framed_socket.h"
+#include "comm/rendezvous/hang_verdict.h"
+#include "comm/rendezvous/heartbeat_thread.h"
 #include "comm/rendezvous/store_server.h"
 #include "comm/status_macros.h"
 #include "proto/rendezvous.pb.h"
@@ -16,6 +19,14 @@ namespace {
 // explanation (rank 0's clock started at a slightly different moment).
 constexpr absl::Duration kReasonGrace = absl::Seconds(2);
 
+int64_t SteadyNanos(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+std::string Tenths(absl::Duration d) {
+  return absl::FormatDuration(absl::Trunc(d, absl::Milliseconds(100)));
+}
+
 std::string HostName() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "unknown-host";
@@ -24,9 +35,9 @@ std::string HostName() {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(const JobEnv& env,
-                                                             const std::string& blob,
-                                                             absl::Duration timeout) {
+absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(
+    const JobEnv& env, const std::string& blob, absl::Duration timeout,
+    const HangDetection& hang_detection) {
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + timeout;
   const std::string me = absl::StrCat("rank ", env.rank);
@@ -47,6 +58,7 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(const JobEnv& env,
     options.world_size = env.world_size;
     options.job_token = env.job_token;
     options.join_timeout = timeout;
+    options.hang_timeout = hang_detection.bound;
     absl::StatusOr<std::unique_ptr<StoreServer>> server = StoreServer::Start(options);
     if (!server.ok()) {
       return absl::Status(server.status().code(),
@@ -111,7 +123,55 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(const JobEnv& env,
   }
   rendezvous->blobs_.assign(reply.roster().blobs().begin(), reply.roster().blobs().end());
   rendezvous->hosts_.assign(reply.roster().hosts().begin(), reply.roster().hosts().end());
+  if (reply.roster().hang_timeout_ms() > 0) {
+    rendezvous->hang_timeout_ = absl::Milliseconds(reply.roster().hang_timeout_ms());
+    rendezvous->liveness_ = hang_detection.liveness;
+    rendezvous->StartHeartbeats();
+  }
   return rendezvous;
+}
+
+void Rendezvous::StartHeartbeats() {
+  const int64_t now = SteadyNanos(SteadyClock::now());
+  store_heard_at_ns_.store(now);
+  last_beat_at_ns_.store(now);
+  heartbeat_ = std::make_unique<HeartbeatThread>(HeartbeatInterval(hang_timeout_),
+                                                 [this] { Beat(); });
+}
+
+absl::Duration Rendezvous::poll_interval() const {
+  return hang_timeout_ == absl::InfiniteDuration() ? absl::InfiniteDuration()
+                                                   : HeartbeatInterval(hang_timeout_);
+}
+
+void Rendezvous::Beat() {
+  const int64_t now = SteadyNanos(SteadyClock::now());
+  if (absl::Nanoseconds(now - last_beat_at_ns_.load()) > hang_timeout_ / 2) {
+    // This process did not run for half a bound (it was stopped, e.g. a
+    // suspended job): the store's silence over that gap is not the store's.
+    store_heard_at_ns_.store(now);
+  }
+  last_beat_at_ns_.store(now);
+  fsdp::proto::ClientMessage message;
+  fsdp::proto::Heartbeat* beat = message.mutable_heartbeat();
+  beat->set_awaited_rank(-1);
+  if (liveness_ != nullptr) {
+    CallerLiveness::Snapshot snapshot = liveness_->Read();
+    beat->set_idle_ms(absl::ToInt64Milliseconds(snapshot.idle));
+    beat->set_pending_ms(absl::ToInt64Milliseconds(snapshot.pending));
+    beat->set_awaited_rank(snapshot.awaited_rank);
+    beat->set_awaited_what(snapshot.awaited_what);
+  }
+  std::lock_guard<std::mutex> lock(write_mu_);
+  if (socket_ == nullptr || socket_->fd() < 0) return;
+  // A store that cannot take a few bytes within one interval is judged by
+  // its own silence, on the reading side.
+  (void)socket_->Write(message, absl::Now() + HeartbeatInterval(hang_timeout_));
+}
+
+void Rendezvous::CloseSocket() {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  if (socket_ != nullptr) socket_->Close();
 }
 
 int Rendezvous::failure_detector_fd() const {
@@ -123,19 +183,48 @@ std::vector<PeerEvent> Rendezvous::PollPeerEvents() {
   if (socket_ == nullptr || socket_->fd() < 0) return events;
   std::vector<std::string> frames;
   absl::StatusOr<bool> open = socket_->ReadAvailable(&frames);
+  const SteadyClock::time_point now = SteadyClock::now();
+  if (!frames.empty()) store_heard_at_ns_.store(SteadyNanos(now));
   for (const std::string& frame : frames) {
     fsdp::proto::ServerMessage message;
     if (!message.ParseFromString(frame) || !message.has_peer_gone()) continue;
-    const int rank = message.peer_gone().rank();
+    const fsdp::proto::PeerGone& gone = message.peer_gone();
+    const int rank = gone.rank();
     if (rank < 0 || rank >= env_.world_size) continue;
-    if (rank == 0 && message.peer_gone().clean()) rank0_left_ = true;
-    events.push_back({rank, message.peer_gone().clean()});
+    if (rank == 0 && gone.clean()) rank0_left_ = true;
+    if (gone.hung()) {
+      if (rank == env_.rank) self_declared_hung_ = true;
+      events.push_back({rank, PeerEvent::Kind::kHung, gone.reason()});
+    } else {
+      events.push_back({rank, gone.clean() ? PeerEvent::Kind::kLeft : PeerEvent::Kind::kDied, ""});
+    }
   }
   if (!open.ok() || !*open) {
     // The store is gone. After rank 0's goodbye that is expected; otherwise
     // rank 0's process died (and took the store with it).
-    socket_->Close();
-    if (!rank0_left_ && !left_) events.push_back({0, false});
+    CloseSocket();
+    if (!rank0_left_ && !left_) events.push_back({0, PeerEvent::Kind::kDied, ""});
+    return events;
+  }
+  // Rank 0 does not judge its own store: it runs in this very process. Nor
+  // does a rank whose heartbeat thread has not kept time (this process was
+  // stopped; the thread restarts the store's clock when it runs again).
+  const bool keeping_time =
+      absl::Nanoseconds(SteadyNanos(now) - last_beat_at_ns_.load()) < hang_timeout_ / 2;
+  if (hang_timeout_ != absl::InfiniteDuration() && env_.rank != 0 && !store_declared_hung_ &&
+      !self_declared_hung_ && !rank0_left_ && !left_ && keeping_time) {
+    const absl::Duration silent =
+        absl::Nanoseconds(SteadyNanos(now) - store_heard_at_ns_.load());
+    if (silent > hang_timeout_) {
+      store_declared_hung_ = true;
+      events.push_back(
+          {0, PeerEvent::Kind::kHung,
+           absl::StrCat("rank 0 is hung: no heartbeat from its rendezvous store reached rank ",
+                        env_.rank, " for ", Tenths(silent), " (hang bound ",
+                        Tenths(hang_timeout_),
+                        "): rank 0's process is stopped (SIGSTOP, a debugger) or not being "
+                        "scheduled, or its host is cut off")});
+    }
   }
   return events;
 }
@@ -143,6 +232,7 @@ std::vector<PeerEvent> Rendezvous::PollPeerEvents() {
 void Rendezvous::Leave(absl::Duration linger) {
   if (left_) return;
   left_ = true;
+  heartbeat_.reset();  // no beat after the goodbye
   if (socket_ != nullptr && socket_->fd() >= 0) {
     fsdp::proto::ClientMessage goodbye;
     goodbye.mutable_goodbye();
@@ -152,7 +242,7 @@ void Rendezvous::Leave(absl::Duration linger) {
     server_->WaitForOthersToLeave(linger);
     server_.reset();
   }
-  if (socket_ != nullptr) socket_->Close();
+  CloseSocket();
 }
 
 Rendezvous::~Rendezvous() { Leave(); }

@@ -4,8 +4,25 @@
 // every rank's bytes back, through the store that rank 0 hosts on MASTER_PORT
 // (comm/rendezvous/store_server.h). Afterwards the object keeps its TCP
 // connection to the store open: it is this rank's failure detector. Poll
-// `failure_detector_fd()` for readability and call `PollPeerEvents()` to learn
-// which peers died (connection dropped) or left (said goodbye).
+// `failure_detector_fd()` for readability (and at least every
+// `poll_interval()`) and call `PollPeerEvents()` to learn which peers died
+// (connection dropped), left (said goodbye) or hung.
+//
+// Hang detection: a process that is stopped (SIGSTOP, a debugger) or stuck in
+// a computation keeps its TCP connection open, so the connection alone cannot
+// see it. When the job has a hang bound (rank 0's HangDetection::bound, sent
+// in the roster), a HeartbeatThread (comm/rendezvous/heartbeat_thread.h) sends
+// the store a heartbeat HeartbeatInterval(bound) apart, carrying what the
+// caller is doing (comm/liveness.h); the store declares ranks hung by the
+// rules of comm/rendezvous/hang_verdict.h and tells every rank. The store
+// beats to every rank as often; a rank that hears nothing from it for longer
+// than the bound reports rank 0 hung itself (rank 0's process, which hosts
+// the store, is stopped or cut off). A rank whose own process was stopped
+// for half a bound restarts that clock instead (it cannot tell the store's
+// silence from its own): it judges the store only while its own heartbeat
+// thread keeps time, and its heartbeat thread, on finding that it did not
+// run for half a bound, restarts the store's clock. A rank that heard it was
+// itself declared hung stops judging (the store no longer beats to it).
 //
 // Errors of Join, all naming this rank and, where known, the culprit:
 //   kUnavailable       "MASTER_PORT N is in use on this host; choose another"
@@ -25,7 +42,11 @@
 #ifndef COMM_RENDEZVOUS_RENDEZVOUS_H_
 #define COMM_RENDEZVOUS_RENDEZVOUS_H_
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -36,15 +57,35 @@
 namespace comm {
 
 class FramedSocket;
+class HeartbeatThread;
 class StoreServer;
+
+class CallerLiveness;
 
 // A change in a peer's liveness, from the failure detector.
 struct PeerEvent {
+  enum class Kind {
+    kLeft,  // it shut down in order (it said goodbye)
+    kDied,  // its process is gone: its connection to rank 0's store dropped
+            // (for rank 0: this rank's own connection to the store dropped)
+    kHung,  // declared hung by the store (or, for rank 0, by this rank)
+  };
   int rank;
-  // True if the peer shut down in order (it said goodbye); false if its
-  // process is gone (its connection to rank 0's store dropped, or, for
-  // rank 0, this rank's own connection to the store dropped).
-  bool clean;
+  Kind kind;
+  // kHung: why, e.g. "rank 3 is hung: no heartbeat from it reached the
+  // rendezvous store on rank 0 for 3.2s (hang bound 3s): ...". May name this
+  // rank itself.
+  std::string reason;
+};
+
+// Hang detection settings of one rank; see the banner.
+struct HangDetection {
+  // The job's bound is rank 0's (the store's); the others' are ignored.
+  // Infinite: no heartbeats and no hang verdicts.
+  absl::Duration bound = absl::InfiniteDuration();
+  // What this rank's heartbeats report about its caller; must outlive the
+  // Rendezvous. Null: beats report nothing (only silence can be judged).
+  const CallerLiveness* liveness = nullptr;
 };
 
 class Rendezvous {
@@ -52,9 +93,9 @@ class Rendezvous {
   // Joins the job: rank 0 first starts the store. With world size 1 it
   // returns at once without any socket. Waits at most `timeout`
   // (plus a short grace to hear rank 0's reason when the store gives up).
-  static absl::StatusOr<std::unique_ptr<Rendezvous>> Join(const JobEnv& env,
-                                                          const std::string& blob,
-                                                          absl::Duration timeout);
+  static absl::StatusOr<std::unique_ptr<Rendezvous>> Join(
+      const JobEnv& env, const std::string& blob, absl::Duration timeout,
+      const HangDetection& hang_detection = {});
 
   // Says goodbye (see Leave) if not done yet.
   ~Rendezvous();
@@ -69,16 +110,30 @@ class Rendezvous {
   // reported).
   int failure_detector_fd() const;
 
-  // Non-blocking: the liveness changes received since the last call.
+  // Non-blocking: the liveness changes received since the last call (and,
+  // for rank 0's store falling silent, found by this call).
   std::vector<PeerEvent> PollPeerEvents();
 
-  // Orderly shutdown: tells the others this rank leaves on purpose. Rank 0
-  // then waits up to `linger` for the others to leave too, so that ranks still
-  // working keep their failure detector, and stops the store.
+  // The job's hang bound (infinite if none) and how often PollPeerEvents()
+  // must be called at least while someone waits (infinite if no bound).
+  absl::Duration hang_timeout() const { return hang_timeout_; }
+  absl::Duration poll_interval() const;
+
+  // Orderly shutdown: stops the heartbeats, tells the others this rank leaves
+  // on purpose. Rank 0 then waits up to `linger` for the others to leave too,
+  // so that ranks still working keep their failure detector, and stops the
+  // store.
   void Leave(absl::Duration linger = absl::Seconds(5));
 
  private:
+  using SteadyClock = std::chrono::steady_clock;
+
   Rendezvous() = default;
+  void StartHeartbeats();
+  // On the heartbeat thread: one beat.
+  void Beat();
+  // Closes the connection (under write_mu_: the heartbeat thread writes).
+  void CloseSocket();
 
   JobEnv env_;
   std::unique_ptr<StoreServer> server_;  // rank 0 only
@@ -87,6 +142,22 @@ class Rendezvous {
   std::vector<std::string> hosts_;
   bool rank0_left_ = false;
   bool left_ = false;
+
+  // Hang detection (see the banner).
+  absl::Duration hang_timeout_ = absl::InfiniteDuration();
+  const CallerLiveness* liveness_ = nullptr;
+  // Serializes writes to socket_ and its closing, between the heartbeat
+  // thread and the thread that owns this object.
+  std::mutex write_mu_;
+  // When the store was last heard from (steady nanoseconds); the heartbeat
+  // thread moves it forward after this process was stopped.
+  std::atomic<int64_t> store_heard_at_ns_{0};
+  // When the heartbeat thread last beat (steady nanoseconds).
+  std::atomic<int64_t> last_beat_at_ns_{0};
+  bool store_declared_hung_ = false;
+  bool self_declared_hung_ = false;
+  // Last member: destroyed (stopped) first.
+  std::unique_ptr<HeartbeatThread> heartbeat_;
 };
 
 }  // namespace comm

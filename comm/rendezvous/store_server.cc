@@ -7,22 +7,38 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "comm/rendezvous/framed_socket.h"
+#include "comm/rendezvous/hang_verdict.h"
 #include "comm/status_macros.h"
 #include "proto/rendezvous.pb.h"
 
 namespace comm {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+absl::Duration Since(SteadyClock::time_point then, SteadyClock::time_point now) {
+  return absl::FromChrono(now - then);
+}
+
+}  // namespace
 
 struct StoreServer::Connection {
   std::unique_ptr<FramedSocket> socket;
   int rank = -1;  // -1 until a JoinRequest was accepted
   std::string host;
   bool said_goodbye = false;
+  // Hang detection: when the last message arrived, the latest heartbeat, and
+  // whether this rank was declared hung.
+  SteadyClock::time_point last_message_at = SteadyClock::now();
+  fsdp::proto::Heartbeat heartbeat;
+  bool declared_hung = false;
 };
 
 // The serving loop; runs on StoreServer::thread_ and owns all sockets.
@@ -51,6 +67,9 @@ class StoreServer::Loop {
   void ConnectionLost(Connection& connection);
   void UpdateOthersConnected();
   std::string MissingRanks() const;
+  bool hang_detection() const { return options_.hang_timeout != absl::InfiniteDuration(); }
+  // Every heartbeat interval: beats to every rank, then the hang verdicts.
+  void Tick(SteadyClock::time_point now);
 
   StoreServer* server_;
   StoreServerOptions options_;
@@ -62,6 +81,8 @@ class StoreServer::Loop {
   std::map<int, Connection*> joined_;  // rank -> its connection
   std::vector<std::string> blobs_;
   std::vector<std::string> hosts_;  // host name of each rank, for the roster
+  SteadyClock::time_point next_tick_ = SteadyClock::now();
+  SteadyClock::time_point last_tick_ = SteadyClock::now();
 };
 
 void StoreServer::Loop::Run(int wake_fd) {
@@ -76,6 +97,10 @@ void StoreServer::Loop::Run(int wake_fd) {
     int timeout_ms = -1;
     if (state_ == State::kJoining) {
       absl::Duration left = join_deadline - absl::Now();
+      timeout_ms = static_cast<int>(
+          std::max<int64_t>(0, absl::ToInt64Milliseconds(left) + 1));
+    } else if (state_ == State::kRunning && hang_detection()) {
+      absl::Duration left = Since(SteadyClock::now(), next_tick_);
       timeout_ms = static_cast<int>(
           std::max<int64_t>(0, absl::ToInt64Milliseconds(left) + 1));
     }
@@ -106,6 +131,10 @@ void StoreServer::Loop::Run(int wake_fd) {
       }
     }
 
+    if (state_ == State::kRunning && hang_detection() && SteadyClock::now() >= next_tick_) {
+      Tick(SteadyClock::now());
+    }
+
     if (state_ == State::kJoining && absl::Now() >= join_deadline) {
       Abort(absl::StrCat("rendezvous timed out after ",
                          absl::FormatDuration(absl::Now() - start_), " on rank 0: ",
@@ -115,6 +144,51 @@ void StoreServer::Loop::Run(int wake_fd) {
                          "same MASTER_ADDR/MASTER_PORT and that none crashed at startup"));
     }
   }
+}
+
+void StoreServer::Loop::Tick(SteadyClock::time_point now) {
+  const absl::Duration bound = options_.hang_timeout;
+  const absl::Duration interval = HeartbeatInterval(bound);
+  if (Since(last_tick_, now) > bound / 2) {
+    // This thread did not run for half a bound (the whole process was
+    // stopped, e.g. a suspended job, or starved): the ranks' silence over that
+    // gap is ours, not theirs.
+    for (auto& [rank, connection] : joined_) connection->last_message_at = now;
+  }
+  last_tick_ = now;
+  next_tick_ = now + absl::ToChronoNanoseconds(interval);
+
+  fsdp::proto::ServerMessage beat;
+  beat.mutable_heartbeat();
+  for (auto& [rank, connection] : joined_) {
+    if (!connection->said_goodbye && !connection->declared_hung) SendTo(*connection, beat);
+  }
+
+  std::vector<RankHeartbeat> ranks;
+  for (const auto& [rank, connection] : joined_) {
+    RankHeartbeat r;
+    r.rank = rank;
+    r.judged = !connection->said_goodbye && !connection->declared_hung;
+    r.silent = Since(connection->last_message_at, now);
+    r.idle = absl::Milliseconds(connection->heartbeat.idle_ms());
+    r.pending = absl::Milliseconds(connection->heartbeat.pending_ms());
+    r.awaited_rank = connection->heartbeat.awaited_rank();
+    r.awaited_what = connection->heartbeat.awaited_what();
+    ranks.push_back(std::move(r));
+  }
+  std::vector<HangVerdict> verdicts = FindHungRanks(ranks, bound);
+  for (const HangVerdict& verdict : verdicts) {
+    joined_[verdict.rank]->declared_hung = true;
+    fsdp::proto::ServerMessage message;
+    message.mutable_peer_gone()->set_rank(verdict.rank);
+    message.mutable_peer_gone()->set_clean(false);
+    message.mutable_peer_gone()->set_hung(true);
+    message.mutable_peer_gone()->set_reason(verdict.reason);
+    // The hung rank too: should it resume, it must not go on as if nothing
+    // happened.
+    Broadcast(message, /*except_rank=*/-1);
+  }
+  if (!verdicts.empty()) UpdateOthersConnected();
 }
 
 std::string StoreServer::Loop::MissingRanks() const {
@@ -231,6 +305,15 @@ bool StoreServer::Loop::HandleJoin(Connection& connection,
     fsdp::proto::ServerMessage roster;
     for (const std::string& blob : blobs_) roster.mutable_roster()->add_blobs(blob);
     for (const std::string& host : hosts_) roster.mutable_roster()->add_hosts(host);
+    if (hang_detection()) {
+      roster.mutable_roster()->set_hang_timeout_ms(
+          std::max<int64_t>(1, absl::ToInt64Milliseconds(options_.hang_timeout)));
+      // Every rank's silence starts now.
+      const SteadyClock::time_point now = SteadyClock::now();
+      for (auto& [rank, joined] : joined_) joined->last_message_at = now;
+      last_tick_ = now;
+      next_tick_ = now + absl::ToChronoNanoseconds(HeartbeatInterval(options_.hang_timeout));
+    }
     Broadcast(roster, /*except_rank=*/-1);
     blobs_.clear();
     blobs_.shrink_to_fit();
@@ -257,13 +340,16 @@ void StoreServer::Loop::ConnectionLost(Connection& connection) {
 bool StoreServer::Loop::Serve(Connection& connection) {
   std::vector<std::string> frames;
   absl::StatusOr<bool> open = connection.socket->ReadAvailable(&frames);
+  if (!frames.empty()) connection.last_message_at = SteadyClock::now();
   for (const std::string& frame : frames) {
     fsdp::proto::ClientMessage message;
     if (!message.ParseFromString(frame)) {
       open = false;  // not our protocol: drop it
       break;
     }
-    if (message.has_join()) {
+    if (message.has_heartbeat()) {
+      connection.heartbeat = message.heartbeat();
+    } else if (message.has_join()) {
       if (!HandleJoin(connection, message.join())) return false;
     } else if (message.has_goodbye() && connection.rank >= 0 && !connection.said_goodbye) {
       connection.said_goodbye = true;
@@ -286,7 +372,8 @@ bool StoreServer::Loop::Serve(Connection& connection) {
 void StoreServer::Loop::UpdateOthersConnected() {
   int count = 0;
   for (const auto& [rank, connection] : joined_) {
-    if (rank != 0 && !connection->said_goodbye) ++count;
+    // A hung rank will not say goodbye; rank 0 must not linger for it.
+    if (rank != 0 && !connection->said_goodbye && !connection->declared_hung) ++count;
   }
   std::lock_guard<std::mutex> lock(server_->mutex_);
   server_->other_ranks_connected_ = count;

@@ -15,6 +15,16 @@
 //
 // A connection with another job's token is refused (Refused) in any state and
 // does not change the state: the ranks of this job go on.
+//
+// Hang detection (kRunning, when options.hang_timeout is finite): the store
+// sends every rank a heartbeat each HeartbeatInterval(bound), keeps each
+// rank's latest heartbeat and the time of its last message, and applies
+// FindHungRanks (comm/rendezvous/hang_verdict.h) on every beat. A rank
+// declared hung is told to every rank, itself included (peer_gone with
+// hung=true and the reason); it is not judged again and no longer counts for
+// WaitForOthersToLeave. If the store's own thread was not running for half a
+// bound (its process was stopped or starved), it cannot judge that gap: every
+// rank's silence restarts from then.
 #ifndef COMM_RENDEZVOUS_STORE_SERVER_H_
 #define COMM_RENDEZVOUS_STORE_SERVER_H_
 
@@ -35,6 +45,9 @@ struct StoreServerOptions {
   std::string job_token;
   // How long to wait for all ranks to join before aborting the job.
   absl::Duration join_timeout = absl::Seconds(60);
+  // The job's hang bound (see above); infinite: no heartbeats, no verdicts.
+  // Sent to every rank in the roster.
+  absl::Duration hang_timeout = absl::InfiniteDuration();
 };
 
 class StoreServer {
@@ -49,8 +62,8 @@ class StoreServer {
   // then see rank 0 disappear.
   ~StoreServer();
 
-  // Blocks until every rank other than 0 has said goodbye or disconnected, or
-  // `timeout` passes. Rank 0 calls this before shutting down, so that ranks
+  // Blocks until every rank other than 0 has said goodbye, disconnected or
+  // been declared hung, or `timeout` passes. Rank 0 calls this before shutting down, so that ranks
   // still finishing their work keep their failure detector.
   void WaitForOthersToLeave(absl::Duration timeout);
 

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "comm/launcher/failure_report.h"
+#include "comm/liveness.h"
 #include "comm/rendezvous/rendezvous.h"
 #include "comm/ucx/peer_copy_guard.h"
 #include "comm/ucx/ucx_failure.h"
@@ -42,11 +44,12 @@ constexpr absl::Duration kRootCauseWait = absl::Seconds(2);
 
 class UcxTransport final : public Transport {
  public:
-  UcxTransport(const JobEnv& env) : env_(env), peers_(env.world_size, PeerState::kAlive),
-                                    left_at_(env.world_size) {}
+  UcxTransport(const JobEnv& env)
+      : env_(env), peers_(env.world_size, PeerState::kAlive), left_at_(env.world_size),
+        peer_failure_(env.world_size) {}
   ~UcxTransport() override;
 
-  absl::Status Init(absl::Duration rendezvous_timeout);
+  absl::Status Init(const UcxTransportOptions& options);
 
   int rank() const override { return env_.rank; }
   int world_size() const override { return env_.world_size; }
@@ -61,6 +64,7 @@ class UcxTransport final : public Transport {
   absl::Status BlockUntilActivity(absl::Duration timeout) override;
   void Interrupt() override;
   absl::Status health() const override { return health_; }
+  CallerLiveness* caller_liveness() override { return &liveness_; }
 
  private:
   // A UCX operation in flight. Lives in operations_ until UCX is done with
@@ -107,7 +111,16 @@ class UcxTransport final : public Transport {
   absl::Status FailureOf(const std::string& operation, int peer, ucs_status_t status);
   bool HandlePeerEvents();
   bool ExpireOperationsWithLeftPeers();
-  void MarkPeerDead(int peer);
+  // `peer` died or hung (`kind`: "died" / "hung"; `what`: "rank 3 is hung:
+  // ..."): kUnavailable `what` plus who was told becomes its operations'
+  // status (and health() if it is the first failure).
+  void MarkPeerFailed(int peer, const char* kind, const std::string& what);
+  // The job's first failure, as this rank saw it: health() and the report
+  // to the launcher (comm/launcher/failure_report.h), which gets `what`.
+  void SetFirstFailure(int culprit, const char* kind, const absl::Status& why,
+                       const std::string& what);
+  // The store declared this very rank hung.
+  void MarkSelfHung(const std::string& reason);
   void AbandonOperationsWith(int peer, const absl::Status& status,
                              absl::Time left_before);
   std::string Describe(const Operation& op) const;
@@ -116,7 +129,10 @@ class UcxTransport final : public Transport {
   JobEnv env_;
   std::vector<PeerState> peers_;
   std::vector<absl::Time> left_at_;
+  std::vector<absl::Status> peer_failure_;  // why peers_[p] is kDead
   absl::Status health_;
+  bool self_hung_ = false;  // the store declared this rank hung
+  CallerLiveness liveness_;  // reported by the heartbeats
 
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
@@ -140,7 +156,7 @@ absl::Status UcxError(const std::string& what, ucs_status_t status) {
       absl::StrCat(what, " failed: ", ucs_status_string(status)));
 }
 
-absl::Status UcxTransport::Init(absl::Duration rendezvous_timeout) {
+absl::Status UcxTransport::Init(const UcxTransportOptions& options) {
   const std::string me = absl::StrCat("rank ", env_.rank);
   if (env_.world_size > (1 << kRankBits)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -189,7 +205,11 @@ absl::Status UcxTransport::Init(absl::Duration rendezvous_timeout) {
   std::string blob(reinterpret_cast<const char*>(address), address_length);
   ucp_worker_release_address(worker_, address);
 
-  FSDP_ASSIGN_OR_RETURN(rendezvous_, Rendezvous::Join(env_, blob, rendezvous_timeout));
+  HangDetection hang_detection;
+  hang_detection.bound = options.hang_timeout;
+  hang_detection.liveness = &liveness_;
+  FSDP_ASSIGN_OR_RETURN(rendezvous_, Rendezvous::Join(env_, blob, options.rendezvous_timeout,
+                                                      hang_detection));
   // Host names to indices, numbered in order of first appearance.
   std::vector<std::string> names;
   for (const std::string& host : rendezvous_->hosts()) {
@@ -249,6 +269,10 @@ absl::Status UcxTransport::CheckPost(const char* op, int peer, uint64_t tag) con
         "rank ", env_.rank, ": ", op, " to/from rank ", peer, " with tag ", tag,
         " above kMaxTransportTag (", kMaxTransportTag, ")"));
   }
+  if (self_hung_ && peer != env_.rank) {
+    return absl::UnavailableError(absl::StrCat("rank ", env_.rank, ": cannot ", op, " rank ",
+                                               peer, " tag ", tag, ": ", health_.message()));
+  }
   if (peers_[peer] == PeerState::kDead && std::string(op) != "receive from") {
     return DeadPeerError(op, peer, tag);
   }
@@ -257,7 +281,8 @@ absl::Status UcxTransport::CheckPost(const char* op, int peer, uint64_t tag) con
 
 absl::Status UcxTransport::DeadPeerError(const char* op, int peer, uint64_t tag) const {
   return absl::UnavailableError(absl::StrCat("rank ", env_.rank, ": cannot ", op, " rank ",
-                                             peer, " tag ", tag, ": rank ", peer, " died"));
+                                             peer, " tag ", tag, ": ",
+                                             peer_failure_[peer].message()));
 }
 
 void UcxTransport::Finish(Completion* completion, absl::Status status,
@@ -498,19 +523,32 @@ void UcxTransport::AbandonOperationsWith(int peer, const absl::Status& status,
   }
 }
 
-void UcxTransport::MarkPeerDead(int peer) {
+void UcxTransport::SetFirstFailure(int culprit, const char* kind, const absl::Status& why,
+                                   const std::string& what) {
+  if (!health_.ok()) return;
+  health_ = why;
+  WriteFailureReport(env_.failure_report_fd, FailureReport{culprit, kind, env_.rank, what});
+}
+
+void UcxTransport::MarkPeerFailed(int peer, const char* kind, const std::string& what) {
   if (peers_[peer] == PeerState::kDead) return;
   peers_[peer] = PeerState::kDead;
-  absl::Status status = absl::UnavailableError(
-      peer == 0
-          ? absl::StrCat("rank 0 died: this rank's (rank ", env_.rank,
-                         ") connection to its rendezvous store at ", env_.master_addr,
-                         ":", env_.master_port, " dropped without a goodbye")
-          : absl::StrCat("rank ", peer, " died: its connection to the rendezvous store "
-                         "on rank 0 dropped without a goodbye (reported to rank ",
-                         env_.rank, ")"));
-  if (health_.ok()) health_ = status;
-  AbandonOperationsWith(peer, status, absl::InfiniteFuture());
+  const absl::Status why =
+      absl::UnavailableError(absl::StrCat(what, " (reported to rank ", env_.rank, ")"));
+  peer_failure_[peer] = why;
+  SetFirstFailure(peer, kind, why, what);
+  AbandonOperationsWith(peer, why, absl::InfiniteFuture());
+}
+
+void UcxTransport::MarkSelfHung(const std::string& reason) {
+  if (self_hung_) return;
+  self_hung_ = true;
+  absl::Status status = absl::UnavailableError(absl::StrCat(
+      "rank ", env_.rank, " (this rank) was declared hung and is out of the job: ", reason));
+  SetFirstFailure(env_.rank, "hung", status, reason);
+  for (int peer = 0; peer < env_.world_size; ++peer) {
+    if (peer != env_.rank) AbandonOperationsWith(peer, status, absl::InfiniteFuture());
+  }
 }
 
 bool UcxTransport::HandlePeerEvents() {
@@ -521,9 +559,22 @@ bool UcxTransport::HandlePeerEvents() {
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd_before, nullptr);
   }
   for (const PeerEvent& event : events) {
+    if (event.kind == PeerEvent::Kind::kHung && event.rank == env_.rank) {
+      MarkSelfHung(event.reason);
+      continue;
+    }
     if (event.rank == env_.rank) continue;
-    if (!event.clean) {
-      MarkPeerDead(event.rank);
+    if (event.kind == PeerEvent::Kind::kHung) {
+      MarkPeerFailed(event.rank, "hung", event.reason);
+    } else if (event.kind == PeerEvent::Kind::kDied) {
+      MarkPeerFailed(event.rank, "died",
+                     event.rank == 0
+                         ? absl::StrCat("rank 0 died: the connection to its rendezvous store at ",
+                                        env_.master_addr, ":", env_.master_port,
+                                        " dropped without a goodbye")
+                         : absl::StrCat("rank ", event.rank,
+                                        " died: its connection to the rendezvous store "
+                                        "on rank 0 dropped without a goodbye"));
     } else if (peers_[event.rank] == PeerState::kAlive) {
       peers_[event.rank] = PeerState::kLeft;
       left_at_[event.rank] = absl::Now();
@@ -588,8 +639,12 @@ absl::Status UcxTransport::BlockUntilActivity(absl::Duration timeout) {
       if (Progress() || attempt >= 16) return absl::OkStatus();
     }
   }
-  // Wake up when a left peer's receives are due to expire.
+  // Wake up when a left peer's receives are due to expire, and often enough
+  // to notice the rendezvous store falling silent (no event fd for that).
   absl::Time wake = absl::Now() + timeout;
+  if (rendezvous_ != nullptr && rendezvous_->failure_detector_fd() >= 0) {
+    wake = std::min(wake, absl::Now() + rendezvous_->poll_interval());
+  }
   for (const Operation& op : operations_) {
     if (op.completion != nullptr && peers_[op.peer] == PeerState::kLeft) {
       wake = std::min(wake, std::max(left_at_[op.peer], op.posted_at) + kLeftPeerGrace);
@@ -677,10 +732,17 @@ UcxTransport::~UcxTransport() {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Transport>> CreateUcxTransport(
-    const JobEnv& env, absl::Duration rendezvous_timeout) {
+    const JobEnv& env, const UcxTransportOptions& options) {
   auto transport = std::make_unique<UcxTransport>(env);
-  FSDP_RETURN_IF_ERROR(transport->Init(rendezvous_timeout));
+  FSDP_RETURN_IF_ERROR(transport->Init(options));
   return std::unique_ptr<Transport>(std::move(transport));
+}
+
+absl::StatusOr<std::unique_ptr<Transport>> CreateUcxTransport(
+    const JobEnv& env, absl::Duration rendezvous_timeout) {
+  UcxTransportOptions options;
+  options.rendezvous_timeout = rendezvous_timeout;
+  return CreateUcxTransport(env, options);
 }
 
 }  // namespace comm

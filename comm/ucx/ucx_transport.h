@@ -23,6 +23,21 @@
 // rank, pending operations with it complete with that status (receives are
 // cancelled with ucp_request_cancel) and new posts to it fail. When the store
 // itself (rank 0) disappears without a goodbye, rank 0 is reported dead.
+//
+// Hangs: with a hang bound (UcxTransportOptions::hang_timeout), the
+// rendezvous connection also carries heartbeats (comm/rendezvous/
+// rendezvous.h), reporting caller_liveness(), which the progress engine keeps
+// up to date. A rank the store declares hung (stopped, or stuck outside the
+// communicator while others wait for it; comm/rendezvous/hang_verdict.h) is
+// treated like a dead one: health() becomes kUnavailable "rank 3 is hung:
+// ...", pending operations with it complete with that status and new posts
+// to it fail. kUnavailable rather than kDeadlineExceeded: the verdict is
+// final (the rank is out of the job and its operations are abandoned), not a
+// wait that ran out and may be retried, which is what kDeadlineExceeded means
+// for Work::Wait. A rank hearing nothing from the store for the bound
+// declares rank 0 hung the same way. A rank told that it was itself declared
+// hung (it was stopped and resumed) fails every pending and later operation:
+// the others have already given up on it.
 // A rank that shuts down cleanly (destructor) says goodbye first: health()
 // stays OK, sends to it fail at once, and receives from it that are still
 // pending kLeftPeerGrace after it left complete with kUnavailable (the grace
@@ -58,9 +73,21 @@ namespace comm {
 // How long receives from a peer that left cleanly may still complete.
 inline constexpr absl::Duration kLeftPeerGrace = absl::Seconds(2);
 
-// Creates the UCX context and worker, rendezvouses with the other ranks
-// (waiting at most `rendezvous_timeout`; errors as in
-// comm/rendezvous/rendezvous.h) and connects to every peer.
+struct UcxTransportOptions {
+  // How long the rendezvous waits for every rank (errors as in
+  // comm/rendezvous/rendezvous.h).
+  absl::Duration rendezvous_timeout = absl::Seconds(60);
+  // The hang bound (see the banner); rank 0's is the job's. Infinite: no
+  // heartbeats, hangs end only by the callers' own timeouts.
+  absl::Duration hang_timeout = absl::InfiniteDuration();
+};
+
+// Creates the UCX context and worker, rendezvouses with the other ranks and
+// connects to every peer.
+absl::StatusOr<std::unique_ptr<Transport>> CreateUcxTransport(
+    const JobEnv& env, const UcxTransportOptions& options);
+
+// The same without hang detection.
 absl::StatusOr<std::unique_ptr<Transport>> CreateUcxTransport(
     const JobEnv& env, absl::Duration rendezvous_timeout);
 

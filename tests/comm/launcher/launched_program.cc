@@ -9,12 +9,18 @@
 //                      the others sleep
 //   stubborn RANK CODE like fail, but the others ignore SIGTERM
 //   sleep              prints "READY <pid>" and sleeps 60 s
+//   report RANK CODE   rank 0 reports (FSDP_FAILURE_REPORT_FD) that rank RANK
+//                      is hung, then exits CODE after 300 ms; the others sleep
+//   stop RANK CODE     rank RANK stops itself (SIGSTOP); rank 0 exits CODE
+//                      after 500 ms without a report; the others sleep
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include "comm/launcher/failure_report.h"
 
 namespace {
 
@@ -66,6 +72,31 @@ int main(int argc, char** argv) {
     return rank == 1 && attempt < std::atoi(argv[2]) ? 1 : 0;
   }
   const int chosen = std::atoi(argv[2]);
+  const int code = argc > 3 ? std::atoi(argv[3]) : 1;
+  if (mode == "report" || mode == "stop") {
+    if (mode == "stop" && rank == chosen) {
+      std::printf("STOPPING %d\n", getpid());
+      std::fflush(stdout);
+      raise(SIGSTOP);
+      SleepForever();
+      return 0;
+    }
+    if (rank == 0) {
+      usleep((mode == "stop" ? 500 : 300) * 1000);
+      if (mode == "report") {
+        const char* fd = std::getenv("FSDP_FAILURE_REPORT_FD");
+        comm::WriteFailureReport(fd != nullptr ? std::atoi(fd) : -1,
+                                 comm::FailureReport{chosen, "hung", 0,
+                                                     "rank " + std::to_string(chosen) +
+                                                         " is hung: test report"});
+      }
+      return code;
+    }
+    std::printf("READY %d\n", getpid());
+    std::fflush(stdout);
+    SleepForever();
+    return 0;
+  }
   if (mode == "stubborn" && rank != chosen) signal(SIGTERM, SIG_IGN);
   if (rank == chosen) {
     usleep(300 * 1000);

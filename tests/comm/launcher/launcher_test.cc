@@ -4,6 +4,8 @@
 // captured), plus the library's small helpers.
 #include "comm/launcher/launcher.h"
 
+#include "comm/launcher/failure_report.h"
+
 #include <sched.h>
 #include <signal.h>
 
@@ -126,6 +128,37 @@ TEST(Launch, RankKilledBySignalIsNamed) {
   EXPECT_LT(result.elapsed, absl::Seconds(10));
 }
 
+// A survivor reports the rank it found hung before it exits: the launcher
+// names that rank as the root cause, not the survivor that exited first.
+TEST(Launch, ReportedRootCauseIsNamedRatherThanTheFirstRankToExit) {
+  RankProcesses processes;
+  processes.Start(RunfilePath(kLaunch), LaunchArgs(4, {"report", "3", "4"}), {});
+  ProcessResult result = processes.Wait(0, absl::Seconds(30));
+  EXPECT_EQ(result.exit_code, 4) << Describe(result);  // still the first failure's code
+  EXPECT_TRUE(Contains(result.err,
+                       "[launcher] rank 0 exited with code 4; root cause: rank 3 is hung: "
+                       "test report (reported by rank 0); stopping the other ranks"));
+  EXPECT_TRUE(Contains(result.err,
+                       "launch: rank 3 is hung: test report (reported by rank 0): the root "
+                       "cause; rank 0 exited with code 4 (the first rank to exit)"));
+  EXPECT_LT(result.elapsed, absl::Seconds(10));
+}
+
+// Without any report (hang detection off), a stopped rank is the suspect; and
+// the launcher still ends it (SIGTERM, then SIGCONT so that it acts on it).
+TEST(Launch, StoppedRankIsNamedAndStillEndedWhenAnotherFails) {
+  RankProcesses processes;
+  processes.Start(RunfilePath(kLaunch), LaunchArgs(3, {"stop", "2", "6"}), {});
+  ProcessResult result = processes.Wait(0, absl::Seconds(30));
+  EXPECT_EQ(result.exit_code, 6) << Describe(result);
+  EXPECT_TRUE(Contains(result.err, "[launcher] rank 2 was stopped by signal 19"));
+  EXPECT_TRUE(Contains(result.err, "launch: rank 2 was stopped (signal 19"));
+  EXPECT_TRUE(Contains(result.err, "when rank 0 exited with code 6: the stopped rank is the "
+                                   "likely root cause"));
+  EXPECT_FALSE(result.timed_out) << "the launcher waited on its stopped rank";
+  EXPECT_LT(result.elapsed, absl::Seconds(10));
+}
+
 TEST(Launch, RanksIgnoringSigtermAreKilledAfterTheGrace) {
   RankProcesses processes;
   processes.Start(RunfilePath(kLaunch), LaunchArgs(3, {"stubborn", "2", "5"}, 1), {});
@@ -173,6 +206,24 @@ TEST(Launch, BadCommandLineIsExplained) {
   ProcessResult result = processes.Wait(0, absl::Seconds(10));
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_TRUE(Contains(result.err, "--nproc N (N >= 1) is required"));
+}
+
+TEST(LauncherLibrary, FailureReportsRoundTripInOneShortLine) {
+  FailureReport report{3, "hung", 1, "rank 3 is hung: no heartbeat\nfor 3s"};
+  const std::string line = FormatFailureReport(report);
+  EXPECT_EQ(line, "fsdp-failure culprit=3 kind=hung reporter=1 rank 3 is hung: no heartbeat "
+                  "for 3s\n");
+  std::optional<FailureReport> parsed = ParseFailureReport(line);
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->culprit, 3);
+  EXPECT_EQ(parsed->kind, "hung");
+  EXPECT_EQ(parsed->reporter, 1);
+  EXPECT_EQ(parsed->message, "rank 3 is hung: no heartbeat for 3s");
+
+  report.message = std::string(10000, 'x');
+  EXPECT_EQ(FormatFailureReport(report).size(), kMaxReportBytes);
+  EXPECT_FALSE(ParseFailureReport("[rank 2] some output").has_value());
+  EXPECT_FALSE(ParseFailureReport("fsdp-failure culprit=x kind=hung reporter=1 m").has_value());
 }
 
 TEST(LauncherLibrary, Helpers) {

@@ -133,6 +133,13 @@ INSTANTIATE_TEST_SUITE_P(
     Errors, JobEnvBad,
     ::testing::Values(
         BadCase{"nothing", {}, absl::StatusCode::kNotFound, {"RANK", "launch"}},
+        BadCase{"garbage_hang_timeout", With(kGoodTorchrun, "FSDP_HANG_TIMEOUT_S", "soon"),
+                absl::StatusCode::kInvalidArgument,
+                {"FSDP_HANG_TIMEOUT_S='soon'", "0 to turn hang detection off"}},
+        BadCase{"negative_hang_timeout", With(kGoodTorchrun, "FSDP_HANG_TIMEOUT_S", "-3"),
+                absl::StatusCode::kInvalidArgument, {"FSDP_HANG_TIMEOUT_S='-3'"}},
+        BadCase{"garbage_report_fd", With(kGoodTorchrun, "FSDP_FAILURE_REPORT_FD", "x"),
+                absl::StatusCode::kInvalidArgument, {"FSDP_FAILURE_REPORT_FD='x'"}},
         BadCase{"garbage_rank", With(kGoodTorchrun, "RANK", "one"),
                 absl::StatusCode::kInvalidArgument, {"RANK='one' is not an integer"}},
         BadCase{"rank_out_of_range", With(kGoodTorchrun, "RANK", "4"),
@@ -174,6 +181,25 @@ INSTANTIATE_TEST_SUITE_P(
                  {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}},
                 absl::StatusCode::kInvalidArgument, {"SLURM_TASKS_PER_NODE='2(y3)'"}}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });
+
+TEST(JobEnvHangTimeout, UnsetSecondsOrOff) {
+  absl::StatusOr<JobEnv> unset = JobEnvFromLookup(LookupIn(kGoodTorchrun));
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_FALSE(unset->hang_timeout.has_value());
+  EXPECT_EQ(unset->failure_report_fd, -1);
+
+  absl::StatusOr<JobEnv> set =
+      JobEnvFromLookup(LookupIn(With(With(kGoodTorchrun, "FSDP_HANG_TIMEOUT_S", "2.5"),
+                                     "FSDP_FAILURE_REPORT_FD", "7")));
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->hang_timeout, absl::Milliseconds(2500));
+  EXPECT_EQ(set->failure_report_fd, 7);
+
+  absl::StatusOr<JobEnv> off =
+      JobEnvFromLookup(LookupIn(With(kGoodTorchrun, "FSDP_HANG_TIMEOUT_S", "0")));
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(off->hang_timeout, absl::InfiniteDuration());
+}
 
 }  // namespace
 }  // namespace comm

@@ -4,6 +4,7 @@
 // ranks, and each way a job can be misconfigured, checking that the right
 // ranks get the named error within the deadline.
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -183,6 +184,100 @@ TEST(RendezvousErrors, RankThatCrashesWhileJoiningAbortsTheOthers) {
   EXPECT_EQ(result.exit_code, 1) << Describe(result);
   EXPECT_TRUE(Contains(result.out, "rank 1 (host"));
   EXPECT_TRUE(Contains(result.out, "disconnected during the rendezvous"));
+}
+
+// --- Heartbeats: hangs the connection alone cannot see ---
+
+constexpr int kHangMs = 1000;
+// A verdict comes within one heartbeat interval (bound / 5) past the bound;
+// the rest is for a loaded machine.
+constexpr absl::Duration kVerdictSlack = absl::Seconds(3);
+
+// Starts `world_size` ranks that watch their failure detector for
+// `watch`, with a 1 s hang bound, and waits until all have their roster.
+void StartWatchers(RankProcesses& processes, int world_size, absl::Duration watch) {
+  const int port = FreePort();
+  for (int r = 0; r < world_size; ++r) {
+    std::map<std::string, std::string> env =
+        WithTimeout(TorchrunEnv(r, world_size, port, "hb"), absl::Seconds(20));
+    env["RDV_HANG_MS"] = std::to_string(kHangMs);
+    env["RDV_WATCH_MS"] = std::to_string(absl::ToInt64Milliseconds(watch));
+    processes.Start(RunfilePath(kWorker), {}, env);
+  }
+  for (int r = 0; r < world_size; ++r) {
+    ASSERT_TRUE(processes.WaitForStdout(r, "ROSTER OK", absl::Seconds(20)))
+        << "rank " << r << ": " << processes.StdoutSoFar(r);
+  }
+}
+
+TEST(Heartbeats, StoppedRankIsDeclaredHungToEveryOtherRank) {
+  RankProcesses processes;
+  StartWatchers(processes, 3, absl::Seconds(6));
+  processes.Kill(2, SIGSTOP);
+  const absl::Time stopped = absl::Now();
+  for (int r : {0, 1}) {
+    EXPECT_TRUE(processes.WaitForStdout(r, "EVENT 2 hung rank 2 is hung: no heartbeat",
+                                        absl::Milliseconds(kHangMs) + kVerdictSlack))
+        << "rank " << r << ": " << processes.StdoutSoFar(r);
+  }
+  EXPECT_GE(absl::Now() - stopped, absl::Milliseconds(kHangMs / 2));
+  processes.Kill(2, SIGKILL);
+  for (int r : {0, 1}) {
+    ProcessResult result = processes.Wait(r, absl::Seconds(20));
+    EXPECT_EQ(result.exit_code, 0) << Describe(result);
+    // Only rank 2, once: the others kept beating.
+    EXPECT_EQ(result.out.find("EVENT 0"), std::string::npos) << result.out;
+    EXPECT_EQ(result.out.find("EVENT 1"), std::string::npos) << result.out;
+  }
+}
+
+TEST(Heartbeats, StoppedRankZeroIsDeclaredHungByEachOtherRank) {
+  RankProcesses processes;
+  StartWatchers(processes, 3, absl::Seconds(6));
+  processes.Kill(0, SIGSTOP);
+  for (int r : {1, 2}) {
+    EXPECT_TRUE(processes.WaitForStdout(
+        r, absl::StrCat("EVENT 0 hung rank 0 is hung: no heartbeat from its rendezvous store "
+                        "reached rank ", r),
+        absl::Milliseconds(kHangMs) + kVerdictSlack))
+        << "rank " << r << ": " << processes.StdoutSoFar(r);
+  }
+  processes.Kill(0, SIGKILL);
+  for (int r : {1, 2}) processes.Wait(r, absl::Seconds(20));
+}
+
+// A stopped rank that is resumed hears that it was declared hung (so it
+// cannot go on as if nothing happened); it does not, in turn, take the
+// store's silence over its own stop for a hung rank 0.
+TEST(Heartbeats, ResumedRankHearsThatItWasDeclaredHung) {
+  RankProcesses processes;
+  StartWatchers(processes, 3, absl::Seconds(7));
+  processes.Kill(2, SIGSTOP);
+  ASSERT_TRUE(processes.WaitForStdout(0, "EVENT 2 hung", absl::Milliseconds(kHangMs) +
+                                                             kVerdictSlack))
+      << processes.StdoutSoFar(0);
+  processes.Kill(2, SIGCONT);
+  EXPECT_TRUE(processes.WaitForStdout(2, "EVENT 2 hung rank 2 is hung", absl::Seconds(3)))
+      << processes.StdoutSoFar(2);
+  ProcessResult resumed = processes.Wait(2, absl::Seconds(20));
+  EXPECT_EQ(resumed.exit_code, 0) << Describe(resumed);
+  EXPECT_EQ(resumed.out.find("EVENT 0 hung"), std::string::npos) << resumed.out;
+  for (int r : {0, 1}) processes.Wait(r, absl::Seconds(20));
+}
+
+// The whole job stopped and resumed (a suspended job step): nobody may
+// declare anybody hung for a silence that everybody shared.
+TEST(Heartbeats, WholeJobStoppedAndResumedDeclaresNobody) {
+  RankProcesses processes;
+  StartWatchers(processes, 3, absl::Seconds(6));
+  for (int r = 0; r < 3; ++r) processes.Kill(r, SIGSTOP);
+  absl::SleepFor(absl::Milliseconds(3 * kHangMs));
+  for (int r = 0; r < 3; ++r) processes.Kill(r, SIGCONT);
+  for (int r = 0; r < 3; ++r) {
+    ProcessResult result = processes.Wait(r, absl::Seconds(20));
+    EXPECT_EQ(result.exit_code, 0) << Describe(result);
+    EXPECT_EQ(result.out.find("EVENT"), std::string::npos) << "rank " << r << ": " << result.out;
+  }
 }
 
 }  // namespace

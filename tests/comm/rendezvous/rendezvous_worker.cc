@@ -5,13 +5,19 @@
 // host name (all this machine's), and
 // prints "ROSTER OK <world size>" or "ERROR <code>: <message>" (exit 1).
 // Env RDV_TIMEOUT_MS sets the rendezvous timeout (default 10000).
+// With RDV_HANG_MS (the hang bound) and RDV_WATCH_MS, it then watches the
+// failure detector for that long and prints every event as
+// "EVENT <rank> <died|left|hung> <reason>" (the heartbeat tests stop and
+// resume ranks meanwhile).
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "comm/rendezvous/job_env.h"
 #include "comm/rendezvous/rendezvous.h"
 
@@ -36,8 +42,12 @@ int main() {
   if (!env.ok()) return Fail(env.status());
   const char* timeout_ms = std::getenv("RDV_TIMEOUT_MS");
   absl::Duration timeout = absl::Milliseconds(timeout_ms ? std::atoi(timeout_ms) : 10000);
+  comm::HangDetection hang_detection;
+  if (const char* hang_ms = std::getenv("RDV_HANG_MS")) {
+    hang_detection.bound = absl::Milliseconds(std::atoi(hang_ms));
+  }
   absl::StatusOr<std::unique_ptr<comm::Rendezvous>> rendezvous =
-      comm::Rendezvous::Join(*env, BlobOf(env->rank), timeout);
+      comm::Rendezvous::Join(*env, BlobOf(env->rank), timeout, hang_detection);
   if (!rendezvous.ok()) return Fail(rendezvous.status());
   const auto& blobs = (*rendezvous)->blobs();
   for (int r = 0; r < env->world_size; ++r) {
@@ -62,5 +72,19 @@ int main() {
     }
   }
   std::printf("ROSTER OK %d\n", env->world_size);
+  std::fflush(stdout);
+  if (const char* watch_ms = std::getenv("RDV_WATCH_MS")) {
+    const absl::Time until = absl::Now() + absl::Milliseconds(std::atoi(watch_ms));
+    while (absl::Now() < until) {
+      for (const comm::PeerEvent& event : (*rendezvous)->PollPeerEvents()) {
+        const char* kind = event.kind == comm::PeerEvent::Kind::kDied   ? "died"
+                           : event.kind == comm::PeerEvent::Kind::kLeft ? "left"
+                                                                        : "hung";
+        std::printf("EVENT %d %s %s\n", event.rank, kind, event.reason.c_str());
+        std::fflush(stdout);
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+  }
   return 0;
 }

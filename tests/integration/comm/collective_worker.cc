@@ -28,6 +28,12 @@
 //             right after posting (or, with --novictim_posts, just before),
 //             with --posted_dir only once every survivor has posted;
 //             survivors report what Wait() returned.
+//   hang      like kill, but the victim does not die: with --hang_mode=stop it
+//             raises SIGSTOP (the test kills it at the end), with
+//             --hang_mode=spin it computes without calling the communicator
+//             for --spin_ms, then posts its all-reduce and reports what
+//             Wait() returned (it should hear that it was declared hung).
+//             Survivors report what their Wait() returned.
 //   join      rendezvous plus one barrier (the rendezvous-failure tests).
 #include <signal.h>
 #include <unistd.h>
@@ -52,7 +58,7 @@
 #include "tests/integration/comm/collective_reference.h"
 #include "tests/integration/comm/collective_scenarios.h"
 
-ABSL_FLAG(std::string, scenario, "all", "grid | inflight | split | all | kill | join");
+ABSL_FLAG(std::string, scenario, "all", "grid | inflight | split | all | kill | hang | join");
 ABSL_FLAG(int64_t, timeout_ms, 60000, "Timeout of every Work::Wait() and Split().");
 ABSL_FLAG(int64_t, rendezvous_timeout_ms, 60000,
           "CommunicatorOptions::rendezvous_timeout.");
@@ -67,6 +73,11 @@ ABSL_FLAG(bool, victim_posts, true,
           "kill: the victim posts its all-reduce before dying (data may be in "
           "flight) or dies before posting (the others wait for it).");
 ABSL_FLAG(int64_t, kill_count, 16 << 20, "kill: fp32 elements of the all-reduce.");
+ABSL_FLAG(int64_t, hang_timeout_ms, -1,
+          "CommunicatorOptions::hang_timeout; -1: unset (FSDP_HANG_TIMEOUT_S or the "
+          "default), 0: off.");
+ABSL_FLAG(std::string, hang_mode, "stop", "hang: 'stop' (SIGSTOP) or 'spin' (compute).");
+ABSL_FLAG(int64_t, spin_ms, 10000, "hang: how long a spinning victim computes.");
 ABSL_FLAG(std::string, posted_dir, "",
           "kill: a directory shared by the ranks. Each survivor creates posted_<rank> "
           "in it once its all-reduce is posted, and the victim dies only when all "
@@ -171,6 +182,61 @@ int RunKill(comm::Communicator& world, absl::Duration timeout) {
   return code;
 }
 
+// Every rank posts an all-reduce and waits; the victim stops or spins once
+// every survivor has posted (so its silence and their waits start together).
+int RunHang(comm::Communicator& world, absl::Duration timeout) {
+  const std::string prefix = Prefix(world.rank(), world.size());
+  std::vector<float> values(1 << 18, 1.0f);
+  absl::Status aligned = [&]() -> absl::Status {
+    FSDP_ASSIGN_OR_RETURN(comm::WorkHandle work, world.Barrier());
+    return work->Wait(timeout);
+  }();
+  absl::Time start = absl::Now();
+  if (!aligned.ok()) return ReportStatus(prefix, start, "barrier before hang", aligned);
+  const bool victim = world.rank() == absl::GetFlag(FLAGS_victim);
+  const std::string posted_dir = absl::GetFlag(FLAGS_posted_dir);
+  comm::AllReduceOptions options;
+  options.buffer = comm::AsBytes(absl::MakeSpan(values));
+  options.algorithm = Algorithm::kRing;
+  if (victim) {
+    if (!posted_dir.empty() && !AwaitSurvivorsPosted(world, posted_dir, timeout)) {
+      std::printf("%s FAIL hang: the survivors did not all post within %s\n", prefix.c_str(),
+                  absl::FormatDuration(timeout).c_str());
+      return 1;
+    }
+    if (absl::GetFlag(FLAGS_hang_mode) == "stop") {
+      std::printf("%s raising SIGSTOP\n", prefix.c_str());
+      std::fflush(stdout);
+      raise(SIGSTOP);
+      std::printf("%s continued\n", prefix.c_str());
+    } else {
+      const absl::Duration spin = absl::Milliseconds(absl::GetFlag(FLAGS_spin_ms));
+      std::printf("%s spinning for %s without calling the communicator\n", prefix.c_str(),
+                  absl::FormatDuration(spin).c_str());
+      std::fflush(stdout);
+      volatile uint64_t sink = 0;
+      const absl::Time until = absl::Now() + spin;
+      while (absl::Now() < until) {
+        for (int i = 0; i < 100000; ++i) sink = sink + i;
+      }
+    }
+    start = absl::Now();
+  }
+  absl::StatusOr<comm::WorkHandle> work = world.AllReduce(options);
+  if (!work.ok()) return ReportStatus(prefix, start, "posting all_reduce", work.status());
+  if (!victim && !posted_dir.empty()) {
+    FILE* marker = std::fopen(PostedMarker(posted_dir, world.rank()).c_str(), "w");
+    if (marker != nullptr) std::fclose(marker);
+  }
+  absl::Status status = (*work)->Wait(timeout);
+  if (status.ok()) {
+    std::printf("%s PASS hang: all-reduce finished although rank %d hung\n", prefix.c_str(),
+                absl::GetFlag(FLAGS_victim));
+    return 0;
+  }
+  return ReportStatus(prefix, start, "all_reduce", status);
+}
+
 std::vector<Algorithm> ParseAlgorithms(const std::string& text, std::string* error) {
   std::vector<Algorithm> algorithms;
   for (absl::string_view name : absl::StrSplit(text, ',', absl::SkipEmpty())) {
@@ -191,8 +257,13 @@ int Main() {
   std::vector<Algorithm> algorithms =
       ParseAlgorithms(absl::GetFlag(FLAGS_algorithms), &flag_error);
   const bool known = scenario == "grid" || scenario == "inflight" || scenario == "split" ||
-                     scenario == "all" || scenario == "kill" || scenario == "join";
+                     scenario == "all" || scenario == "kill" || scenario == "hang" ||
+                     scenario == "join";
   if (!known) flag_error = absl::StrCat("--scenario: unknown '", scenario, "'");
+  const std::string hang_mode = absl::GetFlag(FLAGS_hang_mode);
+  if (hang_mode != "stop" && hang_mode != "spin") {
+    flag_error = absl::StrCat("--hang_mode: unknown '", hang_mode, "' (stop, spin)");
+  }
   const std::string rounding_name = absl::GetFlag(FLAGS_bf16_rounding);
   if (rounding_name != "once" && rounding_name != "per_hop") {
     flag_error = absl::StrCat("--bf16_rounding: unknown '", rounding_name, "' (once, per_hop)");
@@ -209,6 +280,10 @@ int Main() {
   comm::CommunicatorOptions options;
   options.rendezvous_timeout =
       absl::Milliseconds(absl::GetFlag(FLAGS_rendezvous_timeout_ms));
+  if (const int64_t hang_ms = absl::GetFlag(FLAGS_hang_timeout_ms); hang_ms >= 0) {
+    options.hang_timeout =
+        hang_ms == 0 ? absl::InfiniteDuration() : absl::Milliseconds(hang_ms);
+  }
   absl::StatusOr<std::unique_ptr<comm::Communicator>> created =
       comm::Communicator::CreateFromEnvironment(options);
   if (!created.ok()) return ReportStatus(env_prefix, start, "rendezvous", created.status());
@@ -220,6 +295,7 @@ int Main() {
   std::fflush(stdout);
 
   if (scenario == "kill") return RunKill(world, timeout);
+  if (scenario == "hang") return RunHang(world, timeout);
 
   ScenarioRunner worker(world, timeout, rounding);
   std::vector<std::pair<std::string, std::function<absl::Status()>>> parts;

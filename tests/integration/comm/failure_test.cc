@@ -1,8 +1,9 @@
 // File: tests/integration/comm/failure_test.cc
 //
 // Failures across real processes on loopback: a rank SIGKILLed in the middle
-// of an all-reduce, a rank with a wrong WORLD_SIZE, and a rank that never
-// arrives. Ranks are started directly (tests/integration/comm/
+// of an all-reduce, a rank that hangs instead (SIGSTOPped, or spinning in a
+// computation without calling the communicator), a rank with a wrong
+// WORLD_SIZE, and a rank that never arrives. Ranks are started directly (tests/integration/comm/
 // rank_processes.h), not through //comm/launcher, because the launcher
 // tears the whole job down as soon as one rank dies, which would hide what the
 // survivors' communicators report.
@@ -13,8 +14,10 @@
 //   - with the documented code,
 //   - and the message names the culprit rank.
 //
-// Usage (Bazel passes it): failure_test <path of collective_worker> [--gtest_filter=...]
-// (BUILD makes two targets of it: kill_rank_test and rendezvous_failure_test.)
+// Usage (Bazel passes it): failure_test <path of collective_worker> <path of
+// //comm/launcher:launch> [--gtest_filter=...]
+// (BUILD makes three targets of it: kill_rank_test, hang_rank_test and
+// rendezvous_failure_test.)
 #include <signal.h>
 #include <stdlib.h>
 
@@ -25,12 +28,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/comm/rendezvous/rank_processes.h"
 #include "tests/integration/comm/rank_processes.h"
 
 namespace comm_test {
 namespace {
 
 std::string g_worker_path;
+std::string g_launch_path;
 
 // The survivors' Wait() timeout in the kill test: short, so the test is fast
 // even when the communicator only notices the death by timing out.
@@ -137,6 +142,151 @@ INSTANTIATE_TEST_SUITE_P(
                           info.param.victim_posts ? "_after_posting" : "_before_posting");
     });
 
+// --- Hangs: a rank that stops or computes forever instead of dying ---
+
+// The hang bound of these jobs, and the survivors' Wait() timeout: far
+// longer, so that only the hang detector can end their wait in time.
+constexpr int kHangBoundMs = 3000;
+constexpr int kHangWaitTimeoutMs = 30000;
+// How long past the bound a survivor may take to report: the verdict comes
+// within one heartbeat interval (bound / 5) of the bound, plus scheduling on
+// a loaded 2-core machine.
+constexpr int kHangReportSlackMs = 3000;
+// A spinning victim computes until well after it was declared hung, then
+// posts, and must hear that it was.
+constexpr int kSpinMs = kHangBoundMs + 5000;
+
+enum class HangMode { kStop, kSpin };
+
+struct HangCase {
+  int world_size;
+  int victim;
+  HangMode mode;
+};
+
+class HangRankTest : public testing::TestWithParam<HangCase> {};
+
+TEST_P(HangRankTest, SurvivorsNameTheHungRankWithinTheBound) {
+  const HangCase c = GetParam();
+  const std::string posted_dir = FreshDirectory("hang");
+  RankProcesses job(g_worker_path,
+                    {"--scenario=hang", absl::StrCat("--victim=", c.victim),
+                     c.mode == HangMode::kStop ? "--hang_mode=stop" : "--hang_mode=spin",
+                     absl::StrCat("--spin_ms=", kSpinMs),
+                     absl::StrCat("--hang_timeout_ms=", kHangBoundMs),
+                     absl::StrCat("--timeout_ms=", kHangWaitTimeoutMs),
+                     "--rendezvous_timeout_ms=20000",
+                     absl::StrCat("--posted_dir=", posted_dir)});
+  std::vector<int> ranks;
+  for (int r = 0; r < c.world_size; ++r) ranks.push_back(r);
+  ASSERT_TRUE(job.Start(c.world_size, ranks, {}).ok());
+  // A stopped victim is killed (and reaped) once the survivors are done; a
+  // spinning one finishes by itself.
+  std::vector<int> linger;
+  if (c.mode == HangMode::kStop) linger.push_back(c.victim);
+  std::vector<RankOutcome> outcomes =
+      job.WaitAll(absl::Seconds(20) + absl::Milliseconds(kSpinMs + kHangWaitTimeoutMs), linger);
+
+  const std::string hung = absl::StrCat("rank ", c.victim, " is hung");
+  for (const RankOutcome& outcome : outcomes) {
+    SCOPED_TRACE(Describe(outcome));
+    EXPECT_FALSE(outcome.killed_at_deadline) << "a rank hung past the test's deadline";
+    EXPECT_TRUE(FindLine(outcome.output, " PASS ").empty())
+        << "an all-reduce finished although a rank of it hung";
+    if (outcome.rank == c.victim) {
+      if (c.mode == HangMode::kStop) {
+        EXPECT_FALSE(FindLine(outcome.output, "raising SIGSTOP").empty())
+            << "the victim failed before it reached the stop point";
+        EXPECT_TRUE(outcome.killed_after_others);
+      } else {
+        // Once it calls again, it hears that the others gave up on it.
+        StatusLine status;
+        ASSERT_TRUE(ParseStatusLine(outcome.output, &status)) << "no STATUS line";
+        EXPECT_EQ(status.code, "UNAVAILABLE") << status.text;
+        EXPECT_TRUE(absl::StrContains(status.text, "(this rank) was declared hung"))
+            << status.text;
+        EXPECT_EQ(outcome.exit_code, 3);
+      }
+      continue;
+    }
+    StatusLine status;
+    ASSERT_TRUE(ParseStatusLine(outcome.output, &status)) << "no STATUS line";
+    // kUnavailable: the verdict is final, like a death (comm/ucx/ucx_transport.h).
+    EXPECT_EQ(status.code, "UNAVAILABLE") << status.text;
+    EXPECT_TRUE(absl::StrContains(status.text, "all_reduce")) << status.text;
+    EXPECT_TRUE(absl::StrContains(status.text, hung))
+        << "the error does not name the hung rank " << c.victim << ": " << status.text;
+    if (c.mode == HangMode::kStop) {
+      EXPECT_TRUE(absl::StrContains(status.text, "no heartbeat")) << status.text;
+    } else {
+      EXPECT_TRUE(absl::StrContains(status.text, "has not called into the communicator"))
+          << status.text;
+    }
+    // Not from some other cause before the bound could pass, and not much
+    // after it.
+    EXPECT_GE(status.after_ms, kHangBoundMs / 2) << status.text;
+    EXPECT_LE(status.after_ms, kHangBoundMs + kHangReportSlackMs) << status.text;
+    EXPECT_TRUE(outcome.exited) << "a survivor did not exit by itself";
+    EXPECT_EQ(outcome.exit_code, 3);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, HangRankTest,
+    testing::Values(HangCase{3, 1, HangMode::kStop}, HangCase{4, 3, HangMode::kStop},
+                    HangCase{4, 0, HangMode::kStop}, HangCase{3, 0, HangMode::kStop},
+                    HangCase{4, 2, HangMode::kSpin}, HangCase{3, 0, HangMode::kSpin}),
+    [](const testing::TestParamInfo<HangCase>& info) {
+      return absl::StrCat("world", info.param.world_size, "_victim", info.param.victim,
+                          info.param.mode == HangMode::kStop ? "_stopped" : "_spinning");
+    });
+
+// The same hangs under //comm/launcher:launch: the launcher's final message
+// must name the hung rank as the root cause, although a survivor is the first
+// rank to exit; and the launcher must end the stopped (or spinning) rank and
+// return, not wait on it.
+class LaunchedHangTest : public testing::TestWithParam<HangMode> {};
+
+TEST_P(LaunchedHangTest, LauncherNamesTheHungRankAsTheRootCause) {
+  const HangMode mode = GetParam();
+  const int victim = mode == HangMode::kStop ? 3 : 1;
+  const std::string posted_dir = FreshDirectory("launched_hang");
+  comm::testing::RankProcesses processes;
+  processes.Start(g_launch_path,
+                  {"--nproc", "4", "--", g_worker_path, "--scenario=hang",
+                   absl::StrCat("--victim=", victim),
+                   mode == HangMode::kStop ? "--hang_mode=stop" : "--hang_mode=spin",
+                   // Longer than the test: only the launcher can end it.
+                   "--spin_ms=600000", absl::StrCat("--hang_timeout_ms=", kHangBoundMs),
+                   absl::StrCat("--timeout_ms=", kHangWaitTimeoutMs),
+                   absl::StrCat("--posted_dir=", posted_dir)},
+                  {});
+  comm::testing::ProcessResult result = processes.Wait(0, absl::Seconds(60));
+  const std::string trace = absl::StrCat("exit=", result.exit_code, " timed_out=",
+                                         result.timed_out, "\nstdout:\n", result.out,
+                                         "\nstderr:\n", result.err);
+  SCOPED_TRACE(trace);
+  EXPECT_FALSE(result.timed_out) << "the launcher did not end its hung rank";
+  EXPECT_EQ(result.exit_code, 3);  // the first survivor's code
+  const std::string cause = absl::StrCat("launch: rank ", victim, " is hung: ");
+  EXPECT_TRUE(absl::StrContains(result.err, cause)) << "no root cause naming rank " << victim;
+  EXPECT_TRUE(absl::StrContains(result.err, "the root cause; rank "));
+  EXPECT_TRUE(absl::StrContains(result.err, "(the first rank to exit)"));
+  if (mode == HangMode::kStop) {
+    EXPECT_TRUE(absl::StrContains(result.err, "[launcher] rank 3 was stopped by signal 19"));
+  }
+  // The bound, the survivors' exit, the launcher's SIGTERM (a hung rank
+  // that ignored it would take the 3 s grace), slack for a loaded machine.
+  EXPECT_LT(result.elapsed, absl::Milliseconds(kHangBoundMs + kHangReportSlackMs) +
+                                absl::Seconds(3 + 6));
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, LaunchedHangTest,
+                         testing::Values(HangMode::kStop, HangMode::kSpin),
+                         [](const testing::TestParamInfo<HangMode>& info) {
+                           return info.param == HangMode::kStop ? "stopped" : "spinning";
+                         });
+
 TEST(RendezvousFailureTest, WrongWorldSizeOnOneRankFailsEveryRank) {
   RankProcesses job(g_worker_path,
                     {"--scenario=join", "--timeout_ms=5000",
@@ -188,10 +338,11 @@ TEST(RendezvousFailureTest, MissingRankIsNamedAfterTheTimeout) {
 
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s <path of collective_worker>\n", argv[0]);
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s <path of collective_worker> <path of launch>\n", argv[0]);
     return 2;
   }
   comm_test::g_worker_path = argv[1];
+  comm_test::g_launch_path = argv[2];
   return RUN_ALL_TESTS();
 }

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -70,7 +71,8 @@ RankProcesses::RankProcesses(std::string program, std::vector<std::string> args)
 RankProcesses::~RankProcesses() {
   for (const Child& child : children_) {
     if (child.pid > 0) {
-      kill(child.pid, SIGKILL);
+      kill(child.pid, SIGKILL);  // also ends a stopped child
+      kill(child.pid, SIGCONT);
       waitpid(child.pid, nullptr, 0);
     }
   }
@@ -132,7 +134,8 @@ absl::Status RankProcesses::Start(int world_size, const std::vector<int>& ranks,
   return absl::OkStatus();
 }
 
-std::vector<RankOutcome> RankProcesses::WaitAll(absl::Duration deadline_from_now) {
+std::vector<RankOutcome> RankProcesses::WaitAll(absl::Duration deadline_from_now,
+                                                const std::vector<int>& linger) {
   const absl::Time deadline = absl::Now() + deadline_from_now;
   std::vector<RankOutcome> outcomes(children_.size());
   size_t running = children_.size();
@@ -155,6 +158,33 @@ std::vector<RankOutcome> RankProcesses::WaitAll(absl::Duration deadline_from_now
       --running;
     }
     if (running == 0) break;
+    size_t lingering = 0;
+    for (const Child& child : children_) {
+      if (child.pid > 0 &&
+          std::find(linger.begin(), linger.end(), child.rank) != linger.end()) {
+        ++lingering;
+      }
+    }
+    if (lingering == running) {
+      for (size_t i = 0; i < children_.size(); ++i) {
+        Child& child = children_[i];
+        if (child.pid <= 0) continue;
+        // SIGKILL ends a stopped process too; SIGCONT is for good measure.
+        kill(child.pid, SIGKILL);
+        kill(child.pid, SIGCONT);
+        int status = 0;
+        waitpid(child.pid, &status, 0);
+        if (WIFSIGNALED(status)) outcomes[i].term_signal = WTERMSIG(status);
+        if (WIFEXITED(status)) {
+          outcomes[i].exited = true;
+          outcomes[i].exit_code = WEXITSTATUS(status);
+        }
+        child.pid = -1;
+        outcomes[i].killed_after_others = true;
+        outcomes[i].lifetime = absl::Now() - start_;
+      }
+      break;
+    }
     if (absl::Now() >= deadline) {
       for (size_t i = 0; i < children_.size(); ++i) {
         Child& child = children_[i];

@@ -40,6 +40,7 @@ struct RankOutcome {
   int exit_code = -1;
   int term_signal = 0;          // set if a signal ended it
   bool killed_at_deadline = false;
+  bool killed_after_others = false;  // a `linger` rank of WaitAll, killed then
   absl::Duration lifetime;      // from start to exit (or to the deadline)
   std::string output;           // stdout + stderr
 };
@@ -55,8 +56,11 @@ class RankProcesses {
   absl::Status Start(int world_size, const std::vector<int>& ranks,
                      const std::map<int, int>& world_size_override);
 
-  // Waits until every process exited or `deadline_from_now` passed.
-  std::vector<RankOutcome> WaitAll(absl::Duration deadline_from_now);
+  // Waits until every process exited or `deadline_from_now` passed. Ranks in
+  // `linger` (a stopped or spinning victim) are SIGKILLed, SIGCONTed and
+  // reaped as soon as every other rank has exited.
+  std::vector<RankOutcome> WaitAll(absl::Duration deadline_from_now,
+                                   const std::vector<int>& linger = {});
 
   int master_port() const { return master_port_; }
 
