@@ -578,16 +578,11 @@ bool UcxTransport::HandlePeerEvents() {
     } else if (peers_[event.rank] == PeerState::kAlive) {
       peers_[event.rank] = PeerState::kLeft;
       left_at_[event.rank] = absl::Now();
-      // Sends to it can no longer be matched: fail them now.
-      absl::Status status = absl::UnavailableError(absl::StrCat(
-          "rank ", event.rank, " shut down (said goodbye) before rank ", env_.rank,
-          "'s send to it completed"));
-      for (Operation& op : operations_) {
-        if (op.peer == event.rank && !op.is_recv && op.completion != nullptr &&
-            !op.ucx_done) {
-          FinishOperation(op, status);
-        }
-      }
+      // Its goodbye (over the store's TCP connection) can overtake UCX's own
+      // acknowledgement of a send it already took: a rank's last all-gather
+      // send often completes only after the peer, done, has left. So sends
+      // to it get the same grace as receives from it
+      // (ExpireOperationsWithLeftPeers); new sends fail at once (PostSend).
     }
   }
   return !events.empty();
@@ -601,10 +596,15 @@ bool UcxTransport::ExpireOperationsWithLeftPeers() {
       continue;
     }
     if (now < std::max(left_at_[op.peer], op.posted_at) + kLeftPeerGrace) continue;
-    FinishOperation(op, absl::UnavailableError(absl::StrCat(
-                            "rank ", op.peer, " shut down (said goodbye) while rank ",
-                            env_.rank, " still waited for a ", op.posted_bytes,
-                            "-byte message from it with tag ", op.tag)));
+    FinishOperation(
+        op, absl::UnavailableError(
+                op.is_recv
+                    ? absl::StrCat("rank ", op.peer, " shut down (said goodbye) while rank ",
+                                   env_.rank, " still waited for a ", op.posted_bytes,
+                                   "-byte message from it with tag ", op.tag)
+                    : absl::StrCat("rank ", op.peer, " shut down (said goodbye) before rank ",
+                                   env_.rank, "'s send of ", op.posted_bytes,
+                                   " bytes with tag ", op.tag, " to it completed")));
     if (op.is_recv) ucp_request_cancel(worker_, op.request);
     any = true;
   }

@@ -39,9 +39,11 @@
 // hung (it was stopped and resumed) fails every pending and later operation:
 // the others have already given up on it.
 // A rank that shuts down cleanly (destructor) says goodbye first: health()
-// stays OK, sends to it fail at once, and receives from it that are still
-// pending kLeftPeerGrace after it left complete with kUnavailable (the grace
-// lets messages it sent before leaving arrive).
+// stays OK, new sends to it fail at once, and sends to it and receives from
+// it that are still pending kLeftPeerGrace after it left complete with
+// kUnavailable (the grace lets messages it sent before leaving arrive, and
+// the acknowledgements of sends it took before leaving: its goodbye travels
+// over TCP and can overtake them).
 //
 // Any failed UCX call on an operation with a peer (at post time or at
 // completion, ucp_ep_create, ucp_worker_arm; any status) first waits briefly
@@ -70,7 +72,7 @@
 
 namespace comm {
 
-// How long receives from a peer that left cleanly may still complete.
+// How long operations with a peer that left cleanly may still complete.
 inline constexpr absl::Duration kLeftPeerGrace = absl::Seconds(2);
 
 struct UcxTransportOptions {

@@ -159,7 +159,7 @@ absl::StatusOr<SaveStats> SaveCheckpoint(comm::Communicator& world,
     absl::StatusOr<std::vector<StateRegion>> regions = trainer.CheckpointSaveRegions();
     absl::StatusOr<proto::ShardFile> entry =
         regions.ok() ? WriteShardFile(partial, ShardFileName(world.rank()), world.rank(), *regions,
-                                      options.chunk_bytes)
+                                      options.chunk_bytes, options.keep_alive)
                      : absl::StatusOr<proto::ShardFile>(regions.status());
     stats.write_time = absl::Now() - write_start;
     if (entry.ok()) {
@@ -225,6 +225,7 @@ absl::StatusOr<LoadStats> LoadCheckpoint(comm::Communicator& world, DataParallel
   absl::Status loaded = [&]() -> absl::Status {
     FSDP_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader,
                           CheckpointReader::Open(path, tracker));
+    reader->set_keep_alive([&world] { world.KeepAlive(); });
     const proto::CheckpointManifest& m = reader->manifest();
     FSDP_RETURN_IF_ERROR(CheckSameModel(m, ModelTensors(trainer.plan())));
     const UnitOptimizer& optimizer = trainer.optimizer();

@@ -28,6 +28,7 @@
 #define FSDP_CHECKPOINT_CHECKPOINT_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ struct SaveOptions {
   int keep = 0;
   absl::Duration timeout = absl::Seconds(120);  // each agreement step
   int64_t chunk_bytes = kDefaultChunkBytes;
+  // Called while a rank writes (Communicator::KeepAlive): under hang
+  // detection, ranks waiting for a slow writer must not take it for hung.
+  std::function<void()> keep_alive;
 };
 
 struct SaveStats {
@@ -88,6 +92,7 @@ struct LoadStats {
 // checkpoint holds another model or optimizer; the reader's errors
 // (NotFound, DataLoss naming the file) otherwise. Every rank returns the
 // same status. `tracker` counts the read buffer.
+// The reader calls world.KeepAlive() after every chunk.
 absl::StatusOr<LoadStats> LoadCheckpoint(comm::Communicator& world, DataParallelTrainer& trainer,
                                          const std::string& path, absl::Duration timeout,
                                          MemoryTracker* tracker);

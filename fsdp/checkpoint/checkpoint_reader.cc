@@ -106,6 +106,7 @@ absl::Status CheckpointReader::LoadChunk(int file, int64_t chunk) {
     done += n;
   }
   bytes_read_ += size;
+  if (keep_alive_) keep_alive_();
   if (Sha256Of(absl::string_view(chunk_.data(), size)) != entry.chunk_sha256(chunk)) {
     return absl::DataLossError(absl::StrCat(
         "checkpoint shard ", JoinPath(path_, entry.name()), " is damaged: chunk ", chunk,

@@ -17,6 +17,7 @@
 #define FSDP_CHECKPOINT_CHECKPOINT_READER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -64,6 +65,10 @@ class CheckpointReader {
   };
   absl::Status ReadAll(absl::Span<const Request> requests);
 
+  // Called after every chunk read: a long load is not a hang
+  // (Communicator::KeepAlive).
+  void set_keep_alive(std::function<void()> keep_alive) { keep_alive_ = std::move(keep_alive); }
+
   // Bytes read from shard files so far (whole chunks).
   int64_t bytes_read() const { return bytes_read_; }
 
@@ -101,6 +106,7 @@ class CheckpointReader {
   int64_t chunk_index_ = -1;
   int64_t chunk_size_ = 0;  // valid bytes in chunk_
   int64_t bytes_read_ = 0;
+  std::function<void()> keep_alive_;
 };
 
 }  // namespace checkpoint

@@ -132,6 +132,7 @@ absl::Status InitFromSafetensors(comm::Communicator& world, DataParallelTrainer&
         FSDP_RETURN_IF_ERROR(reader->ReadF32Range(
             t.name(), static_cast<uint64_t>(lo - t.model_offset()),
             region.data.subspan(lo - begin, hi - lo)));
+        world.KeepAlive();  // a long read is not a hang
       }
     }
     return trainer.FinishCheckpointLoad(/*steps_taken=*/0);

@@ -33,8 +33,9 @@ absl::Status WriteError(const std::string& path, int error) {
 // Writes bytes to fd and feeds the chunk digests.
 class ChunkedWriter {
  public:
-  ChunkedWriter(int fd, int64_t chunk_bytes, proto::ShardFile& entry)
-      : fd_(fd), chunk_bytes_(chunk_bytes), entry_(entry) {}
+  ChunkedWriter(int fd, int64_t chunk_bytes, proto::ShardFile& entry,
+                const std::function<void()>& keep_alive)
+      : fd_(fd), chunk_bytes_(chunk_bytes), entry_(entry), keep_alive_(keep_alive) {}
 
   // errno of a failed write, or 0.
   int Write(const char* data, int64_t num_bytes) {
@@ -47,6 +48,7 @@ class ChunkedWriter {
       }
       Hash(data + done, n);
       done += n;
+      if (keep_alive_) keep_alive_();
     }
     return 0;
   }
@@ -71,6 +73,7 @@ class ChunkedWriter {
   int fd_;
   int64_t chunk_bytes_;
   proto::ShardFile& entry_;
+  const std::function<void()>& keep_alive_;
   Sha256 hash_;
   int64_t chunk_filled_ = 0;
 };
@@ -79,7 +82,8 @@ class ChunkedWriter {
 
 absl::StatusOr<proto::ShardFile> WriteShardFile(const std::string& dir, const std::string& name,
                                                 int rank, absl::Span<const StateRegion> regions,
-                                                int64_t chunk_bytes) {
+                                                int64_t chunk_bytes,
+                                                const std::function<void()>& keep_alive) {
   if (chunk_bytes <= 0) return absl::InvalidArgumentError("chunk_bytes must be positive");
   const std::string path = JoinPath(dir, name);
   proto::ShardFile entry;
@@ -88,7 +92,7 @@ absl::StatusOr<proto::ShardFile> WriteShardFile(const std::string& dir, const st
   entry.set_chunk_bytes(chunk_bytes);
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return WriteError(path, errno);
-  ChunkedWriter writer(fd, chunk_bytes, entry);
+  ChunkedWriter writer(fd, chunk_bytes, entry, keep_alive);
   int64_t offset = 0;
   int error = 0;
   for (const StateRegion& region : regions) {

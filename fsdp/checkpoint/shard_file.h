@@ -12,6 +12,7 @@
 #define FSDP_CHECKPOINT_SHARD_FILE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -31,9 +32,12 @@ inline constexpr int64_t kDefaultChunkBytes = int64_t{1} << 20;
 // fsyncs and closes it. The directory itself is not synced (the commit
 // does it once for all files). On error (e.g. ResourceExhausted for a full
 // disk, PermissionDenied) the file is removed and the error names it.
+// `keep_alive`, if set, is called after every write of at most 8 MiB: a
+// long write is not a hang (Communicator::KeepAlive).
 absl::StatusOr<proto::ShardFile> WriteShardFile(const std::string& dir, const std::string& name,
                                                 int rank, absl::Span<const StateRegion> regions,
-                                                int64_t chunk_bytes = kDefaultChunkBytes);
+                                                int64_t chunk_bytes = kDefaultChunkBytes,
+                                                const std::function<void()>& keep_alive = {});
 
 }  // namespace checkpoint
 }  // namespace fsdp

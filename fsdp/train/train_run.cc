@@ -128,6 +128,7 @@ absl::Status SaveRunCheckpoint(const TrainOptions& options, comm::Communicator& 
   save.dir = options.checkpoint_dir;
   save.keep = options.keep_checkpoints;
   save.timeout = options.comm_timeout;
+  save.keep_alive = [&world] { world.KeepAlive(); };
   absl::StatusOr<checkpoint::SaveStats> saved = checkpoint::SaveCheckpoint(
       world, trainer, checkpoint::RunManifest(options, trainer.steps_taken()), save);
   if (!saved.ok()) {
