@@ -451,9 +451,13 @@ absl::StatusOr<SafetensorsDtype> ParseSafetensorsDtype(absl::string_view name) {
 
 absl::StatusOr<uint64_t> ParseSafetensorsHeaderLength(absl::string_view prefix,
                                                       uint64_t file_bytes) {
-  if (file_bytes < kSafetensorsLengthBytes || prefix.size() < kSafetensorsLengthBytes) {
+  if (file_bytes < kSafetensorsLengthBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("the file has ", file_bytes, " bytes, fewer than the 8-byte header length"));
+  }
+  if (prefix.size() < kSafetensorsLengthBytes) {  // the file shrank while being opened
+    return absl::InvalidArgumentError(
+        absl::StrCat("only ", prefix.size(), " of the 8 header-length bytes could be read"));
   }
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(prefix[i]);

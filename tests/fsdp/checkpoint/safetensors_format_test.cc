@@ -229,6 +229,7 @@ TEST(SafetensorsFormatTest, HeaderLengthIsLittleEndianAndBounded) {
   const std::vector<Case> cases = {
       {"", 0, "the file has 0 bytes, fewer than the 8-byte header length"},
       {std::string(7, '\0'), 7, "the file has 7 bytes"},
+      {std::string(5, '\0'), 100, "only 5 of the 8 header-length bytes could be read"},
       {LengthPrefix(11), 18, "header length 11 exceeds the 10 bytes that follow it"},
       {LengthPrefix(kSafetensorsMaxHeaderBytes + 1), uint64_t{1} << 40,
        "header length 100000001 exceeds the limit of 100000000 bytes"},
