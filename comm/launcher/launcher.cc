@@ -208,7 +208,53 @@ class StopSignalScope {
 
 }  // namespace
 
+namespace {
+
+// The first port of the kernel's ephemeral range (32768 if unreadable).
+int EphemeralPortsStart() {
+  int low = 32768, high = 60999;
+  FILE* range = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+  if (range != nullptr) {
+    if (std::fscanf(range, "%d %d", &low, &high) != 2) low = 32768;
+    std::fclose(range);
+  }
+  return low;
+}
+
+// True if nobody holds `port` (no listener, no TIME_WAIT: no SO_REUSEADDR).
+bool PortIsFree(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  const bool free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  close(fd);
+  return free;
+}
+
+}  // namespace
+
 absl::StatusOr<int> PickFreePort() {
+  // Half the ports below the ephemeral range, at random (two jobs picking at
+  // once rarely meet, and a taken port is skipped).
+  const int end = EphemeralPortsStart();
+  const int begin = std::max(1024, end / 2);
+  if (end - begin >= 64) {
+    unsigned char bytes[64 * 2] = {};
+    int urandom = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (urandom >= 0) {
+      (void)!read(urandom, bytes, sizeof(bytes));
+      close(urandom);
+    }
+    for (int i = 0; i < 64; ++i) {
+      const int offset = (bytes[2 * i] << 8 | bytes[2 * i + 1]) + i * 7919 + getpid();
+      const int port = begin + offset % (end - begin);
+      if (PortIsFree(port)) return port;
+    }
+  }
+  // Nothing free down there: an ephemeral port, as a last resort.
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", strerror(errno)));
   sockaddr_in address = {};

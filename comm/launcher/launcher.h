@@ -83,7 +83,16 @@ absl::StatusOr<std::string> SelfExecutablePath();
 // (argv[0] replaced by SelfExecutablePath(), falling back to argv[0]).
 LaunchOptions SelfLaunchOptions(int nproc, int argc, char** argv);
 
-// A TCP port that was free a moment ago (bound to port 0, then released).
+// A TCP port that was free a moment ago, chosen at random BELOW the kernel's
+// ephemeral range (/proc/sys/net/ipv4/ip_local_port_range, usually from
+// 32768) and checked by binding it. Why not bind port 0: the kernel hands out
+// the ephemeral range to every connect() and every listen on port 0 on this
+// host (UCX's TCP interfaces listen on such ports), so a port bound and
+// released there can be taken by another process before rank 0 binds it;
+// under a loaded test suite rank 0 then failed with "MASTER_PORT N is in use"
+// (seen in kill_rank_test and rendezvous_failure_test). Below the range only
+// processes that choose ports themselves can collide. Falls back to port 0 if
+// no candidate is free.
 absl::StatusOr<int> PickFreePort();
 
 }  // namespace comm

@@ -226,6 +226,24 @@ TEST(LauncherLibrary, FailureReportsRoundTripInOneShortLine) {
   EXPECT_FALSE(ParseFailureReport("fsdp-failure culprit=x kind=hung reporter=1 m").has_value());
 }
 
+// Ports come from below the ephemeral range (no other process's port-0
+// socket can take them between the pick and rank 0's bind), vary, and are
+// free.
+TEST(LauncherLibrary, PickFreePortAvoidsTheEphemeralRange) {
+  int ephemeral_start = 32768;
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  range >> ephemeral_start;
+  std::set<int> ports;
+  for (int i = 0; i < 8; ++i) {
+    absl::StatusOr<int> port = PickFreePort();
+    ASSERT_TRUE(port.ok()) << port.status();
+    EXPECT_GE(*port, 1024);
+    EXPECT_LT(*port, ephemeral_start);
+    ports.insert(*port);
+  }
+  EXPECT_GT(ports.size(), 1u);
+}
+
 TEST(LauncherLibrary, Helpers) {
   LaunchOptions bad;
   bad.nproc = 2;

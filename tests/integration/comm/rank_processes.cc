@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "comm/launcher/launcher.h"
 
 extern char** environ;
 
@@ -48,21 +49,8 @@ std::string ReadFile(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<int> PickFreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", strerror(errno)));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof(address);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    int error = errno;
-    close(fd);
-    return absl::InternalError(absl::StrCat("binding a free port: ", strerror(error)));
-  }
-  close(fd);
-  return static_cast<int>(ntohs(address.sin_port));
+  // Below the ephemeral range: see comm/launcher/launcher.h.
+  return comm::PickFreePort();
 }
 
 RankProcesses::RankProcesses(std::string program, std::vector<std::string> args)

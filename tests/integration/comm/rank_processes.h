@@ -31,7 +31,9 @@
 
 namespace comm_test {
 
-// A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0).
+// A TCP port that was free a moment ago: comm::PickFreePort() (below the
+// kernel's ephemeral range, so no other process's port-0 socket can take it
+// before rank 0 binds it).
 absl::StatusOr<int> PickFreePort();
 
 struct RankOutcome {
