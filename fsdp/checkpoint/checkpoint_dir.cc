@@ -24,7 +24,9 @@ namespace {
 absl::Status ErrnoError(absl::string_view what, const std::string& path, int error) {
   const std::string message = absl::StrCat(what, " ", path, ": ", std::strerror(error));
   if (error == ENOENT) return absl::NotFoundError(message);
-  if (error == ENOSPC || error == EDQUOT) return absl::ResourceExhaustedError(message);
+  if (error == ENOSPC || error == EDQUOT || error == EFBIG) {
+    return absl::ResourceExhaustedError(message);
+  }
   if (error == EACCES || error == EPERM || error == EROFS) {
     return absl::PermissionDeniedError(message);
   }

@@ -23,7 +23,10 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 absl::Status WriteError(const std::string& path, int error) {
   const std::string message = absl::StrCat("cannot write checkpoint shard ", path, ": ",
                                            std::strerror(error));
-  if (error == ENOSPC || error == EDQUOT) return absl::ResourceExhaustedError(message);
+  // EFBIG: a file-size limit (RLIMIT_FSIZE) or the file system's own.
+  if (error == ENOSPC || error == EDQUOT || error == EFBIG) {
+    return absl::ResourceExhaustedError(message);
+  }
   if (error == EACCES || error == EPERM || error == EROFS) {
     return absl::PermissionDeniedError(message);
   }

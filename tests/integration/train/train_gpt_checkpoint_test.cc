@@ -472,3 +472,59 @@ TEST(CheckpointCrashTest, AKillDuringASaveLeavesThePreviousCheckpointUsable) {
 
 }  // namespace
 }  // namespace fsdp_test
+
+namespace fsdp_test {
+namespace {
+
+// A disk that fills up during a save, as a file-size limit (RLIMIT_FSIZE,
+// with SIGXFSZ ignored so that write(2) fails with EFBIG as on a full
+// disk): each save fails on every rank, training goes on, the previous
+// checkpoint stays intact and loadable, and no partial directory is left.
+TEST(CheckpointSaveTest, AFullDiskDuringASaveLeavesThePreviousCheckpointIntact) {
+  const std::string dir = TmpDir() + "/full_disk";
+  // 3.2 M parameters: each rank's shard file is 18 MiB.
+  const std::vector<std::string> flags = {
+      "--layers=4", "--d_model=256", "--heads=4", "--vocab=64", "--seq_len=32",
+      "--micro_batch=2", "--nproc=2", "--strategy=full_shard", "--steps=8",
+      "--warmup_steps=2", "--threads=1", "--seed=3", "--checkpoint_dir=" + dir,
+      "--checkpoint_every=2"};
+  std::vector<std::string> first = flags;
+  first.push_back("--exit_after_steps=2");
+  const TrainGptRun saved = RunTrainGpt("full_disk_first", first);
+  ASSERT_EQ(saved.exit_code, 0) << saved.output;
+  const std::string shard = ReadFile(dir + "/step-00000002/rank-00001.bin");
+  ASSERT_GT(shard.size(), size_t{8} << 20);
+
+  // The resumed run may write files of at most 4 MiB.
+  // UCX over TCP: its shared-memory transport keeps files in /dev/shm, which
+  // the limit would refuse too.
+  std::string command = "trap '' XFSZ; ulimit -f 4096; UCX_TLS=tcp exec " + TrainGptPath();
+  for (const std::string& flag : flags) command += " '" + flag + "'";
+  command += " --resume 2>&1";
+  std::string output;
+  std::FILE* pipe = popen(("bash -c \"" + command + "\"").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
+  const int status = pclose(pipe);
+  // Steps 3-8 ran; the saves at 4 and 6 warned, the final one at 8 failed.
+  EXPECT_NE(status, 0) << output;
+  EXPECT_TRUE(absl::StrContains(output, "step    8/8")) << output;
+  EXPECT_TRUE(absl::StrContains(output, "warning: checkpoint of step 4")) << output;
+  EXPECT_TRUE(absl::StrContains(output, "File too large")) << output;
+  EXPECT_TRUE(absl::StrContains(output, "checkpoint of step 8")) << output;
+  EXPECT_FALSE(Exists(dir + "/step-00000004")) << output;
+  EXPECT_TRUE(PartialIn(dir).empty()) << "a partial directory was left: " << PartialIn(dir);
+  // The previous checkpoint is intact and loadable.
+  EXPECT_EQ(ReadFile(dir + "/step-00000002/rank-00001.bin"), shard);
+  std::vector<std::string> again = flags;
+  again.push_back("--resume");
+  const TrainGptRun resumed = RunTrainGpt("full_disk_again", again);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_TRUE(absl::StrContains(resumed.output, "resumed from " + dir + "/step-00000002"))
+      << resumed.output;
+}
+
+}  // namespace
+}  // namespace fsdp_test
