@@ -8,7 +8,6 @@
 // and name rank 3, hung, as the root cause.
 //
 // Usage (Bazel passes it): train_gpt_hang_test <path of train_gpt>
-#include <dirent.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -16,8 +15,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -25,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "tests/integration/train/train_gpt_runner.h"
 
 namespace comm_test {
 namespace {
@@ -32,49 +30,6 @@ namespace {
 std::string g_train_gpt;
 
 constexpr int kHangBoundS = 3;
-
-// The pid of the child of `parent` whose environment has RANK=<rank>, or -1.
-pid_t FindRankChild(pid_t parent, int rank) {
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return -1;
-  pid_t found = -1;
-  const std::string want = absl::StrCat("RANK=", rank);
-  while (dirent* entry = readdir(proc)) {
-    const pid_t pid = std::atoi(entry->d_name);
-    if (pid <= 0) continue;
-    std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    // After the ")" that ends the command name: state, ppid, ...
-    std::istringstream rest(line.substr(line.rfind(')') + 2));
-    std::string state;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid != parent) continue;
-    std::ifstream environ(absl::StrCat("/proc/", pid, "/environ"));
-    std::string var;
-    while (std::getline(environ, var, '\0')) {
-      if (var == want) found = pid;
-    }
-  }
-  closedir(proc);
-  return found;
-}
-
-int CountLines(const std::string& path) {
-  std::ifstream in(path);
-  int n = 0;
-  std::string line;
-  while (std::getline(in, line)) ++n;
-  return n;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 TEST(TrainGptHang, StoppedRankIsNamedAsTheRootCauseWithinTheBound) {
   const char* tmp = std::getenv("TEST_TMPDIR");
@@ -96,14 +51,14 @@ TEST(TrainGptHang, StoppedRankIsNamedAsTheRootCauseWithinTheBound) {
   // Training under way, then stop rank 3.
   const absl::Time give_up = absl::Now() + absl::Seconds(90);
   pid_t rank3 = -1;
-  while (absl::Now() < give_up && (rank3 < 0 || CountLines(metrics) < 3)) {
-    if (rank3 < 0) rank3 = FindRankChild(job, 3);
+  while (absl::Now() < give_up && (rank3 < 0 || fsdp_test::CountLines(metrics) < 3)) {
+    if (rank3 < 0) rank3 = fsdp_test::RankPid(fsdp_test::ChildPids(job), 3);
     absl::SleepFor(absl::Milliseconds(20));
   }
-  if (rank3 < 0 || CountLines(metrics) < 3) {
+  if (rank3 < 0 || fsdp_test::CountLines(metrics) < 3) {
     kill(job, SIGKILL);  // the ranks die with it (PR_SET_PDEATHSIG)
     waitpid(job, nullptr, 0);
-    FAIL() << "training never got under way:\n" << ReadFile(log);
+    FAIL() << "training never got under way:\n" << fsdp_test::ReadWholeFile(log);
   }
   const absl::Time stopped_at = absl::Now();
   ASSERT_EQ(kill(rank3, SIGSTOP), 0);
@@ -123,7 +78,7 @@ TEST(TrainGptHang, StoppedRankIsNamedAsTheRootCauseWithinTheBound) {
   }
   // Whatever happened, rank 3 must not outlive the test.
   kill(rank3, SIGKILL);
-  const std::string output = ReadFile(log);
+  const std::string output = fsdp_test::ReadWholeFile(log);
   ASSERT_NE(done, 0) << "train_gpt still running " << limit << " after rank 3 was stopped:\n"
                      << output;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "status " << status;

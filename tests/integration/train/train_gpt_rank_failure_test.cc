@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <dirent.h>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -22,42 +21,6 @@
 
 namespace fsdp_test {
 namespace {
-
-// The pid of the child of `parent` whose environment has RANK=<rank>, or -1.
-pid_t FindRankChild(pid_t parent, int rank) {
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return -1;
-  pid_t found = -1;
-  const std::string want = absl::StrCat("RANK=", rank);
-  while (dirent* entry = readdir(proc)) {
-    const pid_t pid = std::atoi(entry->d_name);
-    if (pid <= 0) continue;
-    std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    // Fields after the ")" ending the command name: state, ppid, ...
-    std::istringstream rest(line.substr(line.rfind(')') + 2));
-    std::string state;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid != parent) continue;
-    std::ifstream environ(absl::StrCat("/proc/", pid, "/environ"));
-    std::string var;
-    while (std::getline(environ, var, '\0')) {
-      if (var == want) found = pid;
-    }
-  }
-  closedir(proc);
-  return found;
-}
-
-int CountLines(const std::string& path) {
-  std::ifstream in(path);
-  int n = 0;
-  std::string line;
-  while (std::getline(in, line)) ++n;
-  return n;
-}
 
 // Under no_shard the survivor is blocked in a gradient collective; under
 // full_shard also in parameter all-gathers (prefetched ones in flight).
@@ -85,7 +48,7 @@ TEST_P(TrainGptRankFailureTest, KilledRankStopsTheJobWithItsName) {
   const absl::Time give_up = absl::Now() + absl::Seconds(60);
   pid_t rank1 = -1;
   while (absl::Now() < give_up && (rank1 < 0 || CountLines(metrics) < 3)) {
-    if (rank1 < 0) rank1 = FindRankChild(job, 1);
+    if (rank1 < 0) rank1 = RankPid(ChildPids(job), 1);
     absl::SleepFor(absl::Milliseconds(20));
   }
   ASSERT_GT(rank1, 0) << "rank 1 of the job never appeared";

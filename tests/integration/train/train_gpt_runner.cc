@@ -98,6 +98,14 @@ std::string ReadWholeFile(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+int CountLines(const std::string& path) {
+  std::ifstream in(path);
+  int n = 0;
+  std::string line;
+  while (std::getline(in, line)) ++n;
+  return n;
+}
+
 pid_t RankPid(const std::vector<pid_t>& pids, int rank) {
   const std::string needle = absl::StrCat(std::string(1, '\0'), "RANK=", rank,
                                           std::string(1, '\0'));

@@ -41,6 +41,9 @@ pid_t RankPid(const std::vector<pid_t>& pids, int rank);
 // The whole file ("" if it cannot be read).
 std::string ReadWholeFile(const std::string& path);
 
+// Lines in the file (0 if it cannot be read): e.g. steps in a metrics file.
+int CountLines(const std::string& path);
+
 }  // namespace fsdp_test
 
 #endif  // TESTS_INTEGRATION_TRAIN_TRAIN_GPT_RUNNER_H_
