@@ -68,6 +68,24 @@ void WriteAll(int fd, const std::string& text) {
   }
 }
 
+// One read of a non-blocking pipe, appended to `into`. False when nothing
+// is available now, or at EOF or an error (then `fd` is closed and set to -1).
+bool ReadAvailable(int& fd, std::string& into) {
+  char chunk[65536];
+  while (true) {
+    const ssize_t n = read(fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    if (n <= 0) {
+      close(fd);
+      fd = -1;
+      return false;
+    }
+    into.append(chunk, static_cast<size_t>(n));
+    return true;
+  }
+}
+
 // One output stream of one rank: bytes in, "[rank k] line\n" out.
 struct Stream {
   int fd = -1;         // read end of the pipe; -1 at EOF
@@ -76,19 +94,14 @@ struct Stream {
   std::string partial; // the unfinished last line
 
   void Drain() {
-    char chunk[65536];
     while (fd >= 0) {
-      ssize_t n = read(fd, chunk, sizeof(chunk));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-      if (n <= 0) {
-        close(fd);
-        fd = -1;
-        if (!partial.empty()) WriteAll(out_fd, prefix + partial + "\n");
-        partial.clear();
+      if (!ReadAvailable(fd, partial)) {
+        if (fd < 0 && !partial.empty()) {  // EOF: the unterminated last line
+          WriteAll(out_fd, prefix + partial + "\n");
+          partial.clear();
+        }
         return;
       }
-      partial.append(chunk, static_cast<size_t>(n));
       std::string lines;
       size_t start = 0;
       size_t newline;
@@ -121,17 +134,8 @@ struct Reports {
   std::vector<FailureReport> received;
 
   void Drain() {
-    char chunk[8192];
     while (fd >= 0) {
-      ssize_t n = read(fd, chunk, sizeof(chunk));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-      if (n <= 0) {
-        close(fd);
-        fd = -1;
-        return;
-      }
-      partial.append(chunk, static_cast<size_t>(n));
+      if (!ReadAvailable(fd, partial)) return;
       size_t newline;
       while ((newline = partial.find('\n')) != std::string::npos) {
         std::optional<FailureReport> report = ParseFailureReport(partial.substr(0, newline));
