@@ -12,6 +12,14 @@
 //   // grads going out of scope returns its bytes to the tracker.
 //   MemorySnapshot s = tracker.Snapshot();   // current and peak per category
 //
+// Freed buffers are kept for reuse: a later allocation of the same rounded
+// size (and kind of memory) takes one back instead of asking the system, so a
+// training step that allocates the same buffers every step touches no fresh
+// pages after the first (no page faults, no kernel page clearing). Cached
+// bytes are not in use and are not counted in the categories; the cache is
+// trimmed so that in-use plus cached bytes never exceed the highest in-use
+// total seen so far: the process holds no more than its tracked peak.
+//
 // With a budget (> 0), an allocation that would push the total above it fails
 // with absl::ResourceExhaustedError naming the category, the label, the bytes
 // requested, the bytes in use by category and the budget; it never crashes.
@@ -24,9 +32,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -56,6 +66,8 @@ struct MemorySnapshot {
   int64_t current_total_bytes = 0;
   int64_t peak_total_bytes = 0;  // peak of the sum, not the sum of peaks
   int64_t budget_bytes = 0;      // 0 = no budget
+  int64_t cached_bytes = 0;      // freed, kept for reuse (not in any category)
+  int64_t fresh_allocations = 0;  // allocations the cache could not serve
 
   int64_t current(MemoryCategory c) const { return current_bytes[static_cast<int>(c)]; }
   int64_t peak(MemoryCategory c) const { return peak_bytes[static_cast<int>(c)]; }
@@ -129,7 +141,14 @@ class MemoryTracker {
   void ResetPeaks();
   void set_budget_bytes(int64_t budget_bytes);
 
+  ~MemoryTracker();  // frees the cached blocks
+
  private:
+  template <typename T>
+  friend class TrackedBuffer;
+  // A buffer's memory comes back: cached for reuse, its bytes uncounted.
+  void Recycle(MemoryCategory category, void* data, int64_t num_bytes);
+
   // Adds num_bytes to the counters, or fails if that would exceed the budget.
   absl::Status Count(MemoryCategory category, int64_t num_bytes, absl::string_view label,
                      absl::string_view verb);
@@ -145,6 +164,12 @@ class MemoryTracker {
   std::array<int64_t, kNumMemoryCategories> peak_{};
   int64_t current_total_ = 0;
   int64_t peak_total_ = 0;
+  // Never lowered by ResetPeaks: the bound on in-use plus cached bytes.
+  int64_t high_water_total_ = 0;
+  // Freed blocks by (transfer memory?, rounded bytes).
+  std::map<std::pair<bool, size_t>, std::vector<void*>> cache_;
+  int64_t cached_bytes_ = 0;
+  int64_t fresh_allocations_ = 0;
 };
 
 // The process's peak resident set size (VmHWM in /proc/self/status), and the
@@ -172,10 +197,7 @@ TrackedBuffer<T>& TrackedBuffer<T>::operator=(TrackedBuffer&& other) noexcept {
 
 template <typename T>
 void TrackedBuffer<T>::Reset() {
-  if (tracker_ != nullptr) {
-    std::free(data_);
-    tracker_->Release(category_, num_bytes());
-  }
+  if (tracker_ != nullptr) tracker_->Recycle(category_, data_, num_bytes());
   data_ = nullptr;
   numel_ = 0;
   tracker_ = nullptr;

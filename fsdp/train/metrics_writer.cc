@@ -12,9 +12,9 @@ namespace fsdp {
 std::string StepMetricsJson(const StepMetrics& m) {
   return absl::StrFormat(
       "{\"step\":%d,\"loss\":%.9g,\"lr\":%.9g,\"tokens_per_s\":%.6g,\"peak_bytes\":%d,"
-      "\"comm_wait_s\":%.6g,\"matmul_s\":%.6g,\"matmul_flops\":%.6g}",
+      "\"comm_wait_s\":%.6g,\"matmul_s\":%.6g,\"matmul_flops\":%.6g,\"page_faults\":%d}",
       m.step, m.loss, m.lr, m.tokens_per_s, m.peak_bytes, m.comm_wait_s, m.matmul_s,
-      m.matmul_flops);
+      m.matmul_flops, m.page_faults);
 }
 
 std::string FinalMetricsJson(const FinalMetrics& m) {

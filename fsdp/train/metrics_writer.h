@@ -36,6 +36,7 @@ struct StepMetrics {
   double comm_wait_s = 0;   // time this rank blocked in collectives this step
   double matmul_s = 0;      // time this rank spent in matrix products this step
   double matmul_flops = 0;  // their floating-point operations (2 m n k each)
+  int64_t page_faults = 0;  // this rank's minor page faults during the step
 };
 
 struct FinalMetrics {
