@@ -134,7 +134,7 @@ void MemoryTracker::Recycle(MemoryCategory category, void* data, int64_t num_byt
 }
 
 void* MemoryTracker::AllocateBytes(MemoryCategory category, int64_t num_bytes,
-                                   absl::string_view label, absl::Status* status) {
+                                   absl::string_view label, bool zeroed, absl::Status* status) {
   // Count before allocating so concurrent allocations cannot both pass the
   // budget check; undone below if the system allocator fails.
   *status = Count(category, num_bytes, label, "allocating");
@@ -177,7 +177,7 @@ void* MemoryTracker::AllocateBytes(MemoryCategory category, int64_t num_bytes,
                      MemoryCategoryName(category), " for '", label, "'"));
     return nullptr;
   }
-  std::memset(bytes, 0, rounded);
+  if (zeroed) std::memset(bytes, 0, rounded);
   return bytes;
 }
 

@@ -77,8 +77,9 @@ struct MemorySnapshot {
 
 class MemoryTracker;
 
-// An owning, move-only, zero-initialized, 64-byte aligned array of T whose
-// bytes are counted by a MemoryTracker until it is destroyed or Reset().
+// An owning, move-only, 64-byte aligned array of T (zero-initialized unless it
+// came from AllocateUninitialized) whose bytes are counted by a MemoryTracker
+// until it is destroyed or Reset().
 // Parameters, gradients and comm buffers are comm transfer memory (large ones
 // in transparent huge pages, see comm/transfer_memory.h); the tracker counts
 // the requested bytes, not the rounding to whole huge pages.
@@ -130,6 +131,12 @@ class MemoryTracker {
   template <typename T = float>
   absl::StatusOr<TrackedBuffer<T>> Allocate(MemoryCategory category, int64_t numel,
                                             absl::string_view label);
+  // The same, without zeroing: for buffers their first use overwrites
+  // entirely (activations a forward writes), where clearing a reused block
+  // would be a wasted pass over memory. Counted exactly like Allocate.
+  template <typename T = float>
+  absl::StatusOr<TrackedBuffer<T>> AllocateUninitialized(MemoryCategory category, int64_t numel,
+                                                         absl::string_view label);
 
   // Counts bytes that live elsewhere (e.g. a transport's registered memory).
   // Every successful Reserve must be matched by a Release of the same size.
@@ -152,7 +159,11 @@ class MemoryTracker {
   // Adds num_bytes to the counters, or fails if that would exceed the budget.
   absl::Status Count(MemoryCategory category, int64_t num_bytes, absl::string_view label,
                      absl::string_view verb);
+  template <typename T>
+  absl::StatusOr<TrackedBuffer<T>> AllocateImpl(MemoryCategory category, int64_t numel,
+                                                absl::string_view label, bool zeroed);
   void* AllocateBytes(MemoryCategory category, int64_t num_bytes, absl::string_view label,
+                      bool zeroed,
                       absl::Status* status);
 
   // std::mutex rather than absl::Mutex: Debian's Abseil is not built with
@@ -206,12 +217,28 @@ void TrackedBuffer<T>::Reset() {
 template <typename T>
 absl::StatusOr<TrackedBuffer<T>> MemoryTracker::Allocate(MemoryCategory category, int64_t numel,
                                                          absl::string_view label) {
+  return AllocateImpl<T>(category, numel, label, /*zeroed=*/true);
+}
+
+template <typename T>
+absl::StatusOr<TrackedBuffer<T>> MemoryTracker::AllocateUninitialized(MemoryCategory category,
+                                                                      int64_t numel,
+                                                                      absl::string_view label) {
+  return AllocateImpl<T>(category, numel, label, /*zeroed=*/false);
+}
+
+template <typename T>
+absl::StatusOr<TrackedBuffer<T>> MemoryTracker::AllocateImpl(MemoryCategory category,
+                                                             int64_t numel,
+                                                             absl::string_view label,
+                                                             bool zeroed) {
   if (numel < 0) {
     return absl::InvalidArgumentError(
         std::string("cannot allocate a negative element count for ") + std::string(label));
   }
   absl::Status status;
-  void* bytes = AllocateBytes(category, numel * static_cast<int64_t>(sizeof(T)), label, &status);
+  void* bytes =
+      AllocateBytes(category, numel * static_cast<int64_t>(sizeof(T)), label, zeroed, &status);
   if (!status.ok()) return status;
   TrackedBuffer<T> buffer;
   buffer.data_ = static_cast<T*>(bytes);
