@@ -129,6 +129,7 @@ std::vector<Case> AllCases() {
         cases.push_back({backend, in, out, true, false, false, true, 1.0f});   // dweight +=
         cases.push_back({backend, in, out, false, true, false, false, 0.125f});  // q k^T scale
         cases.push_back({backend, in, out, false, true, true, true, 1.0f});
+        cases.push_back({backend, in, out, true, false, false, true, 0.125f});  // dk += s dS^T q
       }
     }
   }
