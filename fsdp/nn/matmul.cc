@@ -133,6 +133,9 @@ PrimitiveKey KeyOf(const MatmulArgs& x) {
 struct CachedPrimitive {
   dnnl::matmul primitive;
   dnnl::memory a, b, c, bias;
+  // Built once: dnnl::memory is a handle, so set_data_handle on a, b, c and
+  // bias retargets these entries too (no map built per call).
+  std::unordered_map<int, dnnl::memory> args;
   std::string implementation;
 };
 
@@ -158,13 +161,8 @@ class OneDnn {
     p.a.set_data_handle(const_cast<void*>(x.a.data));
     p.b.set_data_handle(const_cast<void*>(x.b.data));
     p.c.set_data_handle(x.c);
-    std::unordered_map<int, dnnl::memory> args = {
-        {DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}};
-    if (x.bias != nullptr) {
-      p.bias.set_data_handle(const_cast<float*>(x.bias));
-      args.emplace(DNNL_ARG_BIAS, p.bias);
-    }
-    p.primitive.execute(stream_, args);
+    if (x.bias != nullptr) p.bias.set_data_handle(const_cast<float*>(x.bias));
+    p.primitive.execute(stream_, p.args);
     stream_.wait();
   }
 
@@ -196,6 +194,8 @@ class OneDnn {
       made->b = dnnl::memory(b_md, engine_, nullptr);
       made->c = dnnl::memory(c_md, engine_, nullptr);
       made->bias = dnnl::memory(bias_md, engine_, nullptr);
+      made->args = {{DNNL_ARG_SRC, made->a}, {DNNL_ARG_WEIGHTS, made->b}, {DNNL_ARG_DST, made->c}};
+      if (x.bias != nullptr) made->args.emplace(DNNL_ARG_BIAS, made->bias);
       made->implementation = pd.impl_info_str();
       return made;
     } catch (const dnnl::error& e) {
