@@ -293,13 +293,18 @@ void SetMatmulBackend(MatmulBackend backend) { g_backend.store(backend); }
 MatmulBackend CurrentMatmulBackend() { return g_backend.load(); }
 
 BackendMeasurement ChooseMatmulBackend() {
-  Sample sample(256, 1536, 512);
-  BackendMeasurement m;
-  m.openblas_gflops = MeasureGflops(MatmulBackend::kOpenBlas, sample, 3);
-  m.onednn_gflops = MeasureGflops(MatmulBackend::kOneDnn, sample, 3);
-  m.chosen = m.openblas_gflops > 1.2 * m.onednn_gflops ? MatmulBackend::kOpenBlas
-                                                        : MatmulBackend::kOneDnn;
-  return m;
+  // Measured once per process, so every job a process runs (tests run
+  // several) uses the same backend.
+  static const BackendMeasurement measured = [] {
+    Sample sample(256, 1536, 512);
+    BackendMeasurement m;
+    m.openblas_gflops = MeasureGflops(MatmulBackend::kOpenBlas, sample, 5);
+    m.onednn_gflops = MeasureGflops(MatmulBackend::kOneDnn, sample, 5);
+    m.chosen = m.openblas_gflops > 1.2 * m.onednn_gflops ? MatmulBackend::kOpenBlas
+                                                          : MatmulBackend::kOneDnn;
+    return m;
+  }();
+  return measured;
 }
 
 std::string MatmulKernelDescription(MatmulBackend backend) {

@@ -77,9 +77,10 @@ absl::StatusOr<MatmulBackend> ParseMatmulBackend(absl::string_view name);
 void SetMatmulBackend(MatmulBackend backend);
 MatmulBackend CurrentMatmulBackend();
 
-// Times both backends on an fp32 1024 x 1536 x 512 product (the GPT's qkv
-// projection) with the current thread count, a few repetitions after a
-// warm-up, about 0.1 s in all, and returns oneDNN unless OpenBLAS is faster by
+// Times both backends on an fp32 256 x 1536 x 512 product (the GPT's qkv
+// projection shape) with the current thread count, best of 5 after a
+// warm-up, about 0.05 s in all (once per process: later calls return the
+// first answer), and returns oneDNN unless OpenBLAS is faster by
 // more than 20% (a margin, so that machines where the two are close do not
 // flip between runs: the backend changes the rounding of every step).
 struct BackendMeasurement {
