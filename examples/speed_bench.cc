@@ -46,6 +46,7 @@
 #include "comm/dtype.h"
 #include "comm/launcher/launcher.h"
 #include "comm/status_macros.h"
+#include "examples/training_job.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/compute_threads.h"
 #include "fsdp/nn/gpt_spec.h"
@@ -182,11 +183,6 @@ std::string ScratchPath(const std::string& what) {
   return absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/speed_bench_", getpid(), "_", what);
 }
 
-double NumberField(const std::string& line, const std::string& key) {
-  const size_t at = line.find("\"" + key + "\":");
-  return at == std::string::npos ? -1.0 : std::strtod(line.c_str() + at + key.size() + 3, nullptr);
-}
-
 // A launched rank: "<precision>,<strategy>,<metrics path>,<rss path prefix>".
 absl::Status RunRank(const std::string& config) {
   std::vector<std::string> parts = absl::StrSplit(config, ',');
@@ -231,15 +227,10 @@ bool RunJob(const std::string& precision, const std::string& strategy, char* arg
                  result.ok() ? "non-zero exit" : std::string(result.status().message()).c_str());
     return false;
   }
-  std::ifstream in(metrics);
-  std::string line, final_line;
-  while (std::getline(in, line)) {
-    if (line.find("\"final\":true") != std::string::npos) final_line = line;
-  }
-  std::remove(metrics.c_str());
-  r->tokens_per_s = NumberField(final_line, "tokens_per_s");
-  r->matmul_share = NumberField(final_line, "matmul_share");
-  r->matmul_gflops = NumberField(final_line, "matmul_gflops");
+  const std::string final_line = training_job::ReadFinalMetricsLine(metrics);
+  r->tokens_per_s = training_job::JsonNumberField(final_line, "tokens_per_s");
+  r->matmul_share = training_job::JsonNumberField(final_line, "matmul_share");
+  r->matmul_gflops = training_job::JsonNumberField(final_line, "matmul_gflops");
   r->rss_min = INT64_MAX;
   for (int rank = 0; rank < launch.nproc; ++rank) {
     const std::string path = absl::StrCat(rss, rank);
@@ -262,12 +253,7 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const std::string rank_config = absl::GetFlag(FLAGS_bench_rank_config);
   if (!rank_config.empty()) {
-    absl::Status status = RunRank(rank_config);
-    if (!status.ok()) {
-      std::fprintf(stderr, "speed_bench rank: %s\n", std::string(status.message()).c_str());
-      return 1;
-    }
-    return 0;
+    return training_job::RunAsLaunchedRank("speed_bench", RunRank, rank_config);
   }
   const int nproc = absl::GetFlag(FLAGS_nproc);
   if (nproc < 1 || absl::GetFlag(FLAGS_steps) < 2) {
