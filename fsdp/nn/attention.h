@@ -11,10 +11,15 @@
 //
 // Forward saves probs (B, heads, T, T) for backward. Backward ADDS into dqkv
 // and needs a scratch of T*T floats (AttentionBackwardScratchFloats).
+// The softmax and its backward are vectorized (fsdp/nn/simd.h). The overloads
+// taking a KernelIsa run one variant of them (the CPU must support it); all
+// variants give bit-identical results, the plain ones use BestKernelIsa().
 #ifndef FSDP_NN_ATTENTION_H_
 #define FSDP_NN_ATTENTION_H_
 
 #include <cstdint>
+
+#include "fsdp/nn/kernel_isa.h"
 
 namespace fsdp {
 
@@ -25,6 +30,13 @@ int64_t AttentionBackwardScratchFloats(int seq_len);
 
 void AttentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                        const float* probs, int batch, int seq_len, int channels, int heads);
+
+void AttentionForward(KernelIsa isa, float* out, float* probs, const float* qkv, int batch,
+                      int seq_len, int channels, int heads);
+
+void AttentionBackward(KernelIsa isa, float* dqkv, float* scratch, const float* dout,
+                       const float* qkv, const float* probs, int batch, int seq_len, int channels,
+                       int heads);
 
 }  // namespace fsdp
 
