@@ -87,11 +87,14 @@ fsdp::TrainOptions ModelOptions() {
   return o;
 }
 
-// Sets what --precision selects. Only fp32 exists until the bf16 mode lands.
+// What train_gpt's --precision sets.
 absl::Status ApplyPrecision(const std::string& precision, fsdp::TrainOptions& o) {
-  if (precision == "fp32") return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("precision '", precision, "' is not available in this build"));
+  if (precision != "fp32" && precision != "bf16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("precision '", precision, "' is not one of fp32, bf16"));
+  }
+  o.precision = precision;
+  return absl::OkStatus();
 }
 
 std::string ReadCpuModel() {

@@ -61,6 +61,10 @@ ABSL_FLAG(int, max_gathers_in_flight, kDefaults.max_gathers_in_flight,
 ABSL_FLAG(bool, mixed_precision, false,
           "bf16 parameter all-gathers and gradient reduce-scatters; fp32 master shards, "
           "optimizer state and compute");
+ABSL_FLAG(std::string, precision, kDefaults.precision,
+          "matrix products: fp32, or bf16 (bf16 operands with fp32 accumulation; "
+          "parameters, gradients and optimizer fp32; combine with --mixed_precision for bf16 "
+          "collectives)");
 ABSL_FLAG(int64_t, min_unit_numel, 0,
           "merge consecutive model units into plan units of at least this many elements; "
           "0 = one plan unit per model unit");
@@ -135,6 +139,7 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   o.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
   o.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
   o.mixed_precision = absl::GetFlag(FLAGS_mixed_precision);
+  o.precision = absl::GetFlag(FLAGS_precision);
   o.min_unit_numel = absl::GetFlag(FLAGS_min_unit_numel);
   o.layers = absl::GetFlag(FLAGS_layers);
   o.d_model = absl::GetFlag(FLAGS_d_model);

@@ -10,12 +10,14 @@
 // backward has added its share, and leaves as d(x) after LN1's.
 #include "fsdp/nn/gpt_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "comm/status_macros.h"
 #include "fsdp/nn/attention.h"
+#include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/batch_checks.h"
 #include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/embedding.h"
@@ -73,6 +75,14 @@ absl::Status GptModel::AllocateWorkspace() {
   FSDP_ASSIGN_OR_RETURN(d_wide1_, tracker_->Allocate<float>(ws, 4 * btc, "gpt d_wide1"));
   FSDP_ASSIGN_OR_RETURN(d_wide2_, tracker_->Allocate<float>(ws, 4 * btc, "gpt d_wide2"));
   FSDP_ASSIGN_OR_RETURN(d_scores_, tracker_->Allocate<float>(ws, tt, "gpt d_scores"));
+  if (config_.bf16_compute) {
+    int64_t max_unit = 0;
+    for (const UnitSpec& u : units_) max_unit = std::max(max_unit, u.numel());
+    FSDP_ASSIGN_OR_RETURN(params_bf16_,
+                          tracker_->Allocate<uint16_t>(ws, max_unit, "gpt params bf16"));
+    FSDP_ASSIGN_OR_RETURN(dout_bf16_,
+                          tracker_->Allocate<uint16_t>(ws, 4 * btc, "gpt dout bf16"));
+  }
   return absl::OkStatus();
 }
 
@@ -81,6 +91,20 @@ absl::StatusOr<FloatBuffer> GptModel::Activation(int64_t numel, const char* what
   // saves it, so clearing a reused block would be a wasted pass over memory.
   return tracker_->AllocateUninitialized<float>(MemoryCategory::kActivations, numel,
                                                 absl::StrCat(units_[unit].name, " ", what));
+}
+
+absl::StatusOr<TrackedBuffer<uint16_t>> GptModel::Bf16Activation(int64_t numel, const char* what,
+                                                                  int unit) {
+  return tracker_->AllocateUninitialized<uint16_t>(MemoryCategory::kActivations, numel,
+                                                   absl::StrCat(units_[unit].name, " ", what));
+}
+
+void GptModel::ConvertParams(absl::Span<const float> params) {
+  ToBf16(params_bf16_.data(), params.data(), static_cast<int64_t>(params.size()));
+}
+
+const uint16_t* GptModel::Bf16Of(absl::Span<const float> params, const float* fp32_param) const {
+  return params_bf16_.data() + (fp32_param - params.data());
 }
 
 const float* GptModel::UnitInput(int unit) const {
@@ -126,6 +150,8 @@ absl::Status GptModel::ForwardUnit(int unit, absl::Span<const float> params,
     FSDP_RETURN_IF_ERROR(EmbeddingForward(params, batch));
   } else if (unit == last) {
     FSDP_RETURN_IF_ERROR(HeadForward(params, batch));
+  } else if (config_.bf16_compute) {
+    FSDP_RETURN_IF_ERROR(BlockForwardBf16(unit - 1, params));
   } else {
     FSDP_RETURN_IF_ERROR(BlockForward(unit - 1, params));
   }
@@ -146,6 +172,8 @@ absl::Status GptModel::BackwardUnit(int unit, absl::Span<const float> params,
     FSDP_RETURN_IF_ERROR(HeadBackward(params, grads, loss_scale));
   } else if (unit == 0) {
     FSDP_RETURN_IF_ERROR(EmbeddingBackward(grads));
+  } else if (config_.bf16_compute) {
+    FSDP_RETURN_IF_ERROR(BlockBackwardBf16(unit - 1, params, grads));
   } else {
     FSDP_RETURN_IF_ERROR(BlockBackward(unit - 1, params, grads));
   }
@@ -271,6 +299,108 @@ absl::Status GptModel::BlockBackward(int layer, absl::Span<const float> params,
   return absl::OkStatus();
 }
 
+// ---------------------------------------------------------------- block, bf16
+
+// The fp32 block with its four matrix products on bf16 operands. LayerNorm,
+// attention and GELU compute in fp32 into the (idle during the forward)
+// backward scratch; what only feeds a product is saved in bf16.
+absl::Status GptModel::BlockForwardBf16(int layer, absl::Span<const float> params) {
+  const int unit = layer + 1;
+  FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
+  const int n = batch_ * seq_;
+  const int C = config_.d_model;
+  const int64_t nc = int64_t{n} * C;
+  BlockActivations& a = blocks_[layer];
+  FSDP_ASSIGN_OR_RETURN(a.ln1_bf16, Bf16Activation(nc, "ln1_out", unit));
+  FSDP_ASSIGN_OR_RETURN(a.ln1_mean, Activation(n, "ln1_mean", unit));
+  FSDP_ASSIGN_OR_RETURN(a.ln1_rstd, Activation(n, "ln1_rstd", unit));
+  FSDP_ASSIGN_OR_RETURN(a.qkv, Activation(3 * nc, "qkv", unit));
+  FSDP_ASSIGN_OR_RETURN(
+      a.att_probs, Activation(int64_t{batch_} * config_.heads * seq_ * seq_, "att_probs", unit));
+  FSDP_ASSIGN_OR_RETURN(a.att_bf16, Bf16Activation(nc, "att_out", unit));
+  FSDP_ASSIGN_OR_RETURN(a.res2, Activation(nc, "res2", unit));
+  FSDP_ASSIGN_OR_RETURN(a.ln2_bf16, Bf16Activation(nc, "ln2_out", unit));
+  FSDP_ASSIGN_OR_RETURN(a.ln2_mean, Activation(n, "ln2_mean", unit));
+  FSDP_ASSIGN_OR_RETURN(a.ln2_rstd, Activation(n, "ln2_rstd", unit));
+  FSDP_ASSIGN_OR_RETURN(a.fc_out, Activation(4 * nc, "fc_out", unit));
+  FSDP_ASSIGN_OR_RETURN(a.gelu_bf16, Bf16Activation(4 * nc, "gelu_out", unit));
+  FSDP_ASSIGN_OR_RETURN(a.out, Activation(nc, "out", unit));
+  ConvertParams(params);
+  auto w = [&](BlockParam k) { return Bf16Of(params, p[k].data()); };
+
+  const float* x = UnitInput(unit);
+  float* staging = d_narrow_.data();  // (B, T, C) fp32
+  LayerNormForward(staging, a.ln1_mean.data(), a.ln1_rstd.data(), x, p[kLn1Weight].data(),
+                   p[kLn1Bias].data(), n, C);
+  ToBf16(a.ln1_bf16.data(), staging, nc);
+  LinearForwardBf16(a.qkv.data(), a.ln1_bf16.data(), w(kQkvWeight), p[kQkvBias].data(), n, C,
+                    3 * C);
+  AttentionForward(staging, a.att_probs.data(), a.qkv.data(), batch_, seq_, C, config_.heads);
+  ToBf16(a.att_bf16.data(), staging, nc);
+  LinearForwardBf16(a.res2.data(), a.att_bf16.data(), w(kAttnProjWeight),
+                    p[kAttnProjBias].data(), n, C, C);
+  ResidualForward(a.res2.data(), a.res2.data(), x, nc);
+  LayerNormForward(staging, a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(),
+                   p[kLn2Weight].data(), p[kLn2Bias].data(), n, C);
+  ToBf16(a.ln2_bf16.data(), staging, nc);
+  LinearForwardBf16(a.fc_out.data(), a.ln2_bf16.data(), w(kFcWeight), p[kFcBias].data(), n, C,
+                    4 * C);
+  float* wide_staging = d_wide2_.data();  // (B, T, 4C) fp32
+  GeluForward(wide_staging, a.fc_out.data(), 4 * nc);
+  ToBf16(a.gelu_bf16.data(), wide_staging, 4 * nc);
+  LinearForwardBf16(a.out.data(), a.gelu_bf16.data(), w(kMlpProjWeight),
+                    p[kMlpProjBias].data(), n, 4 * C, C);
+  ResidualForward(a.out.data(), a.out.data(), a.res2.data(), nc);
+  return absl::OkStatus();
+}
+
+absl::Status GptModel::BlockBackwardBf16(int layer, absl::Span<const float> params,
+                                         absl::Span<float> grads) {
+  const int unit = layer + 1;
+  FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
+  FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
+  const int n = batch_ * seq_;
+  const int C = config_.d_model;
+  const int64_t nc = int64_t{n} * C;
+  BlockActivations& a = blocks_[layer];
+  // The backward's parameters may be a new gather: convert them again.
+  ConvertParams(params);
+  auto w = [&](BlockParam k) { return Bf16Of(params, p[k].data()); };
+  float* dres = d_residual_.data();  // enters as d(out)
+  uint16_t* dout16 = dout_bf16_.data();
+
+  ToBf16(dout16, dres, nc);
+  Zero(d_wide1_, 4 * nc);
+  LinearBackwardBf16(d_wide1_.data(), g[kMlpProjWeight].data(), g[kMlpProjBias].data(), dres,
+                     dout16, a.gelu_bf16.data(), w(kMlpProjWeight), n, 4 * C, C);
+  Zero(d_wide2_, 4 * nc);
+  GeluBackward(d_wide2_.data(), a.fc_out.data(), d_wide1_.data(), 4 * nc);
+  ToBf16(dout16, d_wide2_.data(), 4 * nc);
+  Zero(d_narrow_, nc);
+  LinearBackwardBf16(d_narrow_.data(), g[kFcWeight].data(), g[kFcBias].data(), d_wide2_.data(),
+                     dout16, a.ln2_bf16.data(), w(kFcWeight), n, C, 4 * C);
+  LayerNormBackward(dres, g[kLn2Weight].data(), g[kLn2Bias].data(), d_narrow_.data(),
+                    a.res2.data(), p[kLn2Weight].data(), a.ln2_mean.data(), a.ln2_rstd.data(), n,
+                    C);
+  // dres now holds d(res2).
+  ToBf16(dout16, dres, nc);
+  Zero(d_narrow_, nc);
+  LinearBackwardBf16(d_narrow_.data(), g[kAttnProjWeight].data(), g[kAttnProjBias].data(), dres,
+                     dout16, a.att_bf16.data(), w(kAttnProjWeight), n, C, C);
+  Zero(d_wide1_, 3 * nc);
+  AttentionBackward(d_wide1_.data(), d_scores_.data(), d_narrow_.data(), a.qkv.data(),
+                    a.att_probs.data(), batch_, seq_, C, config_.heads);
+  ToBf16(dout16, d_wide1_.data(), 3 * nc);
+  Zero(d_narrow_, nc);
+  LinearBackwardBf16(d_narrow_.data(), g[kQkvWeight].data(), g[kQkvBias].data(), d_wide1_.data(),
+                     dout16, a.ln1_bf16.data(), w(kQkvWeight), n, C, 3 * C);
+  LayerNormBackward(dres, g[kLn1Weight].data(), g[kLn1Bias].data(), d_narrow_.data(),
+                    UnitInput(unit), p[kLn1Weight].data(), a.ln1_mean.data(), a.ln1_rstd.data(),
+                    n, C);
+  a = BlockActivations();
+  return absl::OkStatus();
+}
+
 // ---------------------------------------------------------------- head
 
 absl::Status GptModel::HeadForward(absl::Span<const float> params, const Batch& batch) {
@@ -281,7 +411,11 @@ absl::Status GptModel::HeadForward(absl::Span<const float> params, const Batch& 
   const int C = config_.d_model;
   const int V = config_.vocab;
   HeadActivations& a = head_;
-  FSDP_ASSIGN_OR_RETURN(a.lnf_out, Activation(int64_t{n} * C, "lnf_out", unit));
+  if (config_.bf16_compute) {
+    FSDP_ASSIGN_OR_RETURN(a.lnf_bf16, Bf16Activation(int64_t{n} * C, "lnf_out", unit));
+  } else {
+    FSDP_ASSIGN_OR_RETURN(a.lnf_out, Activation(int64_t{n} * C, "lnf_out", unit));
+  }
   FSDP_ASSIGN_OR_RETURN(a.lnf_mean, Activation(n, "lnf_mean", unit));
   FSDP_ASSIGN_OR_RETURN(a.lnf_rstd, Activation(n, "lnf_rstd", unit));
   FSDP_ASSIGN_OR_RETURN(a.probs, Activation(int64_t{n} * V, "probs", unit));
@@ -289,9 +423,19 @@ absl::Status GptModel::HeadForward(absl::Span<const float> params, const Batch& 
       a.targets, tracker_->Allocate<int32_t>(MemoryCategory::kActivations, n, "head targets"));
   std::memcpy(a.targets.data(), batch.targets.data(), sizeof(int32_t) * n);
 
-  LayerNormForward(a.lnf_out.data(), a.lnf_mean.data(), a.lnf_rstd.data(), UnitInput(unit),
-                   p[kLnfWeight].data(), p[kLnfBias].data(), n, C);
-  LinearForward(a.probs.data(), a.lnf_out.data(), p[kLmHeadWeight].data(), nullptr, n, C, V);
+  if (config_.bf16_compute) {
+    // ln_f into the (idle) backward scratch, then saved in bf16.
+    LayerNormForward(d_narrow_.data(), a.lnf_mean.data(), a.lnf_rstd.data(), UnitInput(unit),
+                     p[kLnfWeight].data(), p[kLnfBias].data(), n, C);
+    ToBf16(a.lnf_bf16.data(), d_narrow_.data(), int64_t{n} * C);
+    ConvertParams(params);
+    LinearForwardBf16(a.probs.data(), a.lnf_bf16.data(), Bf16Of(params, p[kLmHeadWeight].data()),
+                      nullptr, n, C, V);
+  } else {
+    LayerNormForward(a.lnf_out.data(), a.lnf_mean.data(), a.lnf_rstd.data(), UnitInput(unit),
+                     p[kLnfWeight].data(), p[kLnfBias].data(), n, C);
+    LinearForward(a.probs.data(), a.lnf_out.data(), p[kLmHeadWeight].data(), nullptr, n, C, V);
+  }
   loss_ = CrossEntropyForward(a.probs.data(), a.targets.data(), n, V);
   return absl::OkStatus();
 }
@@ -307,8 +451,18 @@ absl::Status GptModel::HeadBackward(absl::Span<const float> params, absl::Span<f
   HeadActivations& a = head_;
   CrossEntropyBackward(a.probs.data(), a.targets.data(), n, V, loss_scale);
   Zero(d_narrow_, int64_t{n} * C);
-  LinearBackward(d_narrow_.data(), g[kLmHeadWeight].data(), nullptr, a.probs.data(),
-                 a.lnf_out.data(), p[kLmHeadWeight].data(), n, C, V);
+  if (config_.bf16_compute) {
+    // dlogits to bf16 in place (the head has no bias, so the fp32 copy is not
+    // needed again); the parameters may live elsewhere than in the forward.
+    ToBf16InPlace(a.probs.data(), int64_t{n} * V);
+    const uint16_t* dlogits = reinterpret_cast<const uint16_t*>(a.probs.data());
+    ConvertParams(params);
+    LinearBackwardBf16(d_narrow_.data(), g[kLmHeadWeight].data(), nullptr, nullptr, dlogits,
+                       a.lnf_bf16.data(), Bf16Of(params, p[kLmHeadWeight].data()), n, C, V);
+  } else {
+    LinearBackward(d_narrow_.data(), g[kLmHeadWeight].data(), nullptr, a.probs.data(),
+                   a.lnf_out.data(), p[kLmHeadWeight].data(), n, C, V);
+  }
   Zero(d_residual_, int64_t{n} * C);
   LayerNormBackward(d_residual_.data(), g[kLnfWeight].data(), g[kLnfBias].data(),
                     d_narrow_.data(), UnitInput(unit), p[kLnfWeight].data(), a.lnf_mean.data(),

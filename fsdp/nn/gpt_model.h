@@ -64,16 +64,29 @@ class GptModel : public Model {
     FloatBuffer fc_out;     // (B, T, 4C) before GELU
     FloatBuffer gelu_out;   // (B, T, 4C)
     FloatBuffer out;        // (B, T, C) residual stream leaving the block
+    // bf16_compute: these replace ln1_out, att_out, ln2_out and gelu_out,
+    // which only feed matrix products.
+    TrackedBuffer<uint16_t> ln1_bf16, att_bf16, ln2_bf16, gelu_bf16;
   };
   struct HeadActivations {
     FloatBuffer lnf_out, lnf_mean, lnf_rstd;
     FloatBuffer probs;  // (B, T, V); becomes dlogits in backward
     TrackedBuffer<int32_t> targets;
+    TrackedBuffer<uint16_t> lnf_bf16;  // bf16_compute: replaces lnf_out
   };
 
   GptModel(const GptConfig& config, int micro_batch, MemoryTracker* tracker);
   absl::Status AllocateWorkspace();
   absl::StatusOr<FloatBuffer> Activation(int64_t numel, const char* what, int unit);
+  absl::StatusOr<TrackedBuffer<uint16_t>> Bf16Activation(int64_t numel, const char* what,
+                                                         int unit);
+  // bf16_compute: converts the unit's parameters into params_bf16_; returns
+  // the bf16 copy of the parameter that `fp32_param` points at.
+  void ConvertParams(absl::Span<const float> params);
+  const uint16_t* Bf16Of(absl::Span<const float> params, const float* fp32_param) const;
+  absl::Status BlockForwardBf16(int layer, absl::Span<const float> params);
+  absl::Status BlockBackwardBf16(int layer, absl::Span<const float> params,
+                                 absl::Span<float> grads);
   // The residual stream entering unit `unit` (>= 1): the previous unit's output.
   const float* UnitInput(int unit) const;
 
@@ -107,6 +120,10 @@ class GptModel : public Model {
   FloatBuffer d_wide1_;     // (B, T, 4C)
   FloatBuffer d_wide2_;     // (B, T, 4C)
   FloatBuffer d_scores_;    // (T, T)
+  // bf16_compute workspace: one unit's parameters and one output gradient
+  // (up to (B, T, 4C)) in bf16.
+  TrackedBuffer<uint16_t> params_bf16_;
+  TrackedBuffer<uint16_t> dout_bf16_;
 };
 
 }  // namespace fsdp

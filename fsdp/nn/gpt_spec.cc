@@ -1,6 +1,8 @@
 // File: fsdp/nn/gpt_spec.cc
 #include "fsdp/nn/gpt_spec.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace fsdp {
@@ -77,9 +79,20 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
   GptActivationBreakdown r;
   r.layers = config.layers;
   r.embedding_bytes = kFloat * B * T * C + kInt32 * B * T;
-  r.block_bytes = kFloat * (16 * B * T * C + 4 * B * T + B * H * T * T);
-  r.head_bytes = kFloat * (B * T * C + 2 * B * T + B * T * V) + kInt32 * B * T;
-  r.workspace_bytes = kFloat * (10 * B * T * C + T * T);
+  if (!config.bf16_compute) {
+    r.block_bytes = kFloat * (16 * B * T * C + 4 * B * T + B * H * T * T);
+    r.head_bytes = kFloat * (B * T * C + 2 * B * T + B * T * V) + kInt32 * B * T;
+    r.workspace_bytes = kFloat * (10 * B * T * C + T * T);
+    return r;
+  }
+  // Of the block's 16 BTC: ln1, att, ln2 (1 each) and gelu (4) in bf16, the
+  // head's ln_f output too.
+  const int64_t kBf16 = 2;
+  r.block_bytes = kFloat * (9 * B * T * C + 4 * B * T + B * H * T * T) + kBf16 * 7 * B * T * C;
+  r.head_bytes = kFloat * (2 * B * T + B * T * V) + kBf16 * B * T * C + kInt32 * B * T;
+  int64_t max_unit = 0;
+  for (const UnitSpec& u : GptUnitSpecs(config)) max_unit = std::max(max_unit, u.numel());
+  r.workspace_bytes = kFloat * (10 * B * T * C + T * T) + kBf16 * (max_unit + 4 * B * T * C);
   return r;
 }
 

@@ -30,6 +30,10 @@ struct GptConfig {
   int heads = 4;
   int vocab = 256;
   int seq_len = 64;  // maximum sequence length (rows of wpe)
+  // Matrix products in bf16 with fp32 accumulation (docs/compute.md,
+  // "Precision"): weights converted per unit, the activations that only feed
+  // products saved in bf16. Parameters, gradients and everything else fp32.
+  bool bf16_compute = false;
 };
 
 // OK, or InvalidArgument naming the bad field: all sizes positive, heads
@@ -54,6 +58,10 @@ int64_t GptNumParams(const GptConfig& config);
 //                                                fc, gelu, output (+ LN stats)
 //   head       4 (BTC + 3 BT + BTV)              ln_f output + stats, probs, targets
 //   workspace  4 (10 BTC + T T)                  backward scratch, allocated once
+// With bf16_compute, ln1, att, ln2 (BTC each) and gelu (4 BTC) of a block and
+// ln_f (head) are saved
+// in 2 bytes instead of 4, and the workspace adds 2 (max unit numel + 4 BTC):
+// the bf16 copy of one unit's parameters and of an output gradient.
 // Every unit's saved activations are alive at the end of the forward, so the
 // peak of kActivations is saved_bytes() and kWorkspace holds workspace_bytes.
 struct GptActivationBreakdown {

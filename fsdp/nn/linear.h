@@ -7,6 +7,8 @@
 #ifndef FSDP_NN_LINEAR_H_
 #define FSDP_NN_LINEAR_H_
 
+#include <cstdint>
+
 namespace fsdp {
 
 void LinearForward(float* out, const float* inp, const float* weight, const float* bias, int n,
@@ -15,6 +17,17 @@ void LinearForward(float* out, const float* inp, const float* weight, const floa
 void LinearBackward(float* dinp, float* dweight, float* dbias, const float* dout,
                     const float* inp, const float* weight, int n, int in_features,
                     int out_features);
+
+// The bf16 compute mode: the same products on bf16 operands (raw bits) with
+// fp32 accumulation and fp32 results; bias and gradients stay fp32. Backward
+// takes the output gradient twice: in bf16 for the products and in fp32 for
+// the bias gradient.
+void LinearForwardBf16(float* out, const uint16_t* inp, const uint16_t* weight, const float* bias,
+                       int n, int in_features, int out_features);
+
+void LinearBackwardBf16(float* dinp, float* dweight, float* dbias, const float* dout,
+                        const uint16_t* dout_bf16, const uint16_t* inp, const uint16_t* weight,
+                        int n, int in_features, int out_features);
 
 }  // namespace fsdp
 

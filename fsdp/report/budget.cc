@@ -132,6 +132,7 @@ absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& opti
   point.config.heads = options.heads;
   point.config.vocab = options.vocab;
   point.config.seq_len = options.seq_len;
+  point.config.bf16_compute = options.precision == "bf16";
   point.micro_batch = options.micro_batch;
   point.ranks = options.nproc;
   point.optimizer = options.optimizer == OptimizerKind::kAdamW

@@ -95,6 +95,7 @@ absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int 
   options.heads = point.config.heads;
   options.vocab = point.config.vocab;
   options.seq_len = point.config.seq_len;
+  options.precision = point.config.bf16_compute ? "bf16" : "fp32";
   options.micro_batch = point.micro_batch;
   options.accum = 1;
   options.steps = steps;

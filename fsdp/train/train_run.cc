@@ -43,6 +43,7 @@ GptConfig GptConfigFrom(const TrainOptions& options) {
   config.heads = options.heads;
   config.vocab = options.vocab;
   config.seq_len = options.seq_len;
+  config.bf16_compute = options.precision == "bf16";
   return config;
 }
 

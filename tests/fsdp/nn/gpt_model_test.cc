@@ -235,3 +235,98 @@ TEST(GptModelTest, InitialLossIsNearLogVocab) {
 
 }  // namespace
 }  // namespace fsdp
+
+namespace fsdp {
+namespace {
+
+using testing_util::ModelHarness;
+using testing_util::RandomBatch;
+
+// The bf16 compute mode against the fp32 model (whose gradients the finite
+// difference test above checks): same parameters and batch, loss and every
+// unit's gradient within what bf16's 8-bit mantissa allows. The tolerance:
+// each product rounds its operands to 2^-9 relative, so a gradient vector is
+// expected within a few 2^-9 of fp32's in relative L2 norm; 3e-2 leaves room
+// for the sums of several products, and fails for a wrong product (>= 1).
+TEST(GptModelBf16Test, LossAndGradientsTrackFp32WithinBf16Rounding) {
+  GptConfig fp32_config{2, 32, 4, 53, 24};
+  GptConfig bf16_config = fp32_config;
+  bf16_config.bf16_compute = true;
+  MemoryTracker t32, t16;
+  auto m32 = GptModel::Create(fp32_config, 2, &t32);
+  auto m16 = GptModel::Create(bf16_config, 2, &t16);
+  ASSERT_TRUE(m32.ok() && m16.ok());
+  ModelHarness h32(m32->get()), h16(m16->get());
+  h32.Randomize(5, 0.2f);
+  h16.params = h32.params;
+  const Batch batch = RandomBatch(2, 24, 53, 3);
+  const absl::StatusOr<float> loss32 = h32.Forward(batch);
+  const absl::StatusOr<float> loss16 = h16.Forward(batch);
+  ASSERT_TRUE(loss32.ok() && loss16.ok());
+  EXPECT_NEAR(*loss16, *loss32, 1e-2 * std::fabs(*loss32));
+  ASSERT_TRUE(h32.Backward(1.0f).ok());
+  ASSERT_TRUE(h16.Backward(1.0f).ok());
+  for (int u = 0; u < h32.model->num_units(); ++u) {
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < h32.grads[u].size(); ++i) {
+      const double d = h16.grads[u][i] - h32.grads[u][i];
+      diff += d * d;
+      norm += double(h32.grads[u][i]) * h32.grads[u][i];
+    }
+    ASSERT_GT(norm, 0) << h32.model->units()[u].name;
+    EXPECT_LT(std::sqrt(diff / norm), 3e-2) << h32.model->units()[u].name;
+  }
+}
+
+TEST(GptModelBf16Test, MeasuredActivationAndWorkspacePeaksEqualThePrediction) {
+  GptConfig config{3, 16, 4, 37, 12};
+  config.bf16_compute = true;
+  const int micro_batch = 3;
+  MemoryTracker tracker;
+  auto model = GptModel::Create(config, micro_batch, &tracker);
+  ASSERT_TRUE(model.ok());
+  ModelHarness h(model->get());
+  h.Init(1);
+  const GptActivationBreakdown predicted = GptActivationBytesByUnit(config, micro_batch);
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE(h.Forward(RandomBatch(micro_batch, config.seq_len, config.vocab, step)).ok());
+    EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kActivations), predicted.saved_bytes());
+    ASSERT_TRUE(h.Backward(1.0f).ok());
+    EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kActivations), 0);
+  }
+  const MemorySnapshot s = tracker.Snapshot();
+  EXPECT_EQ(s.peak(MemoryCategory::kActivations), predicted.saved_bytes());
+  EXPECT_EQ(s.peak(MemoryCategory::kWorkspace), predicted.workspace_bytes);
+  // By hand: ln1, att, ln2 and gelu (7 BTC) of a block and the head's ln_f
+  // in 2 bytes; the workspace adds the largest unit (here a block) and 4 BTC.
+  const int64_t B = 3, T = 12, C = 16, H = 4, V = 37, BT = B * T;
+  const GptActivationBreakdown fp32 = GptActivationBytesByUnit({3, 16, 4, 37, 12}, micro_batch);
+  EXPECT_EQ(predicted.block_bytes, fp32.block_bytes - 2 * 7 * BT * C);
+  EXPECT_EQ(predicted.head_bytes, 4 * (2 * BT + BT * V + BT) + 2 * BT * C);
+  const int64_t max_unit = 12 * C * C + 13 * C;  // a block: larger than embedding and head here
+  ASSERT_GT(max_unit, V * C + T * C);
+  EXPECT_EQ(predicted.workspace_bytes, fp32.workspace_bytes + 2 * (max_unit + 4 * BT * C));
+  (void)H;
+}
+
+// Same inputs, same bits: the bf16 path is deterministic.
+TEST(GptModelBf16Test, RepeatedStepsAreBitIdentical) {
+  GptConfig config{2, 32, 4, 53, 24};
+  config.bf16_compute = true;
+  MemoryTracker tracker;
+  auto model = GptModel::Create(config, 2, &tracker);
+  ASSERT_TRUE(model.ok());
+  ModelHarness h(model->get());
+  h.Init(9);
+  const Batch batch = RandomBatch(2, 24, 53, 4);
+  ASSERT_TRUE(h.Forward(batch).ok());
+  ASSERT_TRUE(h.Backward(1.0f).ok());
+  const std::vector<std::vector<float>> first = h.grads;
+  h.ZeroGrads();
+  ASSERT_TRUE(h.Forward(batch).ok());
+  ASSERT_TRUE(h.Backward(1.0f).ok());
+  EXPECT_EQ(h.grads, first);
+}
+
+}  // namespace
+}  // namespace fsdp

@@ -7,11 +7,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "comm/dtype.h"
+#include "fsdp/nn/bf16_convert.h"
 #include "gtest/gtest.h"
 
 namespace fsdp {
@@ -166,6 +169,40 @@ TEST(MatmulBackendNames, ParseRoundTripsAndRejectsUnknown) {
 TEST(MatmulKernels, DescriptionsNameTheKernels) {
   EXPECT_NE(MatmulKernelDescription(MatmulBackend::kOneDnn).find("f32 "), std::string::npos);
   EXPECT_NE(MatmulKernelDescription(MatmulBackend::kOpenBlas).find("core"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fsdp
+
+namespace fsdp {
+namespace {
+
+// The array conversion rounds exactly like comm::FloatToBFloat16, in place
+// too, for lengths around the vector width and special values.
+TEST(Bf16Convert, MatchesTheScalarRoundingIncludingInPlace) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<uint32_t> any_bits;
+  for (int64_t n : {0, 1, 15, 16, 17, 33, 1000}) {
+    std::vector<float> in(n);
+    for (float& v : in) {
+      const uint32_t bits = any_bits(rng);
+      std::memcpy(&v, &bits, sizeof(v));
+    }
+    if (n > 3) {
+      in[0] = std::numeric_limits<float>::infinity();
+      in[1] = std::numeric_limits<float>::quiet_NaN();
+      in[2] = 1.00390625f;  // exactly halfway between two bf16: ties to even
+    }
+    std::vector<uint16_t> out(n);
+    ToBf16(out.data(), in.data(), n);
+    std::vector<float> in_place = in;
+    ToBf16InPlace(in_place.data(), n);
+    const uint16_t* packed = reinterpret_cast<const uint16_t*>(in_place.data());
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(out[i], comm::FloatToBFloat16(in[i])) << n << " " << i;
+      ASSERT_EQ(packed[i], out[i]) << n << " " << i;
+    }
+  }
 }
 
 }  // namespace
