@@ -66,6 +66,7 @@ ABSL_FLAG(int, heads, 8, "attention heads");
 ABSL_FLAG(int, vocab, 8192, "vocabulary");
 ABSL_FLAG(int, seq_len, 256, "sequence length");
 ABSL_FLAG(int, micro_batch, 4, "sequences per rank per step");
+ABSL_FLAG(bool, floor_detail, false, "print each GEMM of the floor with its rate");
 ABSL_FLAG(std::string, bench_rank_config, "", "internal: set on launched ranks");
 
 namespace {
@@ -175,6 +176,13 @@ Floor MeasureFloor(const fsdp::TrainOptions& o, fsdp::NumType type) {
     }
     floor.seconds += best * g.count;
     floor.flops += 2.0 * g.m * g.n * g.k * g.count;
+    if (absl::GetFlag(FLAGS_floor_detail)) {
+      std::printf("#   %s %5lld x %5lld x %5lld  A%s B%s%s  x%-2d %7.0f GFLOP/s\n",
+                  bf16 ? "bf16" : "fp32", static_cast<long long>(g.m),
+                  static_cast<long long>(g.n), static_cast<long long>(g.k), g.a_t ? "^T" : "  ",
+                  g.b_t ? "^T" : "  ", g.accumulate ? " +=" : "   ", g.count,
+                  2.0 * g.m * g.n * g.k / best / 1e9);
+    }
   }
   return floor;
 }
