@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/matmul.h"
 #include "fsdp/nn/softmax_row.h"
 
@@ -149,6 +150,63 @@ void AttentionBackward(KernelIsa isa, float* dqkv, float* scratch, const float* 
               .accumulate = true});
       Matmul({.m = T, .n = hs, .k = T, .a = {dp, NumType::kF32, T, /*transposed=*/true},
               .b = {q, NumType::kF32, ld_qkv}, .c = dk, .ldc = ld_qkv, .alpha = scale,
+              .accumulate = true});
+    }
+  }
+}
+
+void AttentionForwardBf16(float* out, float* probs, uint16_t* p_bf16, const uint16_t* qkv,
+                          int batch, int seq_len, int channels, int heads) {
+  const KernelIsa isa = BestKernelIsa();
+  const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  for (int b = 0; b < batch; ++b) {
+    for (int h = 0; h < heads; ++h) {
+      const uint16_t* q = qkv + static_cast<long>(b) * T * ld + h * hs;
+      const uint16_t* k = q + C;
+      const uint16_t* v = q + 2 * C;
+      float* p = probs + (static_cast<long>(b) * heads + h) * T * T;
+      Matmul({.m = T, .n = T, .k = hs, .a = {q, NumType::kBF16, ld},
+              .b = {k, NumType::kBF16, ld, /*transposed=*/true}, .c = p, .ldc = T,
+              .alpha = scale});
+      CausalSoftmaxRows(isa, p, T);
+      ToBf16(p_bf16, p, int64_t{T} * T);
+      Matmul({.m = T, .n = hs, .k = T, .a = {p_bf16, NumType::kBF16, T},
+              .b = {v, NumType::kBF16, ld}, .c = out + static_cast<long>(b) * T * C + h * hs,
+              .ldc = C});
+    }
+  }
+}
+
+void AttentionBackwardBf16(float* dqkv, float* dp, uint16_t* p_bf16, const uint16_t* dout,
+                           const uint16_t* qkv, const float* probs, int batch, int seq_len,
+                           int channels, int heads) {
+  const KernelIsa isa = BestKernelIsa();
+  const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  for (int b = 0; b < batch; ++b) {
+    for (int h = 0; h < heads; ++h) {
+      const long qkv_offset = static_cast<long>(b) * T * ld + h * hs;
+      const uint16_t* q = qkv + qkv_offset;
+      const uint16_t* k = q + C;
+      const uint16_t* v = q + 2 * C;
+      float* dq = dqkv + qkv_offset;
+      float* dk = dq + C;
+      float* dv = dq + 2 * C;
+      const float* p = probs + (static_cast<long>(b) * heads + h) * T * T;
+      const uint16_t* d_o = dout + static_cast<long>(b) * T * C + h * hs;
+      ToBf16(p_bf16, p, int64_t{T} * T);
+      Matmul({.m = T, .n = hs, .k = T, .a = {p_bf16, NumType::kBF16, T, /*transposed=*/true},
+              .b = {d_o, NumType::kBF16, C}, .c = dv, .ldc = ld, .accumulate = true});
+      Matmul({.m = T, .n = T, .k = hs, .a = {d_o, NumType::kBF16, C},
+              .b = {v, NumType::kBF16, ld, /*transposed=*/true}, .c = dp, .ldc = T});
+      CausalSoftmaxBackwardRows(isa, dp, p, T);
+      ToBf16(p_bf16, dp, int64_t{T} * T);  // now d scores
+      Matmul({.m = T, .n = hs, .k = T, .a = {p_bf16, NumType::kBF16, T},
+              .b = {k, NumType::kBF16, ld}, .c = dq, .ldc = ld, .alpha = scale,
+              .accumulate = true});
+      Matmul({.m = T, .n = hs, .k = T, .a = {p_bf16, NumType::kBF16, T, /*transposed=*/true},
+              .b = {q, NumType::kBF16, ld}, .c = dk, .ldc = ld, .alpha = scale,
               .accumulate = true});
     }
   }

@@ -34,6 +34,17 @@ void AttentionBackward(float* dqkv, float* scratch, const float* dout, const flo
 void AttentionForward(KernelIsa isa, float* out, float* probs, const float* qkv, int batch,
                       int seq_len, int channels, int heads);
 
+// The bf16 compute mode: the same attention with its four products on bf16
+// operands (fp32 accumulation), qkv and the output gradient in bf16; the
+// softmax and the saved probabilities stay fp32. `p_bf16` is T*T scratch for
+// one head's probabilities (then d scores) in bf16; `dp` is the fp32 scratch
+// of AttentionBackwardScratchFloats. Backward ADDS into the fp32 dqkv.
+void AttentionForwardBf16(float* out, float* probs, uint16_t* p_bf16, const uint16_t* qkv,
+                          int batch, int seq_len, int channels, int heads);
+void AttentionBackwardBf16(float* dqkv, float* dp, uint16_t* p_bf16, const uint16_t* dout,
+                           const uint16_t* qkv, const float* probs, int batch, int seq_len,
+                           int channels, int heads);
+
 void AttentionBackward(KernelIsa isa, float* dqkv, float* scratch, const float* dout,
                        const float* qkv, const float* probs, int batch, int seq_len, int channels,
                        int heads);

@@ -82,6 +82,7 @@ absl::Status GptModel::AllocateWorkspace() {
                           tracker_->Allocate<uint16_t>(ws, max_unit, "gpt params bf16"));
     FSDP_ASSIGN_OR_RETURN(dout_bf16_,
                           tracker_->Allocate<uint16_t>(ws, 4 * btc, "gpt dout bf16"));
+    FSDP_ASSIGN_OR_RETURN(probs_bf16_, tracker_->Allocate<uint16_t>(ws, tt, "gpt probs bf16"));
   }
   return absl::OkStatus();
 }
@@ -314,7 +315,7 @@ absl::Status GptModel::BlockForwardBf16(int layer, absl::Span<const float> param
   FSDP_ASSIGN_OR_RETURN(a.ln1_bf16, Bf16Activation(nc, "ln1_out", unit));
   FSDP_ASSIGN_OR_RETURN(a.ln1_mean, Activation(n, "ln1_mean", unit));
   FSDP_ASSIGN_OR_RETURN(a.ln1_rstd, Activation(n, "ln1_rstd", unit));
-  FSDP_ASSIGN_OR_RETURN(a.qkv, Activation(3 * nc, "qkv", unit));
+  FSDP_ASSIGN_OR_RETURN(a.qkv_bf16, Bf16Activation(3 * nc, "qkv", unit));
   FSDP_ASSIGN_OR_RETURN(
       a.att_probs, Activation(int64_t{batch_} * config_.heads * seq_ * seq_, "att_probs", unit));
   FSDP_ASSIGN_OR_RETURN(a.att_bf16, Bf16Activation(nc, "att_out", unit));
@@ -333,9 +334,10 @@ absl::Status GptModel::BlockForwardBf16(int layer, absl::Span<const float> param
   LayerNormForward(staging, a.ln1_mean.data(), a.ln1_rstd.data(), x, p[kLn1Weight].data(),
                    p[kLn1Bias].data(), n, C);
   ToBf16(a.ln1_bf16.data(), staging, nc);
-  LinearForwardBf16(a.qkv.data(), a.ln1_bf16.data(), w(kQkvWeight), p[kQkvBias].data(), n, C,
-                    3 * C);
-  AttentionForward(staging, a.att_probs.data(), a.qkv.data(), batch_, seq_, C, config_.heads);
+  LinearForwardBf16Out(a.qkv_bf16.data(), a.ln1_bf16.data(), w(kQkvWeight), p[kQkvBias].data(),
+                       n, C, 3 * C);
+  AttentionForwardBf16(staging, a.att_probs.data(), probs_bf16_.data(), a.qkv_bf16.data(), batch_,
+                       seq_, C, config_.heads);
   ToBf16(a.att_bf16.data(), staging, nc);
   LinearForwardBf16(a.res2.data(), a.att_bf16.data(), w(kAttnProjWeight),
                     p[kAttnProjBias].data(), n, C, C);
@@ -388,8 +390,9 @@ absl::Status GptModel::BlockBackwardBf16(int layer, absl::Span<const float> para
   LinearBackwardBf16(d_narrow_.data(), g[kAttnProjWeight].data(), g[kAttnProjBias].data(), dres,
                      dout16, a.att_bf16.data(), w(kAttnProjWeight), n, C, C);
   Zero(d_wide1_, 3 * nc);
-  AttentionBackward(d_wide1_.data(), d_scores_.data(), d_narrow_.data(), a.qkv.data(),
-                    a.att_probs.data(), batch_, seq_, C, config_.heads);
+  ToBf16(dout16, d_narrow_.data(), nc);
+  AttentionBackwardBf16(d_wide1_.data(), d_scores_.data(), probs_bf16_.data(), dout16,
+                        a.qkv_bf16.data(), a.att_probs.data(), batch_, seq_, C, config_.heads);
   ToBf16(dout16, d_wide1_.data(), 3 * nc);
   Zero(d_narrow_, nc);
   LinearBackwardBf16(d_narrow_.data(), g[kQkvWeight].data(), g[kQkvBias].data(), d_wide1_.data(),

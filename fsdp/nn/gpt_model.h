@@ -64,9 +64,9 @@ class GptModel : public Model {
     FloatBuffer fc_out;     // (B, T, 4C) before GELU
     FloatBuffer gelu_out;   // (B, T, 4C)
     FloatBuffer out;        // (B, T, C) residual stream leaving the block
-    // bf16_compute: these replace ln1_out, att_out, ln2_out and gelu_out,
-    // which only feed matrix products.
-    TrackedBuffer<uint16_t> ln1_bf16, att_bf16, ln2_bf16, gelu_bf16;
+    // bf16_compute: these replace ln1_out, qkv, att_out, ln2_out and
+    // gelu_out, which only feed matrix products.
+    TrackedBuffer<uint16_t> ln1_bf16, qkv_bf16, att_bf16, ln2_bf16, gelu_bf16;
   };
   struct HeadActivations {
     FloatBuffer lnf_out, lnf_mean, lnf_rstd;
@@ -124,6 +124,7 @@ class GptModel : public Model {
   // (up to (B, T, 4C)) in bf16.
   TrackedBuffer<uint16_t> params_bf16_;
   TrackedBuffer<uint16_t> dout_bf16_;
+  TrackedBuffer<uint16_t> probs_bf16_;  // (T, T): one head's probabilities in bf16
 };
 
 }  // namespace fsdp

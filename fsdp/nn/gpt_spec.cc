@@ -85,14 +85,15 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
     r.workspace_bytes = kFloat * (10 * B * T * C + T * T);
     return r;
   }
-  // Of the block's 16 BTC: ln1, att, ln2 (1 each) and gelu (4) in bf16, the
-  // head's ln_f output too.
+  // Of the block's 16 BTC: ln1, att, ln2 (1 each), qkv (3) and gelu (4) in
+  // bf16, the head's ln_f output too.
   const int64_t kBf16 = 2;
-  r.block_bytes = kFloat * (9 * B * T * C + 4 * B * T + B * H * T * T) + kBf16 * 7 * B * T * C;
+  r.block_bytes = kFloat * (6 * B * T * C + 4 * B * T + B * H * T * T) + kBf16 * 10 * B * T * C;
   r.head_bytes = kFloat * (2 * B * T + B * T * V) + kBf16 * B * T * C + kInt32 * B * T;
   int64_t max_unit = 0;
   for (const UnitSpec& u : GptUnitSpecs(config)) max_unit = std::max(max_unit, u.numel());
-  r.workspace_bytes = kFloat * (10 * B * T * C + T * T) + kBf16 * (max_unit + 4 * B * T * C);
+  r.workspace_bytes =
+      kFloat * (10 * B * T * C + T * T) + kBf16 * (max_unit + 4 * B * T * C + T * T);
   return r;
 }
 

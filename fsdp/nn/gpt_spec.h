@@ -58,10 +58,10 @@ int64_t GptNumParams(const GptConfig& config);
 //                                                fc, gelu, output (+ LN stats)
 //   head       4 (BTC + 3 BT + BTV)              ln_f output + stats, probs, targets
 //   workspace  4 (10 BTC + T T)                  backward scratch, allocated once
-// With bf16_compute, ln1, att, ln2 (BTC each) and gelu (4 BTC) of a block and
-// ln_f (head) are saved
-// in 2 bytes instead of 4, and the workspace adds 2 (max unit numel + 4 BTC):
-// the bf16 copy of one unit's parameters and of an output gradient.
+// With bf16_compute, ln1, att, ln2 (BTC each), qkv (3 BTC) and gelu (4 BTC) of
+// a block and ln_f (head) are saved in 2 bytes instead of 4, and the workspace
+// adds 2 (max unit numel + 4 BTC + T T): the bf16 copy of one unit's
+// parameters, of an output gradient and of one head's probabilities.
 // Every unit's saved activations are alive at the end of the forward, so the
 // peak of kActivations is saved_bytes() and kWorkspace holds workspace_bytes.
 struct GptActivationBreakdown {

@@ -53,6 +53,14 @@ void LinearForwardBf16(float* out, const uint16_t* inp, const uint16_t* weight, 
           .c = out, .c_type = NumType::kF32, .ldc = out_features, .bias = bias});
 }
 
+void LinearForwardBf16Out(uint16_t* out, const uint16_t* inp, const uint16_t* weight,
+                          const float* bias, int n, int in_features, int out_features) {
+  Matmul({.m = n, .n = out_features, .k = in_features,
+          .a = {inp, NumType::kBF16, in_features},
+          .b = {weight, NumType::kBF16, in_features, /*transposed=*/true},
+          .c = out, .c_type = NumType::kBF16, .ldc = out_features, .bias = bias});
+}
+
 void LinearBackwardBf16(float* dinp, float* dweight, float* dbias, const float* dout,
                         const uint16_t* dout_bf16, const uint16_t* inp, const uint16_t* weight,
                         int n, int in_features, int out_features) {

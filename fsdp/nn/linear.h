@@ -25,6 +25,11 @@ void LinearBackward(float* dinp, float* dweight, float* dbias, const float* dout
 void LinearForwardBf16(float* out, const uint16_t* inp, const uint16_t* weight, const float* bias,
                        int n, int in_features, int out_features);
 
+// The same with a bf16 result (rounded once, after the fp32 accumulation and
+// the bias), for outputs that only feed further bf16 products.
+void LinearForwardBf16Out(uint16_t* out, const uint16_t* inp, const uint16_t* weight,
+                          const float* bias, int n, int in_features, int out_features);
+
 void LinearBackwardBf16(float* dinp, float* dweight, float* dbias, const float* dout,
                         const uint16_t* dout_bf16, const uint16_t* inp, const uint16_t* weight,
                         int n, int in_features, int out_features);

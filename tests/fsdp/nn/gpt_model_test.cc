@@ -297,15 +297,16 @@ TEST(GptModelBf16Test, MeasuredActivationAndWorkspacePeaksEqualThePrediction) {
   const MemorySnapshot s = tracker.Snapshot();
   EXPECT_EQ(s.peak(MemoryCategory::kActivations), predicted.saved_bytes());
   EXPECT_EQ(s.peak(MemoryCategory::kWorkspace), predicted.workspace_bytes);
-  // By hand: ln1, att, ln2 and gelu (7 BTC) of a block and the head's ln_f
+  // By hand: ln1, qkv, att, ln2 and gelu (10 BTC) of a block and the head's ln_f
   // in 2 bytes; the workspace adds the largest unit (here a block) and 4 BTC.
   const int64_t B = 3, T = 12, C = 16, H = 4, V = 37, BT = B * T;
   const GptActivationBreakdown fp32 = GptActivationBytesByUnit({3, 16, 4, 37, 12}, micro_batch);
-  EXPECT_EQ(predicted.block_bytes, fp32.block_bytes - 2 * 7 * BT * C);
+  EXPECT_EQ(predicted.block_bytes, fp32.block_bytes - 2 * 10 * BT * C);
   EXPECT_EQ(predicted.head_bytes, 4 * (2 * BT + BT * V + BT) + 2 * BT * C);
   const int64_t max_unit = 12 * C * C + 13 * C;  // a block: larger than embedding and head here
   ASSERT_GT(max_unit, V * C + T * C);
-  EXPECT_EQ(predicted.workspace_bytes, fp32.workspace_bytes + 2 * (max_unit + 4 * BT * C));
+  EXPECT_EQ(predicted.workspace_bytes,
+            fp32.workspace_bytes + 2 * (max_unit + 4 * BT * C + T * T));
   (void)H;
 }
 
