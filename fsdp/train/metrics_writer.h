@@ -33,7 +33,14 @@ struct StepMetrics {
   double tokens_per_s = 0;  // global tokens / step wall time
   int64_t peak_bytes = 0;   // this rank's tracked peak so far
   double comm_wait_s = 0;   // time this rank blocked in collectives this step
+  int64_t tokens = 0;       // global tokens trained on after this step
+  bool has_val_loss = false;
+  double val_loss = 0;      // --val_data: held-out loss after this step
 };
+
+// A validation-only line (the evaluation before the first step):
+//   {"step":0,"tokens":0,"val_loss":6.2}
+std::string ValMetricsJson(int step, int64_t tokens, double val_loss);
 
 struct FinalMetrics {
   int steps = 0;
