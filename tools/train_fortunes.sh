@@ -28,8 +28,8 @@ exec bazel run -c opt //examples:train_gpt -- \
     --data="$out/fortunes_train.bin" --val_data="$out/fortunes_val.bin" \
     --tokenizer="$out/fortunes.tokenizer" --vocab=512 \
     --layers=4 --d_model=128 --heads=4 --seq_len=128 --micro_batch=8 \
-    --steps=800 --warmup_steps=20 --lr=3e-3 --min_lr=3e-4 \
-    --val_every=100 --val_batches=8 \
-    --sample_every=200 --sample_tokens=160 \
+    --steps=1200 --warmup_steps=20 --lr=3e-3 --min_lr=3e-4 \
+    --val_every=150 --val_batches=8 \
+    --sample_every=300 --sample_tokens=160 \
     --metrics_out="$out/metrics.jsonl" --plot="$out/curves.png" \
     "$@"

@@ -98,18 +98,25 @@ std::string MetricsGnuplotScript(const std::vector<MetricsRun>& runs,
   absl::StrAppend(&s, "set terminal pngcairo size 1500,500 noenhanced font ',10'\n",
                   "set output ", Quoted(output_path), "\n",
                   "set multiplot layout 1,3\n", "set grid\n", "set key top right\n");
-  // Colour r for run r; train solid, validation dashed with points.
+  // One hue per run: training loss in its light shade, validation loss in
+  // its dark shade with points, drawn after every training curve so the
+  // noisy per-step losses never hide it.
+  static constexpr const char* kLight[] = {"#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc",
+                                           "#fa9fb5", "#bdbdbd"};
+  static constexpr const char* kDark[] = {"#08519c", "#a63603", "#006d2c", "#54278f",
+                                          "#ae017e", "#252525"};
+  auto light = [](size_t r) { return kLight[r % 6]; };
+  auto dark = [](size_t r) { return kDark[r % 6]; };
   auto series = [&](const char* x_column, bool with_val) {
     std::vector<std::string> parts;
     for (size_t r = 0; r < runs.size(); ++r) {
-      const int color = static_cast<int>(r) + 1;
-      parts.push_back(absl::StrCat("$train", r, " using ", x_column, ":3 with lines lc ", color,
-                                   " lw 1 title ", Quoted(runs[r].label + " train")));
-      if (with_val) {
-        parts.push_back(absl::StrCat("$val", r, " using ", x_column,
-                                     ":3 with linespoints lc ", color, " dt 2 pt 7 ps 0.6 lw 2 "
-                                     "title ", Quoted(runs[r].label + " val")));
-      }
+      parts.push_back(absl::StrCat("$train", r, " using ", x_column, ":3 with lines lc rgb '",
+                                   light(r), "' lw 1 title ", Quoted(runs[r].label + " train")));
+    }
+    for (size_t r = 0; with_val && r < runs.size(); ++r) {
+      parts.push_back(absl::StrCat("$val", r, " using ", x_column,
+                                   ":3 with linespoints lc rgb '", dark(r),
+                                   "' pt 7 ps 1.0 lw 2.5 title ", Quoted(runs[r].label + " val")));
     }
     return absl::StrJoin(parts, ", \\\n     ");
   };
@@ -119,8 +126,8 @@ std::string MetricsGnuplotScript(const std::vector<MetricsRun>& runs,
                   "plot ", series("2", true), "\n");
   std::vector<std::string> rate;
   for (size_t r = 0; r < runs.size(); ++r) {
-    rate.push_back(absl::StrCat("$train", r, " using 1:4 with lines lc ", r + 1, " title ",
-                                Quoted(runs[r].label + " tok/s")));
+    rate.push_back(absl::StrCat("$train", r, " using 1:4 with lines lc rgb '", dark(r),
+                                "' title ", Quoted(runs[r].label + " tok/s")));
   }
   absl::StrAppend(&s, "set title 'throughput'\nset xlabel 'step'\nset ylabel 'tokens/s (all ranks)'\n",
                   "set yrange [0:*]\nplot ", absl::StrJoin(rate, ", \\\n     "), "\n",
