@@ -40,7 +40,9 @@ TEST(CorpusSplitTest, DisjointCompleteAndDeterministic) {
     const auto& chunk = split->chunks[i];
     EXPECT_EQ(chunk.begin, next);  // contiguous, no gaps, no overlap
     EXPECT_GT(chunk.end, chunk.begin);
-    if (chunk.end < static_cast<int64_t>(text.size())) EXPECT_EQ(text[chunk.end - 1], '\n');
+    if (chunk.end < static_cast<int64_t>(text.size())) {
+      EXPECT_EQ(text[chunk.end - 1], '\n');
+    }
     next = chunk.end;
     if (chunk.val) {
       ++val_chunks;

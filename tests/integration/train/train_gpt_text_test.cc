@@ -6,7 +6,8 @@
 //     2 and 4 ranks and under every strategy, within 1e-6 relative;
 //   - the sample is the same for a seed, run twice, under no_shard and
 //     full_shard, and another seed gives other text; greedy works too;
-//   - //examples:generate on the run's export prints the run's own sample;
+//   - //examples:generate on the run's export, and on its checkpoint,
+//     prints the run's own sample;
 //   - --plot writes a PNG (header and IHDR checked) from a script holding
 //     the run's train and val series;
 //   - bad text flags are refused by the parent before any rank starts.
@@ -166,16 +167,26 @@ TEST(TrainGptTextTest, SamplesAreDeterministicAndEqualAcrossStrategies) {
   EXPECT_EQ(sample("sample_greedy_no_shard", 2, "no_shard", {"--temperature=0"}), greedy);
 }
 
-TEST(TrainGptTextTest, GenerateFromTheExportPrintsTheRunsSample) {
+TEST(TrainGptTextTest, GenerateFromTheExportOrCheckpointPrintsTheRunsSample) {
   const std::string exported = Tmp() + "/text.safetensors";
   std::vector<std::string> flags = Flags(2, 4, "full_shard");
-  flags.insert(flags.end(), {"--sample_tokens=30", "--sample_seed=5", "--export=" + exported});
+  const std::string checkpoints = Tmp() + "/text_checkpoints";
+  flags.insert(flags.end(), {"--sample_tokens=30", "--sample_seed=5", "--export=" + exported,
+                             "--checkpoint_dir=" + checkpoints});
   const TrainGptRun run = RunTrainGpt("generate_source", flags);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   std::string output;
   ASSERT_EQ(RunCommand(absl::StrCat(ExampleDir(), "/generate --safetensors=", exported,
                              " --tokenizer=", Prefix(), ".tokenizer --tokens=30 --seed=5"),
                 &output),
+            0)
+      << output;
+  EXPECT_EQ(output, SampleText(run.output));
+  // From the sharded checkpoint of the same step: the same weights, the same text.
+  ASSERT_EQ(RunCommand(absl::StrCat(ExampleDir(), "/generate --checkpoint=", checkpoints,
+                                    "/step-00000006 --tokenizer=", Prefix(),
+                                    ".tokenizer --tokens=30 --seed=5"),
+                       &output),
             0)
       << output;
   EXPECT_EQ(output, SampleText(run.output));
