@@ -36,6 +36,7 @@
 #include "comm/communicator.h"
 #include "comm/launcher/launcher.h"
 #include "comm/status_macros.h"
+#include "examples/training_job.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/train/strategy.h"
 #include "fsdp/train/train_options.h"
@@ -82,11 +83,6 @@ std::string MetricsPath(int size_index, int nproc) {
                       "_", nproc, ".jsonl");
 }
 
-double NumberField(const std::string& line, const std::string& key) {
-  const size_t at = line.find("\"" + key + "\":");
-  return at == std::string::npos ? -1.0 : std::strtod(line.c_str() + at + key.size() + 3, nullptr);
-}
-
 // What one job runs: a strategy and its prefetch depth.
 struct Variant {
   const char* label;
@@ -128,14 +124,9 @@ bool Measure(int size_index, int nproc, const Variant& variant, char* argv0,
                  result.ok() ? "non-zero exit" : std::string(result.status().message()).c_str());
     return false;
   }
-  std::ifstream in(metrics);
-  std::string line, final_line;
-  while (std::getline(in, line)) {
-    if (line.find("\"final\":true") != std::string::npos) final_line = line;
-  }
-  std::remove(metrics.c_str());
-  *tokens_per_s = NumberField(final_line, "tokens_per_s");
-  *comm_share = NumberField(final_line, "comm_wait_share");
+  const std::string final_line = training_job::ReadFinalMetricsLine(metrics);
+  *tokens_per_s = training_job::JsonNumberField(final_line, "tokens_per_s");
+  *comm_share = training_job::JsonNumberField(final_line, "comm_wait_share");
   return !final_line.empty();
 }
 
@@ -193,12 +184,7 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const std::string rank_config = absl::GetFlag(FLAGS_bench_rank_config);
   if (!rank_config.empty()) {
-    absl::Status status = RunRank(rank_config);
-    if (!status.ok()) {
-      std::fprintf(stderr, "train_bench rank: %s\n", std::string(status.message()).c_str());
-      return 1;
-    }
-    return 0;
+    return training_job::RunAsLaunchedRank("train_bench", RunRank, rank_config);
   }
   const int nproc = absl::GetFlag(FLAGS_nproc);
   if (nproc < 1 || absl::GetFlag(FLAGS_steps) < 2 || absl::GetFlag(FLAGS_repeats) < 1) {

@@ -88,6 +88,9 @@ ABSL_FLAG(double, weight_decay, kDefaults.weight_decay, "decoupled weight decay"
 ABSL_FLAG(double, grad_clip, kDefaults.grad_clip, "max global gradient L2 norm; 0 = off");
 ABSL_FLAG(std::string, optimizer, "adamw", "adamw or sgd");
 ABSL_FLAG(uint64_t, seed, kDefaults.seed, "parameter initialization seed");
+ABSL_FLAG(std::string, matmul_backend, kDefaults.matmul_backend,
+          "matrix products: auto (measure both on rank 0, take oneDNN unless OpenBLAS is "
+          ">20% faster), onednn or openblas");
 ABSL_FLAG(int, threads, kDefaults.threads,
           "compute threads per rank; 0 = hardware threads / ranks");
 ABSL_FLAG(std::string, data, "",
@@ -191,6 +194,7 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   }
   o.seed = absl::GetFlag(FLAGS_seed);
   o.threads = absl::GetFlag(FLAGS_threads);
+  o.matmul_backend = absl::GetFlag(FLAGS_matmul_backend);
   o.data = absl::GetFlag(FLAGS_data);
   o.metrics_out = absl::GetFlag(FLAGS_metrics_out);
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);

@@ -12,6 +12,7 @@ packages=(
   libprotobuf-dev protobuf-compiler                  # protobuf 3.21 and protoc
   libgtest-dev                                       # GoogleTest 1.12
   libopenblas-dev                                    # CBLAS for matrix products
+  libdnnl-dev                                        # oneDNN 2.6: fp32 and bf16 matrix products
   libssl-dev                                         # SHA-256 of parameters (libcrypto)
   nlohmann-json3-dev                                 # JSON (header-only) for safetensors headers
   clang libclang-rt-dev                              # clang++ with libFuzzer, ASan, UBSan (fuzz tests)

@@ -1,7 +1,9 @@
 // File: fsdp/memory/memory_tracker.cc
 #include "fsdp/memory/memory_tracker.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <fstream>
 #include <string>
 
@@ -100,23 +102,74 @@ absl::Status MemoryTracker::Count(MemoryCategory category, int64_t num_bytes,
   return absl::OkStatus();
 }
 
+namespace {
+
+size_t RoundedBytes(int64_t num_bytes) {
+  return (static_cast<size_t>(num_bytes) + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+// What collectives send from (parameters, gradients, staging) is transfer
+// memory: large buffers in transparent huge pages, from which other ranks on
+// this host copy ~3x faster (comm/transfer_memory.h). The rest stays in
+// ordinary pages, so its RSS is not rounded up to 2 MiB.
+bool IsTransferMemory(MemoryCategory category) {
+  return category == MemoryCategory::kParameters || category == MemoryCategory::kGradients ||
+         category == MemoryCategory::kCommBuffers;
+}
+
+}  // namespace
+
+MemoryTracker::~MemoryTracker() {
+  for (auto& [key, blocks] : cache_) {
+    for (void* block : blocks) std::free(block);
+  }
+}
+
+void MemoryTracker::Recycle(MemoryCategory category, void* data, int64_t num_bytes) {
+  Release(category, num_bytes);
+  if (data == nullptr) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_[{IsTransferMemory(category), RoundedBytes(num_bytes)}].push_back(data);
+  cached_bytes_ += static_cast<int64_t>(RoundedBytes(num_bytes));
+}
+
 void* MemoryTracker::AllocateBytes(MemoryCategory category, int64_t num_bytes,
-                                   absl::string_view label, absl::Status* status) {
+                                   absl::string_view label, bool zeroed, absl::Status* status) {
   // Count before allocating so concurrent allocations cannot both pass the
   // budget check; undone below if the system allocator fails.
   *status = Count(category, num_bytes, label, "allocating");
   if (!status->ok() || num_bytes == 0) return nullptr;
-  const size_t rounded =
-      (static_cast<size_t>(num_bytes) + kAlignment - 1) / kAlignment * kAlignment;
-  // What collectives send from (parameters, gradients, staging) is transfer
-  // memory: large buffers in transparent huge pages, from which other ranks
-  // on this host copy ~3x faster (comm/transfer_memory.h). The rest stays in
-  // ordinary pages, so its RSS is not rounded up to 2 MiB.
-  const bool communicated = category == MemoryCategory::kParameters ||
-                            category == MemoryCategory::kGradients ||
-                            category == MemoryCategory::kCommBuffers;
-  void* bytes = communicated ? comm::AllocateTransferMemory(rounded)
-                             : std::aligned_alloc(kAlignment, rounded);
+  const size_t rounded = RoundedBytes(num_bytes);
+  const bool communicated = IsTransferMemory(category);
+  void* bytes = nullptr;
+  std::vector<void*> evicted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    high_water_total_ = std::max(high_water_total_, current_total_);
+    auto hit = cache_.find({communicated, rounded});
+    if (hit != cache_.end()) {
+      bytes = hit->second.back();
+      hit->second.pop_back();
+      if (hit->second.empty()) cache_.erase(hit);
+      cached_bytes_ -= static_cast<int64_t>(rounded);
+    } else {
+      ++fresh_allocations_;
+      // Keep in-use + cached within the high-water mark: give back the
+      // largest cached blocks first (the likeliest never to be asked again).
+      while (cached_bytes_ > 0 && current_total_ + cached_bytes_ > high_water_total_) {
+        auto largest = std::prev(cache_.end());
+        evicted.push_back(largest->second.back());
+        largest->second.pop_back();
+        cached_bytes_ -= static_cast<int64_t>(largest->first.second);
+        if (largest->second.empty()) cache_.erase(largest);
+      }
+    }
+  }
+  for (void* block : evicted) std::free(block);
+  if (bytes == nullptr) {
+    bytes = communicated ? comm::AllocateTransferMemory(rounded)
+                         : std::aligned_alloc(kAlignment, rounded);
+  }
   if (bytes == nullptr) {
     Release(category, num_bytes);
     *status = absl::ResourceExhaustedError(
@@ -124,7 +177,7 @@ void* MemoryTracker::AllocateBytes(MemoryCategory category, int64_t num_bytes,
                      MemoryCategoryName(category), " for '", label, "'"));
     return nullptr;
   }
-  std::memset(bytes, 0, rounded);
+  if (zeroed) std::memset(bytes, 0, rounded);
   return bytes;
 }
 
@@ -151,6 +204,8 @@ MemorySnapshot MemoryTracker::Snapshot() const {
   s.current_total_bytes = current_total_;
   s.peak_total_bytes = peak_total_;
   s.budget_bytes = budget_bytes_ > 0 ? budget_bytes_ : 0;
+  s.cached_bytes = cached_bytes_;
+  s.fresh_allocations = fresh_allocations_;
   return s;
 }
 

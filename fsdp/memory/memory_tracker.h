@@ -12,6 +12,14 @@
 //   // grads going out of scope returns its bytes to the tracker.
 //   MemorySnapshot s = tracker.Snapshot();   // current and peak per category
 //
+// Freed buffers are kept for reuse: a later allocation of the same rounded
+// size (and kind of memory) takes one back instead of asking the system, so a
+// training step that allocates the same buffers every step touches no fresh
+// pages after the first (no page faults, no kernel page clearing). Cached
+// bytes are not in use and are not counted in the categories; the cache is
+// trimmed so that in-use plus cached bytes never exceed the highest in-use
+// total seen so far: the process holds no more than its tracked peak.
+//
 // With a budget (> 0), an allocation that would push the total above it fails
 // with absl::ResourceExhaustedError naming the category, the label, the bytes
 // requested, the bytes in use by category and the budget; it never crashes.
@@ -24,9 +32,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -56,6 +66,8 @@ struct MemorySnapshot {
   int64_t current_total_bytes = 0;
   int64_t peak_total_bytes = 0;  // peak of the sum, not the sum of peaks
   int64_t budget_bytes = 0;      // 0 = no budget
+  int64_t cached_bytes = 0;      // freed, kept for reuse (not in any category)
+  int64_t fresh_allocations = 0;  // allocations the cache could not serve
 
   int64_t current(MemoryCategory c) const { return current_bytes[static_cast<int>(c)]; }
   int64_t peak(MemoryCategory c) const { return peak_bytes[static_cast<int>(c)]; }
@@ -65,8 +77,9 @@ struct MemorySnapshot {
 
 class MemoryTracker;
 
-// An owning, move-only, zero-initialized, 64-byte aligned array of T whose
-// bytes are counted by a MemoryTracker until it is destroyed or Reset().
+// An owning, move-only, 64-byte aligned array of T (zero-initialized unless it
+// came from AllocateUninitialized) whose bytes are counted by a MemoryTracker
+// until it is destroyed or Reset().
 // Parameters, gradients and comm buffers are comm transfer memory (large ones
 // in transparent huge pages, see comm/transfer_memory.h); the tracker counts
 // the requested bytes, not the rounding to whole huge pages.
@@ -118,6 +131,12 @@ class MemoryTracker {
   template <typename T = float>
   absl::StatusOr<TrackedBuffer<T>> Allocate(MemoryCategory category, int64_t numel,
                                             absl::string_view label);
+  // The same, without zeroing: for buffers their first use overwrites
+  // entirely (activations a forward writes), where clearing a reused block
+  // would be a wasted pass over memory. Counted exactly like Allocate.
+  template <typename T = float>
+  absl::StatusOr<TrackedBuffer<T>> AllocateUninitialized(MemoryCategory category, int64_t numel,
+                                                         absl::string_view label);
 
   // Counts bytes that live elsewhere (e.g. a transport's registered memory).
   // Every successful Reserve must be matched by a Release of the same size.
@@ -129,11 +148,22 @@ class MemoryTracker {
   void ResetPeaks();
   void set_budget_bytes(int64_t budget_bytes);
 
+  ~MemoryTracker();  // frees the cached blocks
+
  private:
+  template <typename T>
+  friend class TrackedBuffer;
+  // A buffer's memory comes back: cached for reuse, its bytes uncounted.
+  void Recycle(MemoryCategory category, void* data, int64_t num_bytes);
+
   // Adds num_bytes to the counters, or fails if that would exceed the budget.
   absl::Status Count(MemoryCategory category, int64_t num_bytes, absl::string_view label,
                      absl::string_view verb);
+  template <typename T>
+  absl::StatusOr<TrackedBuffer<T>> AllocateImpl(MemoryCategory category, int64_t numel,
+                                                absl::string_view label, bool zeroed);
   void* AllocateBytes(MemoryCategory category, int64_t num_bytes, absl::string_view label,
+                      bool zeroed,
                       absl::Status* status);
 
   // std::mutex rather than absl::Mutex: Debian's Abseil is not built with
@@ -145,6 +175,12 @@ class MemoryTracker {
   std::array<int64_t, kNumMemoryCategories> peak_{};
   int64_t current_total_ = 0;
   int64_t peak_total_ = 0;
+  // Never lowered by ResetPeaks: the bound on in-use plus cached bytes.
+  int64_t high_water_total_ = 0;
+  // Freed blocks by (transfer memory?, rounded bytes).
+  std::map<std::pair<bool, size_t>, std::vector<void*>> cache_;
+  int64_t cached_bytes_ = 0;
+  int64_t fresh_allocations_ = 0;
 };
 
 // The process's peak resident set size (VmHWM in /proc/self/status), and the
@@ -172,10 +208,7 @@ TrackedBuffer<T>& TrackedBuffer<T>::operator=(TrackedBuffer&& other) noexcept {
 
 template <typename T>
 void TrackedBuffer<T>::Reset() {
-  if (tracker_ != nullptr) {
-    std::free(data_);
-    tracker_->Release(category_, num_bytes());
-  }
+  if (tracker_ != nullptr) tracker_->Recycle(category_, data_, num_bytes());
   data_ = nullptr;
   numel_ = 0;
   tracker_ = nullptr;
@@ -184,12 +217,28 @@ void TrackedBuffer<T>::Reset() {
 template <typename T>
 absl::StatusOr<TrackedBuffer<T>> MemoryTracker::Allocate(MemoryCategory category, int64_t numel,
                                                          absl::string_view label) {
+  return AllocateImpl<T>(category, numel, label, /*zeroed=*/true);
+}
+
+template <typename T>
+absl::StatusOr<TrackedBuffer<T>> MemoryTracker::AllocateUninitialized(MemoryCategory category,
+                                                                      int64_t numel,
+                                                                      absl::string_view label) {
+  return AllocateImpl<T>(category, numel, label, /*zeroed=*/false);
+}
+
+template <typename T>
+absl::StatusOr<TrackedBuffer<T>> MemoryTracker::AllocateImpl(MemoryCategory category,
+                                                             int64_t numel,
+                                                             absl::string_view label,
+                                                             bool zeroed) {
   if (numel < 0) {
     return absl::InvalidArgumentError(
         std::string("cannot allocate a negative element count for ") + std::string(label));
   }
   absl::Status status;
-  void* bytes = AllocateBytes(category, numel * static_cast<int64_t>(sizeof(T)), label, &status);
+  void* bytes =
+      AllocateBytes(category, numel * static_cast<int64_t>(sizeof(T)), label, zeroed, &status);
   if (!status.ok()) return status;
   TrackedBuffer<T> buffer;
   buffer.data_ = static_cast<T*>(bytes);

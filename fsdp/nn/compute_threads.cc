@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "fsdp/nn/matmul.h"
 
 namespace fsdp {
 
@@ -28,7 +29,7 @@ absl::Status SetComputeThreads(int threads) {
     return absl::InvalidArgumentError(
         absl::StrCat("compute threads must be at least 1, got ", threads));
   }
-  openblas_set_num_threads(threads);
+  SetMatmulThreads(threads);  // OpenBLAS's pool and oneDNN's OpenMP runtime
   return absl::OkStatus();
 }
 

@@ -1,6 +1,6 @@
 // File: fsdp/nn/compute_threads.h
 //
-// How many threads OpenBLAS uses for the layers' matmuls. Several ranks on one
+// How many threads the matrix products use (OpenBLAS and oneDNN). Several ranks on one
 // machine must not each spawn a thread per core, so the default is the
 // machine's hardware threads divided by the ranks on it (LOCAL_WORLD_SIZE):
 //

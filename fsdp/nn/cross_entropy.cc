@@ -3,37 +3,66 @@
 
 #include <cmath>
 
-namespace fsdp {
+#include "fsdp/nn/softmax_row.h"
 
-float CrossEntropyForward(float* logits_to_probs, const int32_t* targets, int n, int vocab) {
+namespace fsdp {
+namespace {
+
+// Per row: max, exp(l - max) with its 16-lane sum, scale by 1 / sum
+// (fsdp/nn/softmax_row.h). The loss is summed over rows in double.
+FSDP_SIMD_INLINE float CrossEntropyForwardBody(float* logits_to_probs, const int32_t* targets,
+                                               int n, int vocab) {
   double total = 0.0;
   for (int i = 0; i < n; ++i) {
     float* row = logits_to_probs + static_cast<long>(i) * vocab;
-    float max_logit = row[0];
-    for (int v = 1; v < vocab; ++v) max_logit = row[v] > max_logit ? row[v] : max_logit;
+    const float max_logit = simd::RowMax(row, vocab);
     // loss_i = log(sum_v exp(l_v - max)) - (l_target - max), read before the
     // row is overwritten so a tiny probability never becomes log(0).
     const double target_shifted = static_cast<double>(row[targets[i]]) - max_logit;
-    double sum = 0.0;
-    for (int v = 0; v < vocab; ++v) {
-      row[v] = std::exp(row[v] - max_logit);
-      sum += row[v];
-    }
-    const float inv_sum = static_cast<float>(1.0 / sum);
-    for (int v = 0; v < vocab; ++v) row[v] *= inv_sum;
-    total += std::log(sum) - target_shifted;
+    const float sum = simd::ExpShiftedInPlace(row, vocab, max_logit);
+    simd::ScaleRow(row, vocab, static_cast<float>(1.0 / sum));
+    total += std::log(static_cast<double>(sum)) - target_shifted;
   }
   return static_cast<float>(total / n);
 }
 
-void CrossEntropyBackward(float* probs_to_dlogits, const int32_t* targets, int n, int vocab,
-                          float loss_scale) {
+FSDP_SIMD_INLINE void CrossEntropyBackwardBody(float* probs_to_dlogits, const int32_t* targets,
+                                               int n, int vocab, float loss_scale) {
   const float factor = loss_scale / static_cast<float>(n);
   for (int i = 0; i < n; ++i) {
     float* row = probs_to_dlogits + static_cast<long>(i) * vocab;
     row[targets[i]] -= 1.0f;
-    for (int v = 0; v < vocab; ++v) row[v] *= factor;
+    simd::ScaleRow(row, vocab, factor);
   }
+}
+
+FSDP_ISA_VARIANTS(float, CrossEntropyForward,
+                  (float* logits_to_probs, const int32_t* targets, int n, int vocab),
+                  (logits_to_probs, targets, n, vocab))
+FSDP_ISA_VARIANTS(void, CrossEntropyBackward,
+                  (float* probs_to_dlogits, const int32_t* targets, int n, int vocab,
+                   float loss_scale),
+                  (probs_to_dlogits, targets, n, vocab, loss_scale))
+
+}  // namespace
+
+float CrossEntropyForward(KernelIsa isa, float* logits_to_probs, const int32_t* targets, int n,
+                          int vocab) {
+  FSDP_ISA_DISPATCH(isa, CrossEntropyForward, (logits_to_probs, targets, n, vocab));
+}
+
+void CrossEntropyBackward(KernelIsa isa, float* probs_to_dlogits, const int32_t* targets, int n,
+                          int vocab, float loss_scale) {
+  FSDP_ISA_DISPATCH(isa, CrossEntropyBackward, (probs_to_dlogits, targets, n, vocab, loss_scale));
+}
+
+float CrossEntropyForward(float* logits_to_probs, const int32_t* targets, int n, int vocab) {
+  return CrossEntropyForward(BestKernelIsa(), logits_to_probs, targets, n, vocab);
+}
+
+void CrossEntropyBackward(float* probs_to_dlogits, const int32_t* targets, int n, int vocab,
+                          float loss_scale) {
+  CrossEntropyBackward(BestKernelIsa(), probs_to_dlogits, targets, n, vocab, loss_scale);
 }
 
 }  // namespace fsdp

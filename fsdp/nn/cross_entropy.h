@@ -8,10 +8,15 @@
 //   dlogits = loss_scale * (probs - onehot(target)) / n
 // IN PLACE: the buffer then holds the gradient, which the head's linear
 // backward consumes (nothing downstream needs the probabilities again).
+// Vectorized (fsdp/nn/simd.h). The overloads taking a KernelIsa run one
+// variant (the CPU must support it); all variants give bit-identical results,
+// the plain ones use BestKernelIsa().
 #ifndef FSDP_NN_CROSS_ENTROPY_H_
 #define FSDP_NN_CROSS_ENTROPY_H_
 
 #include <cstdint>
+
+#include "fsdp/nn/kernel_isa.h"
 
 namespace fsdp {
 
@@ -19,6 +24,12 @@ float CrossEntropyForward(float* logits_to_probs, const int32_t* targets, int n,
 
 void CrossEntropyBackward(float* probs_to_dlogits, const int32_t* targets, int n, int vocab,
                           float loss_scale);
+
+float CrossEntropyForward(KernelIsa isa, float* logits_to_probs, const int32_t* targets, int n,
+                          int vocab);
+
+void CrossEntropyBackward(KernelIsa isa, float* probs_to_dlogits, const int32_t* targets, int n,
+                          int vocab, float loss_scale);
 
 }  // namespace fsdp
 

@@ -4,10 +4,15 @@
 // with wte (vocab, C) and wpe (max_seq_len, C). Tokens are validated by the
 // caller (the model checks the batch against its vocabulary). Backward ADDS
 // dout rows into the rows of dwte and dwpe that forward read.
+// Vectorized (fsdp/nn/simd.h). The overloads taking a KernelIsa run one
+// variant (the CPU must support it); all variants give bit-identical results,
+// the plain ones use BestKernelIsa().
 #ifndef FSDP_NN_EMBEDDING_H_
 #define FSDP_NN_EMBEDDING_H_
 
 #include <cstdint>
+
+#include "fsdp/nn/kernel_isa.h"
 
 namespace fsdp {
 
@@ -16,6 +21,12 @@ void EmbeddingForward(float* out, const int32_t* tokens, const float* wte, const
 
 void EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
                        int batch, int seq_len, int channels);
+
+void EmbeddingForward(KernelIsa isa, float* out, const int32_t* tokens, const float* wte,
+                      const float* wpe, int batch, int seq_len, int channels);
+
+void EmbeddingBackward(KernelIsa isa, float* dwte, float* dwpe, const float* dout,
+                       const int32_t* tokens, int batch, int seq_len, int channels);
 
 }  // namespace fsdp
 

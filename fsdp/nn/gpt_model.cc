@@ -77,8 +77,10 @@ absl::Status GptModel::AllocateWorkspace() {
 }
 
 absl::StatusOr<FloatBuffer> GptModel::Activation(int64_t numel, const char* what, int unit) {
-  return tracker_->Allocate<float>(MemoryCategory::kActivations, numel,
-                                   absl::StrCat(units_[unit].name, " ", what));
+  // Uninitialized: every activation is written in full by the forward that
+  // saves it, so clearing a reused block would be a wasted pass over memory.
+  return tracker_->AllocateUninitialized<float>(MemoryCategory::kActivations, numel,
+                                                absl::StrCat(units_[unit].name, " ", what));
 }
 
 const float* GptModel::UnitInput(int unit) const {

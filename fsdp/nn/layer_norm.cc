@@ -3,59 +3,166 @@
 
 #include <cmath>
 
-namespace fsdp {
+#include "fsdp/nn/simd.h"
 
-void LayerNormForward(float* out, float* mean, float* rstd, const float* inp,
-                      const float* weight, const float* bias, int n, int channels) {
+namespace fsdp {
+namespace {
+using simd::D16;
+using simd::F16;
+using simd::kLanes;
+
+// Two passes in double lanes: the mean first, then the variance around it,
+// so rows with a large offset do not lose precision. The deviation x - mean
+// is rounded to float before squaring, as the scalar version did.
+FSDP_SIMD_INLINE void LayerNormRowStats(const float* x, int channels, float* mean_out,
+                                        float* rstd_out) {
+  D16 sum{};
+  int c = 0;
+  for (; c + kLanes <= channels; c += kLanes) {
+    const D16 v = simd::ToDouble(simd::Load(x + c));
+    sum.lo += v.lo;
+    sum.hi += v.hi;
+  }
+  if (c < channels) {
+    const D16 v = simd::ToDouble(simd::LoadPartial(x + c, channels - c, 0.0f));
+    sum.lo += v.lo;
+    sum.hi += v.hi;
+  }
+  const float m = static_cast<float>(simd::ReduceAdd(sum) / channels);
+  D16 var{};
+  for (c = 0; c + kLanes <= channels; c += kLanes) {
+    const D16 d = simd::ToDouble(simd::Load(x + c) - m);
+    var.lo += d.lo * d.lo;
+    var.hi += d.hi * d.hi;
+  }
+  if (c < channels) {
+    // Padding with the mean makes the padded deviations exactly 0.
+    const D16 d = simd::ToDouble(simd::LoadPartial(x + c, channels - c, m) - m);
+    var.lo += d.lo * d.lo;
+    var.hi += d.hi * d.hi;
+  }
+  *mean_out = m;
+  *rstd_out =
+      1.0f / std::sqrt(static_cast<float>(simd::ReduceAdd(var) / channels) + kLayerNormEpsilon);
+}
+
+FSDP_SIMD_INLINE void LayerNormForwardBody(float* out, float* mean, float* rstd, const float* inp,
+                                           const float* weight, const float* bias, int n,
+                                           int channels) {
   for (int i = 0; i < n; ++i) {
     const float* x = inp + static_cast<long>(i) * channels;
     float* o = out + static_cast<long>(i) * channels;
-    // Two passes in double: the mean first, then the variance around it, so
-    // rows with a large offset do not lose precision.
-    double sum = 0.0;
-    for (int c = 0; c < channels; ++c) sum += x[c];
-    const float m = static_cast<float>(sum / channels);
-    double var = 0.0;
-    for (int c = 0; c < channels; ++c) {
-      const double d = x[c] - m;
-      var += d * d;
+    float m, s;
+    LayerNormRowStats(x, channels, &m, &s);
+    int c = 0;
+    for (; c + kLanes <= channels; c += kLanes) {
+      simd::Store(o + c, (simd::Load(x + c) - m) * s * simd::Load(weight + c) +
+                             simd::Load(bias + c));
     }
-    const float s = 1.0f / std::sqrt(static_cast<float>(var / channels) + kLayerNormEpsilon);
-    for (int c = 0; c < channels; ++c) o[c] = (x[c] - m) * s * weight[c] + bias[c];
+    if (c < channels) {
+      const int rest = channels - c;
+      simd::StorePartial(o + c,
+                         (simd::LoadPartial(x + c, rest, 0.0f) - m) * s *
+                                 simd::LoadPartial(weight + c, rest, 0.0f) +
+                             simd::LoadPartial(bias + c, rest, 0.0f),
+                         rest);
+    }
     mean[i] = m;
     rstd[i] = s;
   }
 }
 
+// One row of backward: the two means over the row, then the three updates.
+// Padded lanes load dout = 0, so they add nothing to either mean.
+FSDP_SIMD_INLINE void LayerNormBackwardRow(float* dx, float* dweight, float* dbias,
+                                           const float* d, const float* x, const float* weight,
+                                           float m, float s, int channels) {
+  F16 g_sum = simd::Splat(0.0f);
+  F16 g_xhat_sum = simd::Splat(0.0f);
+  int c = 0;
+  for (; c + kLanes <= channels; c += kLanes) {
+    const F16 xhat = (simd::Load(x + c) - m) * s;
+    const F16 g = simd::Load(d + c) * simd::Load(weight + c);
+    g_sum += g;
+    g_xhat_sum += g * xhat;
+  }
+  const int rest = channels - c;
+  if (rest > 0) {
+    const F16 xhat = (simd::LoadPartial(x + c, rest, 0.0f) - m) * s;
+    const F16 g = simd::LoadPartial(d + c, rest, 0.0f) * simd::LoadPartial(weight + c, rest, 0.0f);
+    g_sum += g;
+    g_xhat_sum += g * xhat;
+  }
+  const float g_mean = simd::ReduceAdd(g_sum) / channels;
+  const float g_xhat_mean = simd::ReduceAdd(g_xhat_sum) / channels;
+  for (c = 0; c + kLanes <= channels; c += kLanes) {
+    const F16 dv = simd::Load(d + c);
+    const F16 xhat = (simd::Load(x + c) - m) * s;
+    const F16 g = dv * simd::Load(weight + c);
+    simd::Store(dbias + c, simd::Load(dbias + c) + dv);
+    simd::Store(dweight + c, simd::Load(dweight + c) + xhat * dv);
+    simd::Store(dx + c, simd::Load(dx + c) + s * (g - g_mean - xhat * g_xhat_mean));
+  }
+  if (rest > 0) {
+    const F16 dv = simd::LoadPartial(d + c, rest, 0.0f);
+    const F16 xhat = (simd::LoadPartial(x + c, rest, 0.0f) - m) * s;
+    const F16 g = dv * simd::LoadPartial(weight + c, rest, 0.0f);
+    simd::StorePartial(dbias + c, simd::LoadPartial(dbias + c, rest, 0.0f) + dv, rest);
+    simd::StorePartial(dweight + c, simd::LoadPartial(dweight + c, rest, 0.0f) + xhat * dv, rest);
+    simd::StorePartial(dx + c,
+                       simd::LoadPartial(dx + c, rest, 0.0f) +
+                           s * (g - g_mean - xhat * g_xhat_mean),
+                       rest);
+  }
+}
+
+FSDP_SIMD_INLINE void LayerNormBackwardBody(float* dinp, float* dweight, float* dbias,
+                                            const float* dout, const float* inp,
+                                            const float* weight, const float* mean,
+                                            const float* rstd, int n, int channels) {
+  for (int i = 0; i < n; ++i) {
+    const long offset = static_cast<long>(i) * channels;
+    LayerNormBackwardRow(dinp + offset, dweight, dbias, dout + offset, inp + offset, weight,
+                         mean[i], rstd[i], channels);
+  }
+}
+
+FSDP_ISA_VARIANTS(void, LayerNormForward,
+                  (float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                   const float* bias, int n, int channels),
+                  (out, mean, rstd, inp, weight, bias, n, channels))
+FSDP_ISA_VARIANTS(void, LayerNormBackward,
+                  (float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                   const float* weight, const float* mean, const float* rstd, int n,
+                   int channels),
+                  (dinp, dweight, dbias, dout, inp, weight, mean, rstd, n, channels))
+
+}  // namespace
+
+void LayerNormForward(KernelIsa isa, float* out, float* mean, float* rstd, const float* inp,
+                      const float* weight, const float* bias, int n, int channels) {
+  FSDP_ISA_DISPATCH(isa, LayerNormForward, (out, mean, rstd, inp, weight, bias, n, channels));
+}
+
 // With xhat = (x - mean) * rstd and g = dout * weight:
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+void LayerNormBackward(KernelIsa isa, float* dinp, float* dweight, float* dbias,
+                       const float* dout, const float* inp, const float* weight,
+                       const float* mean, const float* rstd, int n, int channels) {
+  FSDP_ISA_DISPATCH(isa, LayerNormBackward,
+                    (dinp, dweight, dbias, dout, inp, weight, mean, rstd, n, channels));
+}
+
+void LayerNormForward(float* out, float* mean, float* rstd, const float* inp,
+                      const float* weight, const float* bias, int n, int channels) {
+  LayerNormForward(BestKernelIsa(), out, mean, rstd, inp, weight, bias, n, channels);
+}
+
 void LayerNormBackward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const float* inp, const float* weight, const float* mean,
                        const float* rstd, int n, int channels) {
-  for (int i = 0; i < n; ++i) {
-    const float* x = inp + static_cast<long>(i) * channels;
-    const float* d = dout + static_cast<long>(i) * channels;
-    float* dx = dinp + static_cast<long>(i) * channels;
-    const float m = mean[i];
-    const float s = rstd[i];
-    float g_mean = 0.0f;
-    float g_xhat_mean = 0.0f;
-    for (int c = 0; c < channels; ++c) {
-      const float xhat = (x[c] - m) * s;
-      const float g = d[c] * weight[c];
-      g_mean += g;
-      g_xhat_mean += g * xhat;
-    }
-    g_mean /= channels;
-    g_xhat_mean /= channels;
-    for (int c = 0; c < channels; ++c) {
-      const float xhat = (x[c] - m) * s;
-      const float g = d[c] * weight[c];
-      dbias[c] += d[c];
-      dweight[c] += xhat * d[c];
-      dx[c] += s * (g - g_mean - xhat * g_xhat_mean);
-    }
-  }
+  LayerNormBackward(BestKernelIsa(), dinp, dweight, dbias, dout, inp, weight, mean, rstd, n,
+                    channels);
 }
 
 }  // namespace fsdp

@@ -1,32 +1,34 @@
 // File: fsdp/nn/linear.cc
 #include "fsdp/nn/linear.h"
 
-#include <cblas.h>
+#include "fsdp/nn/matmul.h"
 
 namespace fsdp {
 
 void LinearForward(float* out, const float* inp, const float* weight, const float* bias, int n,
                    int in_features, int out_features) {
-  // out = inp @ weight^T
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out_features, in_features, 1.0f, inp,
-              in_features, weight, in_features, 0.0f, out, out_features);
-  if (bias == nullptr) return;
-  for (int i = 0; i < n; ++i) {
-    float* row = out + static_cast<long>(i) * out_features;
-    for (int o = 0; o < out_features; ++o) row[o] += bias[o];
-  }
+  // out = inp @ weight^T + bias, the bias added inside the product's epilogue
+  // (one pass over out instead of two).
+  Matmul({.m = n, .n = out_features, .k = in_features,
+          .a = {inp, NumType::kF32, in_features},
+          .b = {weight, NumType::kF32, in_features, /*transposed=*/true},
+          .c = out, .c_type = NumType::kF32, .ldc = out_features, .bias = bias});
 }
 
 void LinearBackward(float* dinp, float* dweight, float* dbias, const float* dout,
                     const float* inp, const float* weight, int n, int in_features,
                     int out_features) {
   if (dinp != nullptr) {  // dinp[N, C] += dout[N, OC] @ weight[OC, C]
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in_features, out_features, 1.0f,
-                dout, out_features, weight, in_features, 1.0f, dinp, in_features);
+    Matmul({.m = n, .n = in_features, .k = out_features,
+            .a = {dout, NumType::kF32, out_features},
+            .b = {weight, NumType::kF32, in_features},
+            .c = dinp, .c_type = NumType::kF32, .ldc = in_features, .accumulate = true});
   }
   if (dweight != nullptr) {  // dweight[OC, C] += dout^T[OC, N] @ inp[N, C]
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_features, in_features, n, 1.0f,
-                dout, out_features, inp, in_features, 1.0f, dweight, in_features);
+    Matmul({.m = out_features, .n = in_features, .k = n,
+            .a = {dout, NumType::kF32, out_features, /*transposed=*/true},
+            .b = {inp, NumType::kF32, in_features},
+            .c = dweight, .c_type = NumType::kF32, .ldc = in_features, .accumulate = true});
   }
   if (dbias != nullptr) {
     for (int i = 0; i < n; ++i) {

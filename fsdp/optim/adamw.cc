@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "comm/status_macros.h"
+#include "fsdp/nn/simd.h"
 
 namespace fsdp {
 
@@ -23,23 +24,76 @@ absl::Status ValidateAdamWOptions(const AdamWOptions& o) {
   return absl::OkStatus();
 }
 
-void AdamWUpdate(const AdamWOptions& o, float lr, int64_t step, absl::Span<float> params,
-                 absl::Span<const float> grads, absl::Span<float> m, absl::Span<float> v) {
+namespace {
+using simd::F16;
+using simd::kLanes;
+
+struct AdamWConstants {
+  float beta1, one_minus_beta1, beta2, one_minus_beta2, correction1, correction2, lr, eps,
+      weight_decay;
+};
+
+// The scalar update's operations in the same order, on 16 lanes: + - * /
+// and sqrt are exact in every ISA (fsdp/nn/simd.h), so each element's result
+// equals the scalar loop's bit for bit, wherever the element sits in the span.
+FSDP_SIMD_INLINE void AdamWLanes(const AdamWConstants& k, F16& p, F16 g, F16& m, F16& v) {
+  m = k.beta1 * m + k.one_minus_beta1 * g;
+  v = k.beta2 * v + k.one_minus_beta2 * g * g;
+  const F16 m_hat = m / k.correction1;
+  const F16 v_hat = v / k.correction2;
+  p -= k.lr * (m_hat / (simd::Sqrt(v_hat) + k.eps) + k.weight_decay * p);
+}
+
+FSDP_SIMD_INLINE void AdamWUpdateBody(const AdamWConstants& k, float* params, const float* grads,
+                                      float* m, float* v, int64_t n) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    F16 p = simd::Load(params + i), mi = simd::Load(m + i), vi = simd::Load(v + i);
+    AdamWLanes(k, p, simd::Load(grads + i), mi, vi);
+    simd::Store(params + i, p);
+    simd::Store(m + i, mi);
+    simd::Store(v + i, vi);
+  }
+  if (i < n) {
+    const int64_t rest = n - i;
+    F16 p = simd::LoadPartial(params + i, rest, 0.0f);
+    F16 mi = simd::LoadPartial(m + i, rest, 0.0f);
+    F16 vi = simd::LoadPartial(v + i, rest, 0.0f);
+    AdamWLanes(k, p, simd::LoadPartial(grads + i, rest, 0.0f), mi, vi);
+    simd::StorePartial(params + i, p, rest);
+    simd::StorePartial(m + i, mi, rest);
+    simd::StorePartial(v + i, vi, rest);
+  }
+}
+
+FSDP_ISA_VARIANTS(void, AdamWUpdate,
+                  (const AdamWConstants& k, float* params, const float* grads, float* m, float* v,
+                   int64_t n),
+                  (k, params, grads, m, v, n))
+
+void AdamWUpdateDispatch(KernelIsa isa, const AdamWConstants& k, float* params,
+                         const float* grads, float* m, float* v, int64_t n) {
+  FSDP_ISA_DISPATCH(isa, AdamWUpdate, (k, params, grads, m, v, n));
+}
+
+}  // namespace
+
+void AdamWUpdate(KernelIsa isa, const AdamWOptions& o, float lr, int64_t step,
+                 absl::Span<float> params, absl::Span<const float> grads, absl::Span<float> m,
+                 absl::Span<float> v) {
   // The bias corrections depend on the step only, so every slice computes the
   // same two numbers: this is what makes sharded updates bit-identical.
   const float correction1 = 1.0f - static_cast<float>(std::pow(double{o.beta1}, double(step)));
   const float correction2 = 1.0f - static_cast<float>(std::pow(double{o.beta2}, double(step)));
-  const int64_t n = static_cast<int64_t>(params.size());
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = grads[i];
-    const float mi = o.beta1 * m[i] + (1.0f - o.beta1) * g;
-    const float vi = o.beta2 * v[i] + (1.0f - o.beta2) * g * g;
-    m[i] = mi;
-    v[i] = vi;
-    const float m_hat = mi / correction1;
-    const float v_hat = vi / correction2;
-    params[i] -= lr * (m_hat / (std::sqrt(v_hat) + o.eps) + o.weight_decay * params[i]);
-  }
+  const AdamWConstants k{o.beta1,     1.0f - o.beta1, o.beta2, 1.0f - o.beta2, correction1,
+                         correction2, lr,             o.eps,   o.weight_decay};
+  AdamWUpdateDispatch(isa, k, params.data(), grads.data(), m.data(), v.data(),
+                      static_cast<int64_t>(params.size()));
+}
+
+void AdamWUpdate(const AdamWOptions& o, float lr, int64_t step, absl::Span<float> params,
+                 absl::Span<const float> grads, absl::Span<float> m, absl::Span<float> v) {
+  AdamWUpdate(BestKernelIsa(), o, lr, step, params, grads, m, v);
 }
 
 absl::StatusOr<AdamW> AdamW::Create(const AdamWOptions& options, int64_t numel,

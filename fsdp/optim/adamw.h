@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "fsdp/memory/memory_tracker.h"
+#include "fsdp/nn/kernel_isa.h"
 
 namespace fsdp {
 
@@ -39,6 +40,13 @@ absl::Status ValidateAdamWOptions(const AdamWOptions& options);
 // length; checked by the caller). `step` is 1-based.
 void AdamWUpdate(const AdamWOptions& options, float lr, int64_t step, absl::Span<float> params,
                  absl::Span<const float> grads, absl::Span<float> m, absl::Span<float> v);
+
+// The same with one ISA variant of the vectorized loop (the CPU must support
+// it). Every variant, and the plain overload (BestKernelIsa()), equals the
+// scalar loop of the formulas above bit for bit (no FMA: fsdp/nn/simd.h).
+void AdamWUpdate(KernelIsa isa, const AdamWOptions& options, float lr, int64_t step,
+                 absl::Span<float> params, absl::Span<const float> grads, absl::Span<float> m,
+                 absl::Span<float> v);
 
 // AdamW with its moments held in tracked buffers (kOptimizerState), sized for
 // one shard of `numel` parameters.

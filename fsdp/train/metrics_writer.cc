@@ -12,8 +12,10 @@ namespace fsdp {
 std::string StepMetricsJson(const StepMetrics& m) {
   return absl::StrFormat(
       "{\"step\":%d,\"loss\":%.9g,\"lr\":%.9g,\"tokens_per_s\":%.6g,\"peak_bytes\":%d,"
-      "\"comm_wait_s\":%.6g,\"tokens\":%d%s}",
-      m.step, m.loss, m.lr, m.tokens_per_s, m.peak_bytes, m.comm_wait_s, m.tokens,
+      "\"comm_wait_s\":%.6g,\"matmul_s\":%.6g,\"matmul_flops\":%.6g,\"page_faults\":%d,"
+      "\"tokens\":%d%s}",
+      m.step, m.loss, m.lr, m.tokens_per_s, m.peak_bytes, m.comm_wait_s, m.matmul_s,
+      m.matmul_flops, m.page_faults, m.tokens,
       m.has_val_loss ? absl::StrFormat(",\"val_loss\":%.9g", m.val_loss) : "");
 }
 
@@ -25,9 +27,10 @@ std::string ValMetricsJson(int step, int64_t tokens, double val_loss) {
 std::string FinalMetricsJson(const FinalMetrics& m) {
   return absl::StrFormat(
       "{\"final\":true,\"steps\":%d,\"loss\":%.9g,\"param_sha256\":\"%s\",\"world_size\":%d,"
-      "\"strategy\":\"%s\",\"tokens_per_s\":%.6g,\"comm_wait_share\":%.6g,\"peak_bytes\":%d}",
+      "\"strategy\":\"%s\",\"tokens_per_s\":%.6g,\"comm_wait_share\":%.6g,"
+      "\"matmul_share\":%.6g,\"matmul_gflops\":%.6g,\"peak_bytes\":%d}",
       m.steps, m.loss, m.param_sha256, m.world_size, m.strategy, m.tokens_per_s,
-      m.comm_wait_share, m.peak_bytes);
+      m.comm_wait_share, m.matmul_share, m.matmul_gflops, m.peak_bytes);
 }
 
 absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::Open(const std::string& path) {

@@ -8,7 +8,8 @@
 // and a last line with "final":true, the parameter digest and the run summary
 //
 //   {"final":true,"steps":20,"loss":2.01,"param_sha256":"ab12...",
-//    "world_size":2,"strategy":"no_shard","tokens_per_s":...,"comm_wait_share":0.08}
+//    "world_size":2,"strategy":"no_shard","tokens_per_s":...,"comm_wait_share":0.08,
+//    "matmul_share":0.6,"matmul_gflops":180.5,"peak_bytes":...}
 //
 // Floats are written with 9 significant digits, enough to round-trip a float
 // exactly, so runs can be compared to the last bit.
@@ -33,6 +34,9 @@ struct StepMetrics {
   double tokens_per_s = 0;  // global tokens / step wall time
   int64_t peak_bytes = 0;   // this rank's tracked peak so far
   double comm_wait_s = 0;   // time this rank blocked in collectives this step
+  double matmul_s = 0;      // time this rank spent in matrix products this step
+  double matmul_flops = 0;  // their floating-point operations (2 m n k each)
+  int64_t page_faults = 0;  // this rank's minor page faults during the step
   int64_t tokens = 0;       // global tokens trained on after this step
   bool has_val_loss = false;
   double val_loss = 0;      // --val_data: held-out loss after this step
@@ -50,6 +54,8 @@ struct FinalMetrics {
   std::string strategy;
   double tokens_per_s = 0;     // over all steps after the first
   double comm_wait_share = 0;  // comm wait / step time, same steps
+  double matmul_share = 0;     // rank 0's matrix-product time / step time, same steps
+  double matmul_gflops = 0;    // rank 0's matrix-product rate, same steps
   int64_t peak_bytes = 0;
 };
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "comm/status_macros.h"
+#include "fsdp/nn/matmul.h"
 
 namespace fsdp {
 namespace {
@@ -72,6 +73,10 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.threads < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--threads=", o.threads, " must not be negative (0 = pick from the core count)"));
+  }
+  if (o.matmul_backend != "auto" && !ParseMatmulBackend(o.matmul_backend).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--matmul_backend=", o.matmul_backend, " is not one of auto, onednn, openblas"));
   }
   if (o.d_model % o.heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -171,11 +176,12 @@ std::string TrainOptionsToString(const TrainOptions& o) {
   return absl::StrFormat(
       "strategy=%s nproc=%d layers=%d d_model=%d heads=%d vocab=%d seq_len=%d "
       "micro_batch=%d accum=%d global_batch=%d steps=%d optimizer=%s lr=%g min_lr=%g "
-      "warmup_steps=%d weight_decay=%g grad_clip=%g seed=%d threads=%d data=%s group_size=%d "
+      "warmup_steps=%d weight_decay=%g grad_clip=%g seed=%d threads=%d matmul_backend=%s "
+      "data=%s group_size=%d "
       "prefetch_depth=%d max_gathers_in_flight=%d mixed_precision=%s min_unit_numel=%d%s",
       StrategyName(o.strategy), o.nproc, o.layers, o.d_model, o.heads, o.vocab, o.seq_len,
       o.micro_batch, o.accum, o.global_batch(), o.steps, OptimizerKindName(o.optimizer), o.lr,
-      o.min_lr, o.warmup_steps, o.weight_decay, o.grad_clip, o.seed, o.threads,
+      o.min_lr, o.warmup_steps, o.weight_decay, o.grad_clip, o.seed, o.threads, o.matmul_backend,
       o.data.empty() ? "synthetic" : o.data, o.group_size, o.prefetch_depth,
       o.max_gathers_in_flight, o.mixed_precision ? "true" : "false", o.min_unit_numel,
       o.checkpoint_dir.empty()

@@ -59,8 +59,12 @@ struct TrainOptions {
   float grad_clip = 1.0f;     // global-norm clip; 0 = off
   OptimizerKind optimizer = OptimizerKind::kAdamW;
   uint64_t seed = 42;
-  // OpenBLAS threads per rank; 0 = hardware threads / ranks on this machine.
+  // Compute threads per rank (matrix products and their libraries); 0 =
+  // hardware threads / ranks on this machine.
   int threads = 0;
+  // Matrix products (fsdp/nn/matmul.h): "auto" (measured on rank 0),
+  // "onednn" or "openblas".
+  std::string matmul_backend = "auto";
   // Data: an llm.c .bin token file, or "" for the synthetic Markov stream.
   std::string data;
   // Output: one JSON line per step, see fsdp/train/metrics_writer.h; "" = none.

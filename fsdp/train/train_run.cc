@@ -1,6 +1,8 @@
 // File: fsdp/train/train_run.cc
 #include "fsdp/train/train_run.h"
 
+#include <sys/resource.h>
+
 #include <string.h>
 
 #include <algorithm>
@@ -18,6 +20,8 @@
 #include "fsdp/checkpoint/run_checkpoint.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/compute_threads.h"
+#include "fsdp/nn/matmul.h"
+#include "fsdp/train/compute_backend.h"
 #include "fsdp/nn/gpt_model.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/plan/shard_planner.h"
@@ -188,6 +192,14 @@ absl::StatusOr<std::string> AgreeOnStop(const TrainOptions& options, comm::Commu
   return std::string();
 }
 
+// This process's minor page faults so far (the kernel mapping a fresh page,
+// clearing it first): a steady-state step that reuses its buffers has none.
+int64_t MinorPageFaults() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return usage.ru_minflt;
+}
+
 // A sample between marker lines (the launcher prefixes each line with the
 // rank, so multi-line text stays readable).
 void PrintSample(std::FILE* log, int step, const std::string& how, const std::string& text) {
@@ -209,6 +221,11 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
   }
   FSDP_RETURN_IF_ERROR(
       SetComputeThreads(options.threads > 0 ? options.threads : DefaultComputeThreads()));
+  FSDP_ASSIGN_OR_RETURN(ComputeBackendChoice backend,
+                        SelectMatmulBackend(options.matmul_backend, world, options.comm_timeout));
+  if (log != nullptr) {
+    std::fprintf(log, "train_gpt: matmul backend %s\n", backend.description.c_str());
+  }
 
   const GptConfig config = GptConfigFrom(options);
 
@@ -289,11 +306,16 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
   // reported over the rest.
   absl::Duration timed_step_time, timed_comm_wait;
   int64_t timed_tokens = 0;
+  double timed_matmul_s = 0, timed_matmul_flops = 0;
   int last_step = summary.start_step;
   for (int step = summary.start_step + 1; step <= options.steps; ++step) {
     FSDP_ASSIGN_OR_RETURN(std::vector<Batch> micro_batches, batches->NextStep());
     const float lr = schedule.At(step - 1);  // the schedule counts from 0
+    ResetMatmulStats();
+    const int64_t faults_before = MinorPageFaults();
     FSDP_ASSIGN_OR_RETURN(StepResult result, trainer->Step(micro_batches, lr));
+    const MatmulStats matmul = CurrentMatmulStats();
+    const int64_t page_faults = MinorPageFaults() - faults_before;
 
     const double seconds = absl::ToDoubleSeconds(result.step_time);
     const double tokens_per_s = seconds > 0 ? result.global_tokens / seconds : 0.0;
@@ -302,6 +324,8 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
     if (step > summary.start_step + 1 || options.steps == summary.start_step + 1) {
       timed_step_time += result.step_time;
       timed_comm_wait += result.comm_wait;
+      timed_matmul_s += matmul.seconds;
+      timed_matmul_flops += matmul.flops;
       timed_tokens += result.global_tokens;
     }
     summary.final_loss = result.loss;
@@ -312,10 +336,13 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
     if (log != nullptr) {
       std::fprintf(log,
                    "step %4d/%d | loss %.6f | lr %.3e | %9.0f tok/s | peak %s/rank | "
-                   "comm wait %.1f ms (%.0f%%)%s\n",
+                   "comm wait %.1f ms (%.0f%%) | matmul %.0f%% at %.0f GFLOP/s | %lld page faults%s\n",
                    step, options.steps, result.loss, result.lr, tokens_per_s,
                    FormatBytes(peak_bytes).c_str(), absl::ToDoubleMilliseconds(result.comm_wait),
                    seconds > 0 ? 100.0 * absl::ToDoubleSeconds(result.comm_wait) / seconds : 0.0,
+                   seconds > 0 ? 100.0 * matmul.seconds / seconds : 0.0,
+                   matmul.seconds > 0 ? matmul.flops / matmul.seconds / 1e9 : 0.0,
+                   static_cast<long long>(page_faults),
                    validated ? absl::StrFormat(" | val_loss %.6f", summary.final_val_loss).c_str()
                              : "");
       std::fflush(log);
@@ -328,6 +355,9 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
       m.tokens_per_s = tokens_per_s;
       m.peak_bytes = peak_bytes;
       m.comm_wait_s = absl::ToDoubleSeconds(result.comm_wait);
+      m.matmul_s = matmul.seconds;
+      m.matmul_flops = matmul.flops;
+      m.page_faults = page_faults;
       m.tokens = step * options.tokens_per_step();
       m.has_val_loss = validated;
       m.val_loss = summary.final_val_loss;
@@ -399,6 +429,9 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
   summary.tokens_per_s = timed_seconds > 0 ? timed_tokens / timed_seconds : 0.0;
   summary.comm_wait_share =
       timed_seconds > 0 ? absl::ToDoubleSeconds(timed_comm_wait) / timed_seconds : 0.0;
+  summary.matmul_share = timed_seconds > 0 ? timed_matmul_s / timed_seconds : 0.0;
+  summary.matmul_gflops = timed_matmul_s > 0 ? timed_matmul_flops / timed_matmul_s / 1e9 : 0.0;
+  summary.matmul_backend = backend.description;
   summary.peak_bytes = summary.memory.peak_total_bytes;
   if (metrics != nullptr) {
     FinalMetrics f;
@@ -409,15 +442,18 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
     f.strategy = StrategyName(options.strategy);
     f.tokens_per_s = summary.tokens_per_s;
     f.comm_wait_share = summary.comm_wait_share;
+    f.matmul_share = summary.matmul_share;
+    f.matmul_gflops = summary.matmul_gflops;
     f.peak_bytes = summary.peak_bytes;
     FSDP_RETURN_IF_ERROR(metrics->WriteLine(FinalMetricsJson(f)));
   }
   if (log != nullptr) {
     std::fprintf(log,
                  "train_gpt: done, %d steps, loss %.4f -> %.4f, %.0f tok/s, comm wait %.1f%% "
-                 "of step time, peak %s/rank, params sha256 %s\n",
+                 "of step time, matmul %.1f%% at %.0f GFLOP/s, peak %s/rank, params sha256 %s\n",
                  summary.steps, summary.first_loss, summary.final_loss, summary.tokens_per_s,
-                 100.0 * summary.comm_wait_share, FormatBytes(summary.peak_bytes).c_str(),
+                 100.0 * summary.comm_wait_share, 100.0 * summary.matmul_share,
+                 summary.matmul_gflops, FormatBytes(summary.peak_bytes).c_str(),
                  summary.param_sha256.c_str());
     std::fflush(log);
   }

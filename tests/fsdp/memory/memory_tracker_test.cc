@@ -134,3 +134,73 @@ TEST(MemoryTrackerTest, SnapshotToStringListsEveryCategory) {
 
 }  // namespace
 }  // namespace fsdp
+
+namespace fsdp {
+namespace {
+
+TEST(MemoryTrackerCache, FreedBlockIsReusedForTheSameSizeAndZeroed) {
+  MemoryTracker tracker;
+  void* first = nullptr;
+  {
+    absl::StatusOr<FloatBuffer> a = tracker.Allocate(MemoryCategory::kActivations, 1000, "a");
+    ASSERT_TRUE(a.ok());
+    first = a->data();
+    for (int i = 0; i < 1000; ++i) (*a)[i] = 1.0f + i;
+  }
+  MemorySnapshot s = tracker.Snapshot();
+  EXPECT_EQ(s.current_total_bytes, 0);
+  EXPECT_EQ(s.cached_bytes, 4032);  // 4000 rounded up to 64 bytes
+  absl::StatusOr<FloatBuffer> b = tracker.Allocate(MemoryCategory::kActivations, 1000, "b");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->data(), first);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ((*b)[i], 0.0f) << i;
+  s = tracker.Snapshot();
+  EXPECT_EQ(s.cached_bytes, 0);
+  EXPECT_EQ(s.fresh_allocations, 1);
+  EXPECT_EQ(s.current(MemoryCategory::kActivations), 4000);
+}
+
+TEST(MemoryTrackerCache, TransferMemoryAndOrdinaryMemoryAreNotMixed) {
+  MemoryTracker tracker;
+  absl::StatusOr<FloatBuffer> act = tracker.Allocate(MemoryCategory::kActivations, 4096, "act");
+  absl::StatusOr<FloatBuffer> keep = tracker.Allocate(MemoryCategory::kActivations, 4096, "keep");
+  absl::StatusOr<FloatBuffer> grad = tracker.Allocate(MemoryCategory::kGradients, 4096, "grad");
+  ASSERT_TRUE(act.ok() && keep.ok() && grad.ok());
+  const void* act_block = act->data();
+  const void* grad_block = grad->data();
+  act->Reset();
+  grad->Reset();
+  // Gradients are transfer memory: the request takes the freed gradient's
+  // block, not the activation's, although both have the same size.
+  absl::StatusOr<FloatBuffer> grad2 = tracker.Allocate(MemoryCategory::kGradients, 4096, "g2");
+  ASSERT_TRUE(grad2.ok());
+  EXPECT_EQ(grad2->data(), grad_block);
+  absl::StatusOr<FloatBuffer> act2 = tracker.Allocate(MemoryCategory::kWorkspace, 4096, "a2");
+  ASSERT_TRUE(act2.ok());
+  EXPECT_EQ(act2->data(), act_block);
+  EXPECT_EQ(tracker.Snapshot().fresh_allocations, 3);
+}
+
+// In-use plus cached bytes never exceed the highest in-use total so far.
+TEST(MemoryTrackerCache, CacheIsTrimmedToTheHighWaterMark) {
+  MemoryTracker tracker;
+  { ASSERT_TRUE(tracker.Allocate(MemoryCategory::kActivations, 1 << 20, "big").ok()); }
+  EXPECT_EQ(tracker.Snapshot().cached_bytes, 4 << 20);
+  // A different size misses the cache; holding both would exceed the peak.
+  absl::StatusOr<FloatBuffer> other =
+      tracker.Allocate(MemoryCategory::kActivations, (1 << 20) - 1024, "other");
+  ASSERT_TRUE(other.ok());
+  const MemorySnapshot s = tracker.Snapshot();
+  EXPECT_LE(s.current_total_bytes + s.cached_bytes, int64_t{4} << 20);
+  EXPECT_EQ(s.cached_bytes, 0);
+}
+
+// The budget counts bytes in use only, so cached blocks never refuse work.
+TEST(MemoryTrackerCache, CachedBytesDoNotCountAgainstTheBudget) {
+  MemoryTracker tracker(/*budget_bytes=*/8192);
+  { ASSERT_TRUE(tracker.Allocate(MemoryCategory::kActivations, 2048, "a").ok()); }
+  EXPECT_TRUE(tracker.Allocate(MemoryCategory::kWorkspace, 1024, "b").ok());
+}
+
+}  // namespace
+}  // namespace fsdp

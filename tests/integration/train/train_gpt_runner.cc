@@ -43,7 +43,17 @@ std::string TrainGptPath() {
                       "/examples/train_gpt");
 }
 
-TrainGptRun RunTrainGpt(const std::string& run_name, const std::vector<std::string>& flags) {
+std::vector<std::string> WithPinnedMatmulBackend(const std::vector<std::string>& flags) {
+  for (const std::string& flag : flags) {
+    if (flag.rfind("--matmul_backend", 0) == 0) return flags;
+  }
+  std::vector<std::string> pinned = flags;
+  pinned.push_back("--matmul_backend=onednn");
+  return pinned;
+}
+
+TrainGptRun RunTrainGpt(const std::string& run_name, const std::vector<std::string>& given) {
+  const std::vector<std::string> flags = WithPinnedMatmulBackend(given);
   const std::string metrics = absl::StrCat(TmpDir(), "/", run_name, ".jsonl");
   std::remove(metrics.c_str());
   std::string command = TrainGptPath();
@@ -71,7 +81,8 @@ TrainGptRun RunTrainGpt(const std::string& run_name, const std::vector<std::stri
   return run;
 }
 
-pid_t StartTrainGpt(const std::vector<std::string>& flags, const std::string& log) {
+pid_t StartTrainGpt(const std::vector<std::string>& given, const std::string& log) {
+  const std::vector<std::string> flags = WithPinnedMatmulBackend(given);
   std::vector<std::string> args = {TrainGptPath()};
   args.insert(args.end(), flags.begin(), flags.end());
   const pid_t pid = fork();

@@ -24,8 +24,15 @@ struct TrainGptRun {
 // The path of //examples:train_gpt inside the test's runfiles.
 std::string TrainGptPath();
 
-// Runs train_gpt with `flags` (each "--name=value") plus --metrics_out in
-// $TEST_TMPDIR under `run_name`, and parses the metrics file.
+// Tests compare digests across jobs, so the runner pins the matmul backend:
+// `flags` plus --matmul_backend=onednn unless they name one. (--matmul_backend
+// =auto measures at start-up; on a loaded machine two jobs could pick
+// differently, and the backends round differently.)
+std::vector<std::string> WithPinnedMatmulBackend(const std::vector<std::string>& flags);
+
+// Runs train_gpt with WithPinnedMatmulBackend(`flags`) (each "--name=value")
+// plus --metrics_out in $TEST_TMPDIR under `run_name`, and parses the metrics
+// file.
 TrainGptRun RunTrainGpt(const std::string& run_name, const std::vector<std::string>& flags);
 
 // Starts train_gpt with `flags` in the background, stdout and stderr to the

@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""The same GPT in PyTorch, trained with DDP over gloo: the reference figures for
+//examples:speed_bench, measured in the same sitting on the same machine.
+
+    /usr/bin/python3 examples/pytorch_reference/gpt_ddp.py                 # fp32, 2 ranks x 1 thread
+    /usr/bin/python3 examples/pytorch_reference/gpt_ddp.py --bf16          # torch.autocast("cpu", bfloat16)
+
+Architecture as fsdp/nn/gpt_model.h: learned token and position embeddings,
+pre-norm blocks (LayerNorm, causal multi-head attention with a fused qkv
+projection, residual; LayerNorm, 4x MLP with tanh GELU, residual), a final
+LayerNorm and an untied head; AdamW, gradient clipping at 1.0. Random tokens:
+the speed does not depend on the data. Prints tokens/s over the steps after
+the first and each rank's peak RSS. Needs Debian's python3-torch (1.13).
+"""
+import argparse
+import math
+import os
+import resource
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, c, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(c)
+        self.qkv = nn.Linear(c, 3 * c)
+        self.proj = nn.Linear(c, c)
+        self.ln2 = nn.LayerNorm(c)
+        self.fc = nn.Linear(c, 4 * c)
+        self.mlp_proj = nn.Linear(4 * c, c)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        shape = (b, t, self.heads, c // self.heads)
+        q, k, v = (z.view(shape).transpose(1, 2) for z in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)
+        mask = torch.ones(t, t, dtype=torch.bool).tril()
+        att = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1) @ v
+        x = x + self.proj(att.transpose(1, 2).reshape(b, t, c))
+        return x + self.mlp_proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class Gpt(nn.Module):
+    def __init__(self, layers, c, heads, vocab, seq_len):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, c)
+        self.wpe = nn.Embedding(seq_len, c)
+        self.blocks = nn.ModuleList(Block(c, heads) for _ in range(layers))
+        self.lnf = nn.LayerNorm(c)
+        self.head = nn.Linear(c, vocab, bias=False)
+
+    def forward(self, tokens):
+        x = self.wte(tokens) + self.wpe(torch.arange(tokens.shape[1]))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.lnf(x))
+
+
+def run(rank, args):
+    torch.set_num_threads(1)
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(args.port)
+    dist.init_process_group("gloo", rank=rank, world_size=args.nproc)
+    torch.manual_seed(42)
+    model = Gpt(args.layers, args.d_model, args.heads, args.vocab, args.seq_len)
+    ddp = nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.AdamW(ddp.parameters(), lr=3e-4, weight_decay=0.0)
+    gen = torch.Generator().manual_seed(rank)
+    timed, tokens = 0.0, 0
+    for step in range(args.steps):
+        x = torch.randint(args.vocab, (args.micro_batch, args.seq_len), generator=gen)
+        y = torch.randint(args.vocab, (args.micro_batch, args.seq_len), generator=gen)
+        start = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            logits = ddp(x)
+        loss = F.cross_entropy(logits.float().view(-1, args.vocab), y.view(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(ddp.parameters(), 1.0)
+        opt.step()
+        elapsed = time.perf_counter() - start
+        if step > 0:
+            timed += elapsed
+            tokens += args.micro_batch * args.seq_len * args.nproc
+        if rank == 0:
+            print(f"step {step + 1}/{args.steps} loss {loss.item():.4f} {elapsed * 1e3:.0f} ms",
+                  flush=True)
+    rss_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    rates = [None] * args.nproc
+    dist.all_gather_object(rates, (tokens / timed, rss_gib))
+    if rank == 0:
+        params = sum(p.numel() for p in model.parameters())
+        print(f"pytorch {torch.__version__} DDP gloo, {'bf16 autocast' if args.bf16 else 'fp32'}, "
+              f"{args.nproc} ranks x 1 thread, {params} parameters: "
+              f"{rates[0][0]:.0f} tok/s; peak RSS per rank "
+              + ", ".join(f"{r[1]:.2f}" for r in rates) + " GiB")
+    dist.destroy_process_group()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--nproc", type=int, default=2)
+    p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--layers", type=int, default=8)
+    p.add_argument("--d_model", type=int, default=512)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--vocab", type=int, default=8192)
+    p.add_argument("--seq_len", type=int, default=256)
+    p.add_argument("--micro_batch", type=int, default=4)
+    p.add_argument("--bf16", action="store_true")
+    p.add_argument("--port", type=int, default=29533)
+    args = p.parse_args()
+    mp.spawn(run, args=(args,), nprocs=args.nproc)
+
+
+if __name__ == "__main__":
+    main()

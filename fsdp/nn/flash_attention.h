@@ -1,0 +1,47 @@
+// File: fsdp/nn/flash_attention.h
+//
+// Causal multi-head self-attention computed in blocks, keeping O(B H T)
+// instead of the B H T^2 probabilities (the FlashAttention idea, Dao et al.
+// 2022, written for a CPU: blocks of queries and keys are small matrix
+// products through fsdp::Matmul, the softmax runs with a running maximum and
+// sum per query row).
+//
+// Same layout and result as AttentionForward (fsdp/nn/attention.h): qkv is
+// (B, T, 3C) holding [q | k | v] per token, head h uses channels
+// [h*hs, (h+1)*hs), out is (B, T, C). Per (b, h), scale = 1/sqrt(hs):
+//   out = softmax(scale * q k^T, causal) v
+//
+// Forward saves only lse (B, heads, T): the log of each query row's softmax
+// denominator (plus its maximum). Backward recomputes each block's
+// probabilities from q, k and lse, and needs the forward's output (the
+// attention output is saved anyway: it is the input of the output
+// projection). Keys after a query block's last row are never touched, so the
+// causal half of the products is skipped, not masked.
+//
+// Deterministic: every sum runs in a fixed order for a given shape and
+// block size. Equal to the naive attention within fp32 rounding (the
+// softmax's sums are grouped differently), not bit for bit.
+#ifndef FSDP_NN_FLASH_ATTENTION_H_
+#define FSDP_NN_FLASH_ATTENTION_H_
+
+#include <cstdint>
+
+namespace fsdp {
+
+// Rows of queries and keys per block; T need not be a multiple.
+inline constexpr int kFlashBlock = 128;
+
+// Scratch floats the forward and the backward need (allocate once).
+int64_t FlashAttentionScratchFloats(int seq_len, int head_size);
+
+void FlashAttentionForward(float* out, float* lse, float* scratch, const float* qkv, int batch,
+                           int seq_len, int channels, int heads);
+
+// ADDS into dqkv. `out` and `lse` are the forward's.
+void FlashAttentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                            const float* out, const float* lse, int batch, int seq_len,
+                            int channels, int heads);
+
+}  // namespace fsdp
+
+#endif  // FSDP_NN_FLASH_ATTENTION_H_

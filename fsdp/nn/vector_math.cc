@@ -1,0 +1,38 @@
+// File: fsdp/nn/vector_math.cc
+#include "fsdp/nn/vector_math.h"
+
+#include "fsdp/nn/simd.h"
+
+namespace fsdp {
+namespace {
+using simd::kLanes;
+
+// The tail goes through the same vector code, padded (see simd.h).
+FSDP_SIMD_INLINE void ExpBody(float* out, const float* inp, int64_t n) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) simd::Store(out + i, simd::Exp(simd::Load(inp + i)));
+  if (i < n) simd::StorePartial(out + i, simd::Exp(simd::LoadPartial(inp + i, n - i, 0.0f)), n - i);
+}
+
+FSDP_SIMD_INLINE void TanhBody(float* out, const float* inp, int64_t n) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) simd::Store(out + i, simd::Tanh(simd::Load(inp + i)));
+  if (i < n) {
+    simd::StorePartial(out + i, simd::Tanh(simd::LoadPartial(inp + i, n - i, 0.0f)), n - i);
+  }
+}
+
+FSDP_ISA_VARIANTS(void, Exp, (float* out, const float* inp, int64_t n), (out, inp, n))
+FSDP_ISA_VARIANTS(void, Tanh, (float* out, const float* inp, int64_t n), (out, inp, n))
+
+}  // namespace
+
+void VectorExp(KernelIsa isa, float* out, const float* inp, int64_t n) {
+  FSDP_ISA_DISPATCH(isa, Exp, (out, inp, n));
+}
+
+void VectorTanh(KernelIsa isa, float* out, const float* inp, int64_t n) {
+  FSDP_ISA_DISPATCH(isa, Tanh, (out, inp, n));
+}
+
+}  // namespace fsdp

@@ -1,0 +1,20 @@
+// File: fsdp/nn/vector_math.h
+//
+// exp and tanh over arrays with the polynomial kernels of fsdp/nn/simd.h
+// (the ones inside softmax, cross-entropy and GELU), for tests that sweep
+// their accuracy against libm and for the kernel benchmark. out may alias inp.
+#ifndef FSDP_NN_VECTOR_MATH_H_
+#define FSDP_NN_VECTOR_MATH_H_
+
+#include <cstdint>
+
+#include "fsdp/nn/kernel_isa.h"
+
+namespace fsdp {
+
+void VectorExp(KernelIsa isa, float* out, const float* inp, int64_t n);
+void VectorTanh(KernelIsa isa, float* out, const float* inp, int64_t n);
+
+}  // namespace fsdp
+
+#endif  // FSDP_NN_VECTOR_MATH_H_

@@ -1,0 +1,229 @@
+// File: tests/fsdp/nn/kernel_benchmark.cc
+//
+// Old (scalar, tests/fsdp/nn/reference_kernels.h) against new (vectorized,
+// every ISA variant this CPU runs) element-wise kernels on the shapes of the
+// GPT of issue 11: 8 layers, width C = 512, 8 heads, vocab 8192, seq_len 256,
+// micro-batch 4 (B*T = 1024 rows). Prints the CPU model and the variant the
+// layers use (BestKernelIsa), then per kernel the minimum over repetitions
+// (the machines are shared: the minimum is the least disturbed run).
+//
+//   bazel run -c opt //tests/fsdp/nn:kernel_benchmark -- [repetitions]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "fsdp/nn/attention.h"
+#include "fsdp/nn/compute_threads.h"
+#include "fsdp/nn/cross_entropy.h"
+#include "fsdp/nn/embedding.h"
+#include "fsdp/nn/gelu.h"
+#include "fsdp/nn/kernel_isa.h"
+#include "fsdp/nn/layer_norm.h"
+#include "fsdp/nn/residual.h"
+#include "fsdp/optim/adamw.h"
+#include "fsdp/optim/grad_clip.h"
+#include "tests/fsdp/nn/grad_check.h"
+#include "tests/fsdp/nn/reference_kernels.h"
+
+namespace fsdp {
+namespace {
+
+constexpr int kBatch = 4, kSeq = 256, kChannels = 512, kHeads = 8, kVocab = 8192;
+constexpr int kRows = kBatch * kSeq;
+// One rank's AdamW shard of the 33.7 M-parameter model at 2 ranks.
+constexpr int64_t kShardNumel = 33731584 / 2;
+
+std::string CpuModel() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+double MinSeconds(int repetitions, const std::function<void()>& fn) {
+  fn();  // warm-up: page faults, caches
+  double best = 1e30;
+  for (int r = 0; r < repetitions; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    best = std::min(best, elapsed.count());
+  }
+  return best;
+}
+
+struct Kernel {
+  std::string name;
+  std::function<void()> old_fn;
+  std::function<void(KernelIsa)> new_fn;
+};
+
+int Main(int repetitions) {
+  SetComputeThreads(1);  // the attention sgemms: one thread, as one rank of 2 on 2 cores
+  std::printf("CPU: %s\n", CpuModel().c_str());
+  std::printf("kernel ISA used by the layers: %s\n", KernelIsaName(BestKernelIsa()));
+  std::printf("shapes: B*T = %d rows, C = %d, 4C = %d, vocab %d, B=%d H=%d T=%d; "
+              "AdamW / sum of squares over %lld floats; min of %d runs\n\n",
+              kRows, kChannels, 4 * kChannels, kVocab, kBatch, kHeads, kSeq,
+              static_cast<long long>(kShardNumel), repetitions);
+
+  using testing_util::RandomVector;
+  const int64_t nc = int64_t{kRows} * kChannels, n4c = 4 * nc, nv = int64_t{kRows} * kVocab;
+  std::vector<float> wide_in = RandomVector(n4c, 1), wide_out(n4c), wide_d = RandomVector(n4c, 2),
+                     wide_grad(n4c);
+  std::vector<float> x = RandomVector(nc, 3), y(nc), d = RandomVector(nc, 4), dx(nc),
+                     w = RandomVector(kChannels, 5), b = RandomVector(kChannels, 6),
+                     dw(kChannels), db(kChannels), mean(kRows), rstd(kRows);
+  std::vector<float> qkv = RandomVector(3 * nc, 7), att_out(nc), dqkv(3 * nc),
+                     probs(int64_t{kBatch} * kHeads * kSeq * kSeq),
+                     scratch(AttentionBackwardScratchFloats(kSeq));
+  const std::vector<float> logits = RandomVector(nv, 8, 2.0f);
+  std::vector<float> ce(nv);
+  std::vector<int32_t> targets(kRows), tokens(kRows);
+  for (int i = 0; i < kRows; ++i) targets[i] = tokens[i] = (i * 7919) % kVocab;
+  std::vector<float> wte = RandomVector(int64_t{kVocab} * kChannels, 9),
+                     wpe = RandomVector(int64_t{kSeq} * kChannels, 10),
+                     dwte(wte.size()), dwpe(wpe.size());
+  std::vector<float> params = RandomVector(kShardNumel, 11, 0.02f),
+                     grads = RandomVector(kShardNumel, 12, 1e-3f), m(kShardNumel), v(kShardNumel);
+  const AdamWOptions adam;
+  LayerNormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), kRows,
+                   kChannels);
+  AttentionForward(att_out.data(), probs.data(), qkv.data(), kBatch, kSeq, kChannels, kHeads);
+
+  std::vector<Kernel> kernels = {
+      {"gelu forward (1024 x 2048)",
+       [&] { reference::GeluForward(wide_out.data(), wide_in.data(), n4c); },
+       [&](KernelIsa isa) { GeluForward(isa, wide_out.data(), wide_in.data(), n4c); }},
+      {"gelu backward",
+       [&] { reference::GeluBackward(wide_grad.data(), wide_in.data(), wide_d.data(), n4c); },
+       [&](KernelIsa isa) {
+         GeluBackward(isa, wide_grad.data(), wide_in.data(), wide_d.data(), n4c);
+       }},
+      {"layer norm forward (1024 x 512)",
+       [&] {
+         reference::LayerNormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(),
+                                     b.data(), kRows, kChannels);
+       },
+       [&](KernelIsa isa) {
+         LayerNormForward(isa, y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(),
+                          kRows, kChannels);
+       }},
+      {"layer norm backward",
+       [&] {
+         reference::LayerNormBackward(dx.data(), dw.data(), db.data(), d.data(), x.data(),
+                                      w.data(), mean.data(), rstd.data(), kRows, kChannels);
+       },
+       [&](KernelIsa isa) {
+         LayerNormBackward(isa, dx.data(), dw.data(), db.data(), d.data(), x.data(), w.data(),
+                           mean.data(), rstd.data(), kRows, kChannels);
+       }},
+      {"attention forward, incl. sgemm (B4 H8 T256)",
+       [&] {
+         reference::AttentionForward(att_out.data(), probs.data(), qkv.data(), kBatch, kSeq,
+                                     kChannels, kHeads);
+       },
+       [&](KernelIsa isa) {
+         AttentionForward(isa, att_out.data(), probs.data(), qkv.data(), kBatch, kSeq, kChannels,
+                          kHeads);
+       }},
+      {"attention backward, incl. sgemm",
+       [&] {
+         reference::AttentionBackward(dqkv.data(), scratch.data(), d.data(), qkv.data(),
+                                      probs.data(), kBatch, kSeq, kChannels, kHeads);
+       },
+       [&](KernelIsa isa) {
+         AttentionBackward(isa, dqkv.data(), scratch.data(), d.data(), qkv.data(), probs.data(),
+                           kBatch, kSeq, kChannels, kHeads);
+       }},
+      // The copy of the logits is part of both columns (forward is in place).
+      {"cross-entropy forward (1024 x 8192) + copy",
+       [&] {
+         ce = logits;
+         reference::CrossEntropyForward(ce.data(), targets.data(), kRows, kVocab);
+       },
+       [&](KernelIsa isa) {
+         ce = logits;
+         CrossEntropyForward(isa, ce.data(), targets.data(), kRows, kVocab);
+       }},
+      {"cross-entropy backward",
+       [&] { reference::CrossEntropyBackward(ce.data(), targets.data(), kRows, kVocab, 1.0f); },
+       [&](KernelIsa isa) {
+         CrossEntropyBackward(isa, ce.data(), targets.data(), kRows, kVocab, 1.0f);
+       }},
+      {"residual forward (1024 x 512)",
+       [&] { reference::ResidualForward(y.data(), y.data(), x.data(), nc); },
+       [&](KernelIsa isa) { ResidualForward(isa, y.data(), y.data(), x.data(), nc); }},
+      {"residual backward",
+       [&] { reference::ResidualBackward(dx.data(), y.data(), d.data(), nc); },
+       [&](KernelIsa isa) { ResidualBackward(isa, dx.data(), y.data(), d.data(), nc); }},
+      {"embedding forward",
+       [&] {
+         reference::EmbeddingForward(y.data(), tokens.data(), wte.data(), wpe.data(), kBatch,
+                                     kSeq, kChannels);
+       },
+       [&](KernelIsa isa) {
+         EmbeddingForward(isa, y.data(), tokens.data(), wte.data(), wpe.data(), kBatch, kSeq,
+                          kChannels);
+       }},
+      {"embedding backward",
+       [&] {
+         reference::EmbeddingBackward(dwte.data(), dwpe.data(), d.data(), tokens.data(), kBatch,
+                                      kSeq, kChannels);
+       },
+       [&](KernelIsa isa) {
+         EmbeddingBackward(isa, dwte.data(), dwpe.data(), d.data(), tokens.data(), kBatch, kSeq,
+                           kChannels);
+       }},
+      {"adamw (16.9 M)",
+       [&] {
+         reference::AdamWUpdate(adam, 1e-4f, 10, params.data(), grads.data(), m.data(), v.data(),
+                                kShardNumel);
+       },
+       [&](KernelIsa isa) {
+         AdamWUpdate(isa, adam, 1e-4f, 10, absl::MakeSpan(params), grads, absl::MakeSpan(m),
+                     absl::MakeSpan(v));
+       }},
+      {"sum of squares (16.9 M)",
+       [&] {
+         volatile double sink = reference::SumOfSquares(grads.data(), kShardNumel);
+         (void)sink;
+       },
+       [&](KernelIsa isa) {
+         volatile double sink = SumOfSquares(isa, grads);
+         (void)sink;
+       }},
+  };
+
+  const std::vector<KernelIsa> isas = SupportedKernelIsas();
+  std::printf("%-46s %10s", "kernel (ms)", "old");
+  for (KernelIsa isa : isas) std::printf(" %15s", KernelIsaName(isa));
+  std::printf(" %9s\n", "speedup");
+  for (const Kernel& k : kernels) {
+    const double old_s = MinSeconds(repetitions, k.old_fn);
+    std::printf("%-46s %10.3f", k.name.c_str(), old_s * 1e3);
+    double best_s = 0.0;
+    for (KernelIsa isa : isas) {
+      const double s = MinSeconds(repetitions, [&] { k.new_fn(isa); });
+      if (isa == BestKernelIsa()) best_s = s;
+      std::printf(" %15.3f", s * 1e3);
+    }
+    std::printf(" %8.1fx\n", old_s / best_s);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace fsdp
+
+int main(int argc, char** argv) {
+  const int repetitions = argc > 1 ? std::atoi(argv[1]) : 10;
+  return fsdp::Main(repetitions > 0 ? repetitions : 10);
+}

@@ -1,0 +1,172 @@
+// File: tests/fsdp/nn/matmul_test.cc
+//
+// Matmul against a double-precision reference on both backends, for every
+// operand orientation, strided operands, bias, alpha, accumulation, and bf16
+// operands and results.
+#include "fsdp/nn/matmul.h"
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "comm/dtype.h"
+#include "gtest/gtest.h"
+
+namespace fsdp {
+namespace {
+
+struct Case {
+  MatmulBackend backend;
+  NumType in_type;
+  NumType out_type;
+  bool a_transposed, b_transposed, bias, accumulate;
+  float alpha;
+};
+
+std::string Name(const testing::TestParamInfo<Case>& info) {
+  const Case& c = info.param;
+  return std::string(MatmulBackendName(c.backend)) +
+         (c.in_type == NumType::kF32 ? "_f32in" : "_bf16in") +
+         (c.out_type == NumType::kF32 ? "_f32out" : "_bf16out") + (c.a_transposed ? "_aT" : "") +
+         (c.b_transposed ? "_bT" : "") + (c.bias ? "_bias" : "") + (c.accumulate ? "_acc" : "") +
+         (c.alpha != 1.0f ? "_alpha" : "");
+}
+
+class MatmulTest : public testing::TestWithParam<Case> {};
+
+// A stored rows x cols matrix with leading dimension ld >= cols, values
+// already representable in bf16 so both input types see the same numbers.
+struct Stored {
+  int64_t rows, cols, ld;
+  std::vector<float> f32;
+  std::vector<comm::BFloat16> bf16;
+  Stored(int64_t r, int64_t c, int64_t pad, std::mt19937& rng)
+      : rows(r), cols(c), ld(c + pad), f32(r * (c + pad)), bf16(r * (c + pad)) {
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (size_t i = 0; i < f32.size(); ++i) {
+      bf16[i] = comm::FloatToBFloat16(dist(rng));
+      f32[i] = comm::BFloat16ToFloat(bf16[i]);
+    }
+  }
+  double at(int64_t r, int64_t c) const { return f32[r * ld + c]; }
+  const void* data(NumType t) const {
+    return t == NumType::kF32 ? static_cast<const void*>(f32.data()) : bf16.data();
+  }
+};
+
+TEST_P(MatmulTest, MatchesDoubleReference) {
+  const Case& c = GetParam();
+  SetMatmulBackend(c.backend);
+  const int64_t m = 37, n = 29, k = 45;  // not multiples of any vector width
+  std::mt19937 rng(7);
+  // Stored shapes follow the orientation; each has 3 elements of row padding.
+  Stored a(c.a_transposed ? k : m, c.a_transposed ? m : k, 3, rng);
+  Stored b(c.b_transposed ? n : k, c.b_transposed ? k : n, 3, rng);
+  Stored c0(m, n, 5, rng);  // initial C, for accumulation
+  std::vector<float> bias(n);
+  for (int64_t j = 0; j < n; ++j) bias[j] = 0.25f * static_cast<float>(j % 7) - 0.5f;
+
+  std::vector<float> c_f32 = c0.f32;
+  std::vector<comm::BFloat16> c_bf16 = c0.bf16;
+  MatmulArgs x;
+  x.m = m, x.n = n, x.k = k;
+  x.a = {a.data(c.in_type), c.in_type, a.ld, c.a_transposed};
+  x.b = {b.data(c.in_type), c.in_type, b.ld, c.b_transposed};
+  x.c = c.out_type == NumType::kF32 ? static_cast<void*>(c_f32.data()) : c_bf16.data();
+  x.c_type = c.out_type;
+  x.ldc = c0.ld;
+  x.bias = c.bias ? bias.data() : nullptr;
+  x.alpha = c.alpha;
+  x.accumulate = c.accumulate;
+  const MatmulStats before = CurrentMatmulStats();
+  Matmul(x);
+  const MatmulStats after = CurrentMatmulStats();
+  EXPECT_EQ(after.calls, before.calls + 1);
+  EXPECT_DOUBLE_EQ(after.flops - before.flops, 2.0 * m * n * k);
+
+  // fp32 accumulation of k products of values in [-1, 1]: rounding well
+  // under 1e-4 in fp32; a bf16 result adds its own rounding (2^-8 relative).
+  const double tolerance_rel = c.out_type == NumType::kF32 ? 1e-5 : 1.0 / 128;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        want += (c.a_transposed ? a.at(p, i) : a.at(i, p)) *
+                (c.b_transposed ? b.at(j, p) : b.at(p, j));
+      }
+      want *= c.alpha;
+      if (c.bias) want += bias[j];
+      if (c.accumulate) want += c0.at(i, j);
+      const double got = c.out_type == NumType::kF32
+                             ? c_f32[i * c0.ld + j]
+                             : comm::BFloat16ToFloat(c_bf16[i * c0.ld + j]);
+      ASSERT_NEAR(got, want, tolerance_rel * (std::fabs(want) + 1.0)) << i << "," << j;
+    }
+    // The padding between rows is never written.
+    for (int64_t j = n; j < c0.ld; ++j) {
+      if (c.out_type == NumType::kF32) {
+        ASSERT_EQ(c_f32[i * c0.ld + j], c0.f32[i * c0.ld + j]);
+      } else {
+        ASSERT_EQ(c_bf16[i * c0.ld + j], c0.bf16[i * c0.ld + j]);
+      }
+    }
+  }
+}
+
+std::vector<Case> AllCases() {
+  std::vector<Case> cases;
+  for (MatmulBackend backend : {MatmulBackend::kOneDnn, MatmulBackend::kOpenBlas}) {
+    for (NumType in : {NumType::kF32, NumType::kBF16}) {
+      for (NumType out : {NumType::kF32, NumType::kBF16}) {
+        for (int orient = 0; orient < 4; ++orient) {
+          cases.push_back({backend, in, out, (orient & 1) != 0, (orient & 2) != 0, false, false,
+                           1.0f});
+        }
+        cases.push_back({backend, in, out, false, true, true, false, 1.0f});   // Linear forward
+        cases.push_back({backend, in, out, false, false, false, true, 1.0f});  // dinp +=
+        cases.push_back({backend, in, out, true, false, false, true, 1.0f});   // dweight +=
+        cases.push_back({backend, in, out, false, true, false, false, 0.125f});  // q k^T scale
+        cases.push_back({backend, in, out, false, true, true, true, 1.0f});
+        cases.push_back({backend, in, out, true, false, false, true, 0.125f});  // dk += s dS^T q
+      }
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCombinations, MatmulTest, testing::ValuesIn(AllCases()), Name);
+
+// The same product twice gives the same bits (the primitive is cached).
+TEST(MatmulDeterminism, RepeatedCallsAreBitIdentical) {
+  for (MatmulBackend backend : {MatmulBackend::kOneDnn, MatmulBackend::kOpenBlas}) {
+    SetMatmulBackend(backend);
+    std::mt19937 rng(3);
+    Stored a(64, 96, 0, rng), b(80, 96, 0, rng);
+    std::vector<float> c1(64 * 80), c2(64 * 80);
+    for (std::vector<float>* c : {&c1, &c2}) {
+      Matmul({.m = 64, .n = 80, .k = 96, .a = {a.f32.data(), NumType::kF32, 96},
+              .b = {b.f32.data(), NumType::kF32, 96, true}, .c = c->data(), .ldc = 80});
+    }
+    EXPECT_EQ(c1, c2) << MatmulBackendName(backend);
+  }
+}
+
+TEST(MatmulBackendNames, ParseRoundTripsAndRejectsUnknown) {
+  for (MatmulBackend b : {MatmulBackend::kOneDnn, MatmulBackend::kOpenBlas}) {
+    ASSERT_TRUE(ParseMatmulBackend(MatmulBackendName(b)).ok());
+    EXPECT_EQ(*ParseMatmulBackend(MatmulBackendName(b)), b);
+  }
+  const absl::StatusOr<MatmulBackend> bad = ParseMatmulBackend("mkl");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("onednn"), std::string::npos);
+}
+
+TEST(MatmulKernels, DescriptionsNameTheKernels) {
+  EXPECT_NE(MatmulKernelDescription(MatmulBackend::kOneDnn).find("f32 "), std::string::npos);
+  EXPECT_NE(MatmulKernelDescription(MatmulBackend::kOpenBlas).find("core"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fsdp
