@@ -41,6 +41,7 @@
 #include "fsdp/report/byte_size.h"
 #include "fsdp/train/rank_batches.h"
 #include "fsdp/train/strategy.h"
+#include "fsdp/train/text_monitor.h"
 #include "fsdp/train/train_options.h"
 #include "fsdp/train/train_run.h"
 
@@ -128,6 +129,27 @@ ABSL_FLAG(int, hang_timeout_s, 20,
 ABSL_FLAG(std::string, mem_budget, "",
           "per-rank memory budget, e.g. 2GiB or 500MB: a configuration predicted not to fit is "
           "refused before any rank starts, and every rank's allocations are held to it");
+ABSL_FLAG(std::string, val_data, "",
+          "llm.c token file of held-out text (tokenize writes PREFIX_val.bin): validation loss "
+          "before the first step, every --val_every steps and after the last");
+ABSL_FLAG(int, val_every, kDefaults.val_every, "evaluate --val_data every N steps; 0 = at the "
+          "start and the end only");
+ABSL_FLAG(int, val_batches, kDefaults.val_batches,
+          "global batches of held-out sequences per evaluation (same for any --nproc)");
+ABSL_FLAG(int, sample_every, kDefaults.sample_every,
+          "print --sample_tokens of text from the model every N steps (rank 0); 0 = none");
+ABSL_FLAG(int, sample_tokens, kDefaults.sample_tokens,
+          "tokens per sample; > 0 also prints one sample at the end of the run");
+ABSL_FLAG(std::string, prompt, "", "text the samples continue; empty = a newline");
+ABSL_FLAG(double, temperature, kDefaults.temperature, "sampling temperature; 0 = greedy");
+ABSL_FLAG(int, top_k, kDefaults.top_k, "sample among the k most likely tokens; 0 = all");
+ABSL_FLAG(uint64_t, sample_seed, kDefaults.sample_seed, "seed of the sampling draws");
+ABSL_FLAG(std::string, tokenizer, "",
+          "tokenizer file for decoding samples; empty = PREFIX.tokenizer beside a --data "
+          "PREFIX_train.bin, else byte-level");
+ABSL_FLAG(std::string, plot, "",
+          "write the loss and throughput curves to FILE.png at the end (gnuplot; the metrics go "
+          "to --metrics_out, default FILE.png.jsonl)");
 
 namespace {
 
@@ -189,6 +211,18 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   o.export_path = absl::GetFlag(FLAGS_export);
   o.init_from = absl::GetFlag(FLAGS_init_from);
   o.max_restarts = absl::GetFlag(FLAGS_max_restarts);
+  o.val_data = absl::GetFlag(FLAGS_val_data);
+  o.val_every = absl::GetFlag(FLAGS_val_every);
+  o.val_batches = absl::GetFlag(FLAGS_val_batches);
+  o.sample_every = absl::GetFlag(FLAGS_sample_every);
+  o.sample_tokens = absl::GetFlag(FLAGS_sample_tokens);
+  o.prompt = absl::GetFlag(FLAGS_prompt);
+  o.temperature = absl::GetFlag(FLAGS_temperature);
+  o.top_k = absl::GetFlag(FLAGS_top_k);
+  o.sample_seed = absl::GetFlag(FLAGS_sample_seed);
+  o.tokenizer = absl::GetFlag(FLAGS_tokenizer);
+  o.plot = absl::GetFlag(FLAGS_plot);
+  if (!o.plot.empty() && o.metrics_out.empty()) o.metrics_out = o.plot + ".jsonl";
   const int timeout_s = absl::GetFlag(FLAGS_comm_timeout_s);
   if (timeout_s <= 0) {
     return absl::InvalidArgumentError(
@@ -199,6 +233,7 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   if (global_batch != 0) FSDP_RETURN_IF_ERROR(fsdp::SetMicroBatchFromGlobalBatch(global_batch, o));
   FSDP_RETURN_IF_ERROR(fsdp::ValidateTrainOptions(o));
   FSDP_RETURN_IF_ERROR(fsdp::ValidateTrainingData(o));
+  FSDP_RETURN_IF_ERROR(fsdp::ValidateTextOptions(o));
   if (!comm::IsLaunchedRank()) {
     // The checkpoint a resume would take, checked once here rather than by
     // every rank (the ranks choose again: a save may land in between).

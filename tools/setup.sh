@@ -16,7 +16,8 @@ packages=(
   libssl-dev                                         # SHA-256 of parameters (libcrypto)
   nlohmann-json3-dev                                 # JSON (header-only) for safetensors headers
   clang libclang-rt-dev                              # clang++ with libFuzzer, ASan, UBSan (fuzz tests)
-  gnuplot-nox                                        # memory-report plots
+  gnuplot-nox                                        # memory-report and training-curve plots
+  fortunes                                           # the quick-start corpus (/usr/share/games/fortunes)
   iproute2                                           # network namespaces for the multi-host test
   python3
 )

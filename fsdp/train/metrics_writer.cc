@@ -12,9 +12,16 @@ namespace fsdp {
 std::string StepMetricsJson(const StepMetrics& m) {
   return absl::StrFormat(
       "{\"step\":%d,\"loss\":%.9g,\"lr\":%.9g,\"tokens_per_s\":%.6g,\"peak_bytes\":%d,"
-      "\"comm_wait_s\":%.6g,\"matmul_s\":%.6g,\"matmul_flops\":%.6g,\"page_faults\":%d}",
+      "\"comm_wait_s\":%.6g,\"matmul_s\":%.6g,\"matmul_flops\":%.6g,\"page_faults\":%d,"
+      "\"tokens\":%d%s}",
       m.step, m.loss, m.lr, m.tokens_per_s, m.peak_bytes, m.comm_wait_s, m.matmul_s,
-      m.matmul_flops, m.page_faults);
+      m.matmul_flops, m.page_faults, m.tokens,
+      m.has_val_loss ? absl::StrFormat(",\"val_loss\":%.9g", m.val_loss) : "");
+}
+
+std::string ValMetricsJson(int step, int64_t tokens, double val_loss) {
+  return absl::StrFormat("{\"step\":%d,\"tokens\":%d,\"val_loss\":%.9g}", step, tokens,
+                         val_loss);
 }
 
 std::string FinalMetricsJson(const FinalMetrics& m) {

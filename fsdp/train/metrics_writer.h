@@ -37,7 +37,14 @@ struct StepMetrics {
   double matmul_s = 0;      // time this rank spent in matrix products this step
   double matmul_flops = 0;  // their floating-point operations (2 m n k each)
   int64_t page_faults = 0;  // this rank's minor page faults during the step
+  int64_t tokens = 0;       // global tokens trained on after this step
+  bool has_val_loss = false;
+  double val_loss = 0;      // --val_data: held-out loss after this step
 };
+
+// A validation-only line (the evaluation before the first step):
+//   {"step":0,"tokens":0,"val_loss":6.2}
+std::string ValMetricsJson(int step, int64_t tokens, double val_loss);
 
 struct FinalMetrics {
   int steps = 0;

@@ -102,6 +102,25 @@ struct TrainOptions {
   // rank fails; each restart resumes from the newest complete checkpoint
   // (so it needs checkpoint_dir).
   int max_restarts = 0;
+  // Text (docs/train_gpt.md; fsdp/train/text_monitor.h). val_data: an llm.c
+  // token file of held-out text, evaluated (val_batches global batches)
+  // before the first step, every val_every steps (0 = only then and at the
+  // end) and after the last. sample_every: decode sample_tokens tokens
+  // after every N steps (0 = none) on rank 0; with sample_tokens > 0 one
+  // sample also ends the run. tokenizer: the tokenize example's file; ""
+  // = PREFIX.tokenizer beside a --data PREFIX_train.bin, else byte-level.
+  // plot: a PNG of the metrics curves written at the end (rank 0).
+  std::string val_data;
+  int val_every = 0;
+  int val_batches = 8;
+  int sample_every = 0;
+  int sample_tokens = 0;
+  std::string prompt;
+  double temperature = 0.8;  // 0 = greedy
+  int top_k = 40;            // 0 = whole vocabulary
+  uint64_t sample_seed = 1;
+  std::string tokenizer;
+  std::string plot;
 
   int64_t global_batch() const { return int64_t{micro_batch} * accum * nproc; }
   int64_t tokens_per_step() const { return global_batch() * seq_len; }

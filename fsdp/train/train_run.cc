@@ -29,7 +29,9 @@
 #include "fsdp/train/blob_exchange.h"
 #include "fsdp/train/metrics_writer.h"
 #include "fsdp/train/param_digest.h"
+#include "fsdp/train/metrics_plot.h"
 #include "fsdp/train/rank_batches.h"
+#include "fsdp/train/text_monitor.h"
 #include "fsdp/train/train_step.h"
 #include "fsdp/train/unit_optimizers.h"
 
@@ -199,6 +201,15 @@ int64_t MinorPageFaults() {
   return usage.ru_minflt;
 }
 
+// A sample between marker lines (the launcher prefixes each line with the
+// rank, so multi-line text stays readable).
+void PrintSample(std::FILE* log, int step, const std::string& how, const std::string& text) {
+  if (log == nullptr) return;
+  std::fprintf(log, "---- sample after step %d (%s) ----\n%s\n---- end of sample ----\n", step,
+               how.c_str(), text.c_str());
+  std::fflush(log);
+}
+
 }  // namespace
 
 absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Communicator& world,
@@ -273,6 +284,24 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
     }
   }
   batches->SeekToStep(summary.start_step);
+  // Validation and samples (fsdp/train/text_monitor.h), between steps.
+  FSDP_ASSIGN_OR_RETURN(std::unique_ptr<TextMonitor> text,
+                        TextMonitor::Create(options, world.rank(), &tracker));
+  if (text->ValDue(summary.start_step)) {
+    FSDP_ASSIGN_OR_RETURN(summary.first_val_loss, text->Validate(*trainer, world));
+    summary.final_val_loss = summary.first_val_loss;
+    if (log != nullptr) {
+      std::fprintf(log, "step %4d/%d | val_loss %.6f (%lld held-out tokens)\n", summary.start_step,
+                   options.steps, summary.first_val_loss,
+                   static_cast<long long>(text->val_tokens()));
+      std::fflush(log);
+    }
+    if (metrics != nullptr) {
+      FSDP_RETURN_IF_ERROR(metrics->WriteLine(ValMetricsJson(
+          summary.start_step, summary.start_step * options.tokens_per_step(),
+          summary.first_val_loss)));
+    }
+  }
 
   // The first step pays for warm-up (page faults, thread start); rates are
   // reported over the rest.
@@ -301,16 +330,22 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
       timed_tokens += result.global_tokens;
     }
     summary.final_loss = result.loss;
+    const bool validated = text->ValDue(step);
+    if (validated) {
+      FSDP_ASSIGN_OR_RETURN(summary.final_val_loss, text->Validate(*trainer, world));
+    }
     if (log != nullptr) {
       std::fprintf(log,
                    "step %4d/%d | loss %.6f | lr %.3e | %9.0f tok/s | peak %s/rank | "
-                   "comm wait %.1f ms (%.0f%%) | matmul %.0f%% at %.0f GFLOP/s | %lld page faults\n",
+                   "comm wait %.1f ms (%.0f%%) | matmul %.0f%% at %.0f GFLOP/s | %lld page faults%s\n",
                    step, options.steps, result.loss, result.lr, tokens_per_s,
                    FormatBytes(peak_bytes).c_str(), absl::ToDoubleMilliseconds(result.comm_wait),
                    seconds > 0 ? 100.0 * absl::ToDoubleSeconds(result.comm_wait) / seconds : 0.0,
                    seconds > 0 ? 100.0 * matmul.seconds / seconds : 0.0,
                    matmul.seconds > 0 ? matmul.flops / matmul.seconds / 1e9 : 0.0,
-                   static_cast<long long>(page_faults));
+                   static_cast<long long>(page_faults),
+                   validated ? absl::StrFormat(" | val_loss %.6f", summary.final_val_loss).c_str()
+                             : "");
       std::fflush(log);
     }
     if (metrics != nullptr) {
@@ -324,9 +359,16 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
       m.matmul_s = matmul.seconds;
       m.matmul_flops = matmul.flops;
       m.page_faults = page_faults;
+      m.tokens = step * options.tokens_per_step();
+      m.has_val_loss = validated;
+      m.val_loss = summary.final_val_loss;
       FSDP_RETURN_IF_ERROR(metrics->WriteLine(StepMetricsJson(m)));
     }
     last_step = step;
+    if (text->SampleDue(step)) {
+      FSDP_ASSIGN_OR_RETURN(summary.last_sample, text->Sample(*trainer));
+      PrintSample(log, step, text->SampleDescription(), summary.last_sample);
+    }
 
     FSDP_ASSIGN_OR_RETURN(summary.stop_reason, AgreeOnStop(options, world, stop_signal, step));
     const bool stopping = !summary.stop_reason.empty() || step == options.steps;
@@ -415,6 +457,21 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
                  summary.matmul_gflops, FormatBytes(summary.peak_bytes).c_str(),
                  summary.param_sha256.c_str());
     std::fflush(log);
+  }
+  if (text->samples_at_end()) {
+    FSDP_ASSIGN_OR_RETURN(summary.last_sample, text->Sample(*trainer));
+    PrintSample(log, last_step, text->SampleDescription(), summary.last_sample);
+  }
+  if (!options.plot.empty() && metrics != nullptr) {
+    metrics.reset();  // flushed and closed
+    FSDP_ASSIGN_OR_RETURN(MetricsRun run,
+                          ReadMetricsFile(options.metrics_out, StrategyName(options.strategy)));
+    FSDP_RETURN_IF_ERROR(PlotMetrics({run}, options.plot, absl::Seconds(120)));
+    if (log != nullptr) {
+      std::fprintf(log, "train_gpt: plotted %s to %s (gnuplot script %s.gp)\n",
+                   options.metrics_out.c_str(), options.plot.c_str(), options.plot.c_str());
+      std::fflush(log);
+    }
   }
   return summary;
 }

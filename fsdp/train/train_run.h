@@ -57,6 +57,11 @@ struct RunSummary {
   int64_t checkpoint_total_bytes = 0;  // of the last save, all ranks
   std::string last_checkpoint;
   std::string stop_reason;  // "" = ran to --steps
+  // --val_data: the held-out loss at the start and after the last
+  // evaluation; --sample_tokens: the last sample, decoded.
+  double first_val_loss = 0.0;
+  double final_val_loss = 0.0;
+  std::string last_sample;
 };
 
 // The step options a TrainOptions asks for (strategy, accumulation, clip,

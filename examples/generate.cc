@@ -1,0 +1,147 @@
+// File: examples/generate.cc
+//
+// Text from a trained model, in one process: the weights of a safetensors
+// file (train_gpt --export) or of a sharded checkpoint (train_gpt
+// --checkpoint_dir, consolidated into a temporary safetensors file first),
+// the model configuration from the file's __metadata__, the tokenizer from
+// the tokenize example.
+//
+//   bazel run -c opt //examples:generate -- --safetensors=/tmp/gpt.safetensors \
+//       --tokenizer=/tmp/fortunes.tokenizer --prompt="The meaning of life" --tokens=200
+//
+// The same seed and options give the text train_gpt's own sample printed
+// for those weights (fsdp/train/sampler.h).
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "comm/status_macros.h"
+#include "fsdp/checkpoint/model_export.h"
+#include "fsdp/checkpoint/safetensors.h"
+#include "fsdp/memory/memory_tracker.h"
+#include "fsdp/nn/gpt_inference.h"
+#include "fsdp/nn/gpt_spec.h"
+#include "fsdp/report/atomic_file.h"
+#include "fsdp/text/byte_bpe.h"
+#include "fsdp/train/model_forward.h"
+#include "fsdp/train/sampler.h"
+
+ABSL_FLAG(std::string, safetensors, "", "weights: a file written by train_gpt --export");
+ABSL_FLAG(std::string, checkpoint, "", "weights: a checkpoint directory (DIR/step-N)");
+ABSL_FLAG(std::string, tokenizer, "",
+          "the tokenize example's PREFIX.tokenizer; empty = byte-level");
+ABSL_FLAG(std::string, prompt, "", "text to continue; empty = a newline");
+ABSL_FLAG(int, tokens, 200, "tokens to generate");
+ABSL_FLAG(double, temperature, 0.8, "0 = greedy");
+ABSL_FLAG(int, top_k, 40, "sample among the k most likely tokens; 0 = all");
+ABSL_FLAG(uint64_t, seed, 1, "seed of the sampling draws");
+
+namespace {
+
+absl::StatusOr<int> MetadataInt(const fsdp::checkpoint::SafetensorsReader& reader,
+                                const std::string& key) {
+  auto it = reader.metadata().find(key);
+  int value = 0;
+  if (it == reader.metadata().end() || !absl::SimpleAtoi(it->second, &value)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        reader.path(), " has no integer __metadata__ \"", key,
+        "\"; generate reads files written by train_gpt --export or export_checkpoint"));
+  }
+  return value;
+}
+
+absl::Status Run() {
+  const std::string safetensors = absl::GetFlag(FLAGS_safetensors);
+  const std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
+  if (safetensors.empty() == checkpoint.empty()) {
+    return absl::InvalidArgumentError("give exactly one of --safetensors=FILE or --checkpoint=DIR");
+  }
+  std::string weights = safetensors;
+  std::string temporary;
+  if (!checkpoint.empty()) {
+    temporary = absl::StrCat("/tmp/generate.", getpid(), ".safetensors");
+    absl::StatusOr<fsdp::checkpoint::ConvertStats> converted =
+        fsdp::checkpoint::ConvertCheckpoint(checkpoint, temporary);
+    if (!converted.ok()) {
+      std::remove(temporary.c_str());
+      return converted.status();
+    }
+    weights = temporary;
+  }
+  absl::StatusOr<std::unique_ptr<fsdp::checkpoint::SafetensorsReader>> opened =
+      fsdp::checkpoint::SafetensorsReader::Open(weights);
+  if (!temporary.empty()) std::remove(temporary.c_str());  // the open descriptor keeps it
+  if (!opened.ok()) return opened.status();
+  const auto& reader = **opened;
+  fsdp::GptConfig config;
+  FSDP_ASSIGN_OR_RETURN(config.layers, MetadataInt(reader, "layers"));
+  FSDP_ASSIGN_OR_RETURN(config.d_model, MetadataInt(reader, "d_model"));
+  FSDP_ASSIGN_OR_RETURN(config.heads, MetadataInt(reader, "heads"));
+  FSDP_ASSIGN_OR_RETURN(config.vocab, MetadataInt(reader, "vocab"));
+  FSDP_ASSIGN_OR_RETURN(config.seq_len, MetadataInt(reader, "seq_len"));
+  FSDP_RETURN_IF_ERROR(fsdp::ValidateGptConfig(config));
+  std::vector<std::vector<float>> params;
+  for (const fsdp::UnitSpec& unit : fsdp::GptUnitSpecs(config)) {
+    std::vector<float> flat(unit.numel());
+    int64_t offset = 0;
+    for (const fsdp::ParamSpec& p : unit.params) {
+      FSDP_RETURN_IF_ERROR(
+          reader.ReadF32(p.name, absl::MakeSpan(flat).subspan(offset, p.numel())));
+      offset += p.numel();
+    }
+    params.push_back(std::move(flat));
+  }
+  fsdp::text::ByteBpe tokenizer;
+  if (const std::string path = absl::GetFlag(FLAGS_tokenizer); !path.empty()) {
+    FSDP_ASSIGN_OR_RETURN(std::string contents, fsdp::report::ReadWholeFile(path));
+    FSDP_ASSIGN_OR_RETURN(tokenizer, fsdp::text::ByteBpe::Parse(contents));
+  }
+  if (tokenizer.vocab_size() > config.vocab) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the tokenizer has ", tokenizer.vocab_size(), " tokens but the model only ",
+        config.vocab, "; give the tokenizer the model was trained with"));
+  }
+  const std::string prompt_text = absl::GetFlag(FLAGS_prompt);
+  const std::vector<uint16_t> encoded = tokenizer.Encode(prompt_text.empty() ? "\n" : prompt_text);
+  const std::vector<int32_t> prompt(encoded.begin(), encoded.end());
+  fsdp::MemoryTracker tracker;
+  FSDP_ASSIGN_OR_RETURN(std::unique_ptr<fsdp::GptInference> forward,
+                        fsdp::GptInference::Create(config, 1, &tracker));
+  fsdp::SampleOptions options;
+  options.num_tokens = absl::GetFlag(FLAGS_tokens);
+  options.temperature = absl::GetFlag(FLAGS_temperature);
+  options.top_k = absl::GetFlag(FLAGS_top_k);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  FSDP_ASSIGN_OR_RETURN(std::vector<int32_t> tokens,
+                        fsdp::SampleTokens(*forward, fsdp::VectorModelUnits(params), prompt,
+                                           options));
+  const std::vector<uint16_t> out(tokens.begin(), tokens.end());
+  const std::string text = tokenizer.Decode(out);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fputc('\n', stdout);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Samples text from a train_gpt model.\n"
+      "Example: generate --safetensors=/tmp/gpt.safetensors --tokenizer=/tmp/fortunes.tokenizer");
+  absl::ParseCommandLine(argc, argv);
+  absl::Status status = Run();
+  if (!status.ok()) {
+    std::fprintf(stderr, "generate: %s\n", std::string(status.message()).c_str());
+    return 2;
+  }
+  return 0;
+}

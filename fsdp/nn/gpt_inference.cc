@@ -1,0 +1,150 @@
+// File: fsdp/nn/gpt_inference.cc
+#include "fsdp/nn/gpt_inference.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "comm/status_macros.h"
+#include "fsdp/nn/attention.h"
+#include "fsdp/nn/embedding.h"
+#include "fsdp/nn/gelu.h"
+#include "fsdp/nn/layer_norm.h"
+#include "fsdp/nn/linear.h"
+#include "fsdp/nn/residual.h"
+
+namespace fsdp {
+namespace {
+
+// Each parameter's first element in a unit's flat buffer, in spec order
+// (fsdp/nn/gpt_spec.h gives the order GptModel reads them in).
+std::vector<const float*> ParamPointers(const UnitSpec& unit, absl::Span<const float> params) {
+  std::vector<const float*> out;
+  int64_t offset = 0;
+  for (const ParamSpec& p : unit.params) {
+    out.push_back(params.data() + offset);
+    offset += p.numel();
+  }
+  return out;
+}
+
+enum BlockParam {
+  kLn1Weight, kLn1Bias, kQkvWeight, kQkvBias, kAttnProjWeight, kAttnProjBias,
+  kLn2Weight, kLn2Bias, kFcWeight, kFcBias, kMlpProjWeight, kMlpProjBias
+};
+enum HeadParam { kLnfWeight, kLnfBias, kLmHeadWeight };
+
+}  // namespace
+
+GptInference::GptInference(const GptConfig& config, int max_batch, MemoryTracker* tracker)
+    : config_(config), max_batch_(max_batch), tracker_(tracker), units_(GptUnitSpecs(config)) {}
+
+absl::StatusOr<std::unique_ptr<GptInference>> GptInference::Create(const GptConfig& config,
+                                                                  int max_batch,
+                                                                  MemoryTracker* tracker) {
+  FSDP_RETURN_IF_ERROR(ValidateGptConfig(config));
+  if (max_batch < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("max_batch ", max_batch, " must be >= 1"));
+  }
+  return std::unique_ptr<GptInference>(new GptInference(config, max_batch, tracker));
+}
+
+absl::Status GptInference::Begin(absl::Span<const int32_t> tokens, int batch, int seq) {
+  if (batch < 1 || batch > max_batch_ || seq < 1 || seq > config_.seq_len) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "forward of ", batch, " x ", seq, " tokens; this model takes 1..", max_batch_,
+        " sequences of 1..", config_.seq_len, " tokens"));
+  }
+  if (tokens.size() != static_cast<size_t>(batch) * seq) {
+    return absl::InvalidArgumentError(absl::StrCat("forward got ", tokens.size(), " tokens for ",
+                                                   batch, " x ", seq));
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= config_.vocab) {
+      return absl::InvalidArgumentError(absl::StrCat("token ", i, " = ", tokens[i],
+                                                     " is outside the vocabulary [0, ",
+                                                     config_.vocab, ")"));
+    }
+  }
+  next_unit_ = -1;
+  batch_ = batch;
+  seq_ = seq;
+  const int64_t n = int64_t{batch} * seq;
+  const int64_t nc = n * config_.d_model;
+  auto alloc = [&](FloatBuffer& buffer, int64_t numel, const char* what) -> absl::Status {
+    if (buffer.size() == numel) return absl::OkStatus();
+    buffer.Reset();
+    FSDP_ASSIGN_OR_RETURN(buffer, tracker_->Allocate<float>(MemoryCategory::kActivations, numel,
+                                                            absl::StrCat("inference ", what)));
+    return absl::OkStatus();
+  };
+  if (tokens_.size() != n) {
+    tokens_.Reset();
+    FSDP_ASSIGN_OR_RETURN(tokens_, tracker_->Allocate<int32_t>(MemoryCategory::kActivations, n,
+                                                               "inference tokens"));
+  }
+  FSDP_RETURN_IF_ERROR(alloc(x_, nc, "x"));
+  FSDP_RETURN_IF_ERROR(alloc(res2_, nc, "res2"));
+  FSDP_RETURN_IF_ERROR(alloc(norm_, nc, "norm"));
+  FSDP_RETURN_IF_ERROR(alloc(mean_, n, "mean"));
+  FSDP_RETURN_IF_ERROR(alloc(rstd_, n, "rstd"));
+  FSDP_RETURN_IF_ERROR(alloc(qkv_, 3 * nc, "qkv"));
+  FSDP_RETURN_IF_ERROR(alloc(probs_, int64_t{batch} * config_.heads * seq * seq, "att_probs"));
+  FSDP_RETURN_IF_ERROR(alloc(att_, nc, "att"));
+  FSDP_RETURN_IF_ERROR(alloc(wide_, 4 * nc, "fc"));
+  FSDP_RETURN_IF_ERROR(alloc(gelu_, 4 * nc, "gelu"));
+  FSDP_RETURN_IF_ERROR(alloc(logits_, n * config_.vocab, "logits"));
+  std::memcpy(tokens_.data(), tokens.data(), sizeof(int32_t) * n);
+  next_unit_ = 0;
+  return absl::OkStatus();
+}
+
+absl::Status GptInference::RunUnit(int unit, absl::Span<const float> params) {
+  if (next_unit_ < 0 || unit != next_unit_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "inference RunUnit(", unit, ") out of order; expected ",
+        next_unit_ < 0 ? "Begin" : absl::StrCat("RunUnit(", next_unit_, ")")));
+  }
+  if (params.size() != static_cast<size_t>(units_[unit].numel())) {
+    return absl::InvalidArgumentError(absl::StrCat("inference unit ", units_[unit].name, " got ",
+                                                   params.size(), " parameters, needs ",
+                                                   units_[unit].numel()));
+  }
+  const std::vector<const float*> p = ParamPointers(units_[unit], params);
+  const int n = batch_ * seq_;
+  const int C = config_.d_model;
+  const int64_t nc = int64_t{n} * C;
+  const int last = num_units() - 1;
+  if (unit == 0) {
+    EmbeddingForward(x_.data(), tokens_.data(), p[0], p[1], batch_, seq_, C);
+  } else if (unit == last) {
+    LayerNormForward(norm_.data(), mean_.data(), rstd_.data(), x_.data(), p[kLnfWeight],
+                     p[kLnfBias], n, C);
+    LinearForward(logits_.data(), norm_.data(), p[kLmHeadWeight], nullptr, n, C, config_.vocab);
+  } else {
+    // As GptModel::BlockForward, writing the block's output back into x.
+    LayerNormForward(norm_.data(), mean_.data(), rstd_.data(), x_.data(), p[kLn1Weight],
+                     p[kLn1Bias], n, C);
+    LinearForward(qkv_.data(), norm_.data(), p[kQkvWeight], p[kQkvBias], n, C, 3 * C);
+    AttentionForward(att_.data(), probs_.data(), qkv_.data(), batch_, seq_, C, config_.heads);
+    LinearForward(res2_.data(), att_.data(), p[kAttnProjWeight], p[kAttnProjBias], n, C, C);
+    ResidualForward(res2_.data(), res2_.data(), x_.data(), nc);
+    LayerNormForward(norm_.data(), mean_.data(), rstd_.data(), res2_.data(), p[kLn2Weight],
+                     p[kLn2Bias], n, C);
+    LinearForward(wide_.data(), norm_.data(), p[kFcWeight], p[kFcBias], n, C, 4 * C);
+    GeluForward(gelu_.data(), wide_.data(), 4 * nc);
+    LinearForward(x_.data(), gelu_.data(), p[kMlpProjWeight], p[kMlpProjBias], n, 4 * C, C);
+    ResidualForward(x_.data(), x_.data(), res2_.data(), nc);
+  }
+  next_unit_ = unit + 1;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<absl::Span<const float>> GptInference::logits() const {
+  if (next_unit_ != num_units()) {
+    return absl::FailedPreconditionError(
+        "inference logits() before the last unit ran; run every unit after Begin");
+  }
+  return absl::Span<const float>(logits_.data(), int64_t{batch_} * seq_ * config_.vocab);
+}
+
+}  // namespace fsdp
