@@ -215,6 +215,40 @@ absl::Status GptModel::EmbeddingBackward(absl::Span<float> grads) {
 
 // ---------------------------------------------------------------- block
 
+// What a block's forward saves, in forward order (the tracker's peak follows
+// it): with bf16_compute the tensors that only feed products in bf16.
+absl::Status GptModel::AllocateBlockActivations(int layer) {
+  const int unit = layer + 1;
+  const int n = batch_ * seq_;
+  const int64_t nc = int64_t{n} * config_.d_model;
+  const bool bf16 = config_.bf16_compute;
+  BlockActivations& a = blocks_[layer];
+  auto saved = [&](FloatBuffer& fp32, TrackedBuffer<uint16_t>& half, int64_t numel,
+                   const char* what) -> absl::Status {
+    if (bf16) {
+      FSDP_ASSIGN_OR_RETURN(half, Bf16Activation(numel, what, unit));
+    } else {
+      FSDP_ASSIGN_OR_RETURN(fp32, Activation(numel, what, unit));
+    }
+    return absl::OkStatus();
+  };
+  FSDP_RETURN_IF_ERROR(saved(a.ln1_out, a.ln1_bf16, nc, "ln1_out"));
+  FSDP_ASSIGN_OR_RETURN(a.ln1_mean, Activation(n, "ln1_mean", unit));
+  FSDP_ASSIGN_OR_RETURN(a.ln1_rstd, Activation(n, "ln1_rstd", unit));
+  FSDP_RETURN_IF_ERROR(saved(a.qkv, a.qkv_bf16, 3 * nc, "qkv"));
+  FSDP_ASSIGN_OR_RETURN(
+      a.att_probs, Activation(int64_t{batch_} * config_.heads * seq_ * seq_, "att_probs", unit));
+  FSDP_RETURN_IF_ERROR(saved(a.att_out, a.att_bf16, nc, "att_out"));
+  FSDP_ASSIGN_OR_RETURN(a.res2, Activation(nc, "res2", unit));
+  FSDP_RETURN_IF_ERROR(saved(a.ln2_out, a.ln2_bf16, nc, "ln2_out"));
+  FSDP_ASSIGN_OR_RETURN(a.ln2_mean, Activation(n, "ln2_mean", unit));
+  FSDP_ASSIGN_OR_RETURN(a.ln2_rstd, Activation(n, "ln2_rstd", unit));
+  FSDP_ASSIGN_OR_RETURN(a.fc_out, Activation(4 * nc, "fc_out", unit));
+  FSDP_RETURN_IF_ERROR(saved(a.gelu_out, a.gelu_bf16, 4 * nc, "gelu_out"));
+  FSDP_ASSIGN_OR_RETURN(a.out, Activation(nc, "out", unit));
+  return absl::OkStatus();
+}
+
 absl::Status GptModel::BlockForward(int layer, absl::Span<const float> params) {
   const int unit = layer + 1;
   FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
@@ -222,20 +256,7 @@ absl::Status GptModel::BlockForward(int layer, absl::Span<const float> params) {
   const int C = config_.d_model;
   const int64_t nc = int64_t{n} * C;
   BlockActivations& a = blocks_[layer];
-  FSDP_ASSIGN_OR_RETURN(a.ln1_out, Activation(nc, "ln1_out", unit));
-  FSDP_ASSIGN_OR_RETURN(a.ln1_mean, Activation(n, "ln1_mean", unit));
-  FSDP_ASSIGN_OR_RETURN(a.ln1_rstd, Activation(n, "ln1_rstd", unit));
-  FSDP_ASSIGN_OR_RETURN(a.qkv, Activation(3 * nc, "qkv", unit));
-  FSDP_ASSIGN_OR_RETURN(
-      a.att_probs, Activation(int64_t{batch_} * config_.heads * seq_ * seq_, "att_probs", unit));
-  FSDP_ASSIGN_OR_RETURN(a.att_out, Activation(nc, "att_out", unit));
-  FSDP_ASSIGN_OR_RETURN(a.res2, Activation(nc, "res2", unit));
-  FSDP_ASSIGN_OR_RETURN(a.ln2_out, Activation(nc, "ln2_out", unit));
-  FSDP_ASSIGN_OR_RETURN(a.ln2_mean, Activation(n, "ln2_mean", unit));
-  FSDP_ASSIGN_OR_RETURN(a.ln2_rstd, Activation(n, "ln2_rstd", unit));
-  FSDP_ASSIGN_OR_RETURN(a.fc_out, Activation(4 * nc, "fc_out", unit));
-  FSDP_ASSIGN_OR_RETURN(a.gelu_out, Activation(4 * nc, "gelu_out", unit));
-  FSDP_ASSIGN_OR_RETURN(a.out, Activation(nc, "out", unit));
+  FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer));
 
   const float* x = UnitInput(unit);
   LayerNormForward(a.ln1_out.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x,
@@ -312,20 +333,7 @@ absl::Status GptModel::BlockForwardBf16(int layer, absl::Span<const float> param
   const int C = config_.d_model;
   const int64_t nc = int64_t{n} * C;
   BlockActivations& a = blocks_[layer];
-  FSDP_ASSIGN_OR_RETURN(a.ln1_bf16, Bf16Activation(nc, "ln1_out", unit));
-  FSDP_ASSIGN_OR_RETURN(a.ln1_mean, Activation(n, "ln1_mean", unit));
-  FSDP_ASSIGN_OR_RETURN(a.ln1_rstd, Activation(n, "ln1_rstd", unit));
-  FSDP_ASSIGN_OR_RETURN(a.qkv_bf16, Bf16Activation(3 * nc, "qkv", unit));
-  FSDP_ASSIGN_OR_RETURN(
-      a.att_probs, Activation(int64_t{batch_} * config_.heads * seq_ * seq_, "att_probs", unit));
-  FSDP_ASSIGN_OR_RETURN(a.att_bf16, Bf16Activation(nc, "att_out", unit));
-  FSDP_ASSIGN_OR_RETURN(a.res2, Activation(nc, "res2", unit));
-  FSDP_ASSIGN_OR_RETURN(a.ln2_bf16, Bf16Activation(nc, "ln2_out", unit));
-  FSDP_ASSIGN_OR_RETURN(a.ln2_mean, Activation(n, "ln2_mean", unit));
-  FSDP_ASSIGN_OR_RETURN(a.ln2_rstd, Activation(n, "ln2_rstd", unit));
-  FSDP_ASSIGN_OR_RETURN(a.fc_out, Activation(4 * nc, "fc_out", unit));
-  FSDP_ASSIGN_OR_RETURN(a.gelu_bf16, Bf16Activation(4 * nc, "gelu_out", unit));
-  FSDP_ASSIGN_OR_RETURN(a.out, Activation(nc, "out", unit));
+  FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer));
   ConvertParams(params);
   auto w = [&](BlockParam k) { return Bf16Of(params, p[k].data()); };
 

@@ -84,6 +84,7 @@ class GptModel : public Model {
   // the bf16 copy of the parameter that `fp32_param` points at.
   void ConvertParams(absl::Span<const float> params);
   const uint16_t* Bf16Of(absl::Span<const float> params, const float* fp32_param) const;
+  absl::Status AllocateBlockActivations(int layer);
   absl::Status BlockForwardBf16(int layer, absl::Span<const float> params);
   absl::Status BlockBackwardBf16(int layer, absl::Span<const float> params,
                                  absl::Span<float> grads);

@@ -127,12 +127,7 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes) {
 
 absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& options) {
   MemoryPoint point;
-  point.config.layers = options.layers;
-  point.config.d_model = options.d_model;
-  point.config.heads = options.heads;
-  point.config.vocab = options.vocab;
-  point.config.seq_len = options.seq_len;
-  point.config.bf16_compute = options.precision == "bf16";
+  point.config = GptConfigOf(options);
   point.micro_batch = options.micro_batch;
   point.ranks = options.nproc;
   point.optimizer = options.optimizer == OptimizerKind::kAdamW

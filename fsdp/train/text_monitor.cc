@@ -13,16 +13,6 @@
 namespace fsdp {
 namespace {
 
-GptConfig ConfigOf(const TrainOptions& options) {
-  GptConfig config;
-  config.layers = options.layers;
-  config.d_model = options.d_model;
-  config.heads = options.heads;
-  config.vocab = options.vocab;
-  config.seq_len = options.seq_len;
-  return config;
-}
-
 SampleOptions SampleOptionsOf(const TrainOptions& options) {
   SampleOptions sample;
   sample.num_tokens = options.sample_tokens;
@@ -119,7 +109,7 @@ absl::StatusOr<std::unique_ptr<TextMonitor>> TextMonitor::Create(const TrainOpti
   }
   if (!options.val_data.empty() || options.sample_tokens > 0) {
     FSDP_ASSIGN_OR_RETURN(monitor->forward_,
-                          GptInference::Create(ConfigOf(options), options.micro_batch, tracker));
+                          GptInference::Create(GptConfigOf(options), options.micro_batch, tracker));
   }
   return monitor;
 }

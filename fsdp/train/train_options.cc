@@ -176,6 +176,17 @@ absl::Status SetMicroBatchFromGlobalBatch(int64_t global_batch, TrainOptions& o)
   return absl::OkStatus();
 }
 
+GptConfig GptConfigOf(const TrainOptions& options) {
+  GptConfig config;
+  config.layers = options.layers;
+  config.d_model = options.d_model;
+  config.heads = options.heads;
+  config.vocab = options.vocab;
+  config.seq_len = options.seq_len;
+  config.bf16_compute = options.precision == "bf16";
+  return config;
+}
+
 std::string TrainOptionsToString(const TrainOptions& o) {
   return absl::StrFormat(
       "strategy=%s nproc=%d layers=%d d_model=%d heads=%d vocab=%d seq_len=%d "

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "fsdp/nn/gpt_spec.h"
 #include "fsdp/optim/lr_schedule.h"
 #include "fsdp/train/strategy.h"
 
@@ -125,6 +126,9 @@ struct TrainOptions {
   int64_t global_batch() const { return int64_t{micro_batch} * accum * nproc; }
   int64_t tokens_per_step() const { return global_batch() * seq_len; }
 };
+
+// The model these options describe (shape and compute precision).
+GptConfig GptConfigOf(const TrainOptions& options);
 
 // OK, or InvalidArgument naming the flag, its value and what to do:
 // every size positive, heads dividing d_model, lr positive, 0 <= min_lr <= lr,

@@ -38,17 +38,6 @@
 namespace fsdp {
 namespace {
 
-GptConfig GptConfigFrom(const TrainOptions& options) {
-  GptConfig config;
-  config.layers = options.layers;
-  config.d_model = options.d_model;
-  config.heads = options.heads;
-  config.vocab = options.vocab;
-  config.seq_len = options.seq_len;
-  config.bf16_compute = options.precision == "bf16";
-  return config;
-}
-
 }  // namespace
 
 TrainStepOptions TrainStepOptionsFrom(const TrainOptions& options) {
@@ -68,7 +57,7 @@ TrainStepOptions TrainStepOptionsFrom(const TrainOptions& options) {
 
 absl::StatusOr<proto::ShardPlan> TrainingPlan(const TrainOptions& options) {
   FSDP_RETURN_IF_ERROR(ValidateTrainOptions(options));
-  return BuildTrainingPlan(GptUnitSpecs(GptConfigFrom(options)), TrainStepOptionsFrom(options),
+  return BuildTrainingPlan(GptUnitSpecs(GptConfigOf(options)), TrainStepOptionsFrom(options),
                            options.nproc);
 }
 
@@ -228,7 +217,7 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
     std::fprintf(log, "train_gpt: matmul backend %s\n", backend.description.c_str());
   }
 
-  const GptConfig config = GptConfigFrom(options);
+  const GptConfig config = GptConfigOf(options);
 
   MemoryTracker tracker(options.mem_budget_bytes);
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<GptModel> model,
