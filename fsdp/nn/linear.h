@@ -1,7 +1,8 @@
 // File: fsdp/nn/linear.h
 //
 // Fully connected layer, PyTorch layout: out[N, OC] = inp[N, C] @ weight[OC, C]^T
-// + bias[OC]. All matmuls go through OpenBLAS cblas_sgemm. `bias` may be null.
+// + bias[OC]. Every product is one fsdp::Matmul (fsdp/nn/matmul.h: oneDNN or
+// OpenBLAS, the bias added in its epilogue). `bias` may be null.
 // Backward ADDS into dinp, dweight and dbias (any of which may be null when not
 // wanted), so gradients accumulate across micro-batches and branches.
 #ifndef FSDP_NN_LINEAR_H_
