@@ -17,6 +17,8 @@ packages=(
   clang libclang-rt-dev                              # clang++ with libFuzzer, ASan, UBSan (fuzz tests)
   gnuplot-nox                                        # memory-report plots
   iproute2                                           # network namespaces for the multi-host test
+  openmpi-bin libopenmpi-dev                         # mpirun, the engine of tests/integration/engines
+  slurm-wlm munge                                    # srun/sbatch and a cluster the Slurm test starts
   python3
 )
 
