@@ -31,6 +31,7 @@
 #include "comm/communicator.h"
 #include "comm/launcher/launcher.h"
 #include "comm/launcher/restarts.h"
+#include "comm/rendezvous/job_env.h"
 #include "comm/status_macros.h"
 #include "fsdp/checkpoint/checkpoint.h"
 #include "fsdp/checkpoint/checkpoint_reader.h"
@@ -49,7 +50,9 @@ namespace {
 const fsdp::TrainOptions kDefaults;
 }  // namespace
 
-ABSL_FLAG(int, nproc, kDefaults.nproc, "ranks to launch on this machine");
+ABSL_FLAG(int, nproc, 0,
+          "ranks to launch on this machine (0 = 2); under srun or mpirun leave it out: the "
+          "engine's task count is the world size");
 ABSL_FLAG(std::string, strategy, "no_shard",
           "no_shard, shard_optimizer (ZeRO-1), shard_grad_op (ZeRO-2), full_shard (ZeRO-3), "
           "hybrid_shard (full_shard within --group_size ranks, replicated across groups)");
@@ -153,9 +156,22 @@ ABSL_FLAG(std::string, plot, "",
 
 namespace {
 
+// --nproc belongs to the built-in launcher. Under an engine (srun, mpirun) the
+// world size is the engine's: a rank started by it without --nproc takes
+// SLURM_NTASKS / OMPI_COMM_WORLD_SIZE (a --nproc that differs is refused by
+// RunTraining, naming both). The built-in launcher passes the argv it was given,
+// so its ranks agree with it either way.
+absl::StatusOr<int> NprocFromFlagOrEngine() {
+  const int flag = absl::GetFlag(FLAGS_nproc);
+  if (flag != 0) return flag;
+  if (!comm::IsLaunchedRank()) return kDefaults.nproc;
+  FSDP_ASSIGN_OR_RETURN(comm::JobEnv env, comm::JobEnvFromEnvironment());
+  return env.world_size;
+}
+
 absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   fsdp::TrainOptions o;
-  o.nproc = absl::GetFlag(FLAGS_nproc);
+  FSDP_ASSIGN_OR_RETURN(o.nproc, NprocFromFlagOrEngine());
   FSDP_ASSIGN_OR_RETURN(o.strategy, fsdp::ParseStrategy(absl::GetFlag(FLAGS_strategy)));
   o.group_size = absl::GetFlag(FLAGS_group_size);
   o.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);

@@ -19,6 +19,8 @@ packages=(
   gnuplot-nox                                        # memory-report and training-curve plots
   fortunes                                           # the quick-start corpus (/usr/share/games/fortunes)
   iproute2                                           # network namespaces for the multi-host test
+  openmpi-bin libopenmpi-dev                         # mpirun, the engine of tests/integration/engines
+  slurm-wlm munge                                    # srun/sbatch and a cluster the Slurm test starts
   python3
 )
 

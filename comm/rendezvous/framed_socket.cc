@@ -196,29 +196,33 @@ absl::StatusOr<bool> FramedSocket::ReadAvailable(std::vector<std::string>* frame
   if (fd_ < 0) return false;
   bool open = true;
   char chunk[65536];
+  std::string frame;
   while (true) {
     ssize_t n = recv(fd_, chunk, sizeof(chunk), 0);
     if (n > 0) {
       buffer_.append(chunk, static_cast<size_t>(n));
+      // Each frame's announced length is checked before it is taken, chunk
+      // by chunk: the buffer never holds more than one chunk beyond a frame
+      // the limit allows, and no frame over the limit is ever returned.
+      while (buffer_.size() >= 4) {
+        uint32_t length = 0;
+        for (int i = 0; i < 4; ++i) {
+          length |= static_cast<uint32_t>(static_cast<unsigned char>(buffer_[i])) << (8 * i);
+        }
+        if (length > max_frame_bytes_) {
+          return absl::DataLossError(absl::StrCat(
+              "received a frame announcing ", length, " bytes (limit ", max_frame_bytes_,
+              "); the peer is not speaking the rendezvous protocol"));
+        }
+        if (!TakeFrame(&frame)) break;
+        frames->push_back(std::move(frame));
+      }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     open = false;  // orderly close (0) or a broken connection
     break;
-  }
-  std::string frame;
-  while (TakeFrame(&frame)) frames->push_back(std::move(frame));
-  if (buffer_.size() >= 4) {
-    uint32_t length = 0;
-    for (int i = 0; i < 4; ++i) {
-      length |= static_cast<uint32_t>(static_cast<unsigned char>(buffer_[i])) << (8 * i);
-    }
-    if (length > kMaxFrameBytes) {
-      return absl::DataLossError(absl::StrCat(
-          "received a frame of ", length, " bytes (limit ", kMaxFrameBytes,
-          "); the peer is not speaking the rendezvous protocol"));
-    }
   }
   return open;
 }

@@ -46,13 +46,19 @@ class FramedSocket {
 
   int fd() const { return fd_; }
 
+  // Frames announcing more than this are an error as soon as their length
+  // arrives (kMaxFrameBytes unless lowered; the store lowers it for what
+  // clients send, so that a stranger cannot make it buffer a gigabyte).
+  void set_max_frame_bytes(size_t max_frame_bytes) { max_frame_bytes_ = max_frame_bytes; }
+
   // Sends one message, waiting for socket space until `deadline`.
   absl::Status Write(const google::protobuf::MessageLite& message, absl::Time deadline);
 
   // Reads whatever is available without blocking and appends each complete
   // frame to `frames`. Returns true while the connection is open, false once
   // the peer closed it (or it broke); frames read before that are returned.
-  // A frame over kMaxFrameBytes is an error.
+  // A frame over the limit (set_max_frame_bytes) is kDataLoss, reported
+  // before more than one read chunk beyond its header is buffered.
   absl::StatusOr<bool> ReadAvailable(std::vector<std::string>* frames);
 
   // Waits until one frame arrives. kDeadlineExceeded at `deadline`,
@@ -66,6 +72,7 @@ class FramedSocket {
   bool TakeFrame(std::string* frame);  // pops one complete frame from buffer_
 
   int fd_;
+  size_t max_frame_bytes_ = kMaxFrameBytes;
   std::string buffer_;      // bytes read but not yet returned as frames
   std::vector<std::string> ready_;  // frames read ahead by ReadFrame
 };

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "comm/rendezvous/engine_master.h"
 #include "comm/status_macros.h"
 
 namespace comm {
@@ -178,39 +179,65 @@ absl::StatusOr<JobEnv> JobEnvFromLookup(const EnvLookup& lookup) {
     }
   }
 
-  // Where rank 0 hosts the rendezvous store.
+  // Where rank 0 hosts the rendezvous store: MASTER_ADDR/MASTER_PORT, else
+  // derived from the engine (comm/rendezvous/engine_master.h).
   env.master_addr = NonEmpty(lookup, "MASTER_ADDR");
-  std::optional<std::string> port = lookup("MASTER_PORT");
+  std::string port = NonEmpty(lookup, "MASTER_PORT");
+  const std::string slurm_job = NonEmpty(lookup, "SLURM_JOB_ID");
+  std::string mpirun_job = NonEmpty(lookup, "OMPI_MCA_ess_base_jobid");
+  if (mpirun_job.empty()) mpirun_job = NonEmpty(lookup, "PMIX_NAMESPACE");
+  if (env.world_size > 1 && env.master_addr.empty()) {
+    if (convention == &kSlurm) {
+      std::string node_list = NonEmpty(lookup, "SLURM_STEP_NODELIST");
+      if (node_list.empty()) node_list = NonEmpty(lookup, "SLURM_JOB_NODELIST");
+      if (!node_list.empty()) {
+        FSDP_ASSIGN_OR_RETURN(env.master_addr, FirstSlurmHost(node_list));
+      }
+    } else if (convention == &kMpirun && env.local_world_size == env.world_size) {
+      env.master_addr = "127.0.0.1";  // every rank on this host
+    }
+  }
+  if (env.world_size > 1 && port.empty()) {
+    if (convention == &kSlurm && !slurm_job.empty()) {
+      port = absl::StrCat(
+          DerivedPort(absl::StrCat(slurm_job, ".", NonEmpty(lookup, "SLURM_STEP_ID"))));
+    } else if (convention == &kMpirun && !mpirun_job.empty()) {
+      port = absl::StrCat(DerivedPort(mpirun_job));
+    }
+  }
   if (env.world_size > 1) {
     if (env.master_addr.empty()) {
       std::string hint = "export MASTER_ADDR=<host of rank 0>";
       if (convention == &kSlurm) {
-        hint = "e.g. export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" "
-               "| head -n 1) in the batch script";
+        hint = "run under srun, which sets SLURM_STEP_NODELIST, or e.g. export "
+               "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1) "
+               "in the batch script";
       } else if (convention == &kMpirun) {
-        hint = "e.g. the first host of the hostfile, exported with mpirun -x MASTER_ADDR";
+        hint = absl::StrCat(
+            "the ranks are on more than one host (OMPI_COMM_WORLD_LOCAL_SIZE=",
+            env.local_world_size, " of OMPI_COMM_WORLD_SIZE=", env.world_size,
+            "), so pass the first host of the hostfile: mpirun -x MASTER_ADDR=<host>");
       }
       return absl::InvalidArgumentError(absl::StrCat(
           "MASTER_ADDR is not set; set it to the host name or address of rank 0 (", hint,
           ")"));
     }
-    if (!port.has_value() || port->empty()) {
+    if (port.empty()) {
       return absl::InvalidArgumentError(
           "MASTER_PORT is not set; set it to a free TCP port on rank 0's host, the "
           "same on every rank (e.g. 29500)");
     }
   }
   if (env.master_addr.empty()) env.master_addr = "127.0.0.1";
-  if (port.has_value() && !port->empty()) {
+  if (!port.empty()) {
     FSDP_ASSIGN_OR_RETURN(
         env.master_port,
-        ParseIntVar("MASTER_PORT", *port, 1, 65535,
+        ParseIntVar("MASTER_PORT", port, 1, 65535,
                     "a free TCP port on rank 0's host, the same on every rank"));
   }
 
   std::string token = NonEmpty(lookup, "FSDP_JOB_TOKEN");
   if (token.empty()) {
-    std::string slurm_job = NonEmpty(lookup, "SLURM_JOB_ID");
     std::string pmix_namespace = NonEmpty(lookup, "PMIX_NAMESPACE");
     std::string ompi_job = NonEmpty(lookup, "OMPI_MCA_ess_base_jobid");
     if (convention == &kSlurm && !slurm_job.empty()) {

@@ -13,8 +13,11 @@
 //                                                        and SLURM_NODEID)
 //
 // The first convention whose rank variable is set wins, in the order above.
-// MASTER_ADDR and MASTER_PORT (where rank 0 hosts the rendezvous store) always
-// come from the environment; under mpirun/Slurm export them yourself (see
+// MASTER_ADDR and MASTER_PORT (where rank 0 hosts the rendezvous store) come
+// from the environment when set. Otherwise, under srun the master is the first
+// host of SLURM_STEP_NODELIST and the port is derived from SLURM_JOB_ID and
+// SLURM_STEP_ID; under mpirun with every rank on one host it is 127.0.0.1 and
+// a port derived from Open MPI's job id (comm/rendezvous/engine_master.h,
 // docs/comm-transport.md). With WORLD_SIZE 1 they may be omitted.
 //
 // Also from the environment, for every convention:

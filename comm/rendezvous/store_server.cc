@@ -1,13 +1,16 @@
 // File: comm/rendezvous/store_server.cc
 #include "comm/rendezvous/store_server.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <vector>
 
@@ -31,6 +34,8 @@ absl::Duration Since(SteadyClock::time_point then, SteadyClock::time_point now) 
 
 struct StoreServer::Connection {
   std::unique_ptr<FramedSocket> socket;
+  std::string peer;  // "10.0.0.2:41234", for the refusal log
+  SteadyClock::time_point accepted_at = SteadyClock::now();
   int rank = -1;  // -1 until a JoinRequest was accepted
   std::string host;
   bool said_goodbye = false;
@@ -53,6 +58,7 @@ class StoreServer::Loop {
   }
 
   void Run(int wake_fd);
+  int port() const { return options_.port; }
 
  private:
   enum class State { kJoining, kRunning, kAborted };
@@ -66,6 +72,12 @@ class StoreServer::Loop {
   void Broadcast(const fsdp::proto::ServerMessage& message, int except_rank);
   void ConnectionLost(Connection& connection);
   void UpdateOthersConnected();
+  // Counts and logs one refused connection; the caller drops it.
+  enum class Refusal { kSilent, kOversized, kMalformed, kOutOfOrder, kWrongToken };
+  void Refuse(const Connection& connection, Refusal why, const std::string& detail);
+  // Drops connections that never joined within first_message_timeout; returns
+  // the time until the next such deadline (for poll), or -1 ms if none.
+  int64_t DropSilent(SteadyClock::time_point now);
   std::string MissingRanks() const;
   bool hang_detection() const { return options_.hang_timeout != absl::InfiniteDuration(); }
   // Every heartbeat interval: beats to every rank, then the hang verdicts.
@@ -88,6 +100,8 @@ class StoreServer::Loop {
 void StoreServer::Loop::Run(int wake_fd) {
   const absl::Time join_deadline = start_ + options_.join_timeout;
   while (true) {
+    // Before the poll set is built: dropped connections close their fds.
+    const int64_t silent_ms = DropSilent(SteadyClock::now());
     std::vector<pollfd> fds;
     fds.push_back({wake_fd, POLLIN, 0});
     fds.push_back({listen_fd_, POLLIN, 0});
@@ -103,6 +117,9 @@ void StoreServer::Loop::Run(int wake_fd) {
       absl::Duration left = Since(SteadyClock::now(), next_tick_);
       timeout_ms = static_cast<int>(
           std::max<int64_t>(0, absl::ToInt64Milliseconds(left) + 1));
+    }
+    if (silent_ms >= 0 && (timeout_ms < 0 || silent_ms < timeout_ms)) {
+      timeout_ms = static_cast<int>(silent_ms);
     }
     int ready = poll(fds.data(), fds.size(), timeout_ms);
     if (ready < 0 && errno != EINTR) return;
@@ -208,12 +225,71 @@ std::string StoreServer::Loop::MissingRanks() const {
 
 void StoreServer::Loop::Accept() {
   while (true) {
-    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    sockaddr_in address{};
+    socklen_t address_size = sizeof(address);
+    int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&address), &address_size,
+                     SOCK_CLOEXEC);
     if (fd < 0) return;
     auto connection = std::make_unique<Connection>();
     connection->socket = std::make_unique<FramedSocket>(fd);
+    connection->socket->set_max_frame_bytes(options_.max_client_frame_bytes);
+    char text[INET_ADDRSTRLEN] = "?";
+    inet_ntop(AF_INET, &address.sin_addr, text, sizeof(text));
+    connection->peer = absl::StrCat(text, ":", ntohs(address.sin_port));
     connections_.push_back(std::move(connection));
   }
+}
+
+void StoreServer::Loop::Refuse(const Connection& connection, Refusal why,
+                               const std::string& detail) {
+  StoreRefusals counts;
+  {
+    std::lock_guard<std::mutex> lock(server_->mutex_);
+    StoreRefusals& r = server_->refusals_;
+    switch (why) {
+      case Refusal::kSilent: ++r.silent; break;
+      case Refusal::kOversized: ++r.oversized; break;
+      case Refusal::kMalformed: ++r.malformed; break;
+      case Refusal::kOutOfOrder: ++r.out_of_order; break;
+      case Refusal::kWrongToken: ++r.wrong_token; break;
+    }
+    counts = r;
+  }
+  // Every refusal is counted; the first 20 are logged one by one, then one
+  // line per 100, so that a flood cannot fill the job's log.
+  const int64_t n = counts.total();
+  if (n <= 20 || n % 100 == 0) {
+    std::fprintf(stderr, "rendezvous store on rank 0 (port %d): refused %s: %s (%s)\n",
+                 options_.port, connection.peer.c_str(), detail.c_str(),
+                 DescribeRefusals(counts).c_str());
+    std::fflush(stderr);
+  }
+}
+
+int64_t StoreServer::Loop::DropSilent(SteadyClock::time_point now) {
+  const auto limit = absl::ToChronoNanoseconds(options_.first_message_timeout);
+  int64_t next_ms = -1;
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    Connection& connection = **it;
+    if (connection.rank >= 0) {
+      ++it;
+      continue;
+    }
+    const auto deadline = connection.accepted_at + limit;
+    if (now >= deadline) {
+      Refuse(connection, Refusal::kSilent,
+             absl::StrCat("no JoinRequest within ",
+                          absl::FormatDuration(options_.first_message_timeout),
+                          " of connecting"));
+      it = connections_.erase(it);
+      continue;
+    }
+    const int64_t ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
+    if (next_ms < 0 || ms < next_ms) next_ms = ms;
+    ++it;
+  }
+  return next_ms;
 }
 
 void StoreServer::Loop::SendTo(Connection& connection,
@@ -242,6 +318,9 @@ bool StoreServer::Loop::HandleJoin(Connection& connection,
                                    const fsdp::proto::JoinRequest& join) {
   fsdp::proto::ServerMessage reply;
   if (join.job_token() != options_.job_token) {
+    Refuse(connection, Refusal::kWrongToken,
+           absl::StrCat("a join as rank ", join.rank(), " from host '", join.host(),
+                        "' with another job's token"));
     reply.mutable_refused()->set_reason(absl::StrCat(
         "job token mismatch: the rendezvous store on MASTER_PORT ", options_.port,
         " belongs to another job (its job token differs from this rank's '",
@@ -344,8 +423,17 @@ bool StoreServer::Loop::Serve(Connection& connection) {
   for (const std::string& frame : frames) {
     fsdp::proto::ClientMessage message;
     if (!message.ParseFromString(frame)) {
-      open = false;  // not our protocol: drop it
+      if (connection.rank < 0) {
+        Refuse(connection, Refusal::kMalformed,
+               absl::StrCat("a ", frame.size(), "-byte frame that is not a ClientMessage"));
+        return false;
+      }
+      open = false;  // a rank gone mad: drop it (its peers hear it died)
       break;
+    }
+    if (connection.rank < 0 && !message.has_join()) {
+      Refuse(connection, Refusal::kOutOfOrder, "a message other than a JoinRequest first");
+      return false;
     }
     if (message.has_heartbeat()) {
       connection.heartbeat = message.heartbeat();
@@ -362,11 +450,26 @@ bool StoreServer::Loop::Serve(Connection& connection) {
       UpdateOthersConnected();
     }
   }
+  if (!open.ok() && connection.rank < 0) {
+    Refuse(connection, Refusal::kOversized, std::string(open.status().message()));
+    return false;
+  }
   if (!open.ok() || !*open) {
     ConnectionLost(connection);
     return false;
   }
   return true;
+}
+
+std::string DescribeRefusals(const StoreRefusals& r) {
+  return absl::StrCat(r.total(), " refused: ", r.silent, " silent, ", r.oversized,
+                      " oversized, ", r.malformed, " malformed, ", r.out_of_order,
+                      " out of order, ", r.wrong_token, " wrong token");
+}
+
+StoreRefusals StoreServer::refusals() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return refusals_;
 }
 
 void StoreServer::Loop::UpdateOthersConnected() {
@@ -404,6 +507,11 @@ StoreServer::~StoreServer() {
   char byte = 0;
   (void)!write(wake_pipe_[1], &byte, 1);
   if (thread_.joinable()) thread_.join();
+  if (loop_ != nullptr && refusals_.total() > 0) {
+    std::fprintf(stderr, "rendezvous store on rank 0 (port %d): %s\n", loop_->port(),
+                 DescribeRefusals(refusals_).c_str());
+    std::fflush(stderr);
+  }
   loop_.reset();
   close(wake_pipe_[0]);
   close(wake_pipe_[1]);

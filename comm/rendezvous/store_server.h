@@ -16,6 +16,18 @@
 // A connection with another job's token is refused (Refused) in any state and
 // does not change the state: the ranks of this job go on.
 //
+// Strangers (issue 13). The store is the job's one network-facing server, so
+// a connection that is not a rank of this job is refused, counted and logged
+// (stderr, "rendezvous store on rank 0: refused ..."), in any state, without
+// changing it: a connection that sends no JoinRequest within
+// first_message_timeout (silent), a frame announcing more than
+// max_client_frame_bytes (oversized, refused at its 4-byte header, before any
+// buffering), bytes that are not a ClientMessage (malformed), any other
+// message before its join (out of order), and a join with another job's
+// token (wrong token; the reply says why). Refusals cost the serving loop one
+// read each; none of them delays the ranks' join or heartbeats past the
+// deadlines above.
+//
 // Hang detection (kRunning, when options.hang_timeout is finite): the store
 // sends every rank a heartbeat each HeartbeatInterval(bound), keeps each
 // rank's latest heartbeat and the time of its last message, and applies
@@ -30,6 +42,7 @@
 
 #include <condition_variable>
 #include <memory>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -48,7 +61,25 @@ struct StoreServerOptions {
   // The job's hang bound (see above); infinite: no heartbeats, no verdicts.
   // Sent to every rank in the roster.
   absl::Duration hang_timeout = absl::InfiniteDuration();
+  // A connection that has not sent its JoinRequest by then is dropped.
+  absl::Duration first_message_timeout = absl::Seconds(5);
+  // The largest frame a client may send: a JoinRequest carries one UCX worker
+  // address (hundreds of bytes); heartbeats are tens of bytes.
+  size_t max_client_frame_bytes = size_t{1} << 20;
 };
+
+// Connections the store refused, by reason (see the banner).
+struct StoreRefusals {
+  int64_t silent = 0;
+  int64_t oversized = 0;
+  int64_t malformed = 0;
+  int64_t out_of_order = 0;
+  int64_t wrong_token = 0;
+  int64_t total() const { return silent + oversized + malformed + out_of_order + wrong_token; }
+};
+
+// "5 refused: 1 silent, 2 oversized, 1 malformed, 0 out of order, 1 wrong token".
+std::string DescribeRefusals(const StoreRefusals& refusals);
 
 class StoreServer {
  public:
@@ -67,6 +98,9 @@ class StoreServer {
   // still finishing their work keep their failure detector.
   void WaitForOthersToLeave(absl::Duration timeout);
 
+  // The refusals so far (thread-safe).
+  StoreRefusals refusals();
+
  private:
   struct Connection;
   class Loop;
@@ -78,6 +112,7 @@ class StoreServer {
   std::mutex mutex_;
   std::condition_variable others_left_;
   int other_ranks_connected_ = 0;  // guarded by mutex_
+  StoreRefusals refusals_;         // guarded by mutex_
   int wake_pipe_[2] = {-1, -1};
   std::unique_ptr<Loop> loop_;
   std::thread thread_;

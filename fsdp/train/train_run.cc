@@ -207,7 +207,8 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
   if (world.size() != options.nproc) {
     return absl::InvalidArgumentError(absl::StrCat(
         "this job has ", world.size(), " ranks but --nproc=", options.nproc,
-        "; launch with the same --nproc as the job's world size"));
+        "; launch with the same --nproc as the job's world size (under srun or mpirun leave "
+        "--nproc out: the engine's task count is the world size)"));
   }
   FSDP_RETURN_IF_ERROR(
       SetComputeThreads(options.threads > 0 ? options.threads : DefaultComputeThreads()));

@@ -4,9 +4,12 @@
 #include "comm/rendezvous/job_env.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "comm/rendezvous/engine_master.h"
 #include "gtest/gtest.h"
 
 namespace comm {
@@ -90,6 +93,30 @@ INSTANTIATE_TEST_SUITE_P(
                   {"SLURM_JOB_ID", "9"}, {"MASTER_ADDR", "n0"}, {"MASTER_PORT", "29501"},
                   {"FSDP_JOB_TOKEN", "explicit"}},
                  Expect(6, 7, 0, 1, "n0", 29501, "explicit", "slurm")},
+        GoodCase{"slurm_master_from_step_node_list",
+                 {{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
+                  {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_JOB_ID", "42"},
+                  {"SLURM_STEP_ID", "3"}, {"SLURM_STEP_NODELIST", "gpu[07-08]"},
+                  {"SLURM_JOB_NODELIST", "gpu[01-08]"}},
+                 Expect(1, 4, 1, 2, "gpu07", DerivedPort("42.3"), "slurm-42-3", "slurm")},
+        GoodCase{"slurm_master_from_job_node_list",
+                 {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
+                  {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_JOB_ID", "42"},
+                  {"SLURM_JOB_NODELIST", "a,b"}, {"MASTER_PORT", "29400"}},
+                 Expect(0, 2, 0, 2, "a", 29400, "slurm-42-", "slurm")},
+        GoodCase{"slurm_master_addr_wins_over_node_list",
+                 {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
+                  {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_JOB_ID", "42"},
+                  {"SLURM_STEP_ID", "0"}, {"SLURM_STEP_NODELIST", "n1"},
+                  {"MASTER_ADDR", "10.0.0.9"}},
+                 Expect(0, 2, 0, 2, "10.0.0.9", DerivedPort("42.0"), "slurm-42-0", "slurm")},
+        GoodCase{"mpirun_one_host_derives_master",
+                 {{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                  {"OMPI_COMM_WORLD_LOCAL_RANK", "3"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                  {"OMPI_MCA_ess_base_jobid", "440926209"},
+                  {"PMIX_NAMESPACE", "440926209"}},
+                 Expect(3, 4, 3, 4, "127.0.0.1", DerivedPort("440926209"),
+                        "mpirun-440926209", "mpirun")},
         GoodCase{"torchrun_wins_over_slurm",
                  {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"SLURM_PROCID", "0"},
                   {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}, {"FSDP_JOB_TOKEN", "t"}},
@@ -175,6 +202,21 @@ INSTANTIATE_TEST_SUITE_P(
                  {"SLURM_NTASKS_PER_NODE", "2"}, {"MASTER_PORT", "1"}},
                 absl::StatusCode::kInvalidArgument,
                 {"MASTER_ADDR is not set", "scontrol show hostnames"}},
+        BadCase{"mpirun_two_hosts_needs_master_addr",
+                {{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                 {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                 {"OMPI_MCA_ess_base_jobid", "5"}},
+                absl::StatusCode::kInvalidArgument,
+                {"MASTER_ADDR is not set", "more than one host", "-x MASTER_ADDR"}},
+        BadCase{"slurm_no_job_id_needs_master_port",
+                {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
+                 {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_STEP_NODELIST", "n1"}},
+                absl::StatusCode::kInvalidArgument, {"MASTER_PORT is not set"}},
+        BadCase{"slurm_bad_node_list",
+                {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
+                 {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_STEP_NODELIST", "n[1-2"},
+                 {"SLURM_JOB_ID", "1"}},
+                absl::StatusCode::kInvalidArgument, {"'n[1-2'", "without ']'", "MASTER_ADDR"}},
         BadCase{"slurm_bad_tasks_per_node",
                 {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
                  {"SLURM_TASKS_PER_NODE", "2(y3)"}, {"SLURM_NODEID", "0"},
@@ -199,6 +241,43 @@ TEST(JobEnvHangTimeout, UnsetSecondsOrOff) {
       JobEnvFromLookup(LookupIn(With(kGoodTorchrun, "FSDP_HANG_TIMEOUT_S", "0")));
   ASSERT_TRUE(off.ok()) << off.status();
   EXPECT_EQ(off->hang_timeout, absl::InfiniteDuration());
+}
+
+struct HostCase {
+  std::string list;
+  std::string first;
+};
+
+TEST(FirstSlurmHost, SlurmHostListForms) {
+  for (const HostCase& c : std::vector<HostCase>{{"vm", "vm"},
+                                                 {"a,b", "a"},
+                                                 {"n[01-04,7]", "n01"},
+                                                 {"n[7,1-3],m", "n7"},
+                                                 {"r[1-2]-n[03-04]", "r1-n03"},
+                                                 {"n[2-3]x", "n2x"},
+                                                 {"node-a,node[1-2]", "node-a"}}) {
+    absl::StatusOr<std::string> host = FirstSlurmHost(c.list);
+    ASSERT_TRUE(host.ok()) << c.list << ": " << host.status();
+    EXPECT_EQ(*host, c.first) << c.list;
+  }
+  for (const std::string& bad : {"", ",a", "n[1-2", "n]", "n[]", "n[a-b]"}) {
+    absl::StatusOr<std::string> host = FirstSlurmHost(bad);
+    EXPECT_EQ(host.status().code(), absl::StatusCode::kInvalidArgument) << "'" << bad << "'";
+  }
+}
+
+TEST(DerivedPort, InRangeAndSpread) {
+  std::set<int> ports;
+  for (int job = 0; job < 1000; ++job) {
+    const int port = DerivedPort(absl::StrCat(job, ".0"));
+    EXPECT_GE(port, kDerivedPortMin);
+    EXPECT_LT(port, kDerivedPortEnd);
+    ports.insert(port);
+  }
+  EXPECT_EQ(DerivedPort("17.2"), DerivedPort("17.2"));
+  EXPECT_NE(DerivedPort("17.2"), DerivedPort("17.3"));
+  // 1000 jobs into 21000 ports: a uniform hash leaves about 977 distinct.
+  EXPECT_GT(ports.size(), 950u);
 }
 
 }  // namespace

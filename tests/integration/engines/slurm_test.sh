@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# A one-node Slurm cluster started and stopped by this test (munged,
+# slurmctld, slurmd of its own: slurm_cluster.sh), then, with no MASTER_ADDR,
+# MASTER_PORT or --nproc:
+#   1. srun -n 4 --overcommit train_gpt --strategy=full_shard, and
+#   2. the same as an sbatch script (sbatch --wait),
+# each ending with the params_sha256 of train_gpt --nproc=4 (built-in launcher).
+# Skipped (with a SKIPPED line) when not root or Slurm/munge are not installed.
+set -uo pipefail
+train_gpt="$1"
+here="$(dirname "$0")"
+source "$here/skip.sh"
+source "$here/slurm_cluster.sh"
+if reason=$(slurm_cluster_missing); then skip "$reason"; fi
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+# munged's socket path must fit in 108 bytes: TEST_TMPDIR is too deep.
+cluster=$(mktemp -d /tmp/fsdp-slurm.XXXXXX)
+trap 'slurm_cluster_stop; rm -rf "$cluster"' EXIT
+slurm_cluster_start "$cluster" || { echo "slurm_test: the cluster did not come up" >&2; exit 1; }
+unset MASTER_ADDR MASTER_PORT RANK WORLD_SIZE FSDP_JOB_TOKEN
+
+flags=(--strategy=full_shard --steps=6 --warmup_steps=1 --threads=1 --hang_timeout_s=10)
+launcher=$(timeout 300 "$train_gpt" --nproc=4 "${flags[@]}" 2>&1 | grep -o 'params sha256 [0-9a-f]*' | head -n 1)
+echo "train_gpt --nproc=4: ${launcher}"
+[ -n "$launcher" ] || { echo "slurm_test: the built-in launcher's run printed no digest" >&2; exit 1; }
+
+echo "--- srun -n 4 --overcommit train_gpt ${flags[*]}"
+if ! timeout 300 srun -n 4 --overcommit --time=5 "$train_gpt" "${flags[@]}" >"$tmp/srun.txt" 2>&1; then
+  echo "slurm_test: srun failed:" >&2; cat "$tmp/srun.txt"; tail -20 "$cluster/log/slurmctld.log"; exit 1
+fi
+under_srun=$(grep -o 'params sha256 [0-9a-f]*' "$tmp/srun.txt" | head -n 1)
+echo "srun -n 4:           ${under_srun}"
+grep -q 'nproc=4 ' "$tmp/srun.txt" || { echo "slurm_test: world size is not 4:" >&2; cat "$tmp/srun.txt"; exit 1; }
+[ "$under_srun" = "$launcher" ] || { echo "slurm_test: srun's digest differs" >&2; cat "$tmp/srun.txt"; exit 1; }
+
+# The batch script a user writes (docs/comm-transport.md has the multi-node one).
+cat >"$tmp/train.sbatch" <<SB
+#!/usr/bin/env bash
+#SBATCH --ntasks=4
+#SBATCH --overcommit
+#SBATCH --time=5
+#SBATCH --output=$tmp/sbatch.txt
+srun "$train_gpt" ${flags[*]}
+SB
+echo "--- sbatch --wait train.sbatch"
+if ! timeout 300 sbatch --wait "$tmp/train.sbatch" >"$tmp/sbatch_submit.txt" 2>&1; then
+  echo "slurm_test: the batch job failed:" >&2; cat "$tmp/sbatch_submit.txt" "$tmp/sbatch.txt"; exit 1
+fi
+under_sbatch=$(grep -o 'params sha256 [0-9a-f]*' "$tmp/sbatch.txt" | head -n 1)
+echo "sbatch (srun -n 4):  ${under_sbatch}"
+[ "$under_sbatch" = "$launcher" ] || { echo "slurm_test: sbatch's digest differs" >&2; cat "$tmp/sbatch.txt"; exit 1; }
+echo PASS
