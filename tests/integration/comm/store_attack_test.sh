@@ -26,8 +26,11 @@ for _ in range(200):
 }
 
 # Long enough (steps) that the store's 5 s first-message deadline passes
-# while the job runs.
-flags=(--strategy=full_shard --steps=120 --warmup_steps=1 --threads=1 --hang_timeout_s=10)
+# while the job runs: the default model trains at up to ~85,000 tokens/s
+# here (2,048 per step), so 600 steps last at least ~15 s. (120 steps lasted
+# only 3 s once the kernels got faster, and the silent clients outlived the
+# job, uncounted.)
+flags=(--strategy=full_shard --steps=600 --warmup_steps=1 --threads=1 --hang_timeout_s=10)
 
 # run_job NAME PORT: 4 ranks as real processes, torchrun-style environment.
 run_job() {
