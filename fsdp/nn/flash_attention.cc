@@ -36,7 +36,7 @@ struct Scratch {
   float* d;    // T: dout . out per row (backward)
 };
 
-Scratch Carve(float* scratch, int seq_len, int hs) {
+Scratch Carve(float* scratch, int hs) {
   Scratch s;
   s.s = scratch;
   s.dp = s.s + kFlashBlock * kFlashBlock;
@@ -44,7 +44,6 @@ Scratch Carve(float* scratch, int seq_len, int hs) {
   s.m = s.acc + kFlashBlock * hs;
   s.l = s.m + kFlashBlock;
   s.d = s.l + kFlashBlock;
-  (void)seq_len;
   return s;
 }
 
@@ -72,7 +71,7 @@ void FlashAttentionForward(float* out, float* lse, float* scratch, const float* 
                            int seq_len, int channels, int heads) {
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const Scratch w = Carve(scratch, T, hs);
+  const Scratch w = Carve(scratch, hs);
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < heads; ++h) {
       const float* q = qkv + static_cast<long>(b) * T * ld + h * hs;
@@ -132,7 +131,7 @@ void FlashAttentionBackward(float* dqkv, float* scratch, const float* dout, cons
                             int channels, int heads) {
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const Scratch w = Carve(scratch, T, hs);
+  const Scratch w = Carve(scratch, hs);
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < heads; ++h) {
       const long qkv_offset = static_cast<long>(b) * T * ld + h * hs;

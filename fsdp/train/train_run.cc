@@ -422,7 +422,6 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
       timed_seconds > 0 ? absl::ToDoubleSeconds(timed_comm_wait) / timed_seconds : 0.0;
   summary.matmul_share = timed_seconds > 0 ? timed_matmul_s / timed_seconds : 0.0;
   summary.matmul_gflops = timed_matmul_s > 0 ? timed_matmul_flops / timed_matmul_s / 1e9 : 0.0;
-  summary.matmul_backend = backend.description;
   summary.peak_bytes = summary.memory.peak_total_bytes;
   if (metrics != nullptr) {
     FinalMetrics f;

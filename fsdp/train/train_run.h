@@ -37,7 +37,6 @@ struct RunSummary {
   double comm_wait_share = 0.0;  // time blocked in collectives / step time, same steps
   double matmul_share = 0.0;     // time in matrix products / step time, same steps
   double matmul_gflops = 0.0;    // their achieved rate
-  std::string matmul_backend;    // which backend and kernels (ComputeBackendChoice)
   int64_t peak_bytes = 0;     // this rank's tracked peak
   int64_t num_params = 0;
   // This rank's tracker after the last step (current and peak per category),
