@@ -95,6 +95,13 @@ ABSL_FLAG(double, weight_decay, kDefaults.weight_decay, "decoupled weight decay"
 ABSL_FLAG(double, grad_clip, kDefaults.grad_clip, "max global gradient L2 norm; 0 = off");
 ABSL_FLAG(std::string, optimizer, "adamw", "adamw or sgd");
 ABSL_FLAG(uint64_t, seed, kDefaults.seed, "parameter initialization seed");
+ABSL_FLAG(std::string, activation_checkpointing, kDefaults.activation_checkpointing,
+          "none, all, or every:K: checkpointed blocks (0, K, 2K, ...) keep only their output "
+          "in the forward and recompute the rest in their backward (docs/memory.md); results "
+          "are bit-identical");
+ABSL_FLAG(std::string, attention, kDefaults.attention,
+          "standard (saves the B H T T probabilities) or flash (blocked, saves one "
+          "log-sum-exp per query row; fp32 only; equal within fp32 rounding)");
 ABSL_FLAG(std::string, matmul_backend, kDefaults.matmul_backend,
           "matrix products: auto (measure both on rank 0, take oneDNN unless OpenBLAS is "
           ">20% faster), onednn or openblas");
@@ -178,6 +185,8 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   o.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
   o.mixed_precision = absl::GetFlag(FLAGS_mixed_precision);
   o.precision = absl::GetFlag(FLAGS_precision);
+  o.activation_checkpointing = absl::GetFlag(FLAGS_activation_checkpointing);
+  o.attention = absl::GetFlag(FLAGS_attention);
   o.min_unit_numel = absl::GetFlag(FLAGS_min_unit_numel);
   o.layers = absl::GetFlag(FLAGS_layers);
   o.d_model = absl::GetFlag(FLAGS_d_model);

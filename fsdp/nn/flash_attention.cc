@@ -62,11 +62,6 @@ void Scores(float* s, const float* q_rows, const float* k_rows, int bq, int bk, 
 
 }  // namespace
 
-int64_t FlashAttentionScratchFloats(int seq_len, int head_size) {
-  return int64_t{2} * kFlashBlock * kFlashBlock + int64_t{kFlashBlock} * head_size +
-         2 * kFlashBlock + seq_len;
-}
-
 void FlashAttentionForward(float* out, float* lse, float* scratch, const float* qkv, int batch,
                            int seq_len, int channels, int heads) {
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;

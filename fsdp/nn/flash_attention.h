@@ -26,13 +26,9 @@
 
 #include <cstdint>
 
+#include "fsdp/nn/flash_attention_layout.h"  // kFlashBlock, FlashAttentionScratchFloats
+
 namespace fsdp {
-
-// Rows of queries and keys per block; T need not be a multiple.
-inline constexpr int kFlashBlock = 128;
-
-// Scratch floats the forward and the backward need (allocate once).
-int64_t FlashAttentionScratchFloats(int seq_len, int head_size);
 
 void FlashAttentionForward(float* out, float* lse, float* scratch, const float* qkv, int batch,
                            int seq_len, int channels, int heads);

@@ -53,6 +53,9 @@ absl::StatusOr<std::unique_ptr<GptModel>> GptModel::Create(const GptConfig& conf
         absl::StrCat("micro_batch must be at least 1, got ", micro_batch));
   }
   if (tracker == nullptr) return absl::InvalidArgumentError("GptModel needs a MemoryTracker");
+  if (config.activation_checkpoint_every != 0 || config.flash_attention) {
+    return absl::UnimplementedError("activation checkpointing and flash attention: in progress");
+  }
   std::unique_ptr<GptModel> model(new GptModel(config, micro_batch, tracker));
   FSDP_RETURN_IF_ERROR(model->AllocateWorkspace());
   return model;

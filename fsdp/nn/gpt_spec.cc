@@ -3,7 +3,10 @@
 
 #include <algorithm>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "fsdp/nn/flash_attention_layout.h"
 
 namespace fsdp {
 
@@ -23,7 +26,46 @@ absl::Status ValidateGptConfig(const GptConfig& c) {
         "GPT config: heads (", c.heads, ") must divide d_model (", c.d_model,
         "); pick d_model as a multiple of heads, e.g. ", c.heads * (c.d_model / c.heads + 1)));
   }
+  if (c.activation_checkpoint_every < 0 || c.activation_checkpoint_every > c.layers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GPT config: activation_checkpoint_every must be 0 (none) to layers (", c.layers, "), got ",
+        c.activation_checkpoint_every));
+  }
+  if (c.flash_attention && c.bf16_compute) {
+    return absl::InvalidArgumentError(
+        "GPT config: flash attention runs in fp32 only (its bf16 variant is not built yet); "
+        "drop --attention=flash or --precision=bf16");
+  }
   return absl::OkStatus();
+}
+
+absl::StatusOr<int> ParseActivationCheckpointing(absl::string_view mode, int layers) {
+  const std::string forms = absl::StrCat(
+      "use none, all, or every:K with K from 1 to the number of blocks (", layers, ")");
+  if (mode == "none") return 0;
+  if (mode == "all") return 1;
+  absl::string_view k_text = mode;
+  int k = 0;
+  if (!absl::ConsumePrefix(&k_text, "every:") || !absl::SimpleAtoi(k_text, &k)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--activation_checkpointing=", mode, " is not a mode; ", forms));
+  }
+  if (k < 1 || k > layers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--activation_checkpointing=", mode, ": K must be between 1 and the number of blocks (",
+        layers, "), got ", k, "; ", forms));
+  }
+  return k;
+}
+
+std::string ActivationCheckpointingName(int activation_checkpoint_every) {
+  if (activation_checkpoint_every == 0) return "none";
+  if (activation_checkpoint_every == 1) return "all";
+  return absl::StrCat("every:", activation_checkpoint_every);
+}
+
+bool IsCheckpointedBlock(const GptConfig& config, int layer) {
+  return config.activation_checkpoint_every > 0 && layer % config.activation_checkpoint_every == 0;
 }
 
 std::string GptConfigToString(const GptConfig& c) {
@@ -76,25 +118,70 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
   const int64_t V = config.vocab;
   const int64_t kFloat = 4;
   const int64_t kInt32 = 4;
+  const int64_t kBf16 = 2;
+  // What attention saves per block and the scratch its backward needs.
+  const int64_t attention_saved = config.flash_attention ? B * H * T : B * H * T * T;
+  const int64_t attention_scratch =
+      config.flash_attention ? FlashAttentionScratchFloats(config.seq_len, config.d_model /
+                                                                                config.heads)
+                             : T * T;
   GptActivationBreakdown r;
   r.layers = config.layers;
   r.embedding_bytes = kFloat * B * T * C + kInt32 * B * T;
   if (!config.bf16_compute) {
-    r.block_bytes = kFloat * (16 * B * T * C + 4 * B * T + B * H * T * T);
+    r.block_bytes = kFloat * (16 * B * T * C + 4 * B * T + attention_saved);
     r.head_bytes = kFloat * (B * T * C + 2 * B * T + B * T * V) + kInt32 * B * T;
-    r.workspace_bytes = kFloat * (10 * B * T * C + T * T);
-    return r;
+    r.workspace_bytes = kFloat * (10 * B * T * C + attention_scratch);
+  } else {
+    // Of the block's 16 BTC: ln1, att, ln2 (1 each), qkv (3) and gelu (4) in
+    // bf16, the head's ln_f output too.
+    r.block_bytes = kFloat * (6 * B * T * C + 4 * B * T + attention_saved) + kBf16 * 10 * B * T * C;
+    r.head_bytes = kFloat * (2 * B * T + B * T * V) + kBf16 * B * T * C + kInt32 * B * T;
+    int64_t max_unit = 0;
+    for (const UnitSpec& u : GptUnitSpecs(config)) max_unit = std::max(max_unit, u.numel());
+    r.workspace_bytes =
+        kFloat * (10 * B * T * C + attention_scratch) + kBf16 * (max_unit + 4 * B * T * C + T * T);
   }
-  // Of the block's 16 BTC: ln1, att, ln2 (1 each), qkv (3) and gelu (4) in
-  // bf16, the head's ln_f output too.
-  const int64_t kBf16 = 2;
-  r.block_bytes = kFloat * (6 * B * T * C + 4 * B * T + B * H * T * T) + kBf16 * 10 * B * T * C;
-  r.head_bytes = kFloat * (2 * B * T + B * T * V) + kBf16 * B * T * C + kInt32 * B * T;
-  int64_t max_unit = 0;
-  for (const UnitSpec& u : GptUnitSpecs(config)) max_unit = std::max(max_unit, u.numel());
-  r.workspace_bytes =
-      kFloat * (10 * B * T * C + T * T) + kBf16 * (max_unit + 4 * B * T * C + T * T);
+  // A checkpointed block keeps its fp32 output (either precision).
+  r.checkpointed_block_bytes = kFloat * B * T * C;
+  r.recompute_bytes = r.block_bytes - r.checkpointed_block_bytes;
+  r.checkpointed.resize(config.layers);
+  for (int l = 0; l < config.layers; ++l) r.checkpointed[l] = IsCheckpointedBlock(config, l);
   return r;
+}
+
+int64_t GptActivationBreakdown::block_saved_bytes(int layer) const {
+  return checkpointed[layer] ? checkpointed_block_bytes : block_bytes;
+}
+
+int64_t GptActivationBreakdown::unit_saved_bytes(int unit) const {
+  if (unit == 0) return embedding_bytes;
+  if (unit == layers + 1) return head_bytes;
+  return block_saved_bytes(unit - 1);
+}
+
+int64_t GptActivationBreakdown::unit_transient_bytes(int unit) const {
+  const bool block = unit >= 1 && unit <= layers;
+  return block && checkpointed[unit - 1] ? recompute_bytes : 0;
+}
+
+int64_t GptActivationBreakdown::saved_bytes() const {
+  int64_t bytes = embedding_bytes + head_bytes;
+  for (int l = 0; l < layers; ++l) bytes += block_saved_bytes(l);
+  return bytes;
+}
+
+int64_t GptActivationBreakdown::peak_bytes() const {
+  // A checkpointed block's forward holds its output and the transient over
+  // the units before it; its backward holds the same set (the head and the
+  // blocks after it are freed by then), so one pass covers both.
+  int64_t peak = saved_bytes();
+  int64_t live = embedding_bytes;
+  for (int l = 0; l < layers; ++l) {
+    live += block_saved_bytes(l);
+    if (checkpointed[l]) peak = std::max(peak, live + recompute_bytes);
+  }
+  return peak;
 }
 
 int64_t GptActivationBytes(const GptConfig& config, int micro_batch) {

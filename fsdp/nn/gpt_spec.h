@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "fsdp/nn/param_spec.h"
 
 namespace fsdp {
@@ -34,11 +36,30 @@ struct GptConfig {
   // "Precision"): weights converted per unit, the activations that only feed
   // products saved in bf16. Parameters, gradients and everything else fp32.
   bool bf16_compute = false;
+  // Activation checkpointing (docs/memory.md): 0 keeps every block's
+  // activations; K >= 1 checkpoints blocks 0, K, 2K, ... (1: every block).
+  // A checkpointed block keeps only its output (the next unit's input)
+  // after its forward and recomputes the rest at the start of its backward.
+  int activation_checkpoint_every = 0;
+  // Memory-efficient attention (fsdp/nn/flash_attention.h): each block saves
+  // one log-sum-exp per query row instead of the B H T T probabilities.
+  bool flash_attention = false;
 };
 
 // OK, or InvalidArgument naming the bad field: all sizes positive, heads
-// divides d_model.
+// divides d_model, activation_checkpoint_every in [0, layers], flash_attention without
+// bf16_compute (not built yet).
 absl::Status ValidateGptConfig(const GptConfig& config);
+
+// --activation_checkpointing: "none" -> 0, "all" -> 1, "every:K" -> K for
+// 1 <= K <= layers. InvalidArgument naming the accepted forms otherwise.
+absl::StatusOr<int> ParseActivationCheckpointing(absl::string_view mode, int layers);
+
+// The inverse: "none", "all" or "every:K".
+std::string ActivationCheckpointingName(int activation_checkpoint_every);
+
+// Whether block `layer` (0-based) is checkpointed under config.
+bool IsCheckpointedBlock(const GptConfig& config, int layer);
 
 // "layers=2 d_model=64 heads=4 vocab=256 seq_len=64".
 std::string GptConfigToString(const GptConfig& config);
@@ -62,21 +83,41 @@ int64_t GptNumParams(const GptConfig& config);
 // a block and ln_f (head) are saved in 2 bytes instead of 4, and the workspace
 // adds 2 (max unit numel + 4 BTC + T T): the bf16 copy of one unit's
 // parameters, of an output gradient and of one head's probabilities.
-// Every unit's saved activations are alive at the end of the forward, so the
-// peak of kActivations is saved_bytes() and kWorkspace holds workspace_bytes.
+// With flash_attention a block saves 4 B H T (one log-sum-exp per query row)
+// instead of 4 B H T T, and the workspace's T T becomes the blocked
+// attention's scratch, FlashAttentionScratchFloats(T, C / H) floats.
+// A checkpointed block saves 4 BTC (its output) and, while its forward and
+// again while its recomputation and backward run, holds the rest of a block
+// (recompute_bytes) on top.
+// Every unit's saved activations are alive at the end of the forward; the
+// peak of kActivations is peak_bytes() and kWorkspace holds workspace_bytes.
 struct GptActivationBreakdown {
   int layers = 0;
   int64_t embedding_bytes = 0;
-  int64_t block_bytes = 0;  // each block
+  int64_t block_bytes = 0;               // saved by a block that is not checkpointed
+  int64_t checkpointed_block_bytes = 0;  // saved by a checkpointed block: its output
+  int64_t recompute_bytes = 0;           // a checkpointed block's transient: the rest
+  std::vector<bool> checkpointed;        // per layer
   int64_t head_bytes = 0;
   int64_t workspace_bytes = 0;
 
-  int64_t saved_bytes() const { return embedding_bytes + layers * block_bytes + head_bytes; }
-  int64_t total_bytes() const { return saved_bytes() + workspace_bytes; }
+  // Saved by block `layer` from its forward to its backward.
+  int64_t block_saved_bytes(int layer) const;
+  // Saved by model unit `unit` (0 embedding, 1..layers blocks, layers+1 head),
+  // and what it holds on top only while its forward or its backward runs.
+  int64_t unit_saved_bytes(int unit) const;
+  int64_t unit_transient_bytes(int unit) const;
+  // Alive at the end of the forward.
+  int64_t saved_bytes() const;
+  // The peak of kActivations over a step: the end of the forward, or a
+  // checkpointed block's transient over the saved activations of the units
+  // before it and its own, whichever is larger.
+  int64_t peak_bytes() const;
+  int64_t total_bytes() const { return peak_bytes() + workspace_bytes; }
 };
 GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int micro_batch);
 
-// Peak saved activations plus workspace: GptActivationBytesByUnit(...).total_bytes().
+// Peak activations plus workspace: GptActivationBytesByUnit(...).total_bytes().
 int64_t GptActivationBytes(const GptConfig& config, int micro_batch);
 
 }  // namespace fsdp

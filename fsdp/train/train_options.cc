@@ -78,6 +78,17 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--precision=", o.precision, " is not one of fp32, bf16"));
   }
+  FSDP_RETURN_IF_ERROR(ParseActivationCheckpointing(o.activation_checkpointing, o.layers).status());
+  if (o.attention != "standard" && o.attention != "flash") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--attention=", o.attention,
+        " is not one of standard (saves B H T T probabilities), flash (memory-efficient)"));
+  }
+  if (o.attention == "flash" && o.precision == "bf16") {
+    return absl::InvalidArgumentError(
+        "--attention=flash runs in fp32 only (its bf16 variant is not built yet); use "
+        "--precision=fp32 with it, or --attention=standard with --precision=bf16");
+  }
   if (o.matmul_backend != "auto" && !ParseMatmulBackend(o.matmul_backend).ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--matmul_backend=", o.matmul_backend, " is not one of auto, onednn, openblas"));
@@ -184,6 +195,10 @@ GptConfig GptConfigOf(const TrainOptions& options) {
   config.vocab = options.vocab;
   config.seq_len = options.seq_len;
   config.bf16_compute = options.precision == "bf16";
+  // Validated by ValidateTrainOptions; a bad mode here means none.
+  config.activation_checkpoint_every =
+      ParseActivationCheckpointing(options.activation_checkpointing, options.layers).value_or(0);
+  config.flash_attention = options.attention == "flash";
   return config;
 }
 
@@ -194,12 +209,13 @@ std::string TrainOptionsToString(const TrainOptions& o) {
       "warmup_steps=%d weight_decay=%g grad_clip=%g seed=%d threads=%d matmul_backend=%s "
       "data=%s group_size=%d "
       "prefetch_depth=%d max_gathers_in_flight=%d mixed_precision=%s precision=%s "
-      "min_unit_numel=%d%s",
+      "activation_checkpointing=%s attention=%s min_unit_numel=%d%s",
       StrategyName(o.strategy), o.nproc, o.layers, o.d_model, o.heads, o.vocab, o.seq_len,
       o.micro_batch, o.accum, o.global_batch(), o.steps, OptimizerKindName(o.optimizer), o.lr,
       o.min_lr, o.warmup_steps, o.weight_decay, o.grad_clip, o.seed, o.threads, o.matmul_backend,
       o.data.empty() ? "synthetic" : o.data, o.group_size, o.prefetch_depth,
-      o.max_gathers_in_flight, o.mixed_precision ? "true" : "false", o.precision, o.min_unit_numel,
+      o.max_gathers_in_flight, o.mixed_precision ? "true" : "false", o.precision,
+      o.activation_checkpointing, o.attention, o.min_unit_numel,
       o.checkpoint_dir.empty()
           ? ""
           : absl::StrCat(" checkpoint_dir=", o.checkpoint_dir,

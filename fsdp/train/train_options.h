@@ -40,6 +40,11 @@ struct TrainOptions {
   // Matrix products: "fp32", or "bf16" (bf16 operands, fp32 accumulation;
   // parameters, gradients and optimizer stay fp32; docs/compute.md).
   std::string precision = "fp32";
+  // Activation memory (docs/memory.md): "none", "all" or "every:K" blocks
+  // checkpointed (recomputed in the backward), and "standard" or "flash"
+  // (memory-efficient, fp32 only) attention.
+  std::string activation_checkpointing = "none";
+  std::string attention = "standard";
   int64_t min_unit_numel = 0;     // merge units below this many elements; 0 = off
   // Model (a GPT; see fsdp/nn/gpt_spec.h).
   int layers = 2;
