@@ -3,7 +3,8 @@
 // --activation_checkpointing and --attention on real ranks over loopback:
 //   * checkpointing changes no bit: with none, every:2 and all, no_shard and
 //     full_shard at 2 ranks with 2 accumulated micro-batches end with the
-//     same parameter digest and the same loss at every step;
+//     same parameter digest and the same loss at every step (and
+//     shard_optimizer and shard_grad_op with all);
 //   * flash attention trains like the standard one (its losses within fp32
 //     rounding's drift) and stays bit-identical across strategies and with
 //     checkpointing;
@@ -46,6 +47,12 @@ TEST(TrainGptActivationMemoryTest, CheckpointingIsBitIdenticalUnderNoShardAndFul
       EXPECT_EQ(run.param_sha256, reference.param_sha256) << name;
       EXPECT_EQ(run.losses, reference.losses) << name;
     }
+  }
+  // The other strategies, checkpointing every block.
+  for (const std::string strategy : {"shard_optimizer", "shard_grad_op"}) {
+    const TrainGptRun run =
+        RunJob(strategy + "_all", {"--strategy=" + strategy, "--activation_checkpointing=all"});
+    EXPECT_EQ(run.param_sha256, reference.param_sha256) << strategy;
   }
 }
 
