@@ -32,7 +32,10 @@ if [ "$passes" -ne 12 ] || grep -q ' FAIL ' "$tmp/coll.txt"; then
   cat "$tmp/coll.txt"; exit 1
 fi
 
-flags=(--strategy=full_shard --steps=6 --warmup_steps=1 --threads=1 --hang_timeout_s=10)
+# The backend pinned: --matmul_backend=auto measures at start-up, and on a
+# loaded machine two jobs can pick differently (and round differently).
+flags=(--strategy=full_shard --steps=6 --warmup_steps=1 --threads=1 --hang_timeout_s=10
+  --matmul_backend=onednn)
 echo "--- mpirun -np 4 train_gpt ${flags[*]}"
 if ! "${clean[@]}" timeout 300 "${mpi[@]}" "$train_gpt" "${flags[@]}" >"$tmp/mpi.txt" 2>&1; then
   echo "mpirun_test: train_gpt failed under mpirun:" >&2; cat "$tmp/mpi.txt"; exit 1

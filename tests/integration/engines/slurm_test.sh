@@ -19,7 +19,10 @@ trap 'slurm_cluster_stop; rm -rf "$cluster"' EXIT
 slurm_cluster_start "$cluster" || { echo "slurm_test: the cluster did not come up" >&2; exit 1; }
 unset MASTER_ADDR MASTER_PORT RANK WORLD_SIZE FSDP_JOB_TOKEN
 
-flags=(--strategy=full_shard --steps=6 --warmup_steps=1 --threads=1 --hang_timeout_s=10)
+# The backend pinned: --matmul_backend=auto measures at start-up, and on a
+# loaded machine two jobs can pick differently (and round differently).
+flags=(--strategy=full_shard --steps=6 --warmup_steps=1 --threads=1 --hang_timeout_s=10
+  --matmul_backend=onednn)
 launcher=$(timeout 300 "$train_gpt" --nproc=4 "${flags[@]}" 2>&1 | grep -o 'params sha256 [0-9a-f]*' | head -n 1)
 echo "train_gpt --nproc=4: ${launcher}"
 [ -n "$launcher" ] || { echo "slurm_test: the built-in launcher's run printed no digest" >&2; exit 1; }
