@@ -14,16 +14,26 @@
 //   dQ_I += scale dS K_J;  dK_J += scale dS^T Q_I
 // I runs outer and J inner, so every gradient row accumulates its blocks in
 // one fixed order.
+//
+// The products go through fsdp::Matmul; the per-row work on a block (max,
+// exp, sums, rescaling) runs in the 16-lane kernels of fsdp/nn/simd.h, one
+// ISA variant per block, with the same bits in every variant.
 #include "fsdp/nn/flash_attention.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "fsdp/nn/kernel_isa.h"
 #include "fsdp/nn/matmul.h"
+#include "fsdp/nn/simd.h"
+#include "fsdp/nn/softmax_row.h"
 
 namespace fsdp {
 namespace {
+
+using simd::F16;
+using simd::kLanes;
 
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 
@@ -50,6 +60,115 @@ Scratch Carve(float* scratch, int hs) {
 // Keys j0.. of a block that query row i may see: min(bk, i - j0 + 1), >= 0.
 inline int VisibleKeys(int i, int j0, int bk) { return std::max(0, std::min(bk, i - j0 + 1)); }
 
+FSDP_SIMD_INLINE void ZeroTail(float* row, int from, int to) {
+  for (int c = from; c < to; ++c) row[c] = 0.0f;
+}
+
+FSDP_SIMD_INLINE float ScalarExp(float x) { return simd::Exp(simd::Splat(x))[0]; }
+
+// Forward, one block of scores s[bq, bk] for query rows i0.. and keys j0..:
+// into probabilities exp(s - m') with the running maximum m and sum l of
+// each row updated, and the row's unnormalized output acc rescaled.
+FSDP_SIMD_INLINE void OnlineSoftmaxBlockBody(float* s, float* m, float* l, float* acc, int bq,
+                                             int bk, int hs, int i0, int j0) {
+  for (int r = 0; r < bq; ++r) {
+    float* p = s + r * bk;
+    const int visible = VisibleKeys(i0 + r, j0, bk);
+    if (visible == 0) {  // the whole block lies after this row
+      ZeroTail(p, 0, bk);
+      continue;
+    }
+    const float m_new = std::max(m[r], simd::RowMax(p, visible));
+    // m starts at -inf, whose exp is 0: the first block sets l and acc.
+    const float correction = ScalarExp(m[r] - m_new);
+    const float sum = simd::ExpShiftedInPlace(p, visible, m_new);
+    ZeroTail(p, visible, bk);
+    l[r] = l[r] * correction + sum;
+    m[r] = m_new;
+    if (correction != 1.0f) simd::ScaleRow(acc + r * hs, hs, correction);
+  }
+}
+
+// Backward: s[bq, bk] = exp(s - lse) on the visible keys, 0 after them.
+FSDP_SIMD_INLINE void ProbabilitiesFromLseBody(float* s, const float* row_lse, int bq, int bk,
+                                               int i0, int j0) {
+  for (int r = 0; r < bq; ++r) {
+    float* p = s + r * bk;
+    const int visible = VisibleKeys(i0 + r, j0, bk);
+    simd::ExpShiftedInPlace(p, visible, row_lse[i0 + r]);
+    ZeroTail(p, visible, bk);
+  }
+}
+
+// Backward: dp[r, c] = p[r, c] (dp[r, c] - d[r]) over a block (masked
+// entries have p = 0, so they get 0).
+FSDP_SIMD_INLINE void ScoreGradientBlockBody(float* dp, const float* p, const float* d, int bq,
+                                             int bk) {
+  for (int r = 0; r < bq; ++r) {
+    const float d_row = d[r];
+    float* ds = dp + r * bk;
+    const float* pr = p + r * bk;
+    int c = 0;
+    for (; c + kLanes <= bk; c += kLanes) {
+      simd::Store(ds + c, simd::Load(pr + c) * (simd::Load(ds + c) - d_row));
+    }
+    if (c < bk) {
+      const int rest = bk - c;
+      simd::StorePartial(ds + c,
+                         simd::LoadPartial(pr + c, rest, 0.0f) *
+                             (simd::LoadPartial(ds + c, rest, 0.0f) - d_row),
+                         rest);
+    }
+  }
+}
+
+// Backward: d[i] = dout_i . out_i over one head's hs channels, T rows with
+// leading dimension C.
+FSDP_SIMD_INLINE void RowDotsBody(float* d, const float* dout, const float* out, int rows, int hs,
+                                  int ld) {
+  for (int i = 0; i < rows; ++i) {
+    const float* a = dout + static_cast<long>(i) * ld;
+    const float* b = out + static_cast<long>(i) * ld;
+    F16 lanes = simd::Splat(0.0f);
+    int k = 0;
+    for (; k + kLanes <= hs; k += kLanes) lanes += simd::Load(a + k) * simd::Load(b + k);
+    if (k < hs) {
+      lanes += simd::LoadPartial(a + k, hs - k, 0.0f) * simd::LoadPartial(b + k, hs - k, 0.0f);
+    }
+    d[i] = simd::ReduceAdd(lanes);
+  }
+}
+
+FSDP_ISA_VARIANTS(void, OnlineSoftmaxBlock,
+                  (float* s, float* m, float* l, float* acc, int bq, int bk, int hs, int i0,
+                   int j0),
+                  (s, m, l, acc, bq, bk, hs, i0, j0))
+FSDP_ISA_VARIANTS(void, ProbabilitiesFromLse,
+                  (float* s, const float* row_lse, int bq, int bk, int i0, int j0),
+                  (s, row_lse, bq, bk, i0, j0))
+FSDP_ISA_VARIANTS(void, ScoreGradientBlock,
+                  (float* dp, const float* p, const float* d, int bq, int bk), (dp, p, d, bq, bk))
+FSDP_ISA_VARIANTS(void, RowDots,
+                  (float* d, const float* dout, const float* out, int rows, int hs, int ld),
+                  (d, dout, out, rows, hs, ld))
+
+void OnlineSoftmaxBlock(KernelIsa isa, float* s, float* m, float* l, float* acc, int bq, int bk,
+                        int hs, int i0, int j0) {
+  FSDP_ISA_DISPATCH(isa, OnlineSoftmaxBlock, (s, m, l, acc, bq, bk, hs, i0, j0));
+}
+void ProbabilitiesFromLse(KernelIsa isa, float* s, const float* row_lse, int bq, int bk, int i0,
+                          int j0) {
+  FSDP_ISA_DISPATCH(isa, ProbabilitiesFromLse, (s, row_lse, bq, bk, i0, j0));
+}
+void ScoreGradientBlock(KernelIsa isa, float* dp, const float* p, const float* d, int bq,
+                        int bk) {
+  FSDP_ISA_DISPATCH(isa, ScoreGradientBlock, (dp, p, d, bq, bk));
+}
+void RowDots(KernelIsa isa, float* d, const float* dout, const float* out, int rows, int hs,
+             int ld) {
+  FSDP_ISA_DISPATCH(isa, RowDots, (d, dout, out, rows, hs, ld));
+}
+
 // S[bq, bk] = scale * q_rows[bq, hs] @ k_rows[bk, hs]^T, both with leading
 // dimension ld (rows of the packed qkv).
 void Scores(float* s, const float* q_rows, const float* k_rows, int bq, int bk, int hs, int ld,
@@ -67,6 +186,7 @@ void FlashAttentionForward(float* out, float* lse, float* scratch, const float* 
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const Scratch w = Carve(scratch, hs);
+  const KernelIsa isa = BestKernelIsa();
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < heads; ++h) {
       const float* q = qkv + static_cast<long>(b) * T * ld + h * hs;
@@ -82,27 +202,7 @@ void FlashAttentionForward(float* out, float* lse, float* scratch, const float* 
           const int bk = std::min(kFlashBlock, T - j0);
           Scores(w.s, q + static_cast<long>(i0) * ld, k + static_cast<long>(j0) * ld, bq, bk, hs,
                  ld, scale);
-          for (int r = 0; r < bq; ++r) {
-            float* p = w.s + r * bk;
-            const int visible = VisibleKeys(i0 + r, j0, bk);
-            float row_max = kNegativeInfinity;
-            for (int c = 0; c < visible; ++c) row_max = std::max(row_max, p[c]);
-            const float m_new = std::max(w.m[r], row_max);
-            // Every row sees key 0 in the first block, so m_new is finite.
-            const float correction = std::exp(w.m[r] - m_new);
-            float sum = 0.0f;
-            for (int c = 0; c < visible; ++c) {
-              p[c] = std::exp(p[c] - m_new);
-              sum += p[c];
-            }
-            for (int c = visible; c < bk; ++c) p[c] = 0.0f;
-            w.l[r] = w.l[r] * correction + sum;
-            w.m[r] = m_new;
-            if (correction != 1.0f) {
-              float* a = w.acc + r * hs;
-              for (int d = 0; d < hs; ++d) a[d] *= correction;
-            }
-          }
+          OnlineSoftmaxBlock(isa, w.s, w.m, w.l, w.acc, bq, bk, hs, i0, j0);
           // acc[bq, hs] += P[bq, bk] @ v_rows[bk, hs]
           Matmul({.m = bq, .n = hs, .k = bk,
                   .a = {w.s, NumType::kF32, bk},
@@ -127,6 +227,7 @@ void FlashAttentionBackward(float* dqkv, float* scratch, const float* dout, cons
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const Scratch w = Carve(scratch, hs);
+  const KernelIsa isa = BestKernelIsa();
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < heads; ++h) {
       const long qkv_offset = static_cast<long>(b) * T * ld + h * hs;
@@ -140,11 +241,7 @@ void FlashAttentionBackward(float* dqkv, float* scratch, const float* dout, cons
       const float* o = out + o_offset;
       const float* d_o = dout + o_offset;
       const float* row_lse = lse + (static_cast<long>(b) * heads + h) * T;
-      for (int i = 0; i < T; ++i) {
-        float dot = 0.0f;
-        for (int d = 0; d < hs; ++d) dot += d_o[static_cast<long>(i) * C + d] * o[static_cast<long>(i) * C + d];
-        w.d[i] = dot;
-      }
+      RowDots(isa, w.d, d_o, o, T, hs, C);
       for (int i0 = 0; i0 < T; i0 += kFlashBlock) {
         const int bq = std::min(kFlashBlock, T - i0);
         const float* q_rows = q + static_cast<long>(i0) * ld;
@@ -154,13 +251,7 @@ void FlashAttentionBackward(float* dqkv, float* scratch, const float* dout, cons
           const float* k_rows = k + static_cast<long>(j0) * ld;
           const float* v_rows = v + static_cast<long>(j0) * ld;
           Scores(w.s, q_rows, k_rows, bq, bk, hs, ld, scale);
-          for (int r = 0; r < bq; ++r) {
-            float* p = w.s + r * bk;
-            const int visible = VisibleKeys(i0 + r, j0, bk);
-            const float row = row_lse[i0 + r];
-            for (int c = 0; c < visible; ++c) p[c] = std::exp(p[c] - row);
-            for (int c = visible; c < bk; ++c) p[c] = 0.0f;
-          }
+          ProbabilitiesFromLse(isa, w.s, row_lse, bq, bk, i0, j0);
           // dv_rows[bk, hs] += P^T[bk, bq] @ dout_rows[bq, hs]
           Matmul({.m = bk, .n = hs, .k = bq,
                   .a = {w.s, NumType::kF32, bk, /*transposed=*/true},
@@ -173,12 +264,7 @@ void FlashAttentionBackward(float* dqkv, float* scratch, const float* dout, cons
                   .b = {v_rows, NumType::kF32, ld, /*transposed=*/true},
                   .c = w.dp, .c_type = NumType::kF32, .ldc = bk});
           // dS = P (dP - D): masked entries have P = 0, so dS = 0 there.
-          for (int r = 0; r < bq; ++r) {
-            const float* p = w.s + r * bk;
-            float* ds = w.dp + r * bk;
-            const float d_row = w.d[i0 + r];
-            for (int c = 0; c < bk; ++c) ds[c] = p[c] * (ds[c] - d_row);
-          }
+          ScoreGradientBlock(isa, w.dp, w.s, w.d + i0, bq, bk);
           // dq_rows[bq, hs] += scale dS[bq, bk] @ k_rows[bk, hs]
           Matmul({.m = bq, .n = hs, .k = bk,
                   .a = {w.dp, NumType::kF32, bk},

@@ -21,6 +21,7 @@
 #include "fsdp/nn/batch_checks.h"
 #include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/embedding.h"
+#include "fsdp/nn/flash_attention.h"
 #include "fsdp/nn/gelu.h"
 #include "fsdp/nn/init_rng.h"
 #include "fsdp/nn/layer_norm.h"
@@ -53,9 +54,6 @@ absl::StatusOr<std::unique_ptr<GptModel>> GptModel::Create(const GptConfig& conf
         absl::StrCat("micro_batch must be at least 1, got ", micro_batch));
   }
   if (tracker == nullptr) return absl::InvalidArgumentError("GptModel needs a MemoryTracker");
-  if (config.activation_checkpoint_every != 0 || config.flash_attention) {
-    return absl::UnimplementedError("activation checkpointing and flash attention: in progress");
-  }
   std::unique_ptr<GptModel> model(new GptModel(config, micro_batch, tracker));
   FSDP_RETURN_IF_ERROR(model->AllocateWorkspace());
   return model;
@@ -72,12 +70,17 @@ GptModel::GptModel(const GptConfig& config, int micro_batch, MemoryTracker* trac
 absl::Status GptModel::AllocateWorkspace() {
   const int64_t btc = int64_t{micro_batch_} * config_.seq_len * config_.d_model;
   const int64_t tt = AttentionBackwardScratchFloats(config_.seq_len);
+  const int64_t attention_scratch =
+      config_.flash_attention
+          ? FlashAttentionScratchFloats(config_.seq_len, config_.d_model / config_.heads)
+          : tt;
   const MemoryCategory ws = MemoryCategory::kWorkspace;
   FSDP_ASSIGN_OR_RETURN(d_residual_, tracker_->Allocate<float>(ws, btc, "gpt d_residual"));
   FSDP_ASSIGN_OR_RETURN(d_narrow_, tracker_->Allocate<float>(ws, btc, "gpt d_narrow"));
   FSDP_ASSIGN_OR_RETURN(d_wide1_, tracker_->Allocate<float>(ws, 4 * btc, "gpt d_wide1"));
   FSDP_ASSIGN_OR_RETURN(d_wide2_, tracker_->Allocate<float>(ws, 4 * btc, "gpt d_wide2"));
-  FSDP_ASSIGN_OR_RETURN(d_scores_, tracker_->Allocate<float>(ws, tt, "gpt d_scores"));
+  FSDP_ASSIGN_OR_RETURN(attention_scratch_, tracker_->Allocate<float>(ws, attention_scratch,
+                                                                     "gpt attention scratch"));
   if (config_.bf16_compute) {
     int64_t max_unit = 0;
     for (const UnitSpec& u : units_) max_unit = std::max(max_unit, u.numel());
@@ -154,8 +157,6 @@ absl::Status GptModel::ForwardUnit(int unit, absl::Span<const float> params,
     FSDP_RETURN_IF_ERROR(EmbeddingForward(params, batch));
   } else if (unit == last) {
     FSDP_RETURN_IF_ERROR(HeadForward(params, batch));
-  } else if (config_.bf16_compute) {
-    FSDP_RETURN_IF_ERROR(BlockForwardBf16(unit - 1, params));
   } else {
     FSDP_RETURN_IF_ERROR(BlockForward(unit - 1, params));
   }
@@ -176,8 +177,6 @@ absl::Status GptModel::BackwardUnit(int unit, absl::Span<const float> params,
     FSDP_RETURN_IF_ERROR(HeadBackward(params, grads, loss_scale));
   } else if (unit == 0) {
     FSDP_RETURN_IF_ERROR(EmbeddingBackward(grads));
-  } else if (config_.bf16_compute) {
-    FSDP_RETURN_IF_ERROR(BlockBackwardBf16(unit - 1, params, grads));
   } else {
     FSDP_RETURN_IF_ERROR(BlockBackward(unit - 1, params, grads));
   }
@@ -220,10 +219,11 @@ absl::Status GptModel::EmbeddingBackward(absl::Span<float> grads) {
 
 // What a block's forward saves, in forward order (the tracker's peak follows
 // it): with bf16_compute the tensors that only feed products in bf16.
-absl::Status GptModel::AllocateBlockActivations(int layer) {
+absl::Status GptModel::AllocateBlockActivations(int layer, bool with_output) {
   const int unit = layer + 1;
   const int n = batch_ * seq_;
   const int64_t nc = int64_t{n} * config_.d_model;
+  const int64_t bh = int64_t{batch_} * config_.heads;
   const bool bf16 = config_.bf16_compute;
   BlockActivations& a = blocks_[layer];
   auto saved = [&](FloatBuffer& fp32, TrackedBuffer<uint16_t>& half, int64_t numel,
@@ -239,8 +239,11 @@ absl::Status GptModel::AllocateBlockActivations(int layer) {
   FSDP_ASSIGN_OR_RETURN(a.ln1_mean, Activation(n, "ln1_mean", unit));
   FSDP_ASSIGN_OR_RETURN(a.ln1_rstd, Activation(n, "ln1_rstd", unit));
   FSDP_RETURN_IF_ERROR(saved(a.qkv, a.qkv_bf16, 3 * nc, "qkv"));
-  FSDP_ASSIGN_OR_RETURN(
-      a.att_probs, Activation(int64_t{batch_} * config_.heads * seq_ * seq_, "att_probs", unit));
+  if (config_.flash_attention) {
+    FSDP_ASSIGN_OR_RETURN(a.lse, Activation(bh * seq_, "att_lse", unit));
+  } else {
+    FSDP_ASSIGN_OR_RETURN(a.att_probs, Activation(bh * seq_ * seq_, "att_probs", unit));
+  }
   FSDP_RETURN_IF_ERROR(saved(a.att_out, a.att_bf16, nc, "att_out"));
   FSDP_ASSIGN_OR_RETURN(a.res2, Activation(nc, "res2", unit));
   FSDP_RETURN_IF_ERROR(saved(a.ln2_out, a.ln2_bf16, nc, "ln2_out"));
@@ -248,26 +251,64 @@ absl::Status GptModel::AllocateBlockActivations(int layer) {
   FSDP_ASSIGN_OR_RETURN(a.ln2_rstd, Activation(n, "ln2_rstd", unit));
   FSDP_ASSIGN_OR_RETURN(a.fc_out, Activation(4 * nc, "fc_out", unit));
   FSDP_RETURN_IF_ERROR(saved(a.gelu_out, a.gelu_bf16, 4 * nc, "gelu_out"));
-  FSDP_ASSIGN_OR_RETURN(a.out, Activation(nc, "out", unit));
+  if (with_output) {
+    FSDP_ASSIGN_OR_RETURN(a.out, Activation(nc, "out", unit));
+  }
   return absl::OkStatus();
 }
 
+void GptModel::ReleaseRecomputable(int layer) {
+  BlockActivations& a = blocks_[layer];
+  FloatBuffer out = std::move(a.out);
+  a = BlockActivations();
+  a.out = std::move(out);
+}
+
 absl::Status GptModel::BlockForward(int layer, absl::Span<const float> params) {
+  const bool checkpointed = IsCheckpointedBlock(config_, layer);
+  BlockActivations& a = blocks_[layer];
+  if (checkpointed) {
+    // The output first: it is all that stays once the forward is done.
+    FSDP_ASSIGN_OR_RETURN(
+        a.out, Activation(int64_t{batch_} * seq_ * config_.d_model, "out", layer + 1));
+  }
+  FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/!checkpointed));
+  if (config_.bf16_compute) {
+    FSDP_RETURN_IF_ERROR(BlockForwardComputeBf16(layer, params, /*through_output=*/true));
+  } else {
+    FSDP_RETURN_IF_ERROR(BlockForwardCompute(layer, params, /*through_output=*/true));
+  }
+  if (checkpointed) ReleaseRecomputable(layer);
+  return absl::OkStatus();
+}
+
+absl::Status GptModel::RecomputeBlock(int layer, absl::Span<const float> params) {
+  FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/false));
+  if (config_.bf16_compute) return BlockForwardComputeBf16(layer, params, false);
+  return BlockForwardCompute(layer, params, false);
+}
+
+absl::Status GptModel::BlockForwardCompute(int layer, absl::Span<const float> params,
+                                           bool through_output) {
   const int unit = layer + 1;
   FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
   const int n = batch_ * seq_;
   const int C = config_.d_model;
   const int64_t nc = int64_t{n} * C;
   BlockActivations& a = blocks_[layer];
-  FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer));
 
   const float* x = UnitInput(unit);
   LayerNormForward(a.ln1_out.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x,
                    p[kLn1Weight].data(), p[kLn1Bias].data(), n, C);
   LinearForward(a.qkv.data(), a.ln1_out.data(), p[kQkvWeight].data(), p[kQkvBias].data(), n, C,
                 3 * C);
-  AttentionForward(a.att_out.data(), a.att_probs.data(), a.qkv.data(), batch_, seq_, C,
-                   config_.heads);
+  if (config_.flash_attention) {
+    FlashAttentionForward(a.att_out.data(), a.lse.data(), attention_scratch_.data(), a.qkv.data(),
+                          batch_, seq_, C, config_.heads);
+  } else {
+    AttentionForward(a.att_out.data(), a.att_probs.data(), a.qkv.data(), batch_, seq_, C,
+                     config_.heads);
+  }
   LinearForward(a.res2.data(), a.att_out.data(), p[kAttnProjWeight].data(),
                 p[kAttnProjBias].data(), n, C, C);
   ResidualForward(a.res2.data(), a.res2.data(), x, nc);
@@ -276,6 +317,7 @@ absl::Status GptModel::BlockForward(int layer, absl::Span<const float> params) {
   LinearForward(a.fc_out.data(), a.ln2_out.data(), p[kFcWeight].data(), p[kFcBias].data(), n, C,
                 4 * C);
   GeluForward(a.gelu_out.data(), a.fc_out.data(), 4 * nc);
+  if (!through_output) return absl::OkStatus();
   LinearForward(a.out.data(), a.gelu_out.data(), p[kMlpProjWeight].data(),
                 p[kMlpProjBias].data(), n, 4 * C, C);
   ResidualForward(a.out.data(), a.out.data(), a.res2.data(), nc);
@@ -284,6 +326,11 @@ absl::Status GptModel::BlockForward(int layer, absl::Span<const float> params) {
 
 absl::Status GptModel::BlockBackward(int layer, absl::Span<const float> params,
                                      absl::Span<float> grads) {
+  const bool checkpointed = IsCheckpointedBlock(config_, layer);
+  if (checkpointed) FSDP_RETURN_IF_ERROR(RecomputeBlock(layer, params));
+  if (config_.bf16_compute) {
+    return BlockBackwardBf16(layer, params, grads, /*params_converted=*/checkpointed);
+  }
   const int unit = layer + 1;
   FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
   FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
@@ -311,8 +358,14 @@ absl::Status GptModel::BlockBackward(int layer, absl::Span<const float> params,
   LinearBackward(d_narrow_.data(), g[kAttnProjWeight].data(), g[kAttnProjBias].data(), dres,
                  a.att_out.data(), p[kAttnProjWeight].data(), n, C, C);
   Zero(d_wide1_, 3 * nc);
-  AttentionBackward(d_wide1_.data(), d_scores_.data(), d_narrow_.data(), a.qkv.data(),
-                    a.att_probs.data(), batch_, seq_, C, config_.heads);
+  if (config_.flash_attention) {
+    FlashAttentionBackward(d_wide1_.data(), attention_scratch_.data(), d_narrow_.data(),
+                           a.qkv.data(), a.att_out.data(), a.lse.data(), batch_, seq_, C,
+                           config_.heads);
+  } else {
+    AttentionBackward(d_wide1_.data(), attention_scratch_.data(), d_narrow_.data(), a.qkv.data(),
+                      a.att_probs.data(), batch_, seq_, C, config_.heads);
+  }
   Zero(d_narrow_, nc);
   LinearBackward(d_narrow_.data(), g[kQkvWeight].data(), g[kQkvBias].data(), d_wide1_.data(),
                  a.ln1_out.data(), p[kQkvWeight].data(), n, C, 3 * C);
@@ -329,14 +382,14 @@ absl::Status GptModel::BlockBackward(int layer, absl::Span<const float> params,
 // The fp32 block with its four matrix products on bf16 operands. LayerNorm,
 // attention and GELU compute in fp32 into the (idle during the forward)
 // backward scratch; what only feeds a product is saved in bf16.
-absl::Status GptModel::BlockForwardBf16(int layer, absl::Span<const float> params) {
+absl::Status GptModel::BlockForwardComputeBf16(int layer, absl::Span<const float> params,
+                                               bool through_output) {
   const int unit = layer + 1;
   FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
   const int n = batch_ * seq_;
   const int C = config_.d_model;
   const int64_t nc = int64_t{n} * C;
   BlockActivations& a = blocks_[layer];
-  FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer));
   ConvertParams(params);
   auto w = [&](BlockParam k) { return Bf16Of(params, p[k].data()); };
 
@@ -361,6 +414,7 @@ absl::Status GptModel::BlockForwardBf16(int layer, absl::Span<const float> param
   float* wide_staging = d_wide2_.data();  // (B, T, 4C) fp32
   GeluForward(wide_staging, a.fc_out.data(), 4 * nc);
   ToBf16(a.gelu_bf16.data(), wide_staging, 4 * nc);
+  if (!through_output) return absl::OkStatus();
   LinearForwardBf16(a.out.data(), a.gelu_bf16.data(), w(kMlpProjWeight),
                     p[kMlpProjBias].data(), n, 4 * C, C);
   ResidualForward(a.out.data(), a.out.data(), a.res2.data(), nc);
@@ -368,7 +422,7 @@ absl::Status GptModel::BlockForwardBf16(int layer, absl::Span<const float> param
 }
 
 absl::Status GptModel::BlockBackwardBf16(int layer, absl::Span<const float> params,
-                                         absl::Span<float> grads) {
+                                         absl::Span<float> grads, bool params_converted) {
   const int unit = layer + 1;
   FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
   FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
@@ -376,8 +430,9 @@ absl::Status GptModel::BlockBackwardBf16(int layer, absl::Span<const float> para
   const int C = config_.d_model;
   const int64_t nc = int64_t{n} * C;
   BlockActivations& a = blocks_[layer];
-  // The backward's parameters may be a new gather: convert them again.
-  ConvertParams(params);
+  // The backward's parameters may be a new gather: convert them again,
+  // unless the recomputation just did.
+  if (!params_converted) ConvertParams(params);
   auto w = [&](BlockParam k) { return Bf16Of(params, p[k].data()); };
   float* dres = d_residual_.data();  // enters as d(out)
   uint16_t* dout16 = dout_bf16_.data();
@@ -402,7 +457,7 @@ absl::Status GptModel::BlockBackwardBf16(int layer, absl::Span<const float> para
                      dout16, a.att_bf16.data(), w(kAttnProjWeight), n, C, C);
   Zero(d_wide1_, 3 * nc);
   ToBf16(dout16, d_narrow_.data(), nc);
-  AttentionBackwardBf16(d_wide1_.data(), d_scores_.data(), probs_bf16_.data(), dout16,
+  AttentionBackwardBf16(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), dout16,
                         a.qkv_bf16.data(), a.att_probs.data(), batch_, seq_, C, config_.heads);
   ToBf16(dout16, d_wide1_.data(), 3 * nc);
   Zero(d_narrow_, nc);

@@ -14,6 +14,15 @@
 // ResourceExhausted from the tracker instead of crashing. The byte counts are
 // exactly GptActivationBytesByUnit(config, micro_batch).
 //
+// Activation checkpointing (config.activation_checkpoint_every): a
+// checkpointed block's forward allocates everything as usual, computes, and
+// keeps only its output (the next unit's input); its backward allocates the
+// rest again and recomputes the forward from its input (kept by the unit
+// before) up to the last projection, then runs the usual backward. The same
+// kernels on the same inputs give the same bits, so results are identical to
+// a run without checkpointing. The recomputation uses the parameters the
+// backward is given: no strategy gathers anything extra for it.
+//
 // Initialization (InitUnitParams) follows GPT-2: weights ~ N(0, 0.02), the two
 // residual projections (attn.proj, mlp.proj) ~ N(0, 0.02 / sqrt(2 * layers)),
 // LayerNorm weights 1, biases 0; each element drawn from a counter-based
@@ -57,7 +66,8 @@ class GptModel : public Model {
   struct BlockActivations {
     FloatBuffer ln1_out, ln1_mean, ln1_rstd;
     FloatBuffer qkv;        // (B, T, 3C)
-    FloatBuffer att_probs;  // (B, H, T, T)
+    FloatBuffer att_probs;  // (B, H, T, T); standard attention
+    FloatBuffer lse;        // (B, H, T); flash attention: log-sum-exp per query row
     FloatBuffer att_out;    // (B, T, C) before the output projection
     FloatBuffer res2;       // (B, T, C) residual stream after attention
     FloatBuffer ln2_out, ln2_mean, ln2_rstd;
@@ -84,15 +94,27 @@ class GptModel : public Model {
   // the bf16 copy of the parameter that `fp32_param` points at.
   void ConvertParams(absl::Span<const float> params);
   const uint16_t* Bf16Of(absl::Span<const float> params, const float* fp32_param) const;
-  absl::Status AllocateBlockActivations(int layer);
-  absl::Status BlockForwardBf16(int layer, absl::Span<const float> params);
+  // Everything a block's backward reads, in forward order; `with_output`
+  // adds the block's output (a checkpointed block allocates that apart: it
+  // outlives the rest).
+  absl::Status AllocateBlockActivations(int layer, bool with_output);
+  // Drops what a checkpointed block does not keep: all but its output.
+  void ReleaseRecomputable(int layer);
+  // The block's forward into its allocated activations. Without
+  // `through_output` it stops before the last projection: the recomputation
+  // in the backward needs everything but the output, which it still has.
+  absl::Status BlockForwardCompute(int layer, absl::Span<const float> params, bool through_output);
+  absl::Status BlockForwardComputeBf16(int layer, absl::Span<const float> params,
+                                       bool through_output);
   absl::Status BlockBackwardBf16(int layer, absl::Span<const float> params,
-                                 absl::Span<float> grads);
+                                 absl::Span<float> grads, bool params_converted);
   // The residual stream entering unit `unit` (>= 1): the previous unit's output.
   const float* UnitInput(int unit) const;
 
   absl::Status EmbeddingForward(absl::Span<const float> params, const Batch& batch);
   absl::Status BlockForward(int layer, absl::Span<const float> params);
+  // A checkpointed block's backward first recomputes what its forward dropped.
+  absl::Status RecomputeBlock(int layer, absl::Span<const float> params);
   absl::Status HeadForward(absl::Span<const float> params, const Batch& batch);
   absl::Status EmbeddingBackward(absl::Span<float> grads);
   absl::Status BlockBackward(int layer, absl::Span<const float> params, absl::Span<float> grads);
@@ -120,7 +142,9 @@ class GptModel : public Model {
   FloatBuffer d_narrow_;    // (B, T, C)
   FloatBuffer d_wide1_;     // (B, T, 4C)
   FloatBuffer d_wide2_;     // (B, T, 4C)
-  FloatBuffer d_scores_;    // (T, T)
+  // Attention's backward scratch: (T, T) d scores for the standard one,
+  // FlashAttentionScratchFloats for flash (whose forward uses it too).
+  FloatBuffer attention_scratch_;
   // bf16_compute workspace: one unit's parameters and one output gradient
   // (up to (B, T, 4C)) in bf16.
   TrackedBuffer<uint16_t> params_bf16_;

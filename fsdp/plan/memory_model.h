@@ -86,7 +86,7 @@ struct MemoryModelInputs {
   OptimizerKind optimizer = OptimizerKind::kAdam;
   // The model's peak saved activations on this rank for one micro-batch, and
   // its backward workspace, in bytes (e.g. GptActivationBytesByUnit(...)
-  // .saved_bytes() and .workspace_bytes). 0 = predict model state only.
+  // .peak_bytes() and .workspace_bytes). 0 = predict model state only.
   int64_t activation_bytes = 0;
   int64_t workspace_bytes = 0;
 };

@@ -83,7 +83,7 @@ absl::Status Run() {
     if (absl::GetFlag(FLAGS_micro_batch) > 0) {
       GptActivationBreakdown activations =
           GptActivationBytesByUnit(config, absl::GetFlag(FLAGS_micro_batch));
-      inputs.activation_bytes = activations.saved_bytes();
+      inputs.activation_bytes = activations.peak_bytes();
       inputs.workspace_bytes = activations.workspace_bytes;
     }
     FSDP_ASSIGN_OR_RETURN(RankMemoryPrediction memory,

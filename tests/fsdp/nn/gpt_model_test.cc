@@ -130,7 +130,7 @@ void ExpectMeasuredBytesEqualPrediction(const GptConfig& config) {
     EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kActivations), 0);
   }
   const MemorySnapshot s = tracker.Snapshot();
-  EXPECT_EQ(s.peak(MemoryCategory::kActivations), predicted.saved_bytes());
+  EXPECT_EQ(s.peak(MemoryCategory::kActivations), predicted.peak_bytes());
   EXPECT_EQ(s.peak(MemoryCategory::kWorkspace), predicted.workspace_bytes);
   EXPECT_EQ(s.peak_total_bytes, GptActivationBytes(config, micro_batch));
 }
