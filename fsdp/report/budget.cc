@@ -144,8 +144,8 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes) {
     absl::StrAppend(&message, " Would fit: ", absl::StrJoin(suggestions, ", "), ".");
     // Activation memory is the other lever: recomputation instead of ranks.
     if (const std::optional<ModeFit> fit = CheapestFittingMode(point, budget_bytes)) {
-      absl::StrAppend(&message, " Or keep ", here, " with ", ActivationModeFlags(fit->mode), " (",
-                      FormatBytes(fit->estimate.total_bytes()), ").");
+      absl::StrAppend(&message, " Or, with ", ActivationModeFlags(fit->mode), ", ", here,
+                      " would fit (", FormatBytes(fit->estimate.total_bytes()), ").");
     } else if (const std::optional<ActivationMode> leanest = LeanestMode(point.config);
                leanest.has_value() && *leanest != ActivationModeOf(point.config)) {
       MemoryPoint lean = point;
@@ -169,8 +169,9 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes) {
                   unshardable > budget_bytes / 2 ? " (sharding does not reduce them)" : "", ".");
   const char* kOtherwise = "reduce micro_batch or seq_len, or choose a smaller model.";
   if (const std::optional<ModeFit> fit = CheapestFittingMode(point, budget_bytes)) {
-    absl::StrAppend(&message, " With ", ActivationModeFlags(fit->mode), " ", here, " would fit (",
-                    FormatBytes(fit->estimate.total_bytes()), "); otherwise ", kOtherwise);
+    absl::StrAppend(&message, " With ", ActivationModeFlags(fit->mode), ", ", here,
+                    " would fit (", FormatBytes(fit->estimate.total_bytes()), "); otherwise ",
+                    kOtherwise);
     return absl::ResourceExhaustedError(message);
   }
   for (const ActivationMode& mode : ActivationModesByCost(point.config)) {
@@ -179,8 +180,8 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes) {
     if (!ApplyActivationMode(mode, alternative.config).ok()) continue;
     const std::vector<std::string> with_mode = FittingAlternatives(alternative, budget_bytes);
     if (!with_mode.empty()) {
-      absl::StrAppend(&message, " With ", ActivationModeFlags(mode),
-                      " would fit: ", absl::StrJoin(with_mode, ", "), "; otherwise ", kOtherwise);
+      absl::StrAppend(&message, " With ", ActivationModeFlags(mode), ", would fit: ",
+                      absl::StrJoin(with_mode, ", "), "; otherwise ", kOtherwise);
       return absl::ResourceExhaustedError(message);
     }
   }

@@ -15,8 +15,8 @@
 //   largest part is optimizer_state: 400.12 MiB (38% of the total; parameters
 //   200.06 MiB, gradients 200.06 MiB, optimizer_state 400.12 MiB, activations
 //   ...). Would fit: full_shard on 4 ranks (310.20 MiB), shard_grad_op on 8
-//   ranks (...). Same strategy and ranks with --activation_checkpointing=all:
-//   498.21 MiB.
+//   ranks (...). Or, with --activation_checkpointing=every:2, no_shard on 2
+//   ranks would fit (498.21 MiB).
 #ifndef FSDP_REPORT_BUDGET_H_
 #define FSDP_REPORT_BUDGET_H_
 

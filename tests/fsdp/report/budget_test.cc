@@ -178,7 +178,7 @@ ActivationMode ModeFromFlags(absl::string_view text) {
   const size_t checkpointing = text.find("--activation_checkpointing=");
   if (checkpointing != absl::string_view::npos) {
     absl::string_view value = text.substr(checkpointing + 27);
-    value = value.substr(0, value.find_first_of(" ("));
+    value = value.substr(0, value.find_first_of(" (,"));
     const absl::StatusOr<int> every = ParseActivationCheckpointing(value, 1 << 20);
     EXPECT_TRUE(every.ok()) << text;
     mode.checkpoint_every = every.value_or(0);
@@ -209,15 +209,15 @@ TEST(BudgetTest, OverBudgetNamesTheCheapestActivationModeThatFits) {
     EXPECT_NE(message.find("activations none"), std::string::npos) << message;
     // At the midpoint some strategy fits as is; at the leanest mode's peak
     // the activations alone are over the budget, so none does.
-    size_t at = message.find("Or keep no_shard on 2 ranks with --");
+    size_t at = message.find(" Or, with --");
     if (budget == all_flash.total_bytes()) {
       EXPECT_NE(message.find("No strategy fits"), std::string::npos) << message;
       at = message.find(" With --");
-      EXPECT_NE(message.find("no_shard on 2 ranks would fit", at), std::string::npos) << message;
     } else {
       EXPECT_NE(message.find("Would fit: "), std::string::npos) << message;
     }
     ASSERT_NE(at, std::string::npos) << message;
+    EXPECT_NE(message.find(", no_shard on 2 ranks would fit (", at), std::string::npos) << message;
     const ActivationMode named = ModeFromFlags(absl::string_view(message).substr(at));
     MemoryPoint suggested = point;
     ASSERT_TRUE(ApplyActivationMode(named, suggested.config).ok());
@@ -275,7 +275,8 @@ TEST(BudgetTest, NothingFitsWithoutCheckpointingButItWouldWithIt) {
   EXPECT_NE(message.find("No strategy fits"), std::string::npos) << message;
   const size_t at = message.find(" With --");
   ASSERT_NE(at, std::string::npos) << message;
-  EXPECT_NE(message.find("full_shard on 2 ranks would fit", at), std::string::npos) << message;
+  EXPECT_NE(message.find(", full_shard on 2 ranks would fit (", at), std::string::npos)
+      << message;
   MemoryPoint suggested = point;
   ASSERT_TRUE(
       ApplyActivationMode(ModeFromFlags(absl::string_view(message).substr(at)), suggested.config)
