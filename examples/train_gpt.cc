@@ -101,7 +101,7 @@ ABSL_FLAG(std::string, activation_checkpointing, kDefaults.activation_checkpoint
           "are bit-identical");
 ABSL_FLAG(std::string, attention, kDefaults.attention,
           "standard (saves the B H T T probabilities) or flash (blocked, saves one "
-          "log-sum-exp per query row; fp32 only; equal within fp32 rounding)");
+          "log-sum-exp per query row; equal to standard within rounding; either precision)");
 ABSL_FLAG(std::string, matmul_backend, kDefaults.matmul_backend,
           "matrix products: auto (measure both on rank 0, take oneDNN unless OpenBLAS is "
           ">20% faster), onednn or openblas");

@@ -22,8 +22,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
+#include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/kernel_isa.h"
 #include "fsdp/nn/matmul.h"
 #include "fsdp/nn/simd.h"
@@ -169,29 +172,64 @@ void RowDots(KernelIsa isa, float* d, const float* dout, const float* out, int r
   FSDP_ISA_DISPATCH(isa, RowDots, (d, dout, out, rows, hs, ld));
 }
 
-// S[bq, bk] = scale * q_rows[bq, hs] @ k_rows[bk, hs]^T, both with leading
-// dimension ld (rows of the packed qkv).
-void Scores(float* s, const float* q_rows, const float* k_rows, int bq, int bk, int hs, int ld,
-            float scale) {
-  Matmul({.m = bq, .n = bk, .k = hs,
-          .a = {q_rows, NumType::kF32, ld},
-          .b = {k_rows, NumType::kF32, ld, /*transposed=*/true},
-          .c = s, .c_type = NumType::kF32, .ldc = bk, .alpha = scale});
+// The element type of qkv, dout and out: fp32, or bf16 (uint16_t bits) in
+// the bf16 compute mode, whose products take bf16 operands.
+template <typename In>
+constexpr NumType kInType = std::is_same_v<In, uint16_t> ? NumType::kBF16 : NumType::kF32;
+
+// A block of fp32 values (probabilities, d scores) as a product's operand:
+// itself, or its bf16 copy in `bf16` when the products run on bf16.
+template <typename In>
+const void* Operand(const float* block, uint16_t* bf16, int64_t n) {
+  if constexpr (std::is_same_v<In, uint16_t>) {
+    ToBf16(bf16, block, n);
+    return bf16;
+  } else {
+    (void)bf16;
+    (void)n;
+    return block;
+  }
 }
 
-}  // namespace
+float Bf16BitsToFloat(uint16_t bits) {
+  const uint32_t wide = uint32_t{bits} << 16;
+  float f;
+  std::memcpy(&f, &wide, sizeof(f));
+  return f;
+}
 
-void FlashAttentionForward(float* out, float* lse, float* scratch, const float* qkv, int batch,
-                           int seq_len, int channels, int heads) {
+// d[i] = dout_i . out_i for one head's T rows (leading dimension ld); bf16
+// rows are widened one at a time into `widen` (2 hs floats).
+template <typename In>
+void HeadRowDots(KernelIsa isa, float* d, const In* dout, const In* out, int rows, int hs, int ld,
+                 float* widen) {
+  if constexpr (std::is_same_v<In, uint16_t>) {
+    for (int i = 0; i < rows; ++i) {
+      for (int c = 0; c < hs; ++c) {
+        widen[c] = Bf16BitsToFloat(dout[static_cast<long>(i) * ld + c]);
+        widen[hs + c] = Bf16BitsToFloat(out[static_cast<long>(i) * ld + c]);
+      }
+      RowDots(isa, d + i, widen, widen + hs, 1, hs, hs);
+    }
+  } else {
+    (void)widen;
+    RowDots(isa, d, dout, out, rows, hs, ld);
+  }
+}
+
+template <typename In>
+void Forward(float* out, float* lse, float* scratch, uint16_t* scratch_bf16, const In* qkv,
+             int batch, int seq_len, int channels, int heads) {
+  constexpr NumType kIn = kInType<In>;
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const Scratch w = Carve(scratch, hs);
   const KernelIsa isa = BestKernelIsa();
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < heads; ++h) {
-      const float* q = qkv + static_cast<long>(b) * T * ld + h * hs;
-      const float* k = q + C;
-      const float* v = q + 2 * C;
+      const In* q = qkv + static_cast<long>(b) * T * ld + h * hs;
+      const In* k = q + C;
+      const In* v = q + 2 * C;
       float* row_lse = lse + (static_cast<long>(b) * heads + h) * T;
       for (int i0 = 0; i0 < T; i0 += kFlashBlock) {
         const int bq = std::min(kFlashBlock, T - i0);
@@ -200,13 +238,16 @@ void FlashAttentionForward(float* out, float* lse, float* scratch, const float* 
         std::fill(w.l, w.l + bq, 0.0f);
         for (int j0 = 0; j0 <= i0 + bq - 1; j0 += kFlashBlock) {
           const int bk = std::min(kFlashBlock, T - j0);
-          Scores(w.s, q + static_cast<long>(i0) * ld, k + static_cast<long>(j0) * ld, bq, bk, hs,
-                 ld, scale);
+          // S[bq, bk] = scale * q_rows[bq, hs] @ k_rows[bk, hs]^T
+          Matmul({.m = bq, .n = bk, .k = hs,
+                  .a = {q + static_cast<long>(i0) * ld, kIn, ld},
+                  .b = {k + static_cast<long>(j0) * ld, kIn, ld, /*transposed=*/true},
+                  .c = w.s, .c_type = NumType::kF32, .ldc = bk, .alpha = scale});
           OnlineSoftmaxBlock(isa, w.s, w.m, w.l, w.acc, bq, bk, hs, i0, j0);
           // acc[bq, hs] += P[bq, bk] @ v_rows[bk, hs]
           Matmul({.m = bq, .n = hs, .k = bk,
-                  .a = {w.s, NumType::kF32, bk},
-                  .b = {v + static_cast<long>(j0) * ld, NumType::kF32, ld},
+                  .a = {Operand<In>(w.s, scratch_bf16, int64_t{bq} * bk), kIn, bk},
+                  .b = {v + static_cast<long>(j0) * ld, kIn, ld},
                   .c = w.acc, .c_type = NumType::kF32, .ldc = hs, .accumulate = true});
         }
         for (int r = 0; r < bq; ++r) {
@@ -221,9 +262,10 @@ void FlashAttentionForward(float* out, float* lse, float* scratch, const float* 
   }
 }
 
-void FlashAttentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                            const float* out, const float* lse, int batch, int seq_len,
-                            int channels, int heads) {
+template <typename In>
+void Backward(float* dqkv, float* scratch, uint16_t* scratch_bf16, const In* dout, const In* qkv,
+              const In* out, const float* lse, int batch, int seq_len, int channels, int heads) {
+  constexpr NumType kIn = kInType<In>;
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const Scratch w = Carve(scratch, hs);
@@ -231,56 +273,90 @@ void FlashAttentionBackward(float* dqkv, float* scratch, const float* dout, cons
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < heads; ++h) {
       const long qkv_offset = static_cast<long>(b) * T * ld + h * hs;
-      const float* q = qkv + qkv_offset;
-      const float* k = q + C;
-      const float* v = q + 2 * C;
+      const In* q = qkv + qkv_offset;
+      const In* k = q + C;
+      const In* v = q + 2 * C;
       float* dq = dqkv + qkv_offset;
       float* dk = dq + C;
       float* dv = dq + 2 * C;
       const long o_offset = static_cast<long>(b) * T * C + h * hs;
-      const float* o = out + o_offset;
-      const float* d_o = dout + o_offset;
+      const In* o = out + o_offset;
+      const In* d_o = dout + o_offset;
       const float* row_lse = lse + (static_cast<long>(b) * heads + h) * T;
-      RowDots(isa, w.d, d_o, o, T, hs, C);
+      // The forward's accumulator is idle in the backward: it widens rows.
+      HeadRowDots<In>(isa, w.d, d_o, o, T, hs, C, w.acc);
       for (int i0 = 0; i0 < T; i0 += kFlashBlock) {
         const int bq = std::min(kFlashBlock, T - i0);
-        const float* q_rows = q + static_cast<long>(i0) * ld;
-        const float* do_rows = d_o + static_cast<long>(i0) * C;
+        const In* q_rows = q + static_cast<long>(i0) * ld;
+        const In* do_rows = d_o + static_cast<long>(i0) * C;
         for (int j0 = 0; j0 <= i0 + bq - 1; j0 += kFlashBlock) {
           const int bk = std::min(kFlashBlock, T - j0);
-          const float* k_rows = k + static_cast<long>(j0) * ld;
-          const float* v_rows = v + static_cast<long>(j0) * ld;
-          Scores(w.s, q_rows, k_rows, bq, bk, hs, ld, scale);
+          const In* k_rows = k + static_cast<long>(j0) * ld;
+          const In* v_rows = v + static_cast<long>(j0) * ld;
+          const int64_t block = int64_t{bq} * bk;
+          Matmul({.m = bq, .n = bk, .k = hs,
+                  .a = {q_rows, kIn, ld},
+                  .b = {k_rows, kIn, ld, /*transposed=*/true},
+                  .c = w.s, .c_type = NumType::kF32, .ldc = bk, .alpha = scale});
           ProbabilitiesFromLse(isa, w.s, row_lse, bq, bk, i0, j0);
           // dv_rows[bk, hs] += P^T[bk, bq] @ dout_rows[bq, hs]
           Matmul({.m = bk, .n = hs, .k = bq,
-                  .a = {w.s, NumType::kF32, bk, /*transposed=*/true},
-                  .b = {do_rows, NumType::kF32, C},
+                  .a = {Operand<In>(w.s, scratch_bf16, block), kIn, bk, /*transposed=*/true},
+                  .b = {do_rows, kIn, C},
                   .c = dv + static_cast<long>(j0) * ld, .c_type = NumType::kF32, .ldc = ld,
                   .accumulate = true});
           // dP[bq, bk] = dout_rows[bq, hs] @ v_rows[bk, hs]^T
           Matmul({.m = bq, .n = bk, .k = hs,
-                  .a = {do_rows, NumType::kF32, C},
-                  .b = {v_rows, NumType::kF32, ld, /*transposed=*/true},
+                  .a = {do_rows, kIn, C},
+                  .b = {v_rows, kIn, ld, /*transposed=*/true},
                   .c = w.dp, .c_type = NumType::kF32, .ldc = bk});
           // dS = P (dP - D): masked entries have P = 0, so dS = 0 there.
           ScoreGradientBlock(isa, w.dp, w.s, w.d + i0, bq, bk);
+          // The bf16 copy of P was consumed by dV's product: it now holds dS.
+          const void* ds = Operand<In>(w.dp, scratch_bf16, block);
           // dq_rows[bq, hs] += scale dS[bq, bk] @ k_rows[bk, hs]
           Matmul({.m = bq, .n = hs, .k = bk,
-                  .a = {w.dp, NumType::kF32, bk},
-                  .b = {k_rows, NumType::kF32, ld},
+                  .a = {ds, kIn, bk},
+                  .b = {k_rows, kIn, ld},
                   .c = dq + static_cast<long>(i0) * ld, .c_type = NumType::kF32, .ldc = ld,
                   .alpha = scale, .accumulate = true});
           // dk_rows[bk, hs] += scale dS^T[bk, bq] @ q_rows[bq, hs]
           Matmul({.m = bk, .n = hs, .k = bq,
-                  .a = {w.dp, NumType::kF32, bk, /*transposed=*/true},
-                  .b = {q_rows, NumType::kF32, ld},
+                  .a = {ds, kIn, bk, /*transposed=*/true},
+                  .b = {q_rows, kIn, ld},
                   .c = dk + static_cast<long>(j0) * ld, .c_type = NumType::kF32, .ldc = ld,
                   .alpha = scale, .accumulate = true});
         }
       }
     }
   }
+}
+
+}  // namespace
+
+void FlashAttentionForward(float* out, float* lse, float* scratch, const float* qkv, int batch,
+                           int seq_len, int channels, int heads) {
+  Forward<float>(out, lse, scratch, nullptr, qkv, batch, seq_len, channels, heads);
+}
+
+void FlashAttentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                            const float* out, const float* lse, int batch, int seq_len,
+                            int channels, int heads) {
+  Backward<float>(dqkv, scratch, nullptr, dout, qkv, out, lse, batch, seq_len, channels, heads);
+}
+
+void FlashAttentionForwardBf16(float* out, float* lse, float* scratch, uint16_t* scratch_bf16,
+                               const uint16_t* qkv, int batch, int seq_len, int channels,
+                               int heads) {
+  Forward<uint16_t>(out, lse, scratch, scratch_bf16, qkv, batch, seq_len, channels, heads);
+}
+
+void FlashAttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
+                                const uint16_t* dout, const uint16_t* qkv, const uint16_t* out,
+                                const float* lse, int batch, int seq_len, int channels,
+                                int heads) {
+  Backward<uint16_t>(dqkv, scratch, scratch_bf16, dout, qkv, out, lse, batch, seq_len, channels,
+                     heads);
 }
 
 }  // namespace fsdp

@@ -38,6 +38,20 @@ void FlashAttentionBackward(float* dqkv, float* scratch, const float* dout, cons
                             const float* out, const float* lse, int batch, int seq_len,
                             int channels, int heads);
 
+// The bf16 compute mode: the same attention with its products on bf16
+// operands (fp32 accumulation): qkv, and in the backward the output
+// gradient and the forward's output (as saved: in bf16), are bf16; the
+// softmax, lse, the forward's fp32 `out` and dqkv stay fp32. scratch_bf16
+// holds FlashAttentionBf16ScratchElements() values: one block's
+// probabilities, then its d scores, as a product's operand.
+void FlashAttentionForwardBf16(float* out, float* lse, float* scratch, uint16_t* scratch_bf16,
+                               const uint16_t* qkv, int batch, int seq_len, int channels,
+                               int heads);
+void FlashAttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
+                                const uint16_t* dout, const uint16_t* qkv, const uint16_t* out,
+                                const float* lse, int batch, int seq_len, int channels,
+                                int heads);
+
 }  // namespace fsdp
 
 #endif  // FSDP_NN_FLASH_ATTENTION_H_

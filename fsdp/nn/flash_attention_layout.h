@@ -21,6 +21,12 @@ inline int64_t FlashAttentionScratchFloats(int seq_len, int head_size) {
          2 * kFlashBlock + seq_len;
 }
 
+// bf16 scratch of the bf16 compute mode: one block pair's probabilities
+// (then d scores) as a product's operand.
+inline int64_t FlashAttentionBf16ScratchElements() {
+  return int64_t{kFlashBlock} * kFlashBlock;
+}
+
 }  // namespace fsdp
 
 #endif  // FSDP_NN_FLASH_ATTENTION_LAYOUT_H_

@@ -88,7 +88,9 @@ absl::Status GptModel::AllocateWorkspace() {
                           tracker_->Allocate<uint16_t>(ws, max_unit, "gpt params bf16"));
     FSDP_ASSIGN_OR_RETURN(dout_bf16_,
                           tracker_->Allocate<uint16_t>(ws, 4 * btc, "gpt dout bf16"));
-    FSDP_ASSIGN_OR_RETURN(probs_bf16_, tracker_->Allocate<uint16_t>(ws, tt, "gpt probs bf16"));
+    const int64_t probs_bf16 = config_.flash_attention ? FlashAttentionBf16ScratchElements() : tt;
+    FSDP_ASSIGN_OR_RETURN(probs_bf16_,
+                          tracker_->Allocate<uint16_t>(ws, probs_bf16, "gpt probs bf16"));
   }
   return absl::OkStatus();
 }
@@ -400,8 +402,13 @@ absl::Status GptModel::BlockForwardComputeBf16(int layer, absl::Span<const float
   ToBf16(a.ln1_bf16.data(), staging, nc);
   LinearForwardBf16Out(a.qkv_bf16.data(), a.ln1_bf16.data(), w(kQkvWeight), p[kQkvBias].data(),
                        n, C, 3 * C);
-  AttentionForwardBf16(staging, a.att_probs.data(), probs_bf16_.data(), a.qkv_bf16.data(), batch_,
-                       seq_, C, config_.heads);
+  if (config_.flash_attention) {
+    FlashAttentionForwardBf16(staging, a.lse.data(), attention_scratch_.data(), probs_bf16_.data(),
+                              a.qkv_bf16.data(), batch_, seq_, C, config_.heads);
+  } else {
+    AttentionForwardBf16(staging, a.att_probs.data(), probs_bf16_.data(), a.qkv_bf16.data(),
+                         batch_, seq_, C, config_.heads);
+  }
   ToBf16(a.att_bf16.data(), staging, nc);
   LinearForwardBf16(a.res2.data(), a.att_bf16.data(), w(kAttnProjWeight),
                     p[kAttnProjBias].data(), n, C, C);
@@ -457,8 +464,14 @@ absl::Status GptModel::BlockBackwardBf16(int layer, absl::Span<const float> para
                      dout16, a.att_bf16.data(), w(kAttnProjWeight), n, C, C);
   Zero(d_wide1_, 3 * nc);
   ToBf16(dout16, d_narrow_.data(), nc);
-  AttentionBackwardBf16(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), dout16,
-                        a.qkv_bf16.data(), a.att_probs.data(), batch_, seq_, C, config_.heads);
+  if (config_.flash_attention) {
+    FlashAttentionBackwardBf16(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(),
+                               dout16, a.qkv_bf16.data(), a.att_bf16.data(), a.lse.data(), batch_,
+                               seq_, C, config_.heads);
+  } else {
+    AttentionBackwardBf16(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), dout16,
+                          a.qkv_bf16.data(), a.att_probs.data(), batch_, seq_, C, config_.heads);
+  }
   ToBf16(dout16, d_wide1_.data(), 3 * nc);
   Zero(d_narrow_, nc);
   LinearBackwardBf16(d_narrow_.data(), g[kQkvWeight].data(), g[kQkvBias].data(), d_wide1_.data(),

@@ -31,11 +31,6 @@ absl::Status ValidateGptConfig(const GptConfig& c) {
         "GPT config: activation_checkpoint_every must be 0 (none) to layers (", c.layers, "), got ",
         c.activation_checkpoint_every));
   }
-  if (c.flash_attention && c.bf16_compute) {
-    return absl::InvalidArgumentError(
-        "GPT config: flash attention runs in fp32 only (its bf16 variant is not built yet); "
-        "drop --attention=flash or --precision=bf16");
-  }
   return absl::OkStatus();
 }
 
@@ -139,8 +134,12 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
     r.head_bytes = kFloat * (2 * B * T + B * T * V) + kBf16 * B * T * C + kInt32 * B * T;
     int64_t max_unit = 0;
     for (const UnitSpec& u : GptUnitSpecs(config)) max_unit = std::max(max_unit, u.numel());
-    r.workspace_bytes =
-        kFloat * (10 * B * T * C + attention_scratch) + kBf16 * (max_unit + 4 * B * T * C + T * T);
+    // bf16 copies: one unit's parameters, an output gradient, and one head's
+    // probabilities (standard) or one block pair's (flash).
+    const int64_t probs_bf16 =
+        config.flash_attention ? FlashAttentionBf16ScratchElements() : T * T;
+    r.workspace_bytes = kFloat * (10 * B * T * C + attention_scratch) +
+                        kBf16 * (max_unit + 4 * B * T * C + probs_bf16);
   }
   // A checkpointed block keeps its fp32 output (either precision).
   r.checkpointed_block_bytes = kFloat * B * T * C;

@@ -43,12 +43,12 @@ struct GptConfig {
   int activation_checkpoint_every = 0;
   // Memory-efficient attention (fsdp/nn/flash_attention.h): each block saves
   // one log-sum-exp per query row instead of the B H T T probabilities.
+  // Either precision.
   bool flash_attention = false;
 };
 
 // OK, or InvalidArgument naming the bad field: all sizes positive, heads
-// divides d_model, activation_checkpoint_every in [0, layers], flash_attention without
-// bf16_compute (not built yet).
+// divides d_model, activation_checkpoint_every in [0, layers].
 absl::Status ValidateGptConfig(const GptConfig& config);
 
 // --activation_checkpointing: "none" -> 0, "all" -> 1, "every:K" -> K for
@@ -85,7 +85,8 @@ int64_t GptNumParams(const GptConfig& config);
 // parameters, of an output gradient and of one head's probabilities.
 // With flash_attention a block saves 4 B H T (one log-sum-exp per query row)
 // instead of 4 B H T T, and the workspace's T T becomes the blocked
-// attention's scratch, FlashAttentionScratchFloats(T, C / H) floats.
+// attention's scratch, FlashAttentionScratchFloats(T, C / H) floats (with
+// bf16_compute also the bf16 T T: FlashAttentionBf16ScratchElements()).
 // A checkpointed block saves 4 BTC (its output) and, while its forward and
 // again while its recomputation and backward run, holds the rest of a block
 // (recompute_bytes) on top.

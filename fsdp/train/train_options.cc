@@ -84,11 +84,6 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
         "--attention=", o.attention,
         " is not one of standard (saves B H T T probabilities), flash (memory-efficient)"));
   }
-  if (o.attention == "flash" && o.precision == "bf16") {
-    return absl::InvalidArgumentError(
-        "--attention=flash runs in fp32 only (its bf16 variant is not built yet); use "
-        "--precision=fp32 with it, or --attention=standard with --precision=bf16");
-  }
   if (o.matmul_backend != "auto" && !ParseMatmulBackend(o.matmul_backend).ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--matmul_backend=", o.matmul_backend, " is not one of auto, onednn, openblas"));

@@ -42,7 +42,7 @@ struct TrainOptions {
   std::string precision = "fp32";
   // Activation memory (docs/memory.md): "none", "all" or "every:K" blocks
   // checkpointed (recomputed in the backward), and "standard" or "flash"
-  // (memory-efficient, fp32 only) attention.
+  // (memory-efficient) attention.
   std::string activation_checkpointing = "none";
   std::string attention = "standard";
   int64_t min_unit_numel = 0;     // merge units below this many elements; 0 = off

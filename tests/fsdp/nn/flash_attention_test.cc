@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fsdp/nn/attention.h"
+#include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/matmul.h"
 #include "gtest/gtest.h"
 #include "tests/fsdp/nn/grad_check.h"
@@ -114,6 +115,52 @@ TEST(FlashAttention, RepeatedRunsAreBitIdentical) {
       EXPECT_EQ(out, first_out);
       EXPECT_EQ(dqkv, first_dqkv);
     }
+  }
+}
+
+}  // namespace
+}  // namespace fsdp
+
+namespace fsdp {
+namespace {
+
+// The bf16 variant against the bf16 standard attention (the same products on
+// bf16 operands, but per-block probabilities and the bf16 output in D):
+// within bf16 rounding of each other, at one, two and three blocks.
+TEST(FlashAttentionBf16Test, MatchesTheStandardBf16AttentionWithinBf16Rounding) {
+  for (const int T : {5, kFlashBlock + 9, 2 * kFlashBlock + 3}) {
+    const int B = 2, C = 32, H = 2;
+    const std::vector<float> qkv32 = testing_util::RandomVector(int64_t{B} * T * 3 * C, 31);
+    const std::vector<float> dout32 = testing_util::RandomVector(int64_t{B} * T * C, 32);
+    std::vector<uint16_t> qkv(qkv32.size()), dout(dout32.size());
+    ToBf16(qkv.data(), qkv32.data(), qkv32.size());
+    ToBf16(dout.data(), dout32.data(), dout32.size());
+
+    std::vector<float> ref_out(B * T * C), probs(int64_t{B} * H * T * T),
+        dp(AttentionBackwardScratchFloats(T)), ref_dqkv(qkv.size());
+    std::vector<uint16_t> p16(int64_t{T} * T);
+    AttentionForwardBf16(ref_out.data(), probs.data(), p16.data(), qkv.data(), B, T, C, H);
+    AttentionBackwardBf16(ref_dqkv.data(), dp.data(), p16.data(), dout.data(), qkv.data(),
+                          probs.data(), B, T, C, H);
+
+    std::vector<float> out(B * T * C), lse(B * H * T),
+        scratch(FlashAttentionScratchFloats(T, C / H)), dqkv(qkv.size());
+    std::vector<uint16_t> s16(FlashAttentionBf16ScratchElements()), out16(out.size());
+    FlashAttentionForwardBf16(out.data(), lse.data(), scratch.data(), s16.data(), qkv.data(), B,
+                              T, C, H);
+    ToBf16(out16.data(), out.data(), out.size());  // saved in bf16, as the model does
+    FlashAttentionBackwardBf16(dqkv.data(), scratch.data(), s16.data(), dout.data(), qkv.data(),
+                               out16.data(), lse.data(), B, T, C, H);
+    auto relative_l2 = [](const std::vector<float>& x, const std::vector<float>& ref) {
+      double diff = 0, norm = 0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        diff += std::pow(double(x[i]) - ref[i], 2);
+        norm += double(ref[i]) * ref[i];
+      }
+      return std::sqrt(diff / norm);
+    };
+    EXPECT_LT(relative_l2(out, ref_out), 1e-2) << "T=" << T;
+    EXPECT_LT(relative_l2(dqkv, ref_dqkv), 2e-2) << "T=" << T;
   }
 }
 
