@@ -88,7 +88,7 @@ ABSL_FLAG(std::string, activation_checkpointing, "none",
           "--predict_only): none, all, every:K");
 ABSL_FLAG(std::string, attention, "standard",
           "comma-separated attention of the model sweep (and --predict_only): standard, flash "
-          "(memory-efficient, fp32 compute)");
+          "(memory-efficient)");
 ABSL_FLAG(std::string, seq_lens, "",
           "the sequence-length sweep's seq_len values (default: the preset's), or none to skip "
           "it; its modes are none, every:2, all, flash, all+flash");

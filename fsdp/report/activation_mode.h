@@ -3,7 +3,7 @@
 // The activation memory levers of a GPT run as one value the memory report
 // can sweep and the budget check can suggest: activation checkpointing
 // (none, every:K, all) and the attention (standard, or the memory-efficient
-// "flash" one, fp32 compute only). See docs/memory.md, "Activation modes".
+// "flash" one). See docs/memory.md, "Activation modes".
 //
 //   FSDP_ASSIGN_OR_RETURN(std::vector<ActivationMode> modes,
 //                         ParseActivationModes("none,all", "standard,flash"));
@@ -41,8 +41,8 @@ struct ActivationMode {
 ActivationMode ActivationModeOf(const GptConfig& config);
 
 // Sets config's checkpointing and attention to mode's. InvalidArgument when
-// the config cannot take it: every:K with K above its layers, flash with
-// bf16 compute (ValidateGptConfig's words).
+// the config cannot take it (every:K with K above its layers), in
+// ValidateGptConfig's words; config is unchanged then.
 absl::Status ApplyActivationMode(const ActivationMode& mode, GptConfig& config);
 
 // "none", "every:2", "all", "flash", "every:2+flash", "all+flash".
@@ -64,8 +64,7 @@ absl::StatusOr<std::vector<ActivationMode>> ParseActivationModes(
 // What a budget check tries, in order of the recomputation it costs:
 // flash (recomputes the probabilities in the backward, no more), every:2,
 // every:2+flash, all (one more forward of every block), all+flash. Modes
-// `config` cannot take (flash under bf16 compute, every:2 on one block)
-// are left out.
+// `config` cannot take (every:2 on one block) are left out.
 std::vector<ActivationMode> ActivationModesByCost(const GptConfig& config);
 
 }  // namespace report

@@ -55,7 +55,7 @@ struct SweepOptions {
   std::vector<Precision> precisions;
   // Activation modes of the model sweep (--activation_checkpointing x
   // --attention). A mode a family member cannot take (every:K with more
-  // than its blocks, flash under bf16 compute) skips that member.
+  // than its blocks) skips that member.
   std::vector<ActivationMode> modes = {ActivationMode{}};
   SeqLenSweep seq_len_sweep;
   int steps = 2;  // training steps per measured point
@@ -77,7 +77,7 @@ struct SweepOptions {
 // "full": widths 128 to 4096 (1.3e6 to 2.6e10 parameters, vocab 2048,
 // seq_len 128) on 1, 2, 4, 8 ranks, measured up to width 512 (5.3e7
 // parameters) within 6 GiB and 2.5e8 rank-parameters in total; the
-// sequence-length sweep on width 256 (8 blocks, 7.4e6 parameters) over
+// sequence-length sweep on width 128 (4 blocks, 1.3e6 parameters) over
 // seq_len 128 to 4096, measured up to 1024. InvalidArgument for other names.
 absl::StatusOr<SweepOptions> SweepPreset(absl::string_view name);
 
