@@ -425,6 +425,40 @@ std::vector<ReportRow> PredictAndMeasure(const std::vector<MemoryPoint>& points,
   return rows;
 }
 
+// With a budget, each mode's curve of the sequence-length plot continues
+// past the sweep's longest seq_len, doubling, up to the first point over the
+// budget, so the plot shows where each mode stops fitting (predicted only).
+absl::StatusOr<std::vector<MemoryPoint>> PointsTowardTheBudget(
+    const std::vector<MemoryPoint>& seq_points, int64_t budget) {
+  std::vector<MemoryPoint> beyond;
+  if (budget <= 0) return beyond;
+  // The longest point of each mode.
+  std::vector<MemoryPoint> last;
+  for (const MemoryPoint& point : seq_points) {
+    const ActivationMode mode = fsdp::report::ActivationModeOf(point.config);
+    auto same = std::find_if(last.begin(), last.end(), [&](const MemoryPoint& p) {
+      return fsdp::report::ActivationModeOf(p.config) == mode;
+    });
+    if (same == last.end()) {
+      last.push_back(point);
+    } else if (point.config.seq_len > same->config.seq_len) {
+      *same = point;
+    }
+  }
+  for (const MemoryPoint& longest : last) {
+    FSDP_ASSIGN_OR_RETURN(RankMemoryEstimate at_end, fsdp::report::EstimateRankMemory(longest));
+    if (at_end.total_bytes() > budget) continue;  // the sweep already crosses it
+    MemoryPoint point = longest;
+    while (point.config.seq_len <= fsdp::report::kMaxSearchedSeqLen / 2) {
+      point.config.seq_len *= 2;
+      beyond.push_back(point);
+      FSDP_ASSIGN_OR_RETURN(RankMemoryEstimate e, fsdp::report::EstimateRankMemory(point));
+      if (e.total_bytes() > budget) break;
+    }
+  }
+  return beyond;
+}
+
 // The budget modes: with and without checkpointing and flash attention.
 std::vector<ActivationMode> BudgetModes() {
   return {ActivationMode{0, false}, ActivationMode{2, false}, ActivationMode{1, false},
@@ -479,8 +513,10 @@ absl::Status ComputeFits(const SweepOptions& sweep, int64_t budget, ReportData& 
   if (seq.width == 0) return absl::OkStatus();
   data.seq_len_model = fsdp::report::GptFamilyConfig(seq.width, seq.vocab, 0);
   data.seq_len_micro_batch = seq.micro_batch;
-  std::printf("longest sequence of %s micro_batch=%d within %s per rank, per activation mode:\n",
-              fsdp::GptConfigToString(data.seq_len_model).c_str(), seq.micro_batch,
+  const fsdp::GptConfig& m = data.seq_len_model;
+  std::printf("longest sequence of layers=%d d_model=%d heads=%d vocab=%d micro_batch=%d within "
+              "%s per rank, per activation mode:\n",
+              m.layers, m.d_model, m.heads, m.vocab, seq.micro_batch,
               fsdp::FormatBytes(budget).c_str());
   for (Precision precision : sweep.precisions) {
     for (fsdp::proto::ShardingStrategy strategy : sweep.strategies) {
@@ -564,6 +600,9 @@ absl::StatusOr<int> RunSweep() {
   for (MemoryPoint& point : seq_points) {
     point.group_size = GroupSizeFor(point.strategy, point.ranks);
   }
+  FSDP_ASSIGN_OR_RETURN(const std::vector<MemoryPoint> beyond,
+                        PointsTowardTheBudget(seq_points, budget));
+  seq_points.insert(seq_points.end(), beyond.begin(), beyond.end());
   const int total = static_cast<int>(points.size() + seq_points.size());
   std::printf("memory_report: %s; %zu points, and %zu of the %s -> %s\n", data.title.c_str(),
               points.size(), seq_points.size(), seq_data.title.c_str(), out_dir.c_str());
