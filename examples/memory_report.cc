@@ -792,6 +792,21 @@ absl::Status PredictOnly() {
     const absl::Status fits = fsdp::report::CheckFitsBudget(point, budget);
     std::printf("budget check for %s: %s\n", fsdp::report::MemoryPointToString(point).c_str(),
                 fits.ok() ? "fits" : std::string(fits.message()).c_str());
+    // The other budget answer for this shape: how long a sequence fits.
+    std::string longest = absl::StrCat("longest seq_len within ", fsdp::FormatBytes(budget),
+                                       " for ", fsdp::plan::ShardingStrategyName(point.strategy),
+                                       " on ", point.ranks,
+                                       point.ranks == 1 ? " rank:" : " ranks:");
+    for (const ActivationMode& mode : BudgetModes()) {
+      MemoryPoint with_mode = point;
+      if (!fsdp::report::ApplyActivationMode(mode, with_mode.config).ok()) continue;
+      FSDP_ASSIGN_OR_RETURN(const std::optional<fsdp::report::FittingSeqLen> fit,
+                            fsdp::report::LargestFittingSeqLen(with_mode, budget));
+      absl::StrAppend(&longest, " ", fsdp::report::ActivationModeName(mode), " ",
+                      fit.has_value() ? absl::StrCat(fit->seq_len) : std::string("none"),
+                      fit.has_value() && fit->at_search_limit ? "+" : "");
+    }
+    std::printf("%s\n", longest.c_str());
   }
   return absl::OkStatus();
 }

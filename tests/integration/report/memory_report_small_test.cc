@@ -243,6 +243,9 @@ TEST(MemoryReportSmallTest, PredictOnlyPrintsTheZeroPapersExample) {
   EXPECT_NE(shape.output.find("budget check for full_shard mixed ranks=1"), std::string::npos)
       << shape.output;
   EXPECT_NE(shape.output.find("Would fit: full_shard on"), std::string::npos) << shape.output;
+  EXPECT_NE(shape.output.find("longest seq_len within 48.00 GiB for full_shard on 1 rank: none none "),
+            std::string::npos)
+      << shape.output;
   const ReportRun bad = RunReport("--predict_only --params=lots");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--params=lots"), std::string::npos) << bad.output;
