@@ -9,13 +9,16 @@
 //   bazel run -c opt //examples:memory_report -- --predict_only --layers=36
 //       --d_model=4096 --heads=32 --vocab=50304 --seq_len=2048 --micro_batch=1 --ranks=64
 //
-// Sweep mode visits every point of the preset (fsdp/report/sweep.h), predicts
-// it (fsdp/report/memory_estimate.h) and, when the training runtime accepts
-// it, measures it: the binary re-launches itself as the point's ranks
-// (comm/launcher), each rank trains a few steps and writes its per-category
-// tracker peaks and peak RSS to a file, and the parent takes the maximum over
-// ranks. Outputs in --out_dir, each written atomically: memory.csv,
-// memory.md, memory_<precision>.png (gnuplot) and the .gp scripts.
+// Sweep mode visits every point of the preset (fsdp/report/sweep.h): the
+// model sweep (sizes x strategies x ranks x precisions x activation modes)
+// and the sequence-length sweep (one model, seq_len x activation modes),
+// predicts each point (fsdp/report/memory_estimate.h) and, when the training
+// runtime accepts it, measures it: the binary re-launches itself as the
+// point's ranks (comm/launcher), each rank trains a few steps and writes its
+// per-category tracker peaks and peak RSS to a file, and the parent takes
+// the maximum over ranks. Outputs in --out_dir, each written atomically:
+// memory.csv, memory.md, memory_<precision>.png (gnuplot), memory_seq_len.csv,
+// memory_seq_len.md, memory_seq_len.png and the .gp scripts.
 //
 // Exit code: 0; 1 if a measured point failed or a file could not be
 // written; 2 for bad flags.
@@ -27,7 +30,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,8 +53,10 @@
 #include "comm/launcher/launcher.h"
 #include "comm/status_macros.h"
 #include "fsdp/plan/sharding_strategy.h"
+#include "fsdp/report/activation_mode.h"
 #include "fsdp/report/atomic_file.h"
 #include "fsdp/report/budget.h"
+#include "fsdp/report/gpt_family.h"
 #include "fsdp/report/byte_size.h"
 #include "fsdp/report/measure_training.h"
 #include "fsdp/report/memory_estimate.h"
@@ -76,6 +83,15 @@ ABSL_FLAG(std::string, ranks, "",
           "comma-separated rank counts (default: the preset's; with --predict_only 1,8,64,1024)");
 ABSL_FLAG(int, group_size, 0,
           "hybrid_shard's ranks per shard group (default: half the ranks); must divide ranks");
+ABSL_FLAG(std::string, activation_checkpointing, "none",
+          "comma-separated activation checkpointing modes of the model sweep (and "
+          "--predict_only): none, all, every:K");
+ABSL_FLAG(std::string, attention, "standard",
+          "comma-separated attention of the model sweep (and --predict_only): standard, flash "
+          "(memory-efficient)");
+ABSL_FLAG(std::string, seq_lens, "",
+          "the sequence-length sweep's seq_len values (default: the preset's), or none to skip "
+          "it; its modes are none, every:2, all, flash, all+flash");
 ABSL_FLAG(int, steps, 0, "training steps per measured point (default: the preset's)");
 ABSL_FLAG(std::string, measure_cap, "6GiB",
           "measure a point only if ranks x predicted bytes per rank stays below this");
@@ -92,11 +108,13 @@ ABSL_FLAG(int, micro_batch, 1, "--predict_only GPT shape: sequences per rank per
 // Set by the sweep for the ranks it launches; not for people.
 ABSL_FLAG(std::string, rank_point, "",
           "internal: 'strategy,ranks,layers,d_model,heads,vocab,seq_len,micro_batch,steps,"
-          "group_size,precision' of the point this launched rank measures");
+          "group_size,precision,activation_checkpointing,attention' of the point this "
+          "launched rank measures");
 ABSL_FLAG(std::string, rank_out, "", "internal: where this launched rank writes its measurement");
 
 namespace {
 
+using fsdp::report::ActivationMode;
 using fsdp::report::FitRow;
 using fsdp::report::MemoryPoint;
 using fsdp::report::Precision;
@@ -177,15 +195,26 @@ std::string UserPath(const std::string& path) {
 // ---------------------------------------------------------------------------
 // Launched rank: measure one point and write the measurement.
 
+// The point as --rank_point carries it to the launched ranks.
+std::string RankPointFlag(const MemoryPoint& point, int steps) {
+  const fsdp::GptConfig& c = point.config;
+  return absl::StrCat("--rank_point=", fsdp::plan::ShardingStrategyName(point.strategy), ",",
+                      point.ranks, ",", c.layers, ",", c.d_model, ",", c.heads, ",", c.vocab, ",",
+                      c.seq_len, ",", point.micro_batch, ",", steps, ",", point.group_size, ",",
+                      fsdp::report::PrecisionName(point.precision), ",",
+                      fsdp::ActivationCheckpointingName(c.activation_checkpoint_every), ",",
+                      c.flash_attention ? "flash" : "standard");
+}
+
 absl::Status RunMeasuringRank() {
   std::vector<std::string> f = absl::StrSplit(absl::GetFlag(FLAGS_rank_point), ',');
   std::vector<int> n;
-  for (size_t i = 1; i + 1 < f.size(); ++i) {
+  for (size_t i = 1; i < f.size() && i < 10; ++i) {
     int v = 0;
     if (!absl::SimpleAtoi(f[i], &v)) break;
     n.push_back(v);
   }
-  if (f.size() != 11 || n.size() != 9) {
+  if (f.size() != 13 || n.size() != 9) {
     return absl::InvalidArgumentError(
         absl::StrCat("--rank_point='", absl::GetFlag(FLAGS_rank_point), "' is malformed"));
   }
@@ -200,6 +229,9 @@ absl::Status RunMeasuringRank() {
   point.micro_batch = n[6];
   point.group_size = n[8];
   FSDP_ASSIGN_OR_RETURN(point.precision, fsdp::report::ParsePrecision(f[10]));
+  FSDP_ASSIGN_OR_RETURN(const std::vector<ActivationMode> modes,
+                        fsdp::report::ParseActivationModes(f[11], f[12]));
+  FSDP_RETURN_IF_ERROR(fsdp::report::ApplyActivationMode(modes.front(), point.config));
   FSDP_ASSIGN_OR_RETURN(fsdp::TrainOptions options,
                         fsdp::report::TrainOptionsForPoint(point, /*steps=*/n[7]));
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> world,
@@ -220,14 +252,7 @@ absl::StatusOr<RankMeasurement> MeasurePoint(const MemoryPoint& point, int steps
   FSDP_ASSIGN_OR_RETURN(std::string self, comm::SelfExecutablePath());
   comm::LaunchOptions launch;
   launch.nproc = point.ranks;
-  const fsdp::GptConfig& c = point.config;
-  launch.argv = {self,
-                 absl::StrCat("--rank_point=", fsdp::plan::ShardingStrategyName(point.strategy),
-                              ",", point.ranks, ",", c.layers, ",", c.d_model, ",", c.heads, ",",
-                              c.vocab, ",", c.seq_len, ",", point.micro_batch, ",", steps, ",",
-                              point.group_size, ",",
-                              fsdp::report::PrecisionName(point.precision)),
-                 absl::StrCat("--rank_out=", out)};
+  launch.argv = {self, RankPointFlag(point, steps), absl::StrCat("--rank_out=", out)};
   FSDP_ASSIGN_OR_RETURN(int exit_code, comm::LaunchLocalRanks(launch));
   if (exit_code != 0) {
     return absl::InternalError(absl::StrCat("the ranks exited with code ", exit_code));
@@ -269,19 +294,17 @@ absl::Status RunGnuplot(const std::string& script_path) {
   return absl::OkStatus();
 }
 
-absl::Status WritePlot(const ReportData& data, Precision precision, const std::string& out_dir) {
-  const std::string stem =
-      absl::StrCat(out_dir, "/memory_", fsdp::report::PrecisionName(precision));
-  const std::string png = stem + ".png", png_tmp = absl::StrCat(stem, ".png.tmp.", getpid());
-  // The kept script names the final PNG by its file name (run it from
-  // out_dir); the one run here writes a temporary, renamed when complete.
-  FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(
-      stem + ".gp",
-      fsdp::report::ReportGnuplotScript(
-          data, precision, absl::StrCat("memory_", fsdp::report::PrecisionName(precision), ".png"))));
-  const std::string run_script = absl::StrCat(stem, ".gp.run.", getpid());
-  FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(
-      run_script, fsdp::report::ReportGnuplotScript(data, precision, png_tmp)));
+// Writes out_dir/<stem>.gp (naming <stem>.png, to rerun from out_dir) and
+// <stem>.png, drawn by a temporary copy of the script that writes a
+// temporary PNG, renamed when complete. `script_for(png)` makes the script.
+absl::Status WritePlot(const std::string& out_dir, const std::string& stem,
+                       const std::function<std::string(const std::string&)>& script_for) {
+  const std::string path = absl::StrCat(out_dir, "/", stem);
+  const std::string png = path + ".png", png_tmp = absl::StrCat(path, ".png.tmp.", getpid());
+  FSDP_RETURN_IF_ERROR(
+      fsdp::report::WriteFileAtomically(path + ".gp", script_for(stem + ".png")));
+  const std::string run_script = absl::StrCat(path, ".gp.run.", getpid());
+  FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(run_script, script_for(png_tmp)));
   absl::Status status = RunGnuplot(run_script);
   std::remove(run_script.c_str());
   if (status.ok() && std::rename(png_tmp.c_str(), png.c_str()) != 0) {
@@ -295,13 +318,258 @@ std::string Mib(int64_t bytes) {
   return absl::StrFormat("%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
+// Whether a measurement equals its prediction in the total and every
+// tracker category, to the byte.
+bool MeasuredEqualsPredicted(const ReportRow& row) {
+  if (!row.measured.has_value()) return false;
+  if (row.measured->peak_total_bytes != row.predicted.total_bytes()) return false;
+  for (int c = 0; c < fsdp::kNumMemoryCategories; ++c) {
+    const auto category = static_cast<fsdp::MemoryCategory>(c);
+    if (row.measured->peak(category) != row.predicted.tracker_bytes(category)) return false;
+  }
+  return true;
+}
+
+struct MeasureLimits {
+  int max_measured_width = 0;
+  int max_measured_seq_len = 0;  // 0: any
+  int64_t measure_cap_bytes = 0;
+  double max_measured_rank_params = 0;
+  int steps = 2;
+};
+
+// Predicts every point and measures those within the limits the runtime
+// accepts; prints a line per point. Returns the rows; counts failed
+// measurements in *failures.
+std::vector<ReportRow> PredictAndMeasure(const std::vector<MemoryPoint>& points,
+                                         const MeasureLimits& limits,
+                                         const std::string& scratch_dir, int* index,
+                                         int total_points, int* failures) {
+  std::vector<ReportRow> rows;
+  for (const MemoryPoint& point : points) {
+    const int i = (*index)++;
+    ReportRow row;
+    row.point = point;
+    absl::StatusOr<RankMemoryEstimate> predicted = fsdp::report::EstimateRankMemory(point);
+    if (!predicted.ok()) {
+      std::printf("[%d/%d] %s: cannot predict: %s\n", i + 1, total_points,
+                  fsdp::report::MemoryPointToString(point).c_str(),
+                  std::string(predicted.status().message()).c_str());
+      continue;
+    }
+    row.predicted = *predicted;
+    const absl::Time start = absl::Now();
+    absl::StatusOr<fsdp::TrainOptions> run =
+        fsdp::report::TrainOptionsForPoint(point, limits.steps);
+    if (!run.ok()) {
+      row.status = absl::StrCat("not measured: ", run.status().message());
+    } else if (point.config.d_model > limits.max_measured_width) {
+      row.status = absl::StrCat("predicted only: wider than the preset measures (d_model ",
+                                limits.max_measured_width, ")");
+    } else if (limits.max_measured_seq_len > 0 &&
+               point.config.seq_len > limits.max_measured_seq_len) {
+      row.status = absl::StrCat("predicted only: longer than the preset measures (seq_len ",
+                                limits.max_measured_seq_len, ", compute time)");
+    } else if (static_cast<double>(point.ranks) * row.predicted.total_bytes() >
+               static_cast<double>(limits.measure_cap_bytes)) {
+      row.status = absl::StrCat("predicted only: ", point.ranks, " x ",
+                                Mib(row.predicted.total_bytes()), " is over --measure_cap=",
+                                absl::GetFlag(FLAGS_measure_cap));
+    } else if (static_cast<double>(point.ranks) * row.predicted.num_params >
+               limits.max_measured_rank_params) {
+      row.status = absl::StrFormat(
+          "predicted only: %d ranks x %.3g parameters is over the preset's %.3g (compute time)",
+          point.ranks, static_cast<double>(row.predicted.num_params),
+          limits.max_measured_rank_params);
+    } else {
+      absl::StatusOr<RankMeasurement> measured =
+          MeasurePoint(point, limits.steps, scratch_dir, i);
+      if (!measured.ok()) {
+        // One retry: the launcher picks a free MASTER_PORT that another
+        // process on this shared machine can take before rank 0 binds it
+        // ("MASTER_PORT ... is in use"); a real failure fails again.
+        std::printf("[%d/%d] launch failed (%s); retrying once on a new port\n", i + 1,
+                    total_points, std::string(measured.status().message()).c_str());
+        std::fflush(stdout);
+        measured = MeasurePoint(point, limits.steps, scratch_dir, i);
+      }
+      if (measured.ok()) {
+        row.measured = *measured;
+        row.status = "measured";
+      } else {
+        row.status = absl::StrCat("measurement failed: ", measured.status().message());
+        ++*failures;
+      }
+    }
+    std::string line = absl::StrFormat(
+        "[%d/%d] %s params=%.3g: predicted %s", i + 1, total_points,
+        fsdp::report::MemoryPointToString(point), static_cast<double>(row.predicted.num_params),
+        Mib(row.predicted.total_bytes()));
+    if (row.measured.has_value()) {
+      absl::StrAppend(
+          &line,
+          absl::StrFormat(", measured %s (x%.4f%s), peak RSS %s (%.1f s)",
+                          Mib(row.measured->peak_total_bytes),
+                          static_cast<double>(row.measured->peak_total_bytes) /
+                              row.predicted.total_bytes(),
+                          MeasuredEqualsPredicted(row) ? ", every category exact" : "",
+                          Mib(row.measured->peak_rss_bytes),
+                          absl::ToDoubleSeconds(absl::Now() - start)));
+    } else {
+      absl::StrAppend(&line, "; ", row.status);
+    }
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// With a budget, each mode's curve of the sequence-length plot continues
+// past the sweep's longest seq_len, doubling, up to the first point over the
+// budget, so the plot shows where each mode stops fitting (predicted only).
+absl::StatusOr<std::vector<MemoryPoint>> PointsTowardTheBudget(
+    const std::vector<MemoryPoint>& seq_points, int64_t budget) {
+  std::vector<MemoryPoint> beyond;
+  if (budget <= 0) return beyond;
+  // The longest point of each mode.
+  std::vector<MemoryPoint> last;
+  for (const MemoryPoint& point : seq_points) {
+    const ActivationMode mode = fsdp::report::ActivationModeOf(point.config);
+    auto same = std::find_if(last.begin(), last.end(), [&](const MemoryPoint& p) {
+      return fsdp::report::ActivationModeOf(p.config) == mode;
+    });
+    if (same == last.end()) {
+      last.push_back(point);
+    } else if (point.config.seq_len > same->config.seq_len) {
+      *same = point;
+    }
+  }
+  for (const MemoryPoint& longest : last) {
+    FSDP_ASSIGN_OR_RETURN(RankMemoryEstimate at_end, fsdp::report::EstimateRankMemory(longest));
+    if (at_end.total_bytes() > budget) continue;  // the sweep already crosses it
+    MemoryPoint point = longest;
+    while (point.config.seq_len <= fsdp::report::kMaxSearchedSeqLen / 2) {
+      point.config.seq_len *= 2;
+      beyond.push_back(point);
+      FSDP_ASSIGN_OR_RETURN(RankMemoryEstimate e, fsdp::report::EstimateRankMemory(point));
+      if (e.total_bytes() > budget) break;
+    }
+  }
+  return beyond;
+}
+
+// The budget modes: with and without checkpointing and flash attention.
+std::vector<ActivationMode> BudgetModes() {
+  return {ActivationMode{0, false}, ActivationMode{2, false}, ActivationMode{1, false},
+          ActivationMode{0, true}, ActivationMode{1, true}};
+}
+
+// With a budget: the largest family model and the longest sequence of the
+// sequence-length sweep's model that fit, per precision, strategy, ranks
+// and mode; printed one line per (precision, strategy, ranks).
+absl::Status ComputeFits(const SweepOptions& sweep, int64_t budget, ReportData& data) {
+  std::printf("largest GPT-family model (vocab=%d seq_len=%d micro_batch=%d) within %s per "
+              "rank, per activation mode:\n",
+              sweep.vocab, sweep.seq_len, sweep.micro_batch, fsdp::FormatBytes(budget).c_str());
+  const fsdp::report::SeqLenSweep& seq = sweep.seq_len_sweep;
+  for (Precision precision : sweep.precisions) {
+    for (fsdp::proto::ShardingStrategy strategy : sweep.strategies) {
+      for (int ranks : sweep.ranks) {
+        std::string line = absl::StrFormat("  %-16s %-9s ranks=%-3d",
+                                           fsdp::plan::ShardingStrategyName(strategy),
+                                           fsdp::report::PrecisionName(precision), ranks);
+        for (const ActivationMode& mode : BudgetModes()) {
+          MemoryPoint point;
+          point.config.vocab = sweep.vocab;
+          point.config.seq_len = sweep.seq_len;
+          point.config.activation_checkpoint_every = mode.checkpoint_every;
+          point.config.flash_attention = mode.flash_attention;
+          point.micro_batch = sweep.micro_batch;
+          point.strategy = strategy;
+          point.ranks = ranks;
+          point.group_size = GroupSizeFor(strategy, ranks);
+          point.precision = precision;
+          FSDP_ASSIGN_OR_RETURN(std::optional<fsdp::report::FittingModel> largest,
+                                fsdp::report::LargestFittingFamilyModel(point, budget));
+          FitRow fit;
+          fit.strategy = strategy;
+          fit.precision = precision;
+          fit.ranks = ranks;
+          fit.group_size = point.group_size;
+          fit.mode = mode;
+          fit.largest = largest;
+          data.fits.push_back(fit);
+          absl::StrAppend(&line, " | ", fsdp::report::ActivationModeName(mode), " ",
+                          largest.has_value()
+                              ? absl::StrFormat("%.3g", static_cast<double>(
+                                                            largest->estimate.num_params))
+                              : std::string("none"));
+        }
+        std::printf("%s\n", line.c_str());
+      }
+    }
+  }
+  if (seq.width == 0) return absl::OkStatus();
+  data.seq_len_model = fsdp::report::GptFamilyConfig(seq.width, seq.vocab, 0);
+  data.seq_len_micro_batch = seq.micro_batch;
+  const fsdp::GptConfig& m = data.seq_len_model;
+  std::printf("longest sequence of layers=%d d_model=%d heads=%d vocab=%d micro_batch=%d within "
+              "%s per rank, per activation mode:\n",
+              m.layers, m.d_model, m.heads, m.vocab, seq.micro_batch,
+              fsdp::FormatBytes(budget).c_str());
+  for (Precision precision : sweep.precisions) {
+    for (fsdp::proto::ShardingStrategy strategy : sweep.strategies) {
+      for (int ranks : sweep.ranks) {
+        std::string line = absl::StrFormat("  %-16s %-9s ranks=%-3d",
+                                           fsdp::plan::ShardingStrategyName(strategy),
+                                           fsdp::report::PrecisionName(precision), ranks);
+        for (const ActivationMode& mode : BudgetModes()) {
+          MemoryPoint point;
+          point.config = data.seq_len_model;
+          point.config.activation_checkpoint_every = mode.checkpoint_every;
+          point.config.flash_attention = mode.flash_attention;
+          point.micro_batch = seq.micro_batch;
+          point.strategy = strategy;
+          point.ranks = ranks;
+          point.group_size = GroupSizeFor(strategy, ranks);
+          point.precision = precision;
+          FSDP_ASSIGN_OR_RETURN(std::optional<fsdp::report::FittingSeqLen> longest,
+                                fsdp::report::LargestFittingSeqLen(point, budget));
+          fsdp::report::SeqLenFitRow fit;
+          fit.strategy = strategy;
+          fit.precision = precision;
+          fit.ranks = ranks;
+          fit.group_size = point.group_size;
+          fit.mode = mode;
+          fit.longest = longest;
+          data.seq_len_fits.push_back(fit);
+          absl::StrAppend(&line, " | ", fsdp::report::ActivationModeName(mode), " ",
+                          longest.has_value() ? absl::StrCat(longest->seq_len)
+                                              : std::string("none"));
+        }
+        std::printf("%s\n", line.c_str());
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int> RunSweep() {
   FSDP_ASSIGN_OR_RETURN(SweepOptions sweep,
                         fsdp::report::SweepPreset(absl::GetFlag(FLAGS_preset)));
   FSDP_ASSIGN_OR_RETURN(sweep.strategies, ParseStrategies(absl::GetFlag(FLAGS_strategy)));
   FSDP_ASSIGN_OR_RETURN(sweep.precisions, ParsePrecisions(absl::GetFlag(FLAGS_precision)));
+  FSDP_ASSIGN_OR_RETURN(sweep.modes, fsdp::report::ParseActivationModes(
+                                         absl::GetFlag(FLAGS_activation_checkpointing),
+                                         absl::GetFlag(FLAGS_attention)));
   if (!absl::GetFlag(FLAGS_ranks).empty()) {
     FSDP_ASSIGN_OR_RETURN(sweep.ranks, ParseIntList("ranks", absl::GetFlag(FLAGS_ranks)));
+  }
+  if (const std::string seq_lens = absl::GetFlag(FLAGS_seq_lens); seq_lens == "none") {
+    sweep.seq_len_sweep.width = 0;
+  } else if (!seq_lens.empty()) {
+    FSDP_ASSIGN_OR_RETURN(sweep.seq_len_sweep.seq_lens, ParseIntList("seq_lens", seq_lens));
   }
   if (absl::GetFlag(FLAGS_steps) > 0) sweep.steps = absl::GetFlag(FLAGS_steps);
   FSDP_ASSIGN_OR_RETURN(sweep.measure_cap_bytes,
@@ -321,123 +589,53 @@ absl::StatusOr<int> RunSweep() {
   ReportData data;
   data.title = fsdp::report::SweepDescription(sweep);
   data.budget_bytes = budget;
+  ReportData seq_data;
+  seq_data.title = fsdp::report::SeqLenSweepDescription(sweep);
+  seq_data.budget_bytes = budget;
   std::vector<MemoryPoint> points = fsdp::report::SweepPoints(sweep);
   for (MemoryPoint& point : points) {
     point.group_size = GroupSizeFor(point.strategy, point.ranks);
   }
-  std::printf("memory_report: %s; %zu points -> %s\n", data.title.c_str(), points.size(),
-              out_dir.c_str());
-  std::fflush(stdout);
-  int failures = 0;
-  for (size_t i = 0; i < points.size(); ++i) {
-    const MemoryPoint& point = points[i];
-    ReportRow row;
-    row.point = point;
-    absl::StatusOr<RankMemoryEstimate> predicted = fsdp::report::EstimateRankMemory(point);
-    if (!predicted.ok()) {
-      std::printf("[%zu/%zu] %s: cannot predict: %s\n", i + 1, points.size(),
-                  fsdp::report::MemoryPointToString(point).c_str(),
-                  std::string(predicted.status().message()).c_str());
-      continue;
-    }
-    row.predicted = *predicted;
-    const absl::Time start = absl::Now();
-    absl::StatusOr<fsdp::TrainOptions> run =
-        fsdp::report::TrainOptionsForPoint(point, sweep.steps);
-    if (!run.ok()) {
-      row.status = absl::StrCat("not measured: ", run.status().message());
-    } else if (point.config.d_model > sweep.max_measured_width) {
-      row.status = absl::StrCat("predicted only: wider than the preset measures (d_model ",
-                                sweep.max_measured_width, ")");
-    } else if (static_cast<double>(point.ranks) * row.predicted.total_bytes() >
-               static_cast<double>(sweep.measure_cap_bytes)) {
-      row.status = absl::StrCat("predicted only: ", point.ranks, " x ",
-                                Mib(row.predicted.total_bytes()), " is over --measure_cap=",
-                                absl::GetFlag(FLAGS_measure_cap));
-    } else if (static_cast<double>(point.ranks) * row.predicted.num_params >
-               sweep.max_measured_rank_params) {
-      row.status = absl::StrFormat(
-          "predicted only: %d ranks x %.3g parameters is over the preset's %.3g (compute time)",
-          point.ranks, static_cast<double>(row.predicted.num_params),
-          sweep.max_measured_rank_params);
-    } else {
-      absl::StatusOr<RankMeasurement> measured =
-          MeasurePoint(point, sweep.steps, scratch_dir, static_cast<int>(i));
-      if (!measured.ok()) {
-        // One retry: the launcher picks a free MASTER_PORT that another
-        // process on this shared machine can take before rank 0 binds it
-        // ("MASTER_PORT ... is in use"); a real failure fails again.
-        std::printf("[%zu/%zu] launch failed (%s); retrying once on a new port\n", i + 1,
-                    points.size(), std::string(measured.status().message()).c_str());
-        std::fflush(stdout);
-        measured = MeasurePoint(point, sweep.steps, scratch_dir, static_cast<int>(i));
-      }
-      if (measured.ok()) {
-        row.measured = *measured;
-        row.status = "measured";
-      } else {
-        row.status = absl::StrCat("measurement failed: ", measured.status().message());
-        ++failures;
-      }
-    }
-    std::string line = absl::StrFormat(
-        "[%zu/%zu] %s params=%.3g: predicted %s", i + 1, points.size(),
-        fsdp::report::MemoryPointToString(point), static_cast<double>(row.predicted.num_params),
-        Mib(row.predicted.total_bytes()));
-    if (row.measured.has_value()) {
-      absl::StrAppend(
-          &line,
-          absl::StrFormat(", measured %s (x%.4f), peak RSS %s (%.1f s)",
-                          Mib(row.measured->peak_total_bytes),
-                          static_cast<double>(row.measured->peak_total_bytes) /
-                              row.predicted.total_bytes(),
-                          Mib(row.measured->peak_rss_bytes),
-                          absl::ToDoubleSeconds(absl::Now() - start)));
-    } else {
-      absl::StrAppend(&line, "; ", row.status);
-    }
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-    data.rows.push_back(std::move(row));
+  std::vector<MemoryPoint> seq_points = fsdp::report::SeqLenSweepPoints(sweep);
+  for (MemoryPoint& point : seq_points) {
+    point.group_size = GroupSizeFor(point.strategy, point.ranks);
   }
+  FSDP_ASSIGN_OR_RETURN(const std::vector<MemoryPoint> beyond,
+                        PointsTowardTheBudget(seq_points, budget));
+  seq_points.insert(seq_points.end(), beyond.begin(), beyond.end());
+  const int total = static_cast<int>(points.size() + seq_points.size());
+  std::printf("memory_report: %s; %zu points, and %zu of the %s -> %s\n", data.title.c_str(),
+              points.size(), seq_points.size(), seq_data.title.c_str(), out_dir.c_str());
+  std::fflush(stdout);
+  int failures = 0, index = 0;
+  MeasureLimits limits;
+  limits.max_measured_width = sweep.max_measured_width;
+  limits.measure_cap_bytes = sweep.measure_cap_bytes;
+  limits.max_measured_rank_params = sweep.max_measured_rank_params;
+  limits.steps = sweep.steps;
+  data.rows = PredictAndMeasure(points, limits, scratch_dir, &index, total, &failures);
+  MeasureLimits seq_limits = limits;
+  seq_limits.max_measured_width = std::max(limits.max_measured_width, sweep.seq_len_sweep.width);
+  seq_limits.max_measured_seq_len = sweep.seq_len_sweep.max_measured_seq_len;
+  seq_data.rows = PredictAndMeasure(seq_points, seq_limits, scratch_dir, &index, total, &failures);
   rmdir(scratch_dir.c_str());
 
-  if (budget > 0) {
-    std::printf("largest GPT-family model within %s per rank:\n",
-                fsdp::FormatBytes(budget).c_str());
-    for (Precision precision : sweep.precisions) {
-      for (fsdp::proto::ShardingStrategy strategy : sweep.strategies) {
-        for (int ranks : sweep.ranks) {
-          MemoryPoint point;
-          point.config.vocab = sweep.vocab;
-          point.config.seq_len = sweep.seq_len;
-          point.micro_batch = sweep.micro_batch;
-          point.strategy = strategy;
-          point.ranks = ranks;
-          point.group_size = GroupSizeFor(strategy, ranks);
-          point.precision = precision;
-          FSDP_ASSIGN_OR_RETURN(std::optional<fsdp::report::FittingModel> largest,
-                                fsdp::report::LargestFittingFamilyModel(point, budget));
-          FitRow fit;
-          fit.strategy = strategy;
-          fit.precision = precision;
-          fit.ranks = ranks;
-          fit.group_size = point.group_size;
-          fit.largest = largest;
-          std::printf("  %-16s %-5s ranks=%-5d %s\n",
-                      fsdp::plan::ShardingStrategyName(strategy).c_str(),
-                      fsdp::report::PrecisionName(precision), ranks,
-                      largest.has_value()
-                          ? absl::StrFormat("%.3g parameters (%s), %s per rank",
-                                            static_cast<double>(largest->estimate.num_params),
-                                            fsdp::GptConfigToString(largest->config),
-                                            Mib(largest->estimate.total_bytes()))
-                                .c_str()
-                          : "nothing fits");
-          data.fits.push_back(fit);
-        }
-      }
+  int measured = 0, exact = 0;
+  for (const std::vector<ReportRow>* rows : {&data.rows, &seq_data.rows}) {
+    for (const ReportRow& row : *rows) {
+      measured += row.measured.has_value() ? 1 : 0;
+      exact += MeasuredEqualsPredicted(row) ? 1 : 0;
     }
+  }
+  std::printf("memory_report: %d of %d measured points equal their prediction to the byte, in "
+              "the total and every category\n",
+              exact, measured);
+
+  if (budget > 0) {
+    FSDP_RETURN_IF_ERROR(ComputeFits(sweep, budget, data));
+    seq_data.seq_len_model = data.seq_len_model;
+    seq_data.seq_len_micro_batch = data.seq_len_micro_batch;
+    seq_data.seq_len_fits = data.seq_len_fits;
   }
 
   FSDP_RETURN_IF_ERROR(
@@ -445,10 +643,25 @@ absl::StatusOr<int> RunSweep() {
   FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(out_dir + "/memory.md",
                                                           fsdp::report::ReportMarkdown(data)));
   for (Precision precision : sweep.precisions) {
-    FSDP_RETURN_IF_ERROR(WritePlot(data, precision, out_dir));
+    FSDP_RETURN_IF_ERROR(WritePlot(
+        out_dir, absl::StrCat("memory_", fsdp::report::PrecisionName(precision)),
+        [&](const std::string& png) {
+          return fsdp::report::ReportGnuplotScript(data, precision, png);
+        }));
   }
-  std::printf("memory_report: wrote %s/memory.csv, memory.md and memory_<precision>.png%s\n",
-              out_dir.c_str(),
+  std::string seq_outputs;
+  if (!seq_points.empty()) {
+    FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(out_dir + "/memory_seq_len.csv",
+                                                            fsdp::report::ReportCsv(seq_data)));
+    FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(
+        out_dir + "/memory_seq_len.md", fsdp::report::ReportMarkdown(seq_data)));
+    FSDP_RETURN_IF_ERROR(WritePlot(out_dir, "memory_seq_len", [&](const std::string& png) {
+      return fsdp::report::SeqLenGnuplotScript(seq_data, png);
+    }));
+    seq_outputs = ", memory_seq_len.{csv,md,png}";
+  }
+  std::printf("memory_report: wrote %s/memory.csv, memory.md, memory_<precision>.png%s%s\n",
+              out_dir.c_str(), seq_outputs.c_str(),
               failures > 0 ? absl::StrCat("; ", failures, " measurement(s) FAILED").c_str() : "");
   return failures > 0 ? 1 : 0;
 }
@@ -523,37 +736,48 @@ absl::Status PredictOnly() {
         "--predict_only needs --params=COUNT, or a GPT shape: --layers --d_model --heads "
         "--vocab --seq_len (and --micro_batch, default 1)");
   }
+  FSDP_ASSIGN_OR_RETURN(const std::vector<ActivationMode> modes,
+                        fsdp::report::ParseActivationModes(
+                            absl::GetFlag(FLAGS_activation_checkpointing),
+                            absl::GetFlag(FLAGS_attention)));
+  FSDP_RETURN_IF_ERROR(fsdp::report::ApplyActivationMode(modes.front(), base.config));
   std::printf("per-rank peak for %s micro_batch=%d, Adam (GB = 1e9 B)\n",
               fsdp::GptConfigToString(base.config).c_str(), base.micro_batch);
-  std::printf("%-16s %-6s %7s %6s %18s %16s %16s %16s %18s %10s %10s%s\n", "strategy", "prec",
-              "ranks", "group", "model state B", "gathered B", "comm B", "activ+work B",
-              "total B", "state GB", "total GB", budget > 0 ? "  fits budget" : "");
+  std::printf("%-16s %-6s %7s %6s %-13s %18s %16s %16s %16s %18s %10s %10s%s\n", "strategy",
+              "prec", "ranks", "group", "activations", "model state B", "gathered B", "comm B",
+              "activ+work B", "total B", "state GB", "total GB",
+              budget > 0 ? "  fits budget" : "");
   for (Precision precision : precisions) {
     for (fsdp::proto::ShardingStrategy strategy : strategies) {
       for (int ranks : rank_counts) {
-        MemoryPoint point = base;
-        point.strategy = strategy;
-        point.ranks = ranks;
-        point.group_size = GroupSizeFor(strategy, ranks);
-        point.precision = precision;
-        absl::StatusOr<RankMemoryEstimate> e = fsdp::report::EstimateRankMemory(point);
-        if (!e.ok()) {
-          std::printf("%-16s %-6s %7d: %s\n", fsdp::plan::ShardingStrategyName(strategy).c_str(),
+        for (const ActivationMode& mode : modes) {
+          MemoryPoint point = base;
+          point.strategy = strategy;
+          point.ranks = ranks;
+          point.group_size = GroupSizeFor(strategy, ranks);
+          point.precision = precision;
+          FSDP_RETURN_IF_ERROR(fsdp::report::ApplyActivationMode(mode, point.config));
+          absl::StatusOr<RankMemoryEstimate> e = fsdp::report::EstimateRankMemory(point);
+          if (!e.ok()) {
+            std::printf("%-16s %-6s %7d: %s\n", fsdp::plan::ShardingStrategyName(strategy).c_str(),
+                        fsdp::report::PrecisionName(precision), ranks,
+                        std::string(e.status().message()).c_str());
+            continue;
+          }
+          std::printf("%-16s %-6s %7d %6s %-13s %18lld %16lld %16lld %16lld %18lld %10.2f "
+                      "%10.2f%s\n",
+                      fsdp::plan::ShardingStrategyName(strategy).c_str(),
                       fsdp::report::PrecisionName(precision), ranks,
-                      std::string(e.status().message()).c_str());
-          continue;
+                      point.group_size > 0 ? absl::StrCat(point.group_size).c_str() : "-",
+                      fsdp::report::ActivationModeName(mode).c_str(),
+                      static_cast<long long>(e->model_state_bytes()),
+                      static_cast<long long>(e->gathered_bytes),
+                      static_cast<long long>(e->comm_buffer_bytes),
+                      static_cast<long long>(e->activation_bytes + e->workspace_bytes),
+                      static_cast<long long>(e->total_bytes()), e->model_state_bytes() / 1e9,
+                      e->total_bytes() / 1e9,
+                      budget > 0 ? (e->total_bytes() <= budget ? "  yes" : "  no") : "");
         }
-        std::printf("%-16s %-6s %7d %6s %18lld %16lld %16lld %16lld %18lld %10.2f %10.2f%s\n",
-                    fsdp::plan::ShardingStrategyName(strategy).c_str(),
-                    fsdp::report::PrecisionName(precision), ranks,
-                    point.group_size > 0 ? absl::StrCat(point.group_size).c_str() : "-",
-                    static_cast<long long>(e->model_state_bytes()),
-                    static_cast<long long>(e->gathered_bytes),
-                    static_cast<long long>(e->comm_buffer_bytes),
-                    static_cast<long long>(e->activation_bytes + e->workspace_bytes),
-                    static_cast<long long>(e->total_bytes()), e->model_state_bytes() / 1e9,
-                    e->total_bytes() / 1e9,
-                    budget > 0 ? (e->total_bytes() <= budget ? "  yes" : "  no") : "");
       }
     }
   }
@@ -568,6 +792,21 @@ absl::Status PredictOnly() {
     const absl::Status fits = fsdp::report::CheckFitsBudget(point, budget);
     std::printf("budget check for %s: %s\n", fsdp::report::MemoryPointToString(point).c_str(),
                 fits.ok() ? "fits" : std::string(fits.message()).c_str());
+    // The other budget answer for this shape: how long a sequence fits.
+    std::string longest = absl::StrCat("longest seq_len within ", fsdp::FormatBytes(budget),
+                                       " for ", fsdp::plan::ShardingStrategyName(point.strategy),
+                                       " on ", point.ranks,
+                                       point.ranks == 1 ? " rank:" : " ranks:");
+    for (const ActivationMode& mode : BudgetModes()) {
+      MemoryPoint with_mode = point;
+      if (!fsdp::report::ApplyActivationMode(mode, with_mode.config).ok()) continue;
+      FSDP_ASSIGN_OR_RETURN(const std::optional<fsdp::report::FittingSeqLen> fit,
+                            fsdp::report::LargestFittingSeqLen(with_mode, budget));
+      absl::StrAppend(&longest, " ", fsdp::report::ActivationModeName(mode), " ",
+                      fit.has_value() ? absl::StrCat(fit->seq_len) : std::string("none"),
+                      fit.has_value() && fit->at_search_limit ? "+" : "");
+    }
+    std::printf("%s\n", longest.c_str());
   }
   return absl::OkStatus();
 }

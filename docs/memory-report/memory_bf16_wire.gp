@@ -23,6 +23,10 @@ $r1_no_shard_measured << EOD
 5.26019e+07 1.26775e+09
 EOD
 $r1_no_shard_crossing << EOD
+8.92104e+07 2.14748e+09
+8.92104e+07 2.14748e+09
+8.92139e+07 2.14748e+09
+8.92139e+07 2.14748e+09
 8.92139e+07 2.14748e+09
 EOD
 $r1_shard_optimizer_predicted << EOD
@@ -48,6 +52,10 @@ $r1_shard_optimizer_measured << EOD
 EOD
 $r1_shard_optimizer_crossing << EOD
 7.99484e+07 2.14748e+09
+8.1062e+07 2.14748e+09
+8.3543e+07 2.14748e+09
+8.72603e+07 2.14748e+09
+8.72637e+07 2.14748e+09
 EOD
 $r1_shard_grad_op_predicted << EOD
 1.33402e+06 4.09231e+07
@@ -72,6 +80,10 @@ $r1_shard_grad_op_measured << EOD
 EOD
 $r1_shard_grad_op_crossing << EOD
 9.26826e+07 2.14748e+09
+9.42707e+07 2.14748e+09
+9.76427e+07 2.14748e+09
+1.02436e+08 2.14748e+09
+1.02441e+08 2.14748e+09
 EOD
 $r1_full_shard_predicted << EOD
 1.33402e+06 3.82229e+07
@@ -96,6 +108,10 @@ $r1_full_shard_measured << EOD
 EOD
 $r1_full_shard_crossing << EOD
 1.09711e+08 2.14748e+09
+1.1182e+08 2.14748e+09
+1.16155e+08 2.14748e+09
+1.23038e+08 2.14748e+09
+1.23043e+08 2.14748e+09
 EOD
 $r1_hybrid_shard_predicted << EOD
 1.33402e+06 3.82229e+07
@@ -120,6 +136,10 @@ $r1_hybrid_shard_measured << EOD
 EOD
 $r1_hybrid_shard_crossing << EOD
 1.09711e+08 2.14748e+09
+1.1182e+08 2.14748e+09
+1.16155e+08 2.14748e+09
+1.23038e+08 2.14748e+09
+1.23043e+08 2.14748e+09
 EOD
 $r2_no_shard_predicted << EOD
 1.33402e+06 3.72055e+07
@@ -143,6 +163,10 @@ $r2_no_shard_measured << EOD
 5.26019e+07 1.10995e+09
 EOD
 $r2_no_shard_crossing << EOD
+1.0194e+08 2.14748e+09
+1.0194e+08 2.14748e+09
+1.01945e+08 2.14748e+09
+1.01945e+08 2.14748e+09
 1.01945e+08 2.14748e+09
 EOD
 $r2_shard_optimizer_predicted << EOD
@@ -168,6 +192,10 @@ $r2_shard_optimizer_measured << EOD
 EOD
 $r2_shard_optimizer_crossing << EOD
 1.15535e+08 2.14748e+09
+1.18444e+08 2.14748e+09
+1.23225e+08 2.14748e+09
+1.30635e+08 2.14748e+09
+1.30641e+08 2.14748e+09
 EOD
 $r2_shard_grad_op_predicted << EOD
 1.33402e+06 3.0251e+07
@@ -192,6 +220,10 @@ $r2_shard_grad_op_measured << EOD
 EOD
 $r2_shard_grad_op_crossing << EOD
 1.46211e+08 2.14748e+09
+1.49901e+08 2.14748e+09
+1.57152e+08 2.14748e+09
+1.68695e+08 2.14748e+09
+1.68702e+08 2.14748e+09
 EOD
 $r2_full_shard_predicted << EOD
 1.33402e+06 2.73525e+07
@@ -216,6 +248,10 @@ $r2_full_shard_measured << EOD
 EOD
 $r2_full_shard_crossing << EOD
 1.96127e+08 2.14748e+09
+2.03723e+08 2.14748e+09
+2.17227e+08 2.14748e+09
+2.37154e+08 2.14748e+09
+2.37164e+08 2.14748e+09
 EOD
 $r2_hybrid_shard_predicted << EOD
 1.33402e+06 3.82229e+07
@@ -240,6 +276,10 @@ $r2_hybrid_shard_measured << EOD
 EOD
 $r2_hybrid_shard_crossing << EOD
 1.09711e+08 2.14748e+09
+1.1182e+08 2.14748e+09
+1.16155e+08 2.14748e+09
+1.23038e+08 2.14748e+09
+1.23043e+08 2.14748e+09
 EOD
 $r4_no_shard_predicted << EOD
 1.33402e+06 3.58715e+07
@@ -264,6 +304,10 @@ $r4_no_shard_measured << EOD
 EOD
 $r4_no_shard_crossing << EOD
 1.09746e+08 2.14748e+09
+1.09773e+08 2.14748e+09
+1.09773e+08 2.14748e+09
+1.09778e+08 2.14748e+09
+1.09778e+08 2.14748e+09
 EOD
 $r4_shard_optimizer_predicted << EOD
 1.33402e+06 2.92014e+07
@@ -288,6 +332,10 @@ $r4_shard_optimizer_measured << EOD
 EOD
 $r4_shard_optimizer_crossing << EOD
 1.49787e+08 2.14748e+09
+1.54235e+08 2.14748e+09
+1.61834e+08 2.14748e+09
+1.73818e+08 2.14748e+09
+1.73826e+08 2.14748e+09
 EOD
 $r4_shard_grad_op_predicted << EOD
 1.33402e+06 2.49149e+07
@@ -312,6 +360,10 @@ $r4_shard_grad_op_measured << EOD
 EOD
 $r4_shard_grad_op_crossing << EOD
 2.07625e+08 2.14748e+09
+2.13809e+08 2.14748e+09
+2.27947e+08 2.14748e+09
+2.49669e+08 2.14748e+09
+2.49679e+08 2.14748e+09
 EOD
 $r4_full_shard_predicted << EOD
 1.33402e+06 2.19173e+07
@@ -336,6 +388,10 @@ $r4_full_shard_measured << EOD
 EOD
 $r4_full_shard_crossing << EOD
 3.41212e+08 2.14748e+09
+3.52826e+08 2.14748e+09
+3.87547e+08 2.14748e+09
+4.46749e+08 2.14748e+09
+4.46768e+08 2.14748e+09
 EOD
 $r4_hybrid_shard_predicted << EOD
 1.33402e+06 2.73525e+07
@@ -360,6 +416,10 @@ $r4_hybrid_shard_measured << EOD
 EOD
 $r4_hybrid_shard_crossing << EOD
 1.96127e+08 2.14748e+09
+2.03723e+08 2.14748e+09
+2.17227e+08 2.14748e+09
+2.37154e+08 2.14748e+09
+2.37164e+08 2.14748e+09
 EOD
 $r8_no_shard_predicted << EOD
 1.33402e+06 3.52045e+07
@@ -383,6 +443,10 @@ $r8_no_shard_measured << EOD
 EOD
 $r8_no_shard_crossing << EOD
 1.12822e+08 2.14748e+09
+1.1416e+08 2.14748e+09
+1.1416e+08 2.14748e+09
+1.14165e+08 2.14748e+09
+1.14165e+08 2.14748e+09
 EOD
 $r8_shard_optimizer_predicted << EOD
 1.33402e+06 2.65334e+07
@@ -406,6 +470,10 @@ $r8_shard_optimizer_measured << EOD
 EOD
 $r8_shard_optimizer_crossing << EOD
 1.77951e+08 2.14748e+09
+1.8186e+08 2.14748e+09
+1.9166e+08 2.14748e+09
+2.08233e+08 2.14748e+09
+2.08242e+08 2.14748e+09
 EOD
 $r8_shard_grad_op_predicted << EOD
 1.33402e+06 2.22469e+07
@@ -429,6 +497,10 @@ $r8_shard_grad_op_measured << EOD
 EOD
 $r8_shard_grad_op_crossing << EOD
 2.64211e+08 2.14748e+09
+2.72667e+08 2.14748e+09
+2.93655e+08 2.14748e+09
+3.28852e+08 2.14748e+09
+3.28867e+08 2.14748e+09
 EOD
 $r8_full_shard_predicted << EOD
 1.33402e+06 1.91997e+07
@@ -452,6 +524,10 @@ $r8_full_shard_measured << EOD
 EOD
 $r8_full_shard_crossing << EOD
 5.26368e+08 2.14748e+09
+5.69844e+08 2.14748e+09
+6.54875e+08 2.14748e+09
+8.13282e+08 2.14748e+09
+8.13321e+08 2.14748e+09
 EOD
 $r8_hybrid_shard_predicted << EOD
 1.33402e+06 2.19173e+07
@@ -475,6 +551,10 @@ $r8_hybrid_shard_measured << EOD
 EOD
 $r8_hybrid_shard_crossing << EOD
 3.41212e+08 2.14748e+09
+3.52826e+08 2.14748e+09
+3.87547e+08 2.14748e+09
+4.46749e+08 2.14748e+09
+4.46768e+08 2.14748e+09
 EOD
 set logscale xy
 set format x '10^{%L}'

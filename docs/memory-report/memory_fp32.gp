@@ -24,6 +24,10 @@ $r1_no_shard_measured << EOD
 EOD
 $r1_no_shard_crossing << EOD
 9.50359e+07 2.14748e+09
+9.66867e+07 2.14748e+09
+1.00637e+08 2.14748e+09
+1.05744e+08 2.14748e+09
+1.05824e+08 2.14748e+09
 EOD
 $r1_shard_optimizer_predicted << EOD
 1.33402e+06 3.98735e+07
@@ -48,6 +52,10 @@ $r1_shard_optimizer_measured << EOD
 EOD
 $r1_shard_optimizer_crossing << EOD
 9.50359e+07 2.14748e+09
+9.66867e+07 2.14748e+09
+1.00637e+08 2.14748e+09
+1.05744e+08 2.14748e+09
+1.05824e+08 2.14748e+09
 EOD
 $r1_shard_grad_op_predicted << EOD
 1.33402e+06 3.55871e+07
@@ -72,6 +80,10 @@ $r1_shard_grad_op_measured << EOD
 EOD
 $r1_shard_grad_op_crossing << EOD
 1.1437e+08 2.14748e+09
+1.1719e+08 2.14748e+09
+1.21796e+08 2.14748e+09
+1.29114e+08 2.14748e+09
+1.2922e+08 2.14748e+09
 EOD
 $r1_full_shard_predicted << EOD
 1.33402e+06 3.74298e+07
@@ -96,6 +108,10 @@ $r1_full_shard_measured << EOD
 EOD
 $r1_full_shard_crossing << EOD
 1.12212e+08 2.14748e+09
+1.14751e+08 2.14748e+09
+1.19149e+08 2.14748e+09
+1.26304e+08 2.14748e+09
+1.26421e+08 2.14748e+09
 EOD
 $r1_hybrid_shard_predicted << EOD
 1.33402e+06 3.74298e+07
@@ -120,6 +136,10 @@ $r1_hybrid_shard_measured << EOD
 EOD
 $r1_hybrid_shard_crossing << EOD
 1.12212e+08 2.14748e+09
+1.14751e+08 2.14748e+09
+1.19149e+08 2.14748e+09
+1.26304e+08 2.14748e+09
+1.26421e+08 2.14748e+09
 EOD
 $r2_no_shard_predicted << EOD
 1.33402e+06 3.72055e+07
@@ -144,6 +164,10 @@ $r2_no_shard_measured << EOD
 EOD
 $r2_no_shard_crossing << EOD
 1.04933e+08 2.14748e+09
+1.06636e+08 2.14748e+09
+1.10769e+08 2.14748e+09
+1.17349e+08 2.14748e+09
+1.17493e+08 2.14748e+09
 EOD
 $r2_shard_optimizer_predicted << EOD
 1.33402e+06 3.18694e+07
@@ -168,6 +192,10 @@ $r2_shard_optimizer_measured << EOD
 EOD
 $r2_shard_optimizer_crossing << EOD
 1.3218e+08 2.14748e+09
+1.34424e+08 2.14748e+09
+1.40924e+08 2.14748e+09
+1.50567e+08 2.14748e+09
+1.50758e+08 2.14748e+09
 EOD
 $r2_shard_grad_op_predicted << EOD
 1.33402e+06 2.7583e+07
@@ -192,6 +220,10 @@ $r2_shard_grad_op_measured << EOD
 EOD
 $r2_shard_grad_op_crossing << EOD
 1.75084e+08 2.14748e+09
+1.78496e+08 2.14748e+09
+1.88154e+08 2.14748e+09
+2.03952e+08 2.14748e+09
+2.04209e+08 2.14748e+09
 EOD
 $r2_full_shard_predicted << EOD
 1.33402e+06 2.67576e+07
@@ -216,6 +248,10 @@ $r2_full_shard_measured << EOD
 EOD
 $r2_full_shard_crossing << EOD
 2.02665e+08 2.14748e+09
+2.09803e+08 2.14748e+09
+2.23626e+08 2.14748e+09
+2.44394e+08 2.14748e+09
+2.44786e+08 2.14748e+09
 EOD
 $r2_hybrid_shard_predicted << EOD
 1.33402e+06 3.74298e+07
@@ -240,6 +276,10 @@ $r2_hybrid_shard_measured << EOD
 EOD
 $r2_hybrid_shard_crossing << EOD
 1.12212e+08 2.14748e+09
+1.14751e+08 2.14748e+09
+1.19149e+08 2.14748e+09
+1.26304e+08 2.14748e+09
+1.26421e+08 2.14748e+09
 EOD
 $r4_no_shard_predicted << EOD
 1.33402e+06 3.58715e+07
@@ -264,6 +304,10 @@ $r4_no_shard_measured << EOD
 EOD
 $r4_no_shard_crossing << EOD
 1.10076e+08 2.14748e+09
+1.12429e+08 2.14748e+09
+1.16589e+08 2.14748e+09
+1.24226e+08 2.14748e+09
+1.24349e+08 2.14748e+09
 EOD
 $r4_shard_optimizer_predicted << EOD
 1.33402e+06 2.78674e+07
@@ -288,6 +332,10 @@ $r4_shard_optimizer_measured << EOD
 EOD
 $r4_shard_optimizer_crossing << EOD
 1.62914e+08 2.14748e+09
+1.67321e+08 2.14748e+09
+1.77231e+08 2.14748e+09
+1.91198e+08 2.14748e+09
+1.91451e+08 2.14748e+09
 EOD
 $r4_shard_grad_op_predicted << EOD
 1.33402e+06 2.35809e+07
@@ -312,6 +360,10 @@ $r4_shard_grad_op_measured << EOD
 EOD
 $r4_shard_grad_op_crossing << EOD
 2.3454e+08 2.14748e+09
+2.42938e+08 2.14748e+09
+2.60039e+08 2.14748e+09
+2.87853e+08 2.14748e+09
+2.88212e+08 2.14748e+09
 EOD
 $r4_full_shard_predicted << EOD
 1.33402e+06 2.14216e+07
@@ -336,6 +388,10 @@ $r4_full_shard_measured << EOD
 EOD
 $r4_full_shard_crossing << EOD
 3.50442e+08 2.14748e+09
+3.66046e+08 2.14748e+09
+4.04331e+08 2.14748e+09
+4.64919e+08 2.14748e+09
+4.65671e+08 2.14748e+09
 EOD
 $r4_hybrid_shard_predicted << EOD
 1.33402e+06 2.67576e+07
@@ -360,6 +416,10 @@ $r4_hybrid_shard_measured << EOD
 EOD
 $r4_hybrid_shard_crossing << EOD
 2.02665e+08 2.14748e+09
+2.09803e+08 2.14748e+09
+2.23626e+08 2.14748e+09
+2.44394e+08 2.14748e+09
+2.44786e+08 2.14748e+09
 EOD
 $r8_no_shard_predicted << EOD
 1.33402e+06 3.52045e+07
@@ -383,6 +443,10 @@ $r8_no_shard_measured << EOD
 EOD
 $r8_no_shard_crossing << EOD
 1.12836e+08 2.14748e+09
+1.15572e+08 2.14748e+09
+1.20128e+08 2.14748e+09
+1.27978e+08 2.14748e+09
+1.28088e+08 2.14748e+09
 EOD
 $r8_shard_optimizer_predicted << EOD
 1.33402e+06 2.58664e+07
@@ -406,6 +470,10 @@ $r8_shard_optimizer_measured << EOD
 EOD
 $r8_shard_optimizer_crossing << EOD
 1.85175e+08 2.14748e+09
+1.90799e+08 2.14748e+09
+2.01844e+08 2.14748e+09
+2.21175e+08 2.14748e+09
+2.21351e+08 2.14748e+09
 EOD
 $r8_shard_grad_op_predicted << EOD
 1.33402e+06 2.15799e+07
@@ -429,6 +497,10 @@ $r8_shard_grad_op_measured << EOD
 EOD
 $r8_shard_grad_op_crossing << EOD
 2.86516e+08 2.14748e+09
+2.97311e+08 2.14748e+09
+3.22014e+08 2.14748e+09
+3.6262e+08 2.14748e+09
+3.63218e+08 2.14748e+09
 EOD
 $r8_full_shard_predicted << EOD
 1.33402e+06 1.87535e+07
@@ -452,6 +524,10 @@ $r8_full_shard_measured << EOD
 EOD
 $r8_full_shard_crossing << EOD
 5.64418e+08 2.14748e+09
+5.98289e+08 2.14748e+09
+6.92136e+08 2.14748e+09
+8.60306e+08 2.14748e+09
+8.62449e+08 2.14748e+09
 EOD
 $r8_hybrid_shard_predicted << EOD
 1.33402e+06 2.14216e+07
@@ -475,6 +551,10 @@ $r8_hybrid_shard_measured << EOD
 EOD
 $r8_hybrid_shard_crossing << EOD
 3.50442e+08 2.14748e+09
+3.66046e+08 2.14748e+09
+4.04331e+08 2.14748e+09
+4.64919e+08 2.14748e+09
+4.65671e+08 2.14748e+09
 EOD
 set logscale xy
 set format x '10^{%L}'

@@ -17,6 +17,10 @@ $r1_no_shard_predicted << EOD
 EOD
 $r1_no_shard_crossing << EOD
 1.04933e+08 2.14748e+09
+1.06636e+08 2.14748e+09
+1.10769e+08 2.14748e+09
+1.17349e+08 2.14748e+09
+1.17493e+08 2.14748e+09
 EOD
 $r1_shard_optimizer_predicted << EOD
 1.33402e+06 3.72055e+07
@@ -34,6 +38,10 @@ $r1_shard_optimizer_predicted << EOD
 EOD
 $r1_shard_optimizer_crossing << EOD
 1.04933e+08 2.14748e+09
+1.06636e+08 2.14748e+09
+1.10769e+08 2.14748e+09
+1.17349e+08 2.14748e+09
+1.17493e+08 2.14748e+09
 EOD
 $r1_shard_grad_op_predicted << EOD
 1.33402e+06 3.50623e+07
@@ -51,6 +59,10 @@ $r1_shard_grad_op_predicted << EOD
 EOD
 $r1_shard_grad_op_crossing << EOD
 1.15184e+08 2.14748e+09
+1.1827e+08 2.14748e+09
+1.22925e+08 2.14748e+09
+1.30551e+08 2.14748e+09
+1.30651e+08 2.14748e+09
 EOD
 $r1_full_shard_predicted << EOD
 1.33402e+06 3.59836e+07
@@ -68,6 +80,10 @@ $r1_full_shard_predicted << EOD
 EOD
 $r1_full_shard_crossing << EOD
 1.14091e+08 2.14748e+09
+1.17024e+08 2.14748e+09
+1.21544e+08 2.14748e+09
+1.29114e+08 2.14748e+09
+1.2922e+08 2.14748e+09
 EOD
 $r1_hybrid_shard_predicted << EOD
 1.33402e+06 3.59836e+07
@@ -85,6 +101,10 @@ $r1_hybrid_shard_predicted << EOD
 EOD
 $r1_hybrid_shard_crossing << EOD
 1.14091e+08 2.14748e+09
+1.17024e+08 2.14748e+09
+1.21544e+08 2.14748e+09
+1.29114e+08 2.14748e+09
+1.2922e+08 2.14748e+09
 EOD
 $r2_no_shard_predicted << EOD
 1.33402e+06 3.58715e+07
@@ -102,6 +122,10 @@ $r2_no_shard_predicted << EOD
 EOD
 $r2_no_shard_crossing << EOD
 1.10076e+08 2.14748e+09
+1.12429e+08 2.14748e+09
+1.16589e+08 2.14748e+09
+1.24226e+08 2.14748e+09
+1.24349e+08 2.14748e+09
 EOD
 $r2_shard_optimizer_predicted << EOD
 1.33402e+06 2.78674e+07
@@ -119,6 +143,10 @@ $r2_shard_optimizer_predicted << EOD
 EOD
 $r2_shard_optimizer_crossing << EOD
 1.62914e+08 2.14748e+09
+1.67321e+08 2.14748e+09
+1.77231e+08 2.14748e+09
+1.91198e+08 2.14748e+09
+1.91451e+08 2.14748e+09
 EOD
 $r2_shard_grad_op_predicted << EOD
 1.33402e+06 2.57242e+07
@@ -136,6 +164,10 @@ $r2_shard_grad_op_predicted << EOD
 EOD
 $r2_shard_grad_op_crossing << EOD
 1.91505e+08 2.14748e+09
+1.98629e+08 2.14748e+09
+2.10607e+08 2.14748e+09
+2.29591e+08 2.14748e+09
+2.29837e+08 2.14748e+09
 EOD
 $r2_full_shard_predicted << EOD
 1.33402e+06 2.53115e+07
@@ -153,6 +185,10 @@ $r2_full_shard_predicted << EOD
 EOD
 $r2_full_shard_crossing << EOD
 2.10335e+08 2.14748e+09
+2.16697e+08 2.14748e+09
+2.3062e+08 2.14748e+09
+2.53051e+08 2.14748e+09
+2.53414e+08 2.14748e+09
 EOD
 $r2_hybrid_shard_predicted << EOD
 1.33402e+06 3.59836e+07
@@ -170,6 +206,10 @@ $r2_hybrid_shard_predicted << EOD
 EOD
 $r2_hybrid_shard_crossing << EOD
 1.14091e+08 2.14748e+09
+1.17024e+08 2.14748e+09
+1.21544e+08 2.14748e+09
+1.29114e+08 2.14748e+09
+1.2922e+08 2.14748e+09
 EOD
 $r4_no_shard_predicted << EOD
 1.33402e+06 3.52045e+07
@@ -187,6 +227,10 @@ $r4_no_shard_predicted << EOD
 EOD
 $r4_no_shard_crossing << EOD
 1.12836e+08 2.14748e+09
+1.15572e+08 2.14748e+09
+1.20128e+08 2.14748e+09
+1.27978e+08 2.14748e+09
+1.28088e+08 2.14748e+09
 EOD
 $r4_shard_optimizer_predicted << EOD
 1.33402e+06 2.31983e+07
@@ -204,6 +248,10 @@ $r4_shard_optimizer_predicted << EOD
 EOD
 $r4_shard_optimizer_crossing << EOD
 2.28149e+08 2.14748e+09
+2.35086e+08 2.14748e+09
+2.50691e+08 2.14748e+09
+2.79356e+08 2.14748e+09
+2.79628e+08 2.14748e+09
 EOD
 $r4_shard_grad_op_predicted << EOD
 1.33402e+06 2.10551e+07
@@ -221,6 +269,10 @@ $r4_shard_grad_op_predicted << EOD
 EOD
 $r4_shard_grad_op_crossing << EOD
 2.91026e+08 2.14748e+09
+3.03511e+08 2.14748e+09
+3.29644e+08 2.14748e+09
+3.70758e+08 2.14748e+09
+3.71453e+08 2.14748e+09
 EOD
 $r4_full_shard_predicted << EOD
 1.33402e+06 1.99754e+07
@@ -238,6 +290,10 @@ $r4_full_shard_predicted << EOD
 EOD
 $r4_full_shard_crossing << EOD
 3.63385e+08 2.14748e+09
+3.84535e+08 2.14748e+09
+4.23856e+08 2.14748e+09
+4.91203e+08 2.14748e+09
+4.91741e+08 2.14748e+09
 EOD
 $r4_hybrid_shard_predicted << EOD
 1.33402e+06 2.53115e+07
@@ -255,6 +311,10 @@ $r4_hybrid_shard_predicted << EOD
 EOD
 $r4_hybrid_shard_crossing << EOD
 2.10335e+08 2.14748e+09
+2.16697e+08 2.14748e+09
+2.3062e+08 2.14748e+09
+2.53051e+08 2.14748e+09
+2.53414e+08 2.14748e+09
 EOD
 $r8_no_shard_predicted << EOD
 1.33402e+06 3.4871e+07
@@ -272,6 +332,10 @@ $r8_no_shard_predicted << EOD
 EOD
 $r8_no_shard_crossing << EOD
 1.14267e+08 2.14748e+09
+1.17212e+08 2.14748e+09
+1.22e+08 2.14748e+09
+1.29941e+08 2.14748e+09
+1.30043e+08 2.14748e+09
 EOD
 $r8_shard_optimizer_predicted << EOD
 1.33402e+06 2.08638e+07
@@ -289,6 +353,10 @@ $r8_shard_optimizer_predicted << EOD
 EOD
 $r8_shard_optimizer_crossing << EOD
 2.85061e+08 2.14748e+09
+2.95691e+08 2.14748e+09
+3.21024e+08 2.14748e+09
+3.6288e+08 2.14748e+09
+3.63473e+08 2.14748e+09
 EOD
 $r8_shard_grad_op_predicted << EOD
 1.33402e+06 1.87206e+07
@@ -306,6 +374,10 @@ $r8_shard_grad_op_predicted << EOD
 EOD
 $r8_shard_grad_op_crossing << EOD
 3.98571e+08 2.14748e+09
+4.15209e+08 2.14748e+09
+4.58273e+08 2.14748e+09
+5.36871e+08 2.14748e+09
+5.37961e+08 2.14748e+09
 EOD
 $r8_full_shard_predicted << EOD
 1.33402e+06 1.73074e+07
@@ -323,6 +395,10 @@ $r8_full_shard_predicted << EOD
 EOD
 $r8_full_shard_crossing << EOD
 6.01067e+08 2.14748e+09
+6.43008e+08 2.14748e+09
+7.36931e+08 2.14748e+09
+9.37171e+08 2.14748e+09
+9.38772e+08 2.14748e+09
 EOD
 $r8_hybrid_shard_predicted << EOD
 1.33402e+06 1.99754e+07
@@ -340,6 +416,10 @@ $r8_hybrid_shard_predicted << EOD
 EOD
 $r8_hybrid_shard_crossing << EOD
 3.63385e+08 2.14748e+09
+3.84535e+08 2.14748e+09
+4.23856e+08 2.14748e+09
+4.91203e+08 2.14748e+09
+4.91741e+08 2.14748e+09
 EOD
 set logscale xy
 set format x '10^{%L}'

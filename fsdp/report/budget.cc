@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,30 @@ std::vector<std::string> FittingAlternatives(const MemoryPoint& point, int64_t b
   return suggestions;
 }
 
+// The cheapest activation mode (ActivationModesByCost) other than point's
+// own that fits on the same strategy and ranks, with its estimate.
+struct ModeFit {
+  ActivationMode mode;
+  RankMemoryEstimate estimate;
+};
+std::optional<ModeFit> CheapestFittingMode(const MemoryPoint& point, int64_t budget_bytes) {
+  for (const ActivationMode& mode : ActivationModesByCost(point.config)) {
+    if (mode == ActivationModeOf(point.config)) continue;
+    MemoryPoint alternative = point;
+    if (!ApplyActivationMode(mode, alternative.config).ok()) continue;
+    absl::StatusOr<RankMemoryEstimate> estimate = EstimateRankMemory(alternative);
+    if (estimate.ok() && estimate->total_bytes() <= budget_bytes) return ModeFit{mode, *estimate};
+  }
+  return std::nullopt;
+}
+
+// The leanest mode the config can take (the last of ActivationModesByCost).
+std::optional<ActivationMode> LeanestMode(const GptConfig& config) {
+  const std::vector<ActivationMode> modes = ActivationModesByCost(config);
+  if (modes.empty()) return std::nullopt;
+  return modes.back();
+}
+
 }  // namespace
 
 absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes) {
@@ -103,7 +128,9 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes) {
   std::string message = absl::StrCat(
       plan::ShardingStrategyName(point.strategy), " ", PrecisionName(point.precision), " on ",
       point.ranks, point.ranks == 1 ? " rank" : " ranks", " (", GptConfigToString(point.config),
-      " micro_batch=", point.micro_batch, ", ", estimate.num_params, " parameters) needs ",
+      " micro_batch=", point.micro_batch, ", activations ",
+      ActivationModeName(ActivationModeOf(point.config)), ", ", estimate.num_params,
+      " parameters) needs ",
       FormatBytes(total), " per rank, ", FormatBytes(total - budget_bytes), " (",
       Percent(total - budget_bytes, budget_bytes), "%) over the budget of ",
       FormatBytes(budget_bytes), "; the largest part is ", largest.name, ": ",
@@ -111,17 +138,54 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes) {
       absl::StrJoin(listed, ", "), ").");
 
   const std::vector<std::string> suggestions = FittingAlternatives(point, budget_bytes);
+  const std::string here = absl::StrCat(plan::ShardingStrategyName(point.strategy), " on ",
+                                        point.ranks, point.ranks == 1 ? " rank" : " ranks");
   if (!suggestions.empty()) {
     absl::StrAppend(&message, " Would fit: ", absl::StrJoin(suggestions, ", "), ".");
-  } else {
-    // Sharding cannot shrink activations and workspace; say so when they
-    // are what is left over.
-    const int64_t unshardable = estimate.activation_bytes + estimate.workspace_bytes;
-    absl::StrAppend(&message, " No strategy fits on up to ", kMaxSuggestedRanks,
-                    " ranks: activations and workspace alone need ", FormatBytes(unshardable),
-                    unshardable > budget_bytes / 2 ? " (sharding does not reduce them)" : "",
-                    "; reduce micro_batch or seq_len, or choose a smaller model.");
+    // Activation memory is the other lever: recomputation instead of ranks.
+    if (const std::optional<ModeFit> fit = CheapestFittingMode(point, budget_bytes)) {
+      absl::StrAppend(&message, " Or, with ", ActivationModeFlags(fit->mode), ", ", here,
+                      " would fit (", FormatBytes(fit->estimate.total_bytes()), ").");
+    } else if (const std::optional<ActivationMode> leanest = LeanestMode(point.config);
+               leanest.has_value() && *leanest != ActivationModeOf(point.config)) {
+      MemoryPoint lean = point;
+      if (ApplyActivationMode(*leanest, lean.config).ok()) {
+        absl::StatusOr<RankMemoryEstimate> lean_estimate = EstimateRankMemory(lean);
+        if (lean_estimate.ok()) {
+          absl::StrAppend(&message, " No activation mode makes ", here, " fit (",
+                          ActivationModeFlags(*leanest), " still needs ",
+                          FormatBytes(lean_estimate->total_bytes()), ").");
+        }
+      }
+    }
+    return absl::ResourceExhaustedError(message);
   }
+  // No strategy fits with these activations. Sharding cannot shrink
+  // activations and workspace; say so when they are what is left over, and
+  // whether an activation mode would make some strategy fit.
+  const int64_t unshardable = estimate.activation_bytes + estimate.workspace_bytes;
+  absl::StrAppend(&message, " No strategy fits on up to ", kMaxSuggestedRanks,
+                  " ranks: activations and workspace alone need ", FormatBytes(unshardable),
+                  unshardable > budget_bytes / 2 ? " (sharding does not reduce them)" : "", ".");
+  const char* kOtherwise = "reduce micro_batch or seq_len, or choose a smaller model.";
+  if (const std::optional<ModeFit> fit = CheapestFittingMode(point, budget_bytes)) {
+    absl::StrAppend(&message, " With ", ActivationModeFlags(fit->mode), ", ", here,
+                    " would fit (", FormatBytes(fit->estimate.total_bytes()), "); otherwise ",
+                    kOtherwise);
+    return absl::ResourceExhaustedError(message);
+  }
+  for (const ActivationMode& mode : ActivationModesByCost(point.config)) {
+    if (mode == ActivationModeOf(point.config)) continue;
+    MemoryPoint alternative = point;
+    if (!ApplyActivationMode(mode, alternative.config).ok()) continue;
+    const std::vector<std::string> with_mode = FittingAlternatives(alternative, budget_bytes);
+    if (!with_mode.empty()) {
+      absl::StrAppend(&message, " With ", ActivationModeFlags(mode), ", would fit: ",
+                      absl::StrJoin(with_mode, ", "), "; otherwise ", kOtherwise);
+      return absl::ResourceExhaustedError(message);
+    }
+  }
+  absl::StrAppend(&message, " No activation mode fits either; ", kOtherwise);
   return absl::ResourceExhaustedError(message);
 }
 
@@ -137,6 +201,7 @@ absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& opti
                         plan::ParseShardingStrategy(StrategyName(options.strategy)));
   point.group_size = point.strategy == proto::HYBRID_SHARD ? options.group_size : 0;
   point.prefetch_depth = options.prefetch_depth;
+  point.min_unit_numel = options.min_unit_numel;
   // The runtime's --mixed_precision: [Note: runtime mixed precision] in sweep.cc.
   point.precision = options.mixed_precision ? Precision::kBf16Wire : Precision::kFp32;
   return point;
@@ -150,10 +215,14 @@ absl::Status CheckTrainingFitsBudget(const TrainOptions& options, int64_t budget
 absl::StatusOr<std::optional<FittingModel>> LargestFittingFamilyModel(const MemoryPoint& point,
                                                                       int64_t budget_bytes) {
   std::optional<FittingModel> largest;
+  const ActivationMode mode = ActivationModeOf(point.config);
   for (int width = kGptFamilyWidthStep; width <= kGptFamilyMaxWidth;
        width += kGptFamilyWidthStep) {
     MemoryPoint candidate = point;
     candidate.config = GptFamilyConfig(width, point.config.vocab, point.config.seq_len);
+    candidate.config.bf16_compute = point.config.bf16_compute;
+    if (mode.checkpoint_every > candidate.config.layers) continue;  // too few blocks for every:K
+    FSDP_RETURN_IF_ERROR(ApplyActivationMode(mode, candidate.config));
     FSDP_ASSIGN_OR_RETURN(RankMemoryEstimate estimate, EstimateRankMemory(candidate));
     // Memory grows with width, so the first miss ends the scan.
     if (estimate.total_bytes() > budget_bytes) {
@@ -166,6 +235,32 @@ absl::StatusOr<std::optional<FittingModel>> LargestFittingFamilyModel(const Memo
     largest = FittingModel{candidate.config, estimate};
   }
   return largest;
+}
+
+absl::StatusOr<std::optional<FittingSeqLen>> LargestFittingSeqLen(const MemoryPoint& point,
+                                                                  int64_t budget_bytes) {
+  auto estimate_at = [&](int seq_len) {
+    MemoryPoint candidate = point;
+    candidate.config.seq_len = seq_len;
+    return EstimateRankMemory(candidate);
+  };
+  FSDP_ASSIGN_OR_RETURN(RankMemoryEstimate shortest, estimate_at(1));
+  if (shortest.total_bytes() > budget_bytes) return std::optional<FittingSeqLen>();
+  // Invariant: lo fits (best is its estimate), hi does not or is past the limit.
+  int lo = 1;
+  int64_t hi = int64_t{kMaxSearchedSeqLen} + 1;
+  RankMemoryEstimate best = shortest;
+  while (hi - lo > 1) {
+    const int mid = static_cast<int>(lo + (hi - lo) / 2);
+    FSDP_ASSIGN_OR_RETURN(RankMemoryEstimate estimate, estimate_at(mid));
+    if (estimate.total_bytes() <= budget_bytes) {
+      lo = mid;
+      best = estimate;
+    } else {
+      hi = mid;
+    }
+  }
+  return std::optional<FittingSeqLen>(FittingSeqLen{lo, best, lo == kMaxSearchedSeqLen});
 }
 
 }  // namespace report

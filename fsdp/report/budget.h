@@ -15,7 +15,8 @@
 //   largest part is optimizer_state: 400.12 MiB (38% of the total; parameters
 //   200.06 MiB, gradients 200.06 MiB, optimizer_state 400.12 MiB, activations
 //   ...). Would fit: full_shard on 4 ranks (310.20 MiB), shard_grad_op on 8
-//   ranks (...).
+//   ranks (...). Or, with --activation_checkpointing=every:2, no_shard on 2
+//   ranks would fit (498.21 MiB).
 #ifndef FSDP_REPORT_BUDGET_H_
 #define FSDP_REPORT_BUDGET_H_
 
@@ -24,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "fsdp/report/activation_mode.h"
 #include "fsdp/report/memory_estimate.h"
 #include "fsdp/train/train_options.h"
 
@@ -36,13 +38,20 @@ namespace report {
 // configurations that would fit, fewest ranks first: the least sharded
 // other strategy that fits on the same ranks, and each strategy that does
 // not at its smallest rank count among ranks x 2^k (up to 65536 ranks);
-// hybrid_shard left out (it never needs less than full_shard). When nothing fits, it says which part (e.g. activations and
-// workspace, which sharding does not reduce) alone exceeds the budget and
-// what to reduce. kInvalidArgument for budget_bytes <= 0 or a bad point.
+// hybrid_shard left out (it never needs less than full_shard). Then the
+// activation mode that would make it fit on the same strategy and ranks,
+// the least recomputation first (ActivationModesByCost: --attention=flash,
+// --activation_checkpointing=every:2, both, all, all with flash), named as
+// train_gpt's flags; or, when none would, what the leanest mode still
+// needs. When no strategy fits, it says which part (e.g. activations and
+// workspace, which sharding does not reduce) alone exceeds the budget, the
+// activation mode and strategies that would fit if one does, and what to
+// reduce. kInvalidArgument for budget_bytes <= 0 or a bad point.
 absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes);
 
 // The MemoryPoint a training run's options describe: its GPT, micro_batch,
-// strategy, nproc ranks, group size and prefetch depth, fp32 or (with
+// activation mode, strategy, nproc ranks, group size, prefetch depth and
+// min_unit_numel, fp32 or (with
 // options.mixed_precision) bf16_wire, Adam for AdamW and SGD with momentum
 // for SGD (fsdp/train/unit_optimizers.cc). InvalidArgument for a bad strategy.
 absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& options);
@@ -52,9 +61,12 @@ absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& opti
 absl::Status CheckTrainingFitsBudget(const TrainOptions& options, int64_t budget_bytes);
 
 // The largest member of the GPT family (gpt_family.h, with point.config's
-// vocab and seq_len) that fits budget_bytes with point's strategy, ranks,
-// precision, micro_batch and optimizer, scanning every width up to
-// kGptFamilyMaxWidth; nullopt when even the smallest does not fit.
+// vocab, seq_len and activation mode) that fits budget_bytes with point's
+// strategy, ranks, precision, micro_batch and optimizer, scanning every
+// width up to kGptFamilyMaxWidth; nullopt when even the smallest does not
+// fit. Under every:K the members with fewer than K blocks are skipped (they
+// cannot take the mode).
+
 struct FittingModel {
   GptConfig config;
   RankMemoryEstimate estimate;
@@ -65,6 +77,19 @@ struct FittingModel {
 };
 absl::StatusOr<std::optional<FittingModel>> LargestFittingFamilyModel(const MemoryPoint& point,
                                                                       int64_t budget_bytes);
+
+// The longest sequence that fits budget_bytes for point's model (all of
+// point but config.seq_len, which also sizes the position embedding),
+// found by bisection over 1..kMaxSearchedSeqLen (memory grows with seq_len);
+// nullopt when not even one token fits.
+inline constexpr int kMaxSearchedSeqLen = 1 << 20;
+struct FittingSeqLen {
+  int seq_len = 0;
+  RankMemoryEstimate estimate;
+  bool at_search_limit = false;  // seq_len == kMaxSearchedSeqLen: it may go further
+};
+absl::StatusOr<std::optional<FittingSeqLen>> LargestFittingSeqLen(const MemoryPoint& point,
+                                                                  int64_t budget_bytes);
 
 }  // namespace report
 }  // namespace fsdp

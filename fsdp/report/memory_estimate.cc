@@ -47,6 +47,11 @@ std::string MemoryPointToString(const MemoryPoint& point) {
                                   PrecisionName(point.precision), " ranks=", point.ranks);
   if (point.strategy == proto::HYBRID_SHARD) absl::StrAppend(&text, " group_size=", point.group_size);
   absl::StrAppend(&text, " ", GptConfigToString(point.config), " micro_batch=", point.micro_batch);
+  if (point.config.activation_checkpoint_every != 0) {
+    absl::StrAppend(&text, " activation_checkpointing=",
+                    ActivationCheckpointingName(point.config.activation_checkpoint_every));
+  }
+  if (point.config.flash_attention) absl::StrAppend(&text, " attention=flash");
   return text;
 }
 
@@ -86,25 +91,26 @@ std::vector<NamedBytes> EstimateParts(const RankMemoryEstimate& e) {
 // comes and goes unit by unit as the step walks forward and backward. The
 // peak of the total is the held bytes plus the peak of that traffic, which
 // step_schedule.h finds by replaying the runtime's step. Without working
-// buffers (no_shard, shard_optimizer in fp32) it is the sum of the category
-// peaks; with them it is less, because the working buffers peak in backward
-// while the activations are being freed.
+// buffers (no_shard, shard_optimizer in fp32) and without checkpointing it
+// is the sum of the category peaks; with working buffers it is less,
+// because they peak in backward while the activations are being freed. A
+// checkpointed block's recomputation is on top of the saved activations
+// while it runs ([Note: activation transients] in step_schedule.h), so it
+// counts in the activations' peak and in the replay.
 namespace {
 
 ScheduleInputs ScheduleOf(const proto::ShardPlan& plan, const GptActivationBreakdown& activations,
                           const MemoryPoint& point) {
   ScheduleInputs in;
-  const int last_model_unit = activations.layers + 1;  // the head
   for (const proto::UnitPlan& unit : plan.units()) {
-    ScheduleUnit u;
-    u.padded_numel = unit.padded_numel();
-    u.shard_numel = unit.shard_numel();
+    std::vector<ModelUnitActivations> sources;
     for (const proto::SourceUnit& source : unit.source_units()) {
       const int m = source.model_unit_index();
-      u.activation_bytes += m == 0 ? activations.embedding_bytes
-                                   : (m == last_model_unit ? activations.head_bytes
-                                                           : activations.block_bytes);
+      sources.push_back({activations.unit_saved_bytes(m), activations.unit_transient_bytes(m)});
     }
+    ScheduleUnit u = ScheduleUnitActivations(sources);
+    u.padded_numel = unit.padded_numel();
+    u.shard_numel = unit.shard_numel();
     in.units.push_back(u);
   }
   const proto::ShardedState& sharded = plan.sharded_state();
@@ -133,6 +139,7 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& point) 
   options.world_size = point.ranks;
   options.group_size = point.group_size;
   options.prefetch_depth = point.prefetch_depth;
+  options.min_unit_numel = point.min_unit_numel;
   // bf16_wire keeps fp32 buffers (the planner's fp32 layout) and only
   // stages collectives through bf16; mixed is the ZeRO layout.
   options.mixed_precision = point.precision == Precision::kMixed;
@@ -144,7 +151,7 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& point) 
       GptActivationBytesByUnit(point.config, point.micro_batch);
   plan::MemoryModelInputs inputs;
   inputs.optimizer = point.optimizer;
-  inputs.activation_bytes = activations.saved_bytes();
+  inputs.activation_bytes = activations.peak_bytes();
   inputs.workspace_bytes = activations.workspace_bytes;
   const plan::RankMemoryPrediction planned = plan::PredictRankMemory(plan, inputs);
 
@@ -172,7 +179,11 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& point) 
     ScheduleInputs staging_only = schedule;
     staging_only.param_bytes = 0;
     staging_only.grad_bytes = 0;
-    for (ScheduleUnit& unit : staging_only.units) unit.activation_bytes = 0;
+    for (ScheduleUnit& unit : staging_only.units) {
+      unit.activation_bytes = 0;
+      unit.forward_transient_bytes = 0;
+      unit.backward_transient_bytes = 0;
+    }
     e.staging_bytes = PeakTransientBytes(staging_only);
   }
   const int64_t held = e.model_state_bytes() + e.comm_buffer_bytes + e.workspace_bytes;

@@ -60,9 +60,11 @@ struct MemoryPoint {
   Precision precision = Precision::kFp32;
   plan::OptimizerKind optimizer = plan::OptimizerKind::kAdam;
   int prefetch_depth = 1;  // units all-gathered ahead (sharded parameters only)
+  int64_t min_unit_numel = 0;  // the planner merges smaller model units (0 = off)
 };
 
-// "full_shard mixed ranks=8 layers=4 d_model=128 ... micro_batch=4".
+// "full_shard mixed ranks=8 layers=4 d_model=128 ... micro_batch=4", then
+// the activation mode (ActivationModeName) when it is not none/standard.
 std::string MemoryPointToString(const MemoryPoint& point);
 
 // One rank's predicted peak bytes by category. Each field is that
@@ -83,7 +85,8 @@ struct RankMemoryEstimate {
   int64_t comm_buffer_bytes = 0;   // collectives' buffers held for the run
   int64_t staging_bytes = 0;       // bf16_wire: peak of the transient bf16 staging copies
   // Model-dependent.
-  int64_t activation_bytes = 0;    // saved activations of one micro-batch
+  int64_t activation_bytes = 0;    // peak of one micro-batch's activations (saved, and a
+                                   // checkpointed block's recomputation on top)
   int64_t workspace_bytes = 0;     // backward scratch
 
   // Detail of gathered_bytes, for the tracker mapping.

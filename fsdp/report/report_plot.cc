@@ -90,6 +90,28 @@ std::string DoubleQuoted(const std::string& text) {
   return out;
 }
 
+// One colour per activation mode in the sequence-length plot.
+const char* ModeColour(const ActivationMode& mode) {
+  const std::string name = ActivationModeName(mode);
+  if (name == "none") return "#d62728";           // red
+  if (name == "every:2") return "#ff7f0e";        // orange
+  if (name == "all") return "#1f77b4";            // blue
+  if (name == "flash") return "#2ca02c";          // green
+  if (name == "all+flash") return "#9467bd";      // purple
+  if (name == "every:2+flash") return "#8c564b";  // brown
+  return "#7f7f7f";
+}
+
+// A gnuplot identifier for a mode: "every:2+flash" -> "every2_flash".
+std::string ModeId(const ActivationMode& mode) {
+  std::string id;
+  for (char c : ActivationModeName(mode)) {
+    if (c == ':') continue;
+    id += c == '+' ? '_' : c;
+  }
+  return id;
+}
+
 }  // namespace
 
 std::string ReportGnuplotScript(const ReportData& data, Precision precision,
@@ -190,6 +212,115 @@ std::string ReportGnuplotScript(const ReportData& data, Precision precision,
     absl::StrAppend(&script, "set title 'no points'\nplot [1:10] 1 notitle\n");
   }
   absl::StrAppend(&script, plots, "unset multiplot\n");
+  return script;
+}
+
+std::string SeqLenGnuplotScript(const ReportData& data, const std::string& png_path) {
+  // Curves per mode, in the order the modes first appear.
+  struct Curves {
+    ActivationMode mode;
+    std::vector<std::pair<double, double>> total_predicted, total_measured;
+    std::vector<std::pair<double, double>> activations_predicted, activations_measured;
+    std::vector<std::pair<double, double>> longest;
+  };
+  std::vector<Curves> curves;
+  auto curves_of = [&curves](const ActivationMode& mode) -> Curves& {
+    for (Curves& c : curves) {
+      if (c.mode == mode) return c;
+    }
+    curves.push_back(Curves{mode});
+    return curves.back();
+  };
+  for (const ReportRow& row : data.rows) {
+    Curves& c = curves_of(ActivationModeOf(row.point.config));
+    const double t = row.point.config.seq_len;
+    const RankMemoryEstimate& e = row.predicted;
+    c.total_predicted.push_back({t, static_cast<double>(e.total_bytes())});
+    c.activations_predicted.push_back(
+        {t, static_cast<double>(e.activation_bytes + e.workspace_bytes)});
+    if (row.measured.has_value()) {
+      const RankMeasurement& m = *row.measured;
+      c.total_measured.push_back({t, static_cast<double>(m.peak_total_bytes)});
+      c.activations_measured.push_back(
+          {t, static_cast<double>(m.peak(MemoryCategory::kActivations) +
+                                  m.peak(MemoryCategory::kWorkspace))});
+    }
+  }
+  if (data.budget_bytes > 0 && !data.rows.empty()) {
+    const MemoryPoint& swept = data.rows.front().point;
+    for (const SeqLenFitRow& fit : data.seq_len_fits) {
+      if (fit.strategy != swept.strategy || fit.precision != swept.precision ||
+          fit.ranks != swept.ranks || !fit.longest.has_value()) {
+        continue;
+      }
+      for (Curves& c : curves) {
+        if (c.mode == fit.mode) {
+          c.longest.push_back({static_cast<double>(fit.longest->seq_len),
+                               static_cast<double>(fit.longest->estimate.total_bytes())});
+        }
+      }
+    }
+  }
+  bool any_measured = false;
+  for (const Curves& c : curves) any_measured |= !c.total_measured.empty();
+
+  std::string blocks, total_items, activation_items;
+  auto add = [&](std::string& items, const std::string& id,
+                 const std::vector<std::pair<double, double>>& points, const std::string& style,
+                 const std::string& title) {
+    if (points.empty()) return;
+    blocks += Datablock(id, points);
+    absl::StrAppend(&items, items.empty() ? "" : ", \\\n     ", "$", id, " using 1:2 ", style,
+                    title.empty() ? " notitle" : absl::StrCat(" title '", GpText(title), "'"));
+  };
+  for (const Curves& c : curves) {
+    const std::string id = ModeId(c.mode);
+    const std::string name = ActivationModeName(c.mode);
+    const std::string colour = ModeColour(c.mode);
+    const std::string dashed = absl::StrCat("with lines dt 2 lw 2 lc rgb '", colour, "'");
+    const std::string solid =
+        absl::StrCat("with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '", colour, "'");
+    add(total_items, id + "_total_predicted", c.total_predicted, dashed, name + " predicted");
+    add(total_items, id + "_total_measured", c.total_measured, solid, name + " measured");
+    add(total_items, id + "_longest", c.longest,
+        absl::StrCat("with points pt 9 ps 2.5 lc rgb '", colour, "'"), "");
+    add(activation_items, id + "_activations_predicted", c.activations_predicted, dashed,
+        name + " predicted");
+    add(activation_items, id + "_activations_measured", c.activations_measured, solid,
+        name + " measured");
+  }
+  if (data.budget_bytes > 0) {
+    absl::StrAppend(&total_items, total_items.empty() ? "" : ", \\\n     ",
+                    absl::StrFormat("%.6g with lines dt 4 lw 2 lc rgb 'black' title 'budget %s "
+                                    "per rank (triangles: longest sequence that fits)'",
+                                    static_cast<double>(data.budget_bytes),
+                                    GpText(FormatBytes(data.budget_bytes))));
+  }
+  const std::string title = absl::StrCat(
+      GpText(absl::StrCat("Peak memory per rank against sequence length, per activation mode: ",
+                          any_measured ? "predicted dashed, measured solid"
+                                       : "predicted only (nothing measured)")),
+      "\n", GpText(data.title));
+  std::string script = absl::StrCat(
+      "# Generated by //examples:memory_report (fsdp/report/report_plot.cc); run: gnuplot <this>\n",
+      "set terminal pngcairo size 1400,600 enhanced font 'sans,10'\n", "set output '", png_path,
+      "'\n", blocks,
+      "set logscale xy 2\n"
+      "set logscale y 10\n"
+      "set format y '%.0s %cB'\n"
+      "set xlabel 'seq\\_len (tokens per sequence)'\n"
+      "set grid xtics ytics mytics lc rgb '#dddddd'\n"
+      "set multiplot layout 1,2 title \"",
+      DoubleQuoted(title), "\" font ',12'\n");
+  if (curves.empty()) {
+    absl::StrAppend(&script, "set title 'no points'\nplot [1:10] 1 notitle\nunset multiplot\n");
+    return script;
+  }
+  // The curves rise to the right: the key goes where they are not.
+  absl::StrAppend(&script, "set title 'peak of the total per rank'\nset ylabel 'bytes per rank'\n",
+                  "set key bottom right font ',8'\nplot ", total_items, "\n",
+                  "set title 'activations + workspace per rank'\n",
+                  "set key top left font ',8'\nplot ", activation_items, "\nunset multiplot\n");
   return script;
 }
 

@@ -1,9 +1,10 @@
 // File: fsdp/report/report_rows.h
 //
 // The memory report's data: one row per configuration (predicted, and
-// measured when the runtime could train it), and the largest model that fits
-// the budget per strategy, precision and rank count. report_tables.h renders
-// it as CSV and Markdown, report_plot.h as a gnuplot script.
+// measured when the runtime could train it), and with a budget the largest
+// model, and the longest sequence, that fit it per strategy, precision,
+// rank count and activation mode. report_tables.h renders it as CSV and
+// Markdown, report_plot.h as gnuplot scripts.
 #ifndef FSDP_REPORT_REPORT_ROWS_H_
 #define FSDP_REPORT_REPORT_ROWS_H_
 
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fsdp/report/activation_mode.h"
 #include "fsdp/report/budget.h"
 #include "fsdp/report/memory_estimate.h"
 #include "fsdp/report/rank_measurement.h"
@@ -32,7 +34,18 @@ struct FitRow {
   Precision precision = Precision::kFp32;
   int ranks = 1;
   int group_size = 0;
+  ActivationMode mode;
   std::optional<FittingModel> largest;  // nullopt: nothing in the family fits
+};
+
+// The longest sequence of one model (SeqLenFits::model) within the budget.
+struct SeqLenFitRow {
+  proto::ShardingStrategy strategy = proto::NO_SHARD;
+  Precision precision = Precision::kFp32;
+  int ranks = 1;
+  int group_size = 0;
+  ActivationMode mode;
+  std::optional<FittingSeqLen> longest;  // nullopt: not even one token fits
 };
 
 struct ReportData {
@@ -40,6 +53,11 @@ struct ReportData {
   std::vector<ReportRow> rows;
   int64_t budget_bytes = 0;   // 0 = no budget
   std::vector<FitRow> fits;   // empty without a budget
+  // The longest sequences of seq_len_model (its seq_len unused) at
+  // seq_len_micro_batch; empty without a budget.
+  GptConfig seq_len_model;
+  int seq_len_micro_batch = 0;
+  std::vector<SeqLenFitRow> seq_len_fits;
 };
 
 }  // namespace report

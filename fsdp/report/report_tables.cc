@@ -34,6 +34,46 @@ std::string Mib(int64_t bytes) {
   return absl::StrFormat("%.2f", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
+// A Markdown table of one text per (strategy, precision, activation mode)
+// row and rank-count column, rows in the order first added.
+class FitTable {
+ public:
+  void Add(proto::ShardingStrategy strategy, Precision precision, const ActivationMode& mode,
+           int ranks, std::string text) {
+    std::string name = plan::ShardingStrategyName(strategy);
+    if (strategy == proto::HYBRID_SHARD) name += " (G=ranks/2)";
+    const Key key{name, PrecisionName(precision), ActivationModeName(mode)};
+    if (cells_.find(key) == cells_.end()) order_.push_back(key);
+    cells_[key][ranks] = std::move(text);
+    ranks_.insert(ranks);
+  }
+
+  std::string Markdown() const {
+    std::string md = "| strategy | precision | activations |";
+    for (int r : ranks_) absl::StrAppend(&md, " ", r, r == 1 ? " rank |" : " ranks |");
+    absl::StrAppend(&md, "\n|---|---|---|");
+    for (size_t i = 0; i < ranks_.size(); ++i) absl::StrAppend(&md, "---:|");
+    absl::StrAppend(&md, "\n");
+    for (const Key& key : order_) {
+      absl::StrAppend(&md, "| ", std::get<0>(key), " | ", std::get<1>(key), " | ",
+                      std::get<2>(key), " |");
+      const std::map<int, std::string>& row = cells_.at(key);
+      for (int r : ranks_) {
+        auto it = row.find(r);
+        absl::StrAppend(&md, " ", it == row.end() ? "-" : it->second, " |");
+      }
+      absl::StrAppend(&md, "\n");
+    }
+    return md;
+  }
+
+ private:
+  using Key = std::tuple<std::string, std::string, std::string>;
+  std::set<int> ranks_;
+  std::map<Key, std::map<int, std::string>> cells_;
+  std::vector<Key> order_;
+};
+
 }  // namespace
 
 std::string ReportCsvHeader() {
@@ -41,7 +81,8 @@ std::string ReportCsvHeader() {
       "strategy",         "precision",          "ranks",
       "group_size",       "layers",             "d_model",
       "heads",            "vocab",              "seq_len",
-      "micro_batch",      "params",             "predicted_bytes",
+      "micro_batch",      "activation_checkpointing", "attention",
+      "params",           "predicted_bytes",
       "measured_bytes",   "measured_rss_bytes", "measured_rss_baseline_bytes",
       "predicted_model_state_bytes"};
   for (MemoryCategory c : kCategories) {
@@ -74,6 +115,8 @@ std::string ReportCsv(const ReportData& data) {
         absl::StrCat(p.config.vocab),
         absl::StrCat(p.config.seq_len),
         absl::StrCat(p.micro_batch),
+        ActivationCheckpointingName(p.config.activation_checkpoint_every),
+        p.config.flash_attention ? "flash" : "standard",
         absl::StrCat(e.num_params),
         absl::StrCat(e.total_bytes()),
         measured_field(measured ? row.measured->peak_total_bytes : 0),
@@ -94,16 +137,17 @@ std::string ReportCsv(const ReportData& data) {
 
 std::string ReportMarkdown(const ReportData& data) {
   std::string md = absl::StrCat("# Memory per rank: predicted and measured\n\n", data.title,
-                                "\n\nBytes per rank at peak, in MiB. *predicted* is the sum of "
-                                "the category peaks (docs/memory.md); *measured* is the "
+                                "\n\nBytes per rank at peak, in MiB. *predicted* is the "
+                                "predicted peak of the total (docs/memory.md); *measured* is the "
                                 "MemoryTracker's peak of the tracked total; *RSS* is the rank "
                                 "process's peak resident set (VmHWM), which also holds the "
                                 "binary, UCX, OpenBLAS and the allocator's slack; *RSS - base* "
                                 "subtracts the resident set before the model was built.\n\n");
   absl::StrAppend(&md,
-                  "| strategy | precision | ranks | params | predicted MiB | measured MiB | "
-                  "measured / predicted | RSS MiB | RSS - base MiB | status |\n",
-                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
+                  "| strategy | precision | ranks | params | seq_len | activations | "
+                  "predicted MiB | measured MiB | measured / predicted | RSS MiB | "
+                  "RSS - base MiB | status |\n",
+                  "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n");
   for (const ReportRow& row : data.rows) {
     const MemoryPoint& p = row.point;
     std::string strategy = plan::ShardingStrategyName(p.strategy);
@@ -118,46 +162,46 @@ std::string ReportMarkdown(const ReportData& data) {
       rss_delta = Mib(m.peak_rss_bytes - m.baseline_rss_bytes);
     }
     absl::StrAppend(&md, "| ", strategy, " | ", PrecisionName(p.precision), " | ", p.ranks,
-                    " | ", Params(row.predicted.num_params), " | ",
+                    " | ", Params(row.predicted.num_params), " | ", p.config.seq_len, " | ",
+                    ActivationModeName(ActivationModeOf(p.config)), " | ",
                     Mib(row.predicted.total_bytes()), " | ", measured, " | ", ratio, " | ", rss,
                     " | ", rss_delta, " | ", absl::StrReplaceAll(row.status, {{"|", "/"}}),
                     " |\n");
   }
   if (data.budget_bytes > 0 && !data.fits.empty()) {
     // Columns: the rank counts present; rows: strategy x precision.
-    std::set<int> ranks;
-    std::map<std::pair<std::string, std::string>, std::map<int, std::string>> cells;
-    std::vector<std::pair<std::string, std::string>> order;
+    FitTable table;
     for (const FitRow& fit : data.fits) {
-      ranks.insert(fit.ranks);
-      std::string strategy = plan::ShardingStrategyName(fit.strategy);
-      if (fit.strategy == proto::HYBRID_SHARD) strategy += " (G=ranks/2)";
-      const auto key = std::make_pair(strategy, std::string(PrecisionName(fit.precision)));
-      if (cells.find(key) == cells.end()) order.push_back(key);
-      cells[key][fit.ranks] =
-          fit.largest.has_value()
-              ? absl::StrCat(Params(fit.largest->estimate.num_params), " (d_model ",
-                             fit.largest->config.d_model, ", ", fit.largest->config.layers,
-                             " layers)")
-              : std::string("none");
+      table.Add(fit.strategy, fit.precision, fit.mode, fit.ranks,
+                fit.largest.has_value()
+                    ? absl::StrCat(Params(fit.largest->estimate.num_params), " (d_model ",
+                                   fit.largest->config.d_model, ", ", fit.largest->config.layers,
+                                   " layers)")
+                    : std::string("none"));
     }
     absl::StrAppend(&md, "\n## Largest model within ", FormatBytes(data.budget_bytes), " (",
                     FormatGigabytes(data.budget_bytes),
                     ") per rank\n\nParameters of the largest model of the sweep's GPT family "
                     "(layers = d_model / 32, any d_model multiple of 32) whose predicted peak "
-                    "fits the budget.\n\n| strategy | precision |");
-    for (int r : ranks) absl::StrAppend(&md, " ", r, r == 1 ? " rank |" : " ranks |");
-    absl::StrAppend(&md, "\n|---|---|");
-    for (size_t i = 0; i < ranks.size(); ++i) absl::StrAppend(&md, "---:|");
-    absl::StrAppend(&md, "\n");
-    for (const auto& key : order) {
-      absl::StrAppend(&md, "| ", key.first, " | ", key.second, " |");
-      for (int r : ranks) {
-        auto it = cells[key].find(r);
-        absl::StrAppend(&md, " ", it == cells[key].end() ? "-" : it->second, " |");
-      }
-      absl::StrAppend(&md, "\n");
+                    "fits the budget, per activation mode.\n\n",
+                    table.Markdown());
+  }
+  if (data.budget_bytes > 0 && !data.seq_len_fits.empty()) {
+    FitTable table;
+    for (const SeqLenFitRow& fit : data.seq_len_fits) {
+      table.Add(fit.strategy, fit.precision, fit.mode, fit.ranks,
+                !fit.longest.has_value()
+                    ? std::string("none")
+                    : absl::StrCat(fit.longest->at_search_limit ? ">= " : "",
+                                   fit.longest->seq_len));
     }
+    const GptConfig& m = data.seq_len_model;
+    absl::StrAppend(&md, "\n## Longest sequence within ", FormatBytes(data.budget_bytes),
+                    " per rank\n\nThe longest seq_len (tokens per sequence, micro_batch ",
+                    data.seq_len_micro_batch, ") whose predicted peak fits the budget, for the "
+                    "GPT layers=", m.layers, " d_model=", m.d_model, " heads=", m.heads,
+                    " vocab=", m.vocab, " (its position embedding grows with seq_len).\n\n",
+                    table.Markdown());
   }
   return md;
 }

@@ -38,6 +38,8 @@ class Replay {
     peak_ = std::max(peak_, live_);
   }
   void Free(int64_t bytes) { live_ -= bytes; }
+  // Bytes held only for a moment: they count for the peak and are gone.
+  void Touch(int64_t bytes) { peak_ = std::max(peak_, live_ + bytes); }
   // bf16 copies of a collective's input and output (unit_collectives.cc).
   int64_t Staging(int u) const {
     return in_.bf16_wire ? 2 * (in_.units[u].padded_numel + in_.units[u].shard_numel) : 0;
@@ -100,6 +102,8 @@ class Replay {
       Unshard(u);
       WaitForUnshard(u);
       Prefetch(u, +1);
+      // [Note: activation transients]
+      Touch(in_.units[u].activation_bytes + in_.units[u].forward_transient_bytes);
       Alloc(in_.units[u].activation_bytes);
       if (in_.shard_params && u + 1 < n_) Reshard(u);
     }
@@ -111,6 +115,7 @@ class Replay {
         Alloc(in_.grad_bytes * in_.units[u].padded_numel);
         unsharded_grads_[u] = true;
       }
+      Touch(in_.units[u].backward_transient_bytes);
       Free(in_.units[u].activation_bytes);
       StartReduction(u);
       if (u + 1 < n_) FinishReduceScatter(u + 1);
@@ -138,6 +143,26 @@ class Replay {
 };
 
 }  // namespace
+
+ScheduleUnit ScheduleUnitActivations(const std::vector<ModelUnitActivations>& sources) {
+  ScheduleUnit unit;
+  for (const ModelUnitActivations& s : sources) unit.activation_bytes += s.saved_bytes;
+  // Forward: sources in order, each adding its saved bytes to those before.
+  int64_t held = 0, forward_peak = 0;
+  for (const ModelUnitActivations& s : sources) {
+    held += s.saved_bytes;
+    forward_peak = std::max(forward_peak, held + s.transient_bytes);
+  }
+  // Backward: sources in reverse, each freeing its saved bytes when done.
+  int64_t backward_peak = 0;
+  for (auto s = sources.rbegin(); s != sources.rend(); ++s) {
+    backward_peak = std::max(backward_peak, held + s->transient_bytes);
+    held -= s->saved_bytes;
+  }
+  unit.forward_transient_bytes = std::max<int64_t>(0, forward_peak - unit.activation_bytes);
+  unit.backward_transient_bytes = std::max<int64_t>(0, backward_peak - unit.activation_bytes);
+  return unit;
+}
 
 int64_t PeakTransientBytes(const ScheduleInputs& inputs) {
   if (inputs.units.empty()) return 0;

@@ -30,6 +30,22 @@
 // and shard_grad_op hold stale whole parameters: the next forward gathers
 // each unit's updated shards into them through the same gather and
 // prefetch path (no new parameter buffer, but bf16 staging on the wire).
+//
+// [Note: activation transients] A unit's model units save their
+// activations in forward order, and a checkpointed block holds more than it
+// saves while it runs (fsdp/nn/gpt_spec.h, GptActivationBreakdown): its
+// forward allocates its output and the rest of a block, computes and frees
+// the rest; its backward allocates the rest again, recomputes, runs the
+// backward and frees everything. So while model unit s of a plan unit runs,
+// the plan unit holds the saved bytes of its sources 0..s (in the forward:
+// those saved so far; in the backward, which runs the sources in reverse:
+// those not yet freed) plus s's transient. The replay needs only how far
+// that rises above the unit's whole saved activations: in the forward that
+// is on top of the bytes alive before the unit's activations (it peaks
+// after WaitForUnshard and the prefetch); in the backward on top of
+// everything alive once the unit's unsharded gradients are allocated
+// (DataParallelTrainer::BackwardUnit takes them before the model's
+// backward runs).
 #ifndef FSDP_REPORT_STEP_SCHEDULE_H_
 #define FSDP_REPORT_STEP_SCHEDULE_H_
 
@@ -43,7 +59,23 @@ struct ScheduleUnit {
   int64_t padded_numel = 0;      // P_u
   int64_t shard_numel = 0;       // S_u
   int64_t activation_bytes = 0;  // saved by its forward, freed by its backward
+  // [Note: activation transients]: how far the unit's activation bytes rise
+  // above activation_bytes while its forward, and its backward, run.
+  int64_t forward_transient_bytes = 0;
+  int64_t backward_transient_bytes = 0;
 };
+
+// What one model unit of a plan unit saves from its forward to its backward,
+// and holds on top only while one of them runs.
+struct ModelUnitActivations {
+  int64_t saved_bytes = 0;
+  int64_t transient_bytes = 0;
+};
+
+// A plan unit's activation_bytes and transients from its model units
+// (proto source_units, forward order), per [Note: activation transients].
+// Its padded and shard numel are left 0 for the caller.
+ScheduleUnit ScheduleUnitActivations(const std::vector<ModelUnitActivations>& sources);
 
 struct ScheduleInputs {
   std::vector<ScheduleUnit> units;  // forward order

@@ -2,6 +2,7 @@
 #include "fsdp/report/sweep.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "comm/status_macros.h"
 #include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/report/gpt_family.h"
@@ -14,6 +15,12 @@ namespace {
 const std::vector<proto::ShardingStrategy> kAllStrategies = {
     proto::NO_SHARD, proto::SHARD_OPTIMIZER, proto::SHARD_GRAD_OP, proto::FULL_SHARD,
     proto::HYBRID_SHARD};
+
+// The second plot's lines: none, every:2, all, flash, all+flash.
+std::vector<ActivationMode> SeqLenSweepModes() {
+  return {ActivationMode{0, false}, ActivationMode{2, false}, ActivationMode{1, false},
+          ActivationMode{0, true}, ActivationMode{1, true}};
+}
 
 }  // namespace
 
@@ -30,6 +37,11 @@ absl::StatusOr<SweepOptions> SweepPreset(absl::string_view name) {
     sweep.micro_batch = 2;
     sweep.ranks = {1, 2, 4};
     sweep.steps = 2;
+    sweep.seq_len_sweep.width = 32;
+    sweep.seq_len_sweep.vocab = sweep.vocab;
+    sweep.seq_len_sweep.seq_lens = {32, 64, 128, 256};
+    sweep.seq_len_sweep.modes = SeqLenSweepModes();
+    sweep.seq_len_sweep.max_measured_seq_len = 256;
     return sweep;
   }
   if (name == "full") {
@@ -40,6 +52,13 @@ absl::StatusOr<SweepOptions> SweepPreset(absl::string_view name) {
     sweep.micro_batch = 2;
     sweep.ranks = {1, 2, 4, 8};
     sweep.steps = 2;
+    // 4 blocks of width 128, as the quick start trains: a step at seq_len
+    // 1024 takes a few seconds here, at 4096 a minute (predicted only).
+    sweep.seq_len_sweep.width = 128;
+    sweep.seq_len_sweep.vocab = sweep.vocab;
+    sweep.seq_len_sweep.seq_lens = {128, 256, 512, 1024, 2048, 4096};
+    sweep.seq_len_sweep.modes = SeqLenSweepModes();
+    sweep.seq_len_sweep.max_measured_seq_len = 1024;
     return sweep;
   }
   return absl::InvalidArgumentError(
@@ -54,17 +73,41 @@ std::vector<MemoryPoint> SweepPoints(const SweepOptions& sweep) {
   for (Precision precision : sweep.precisions) {
     for (proto::ShardingStrategy strategy : sweep.strategies) {
       for (int ranks : sweep.ranks) {
-        for (int width : sweep.widths) {
-          MemoryPoint point;
-          point.config = GptFamilyConfig(width, sweep.vocab, sweep.seq_len);
-          point.micro_batch = sweep.micro_batch;
-          point.strategy = strategy;
-          point.ranks = ranks;
-          point.group_size = strategy == proto::HYBRID_SHARD ? SweepHybridGroupSize(ranks) : 0;
-          point.precision = precision;
-          points.push_back(point);
+        for (const ActivationMode& mode : sweep.modes) {
+          for (int width : sweep.widths) {
+            MemoryPoint point;
+            point.config = GptFamilyConfig(width, sweep.vocab, sweep.seq_len);
+            if (!ApplyActivationMode(mode, point.config).ok()) continue;
+            point.micro_batch = sweep.micro_batch;
+            point.strategy = strategy;
+            point.ranks = ranks;
+            point.group_size =
+                strategy == proto::HYBRID_SHARD ? SweepHybridGroupSize(ranks) : 0;
+            point.precision = precision;
+            points.push_back(point);
+          }
         }
       }
+    }
+  }
+  return points;
+}
+
+std::vector<MemoryPoint> SeqLenSweepPoints(const SweepOptions& sweep) {
+  const SeqLenSweep& s = sweep.seq_len_sweep;
+  std::vector<MemoryPoint> points;
+  if (s.width == 0) return points;
+  for (const ActivationMode& mode : s.modes) {
+    for (int seq_len : s.seq_lens) {
+      MemoryPoint point;
+      point.config = GptFamilyConfig(s.width, s.vocab, seq_len);
+      if (!ApplyActivationMode(mode, point.config).ok()) continue;
+      point.micro_batch = s.micro_batch;
+      point.strategy = s.strategy;
+      point.ranks = s.ranks;
+      point.group_size = s.strategy == proto::HYBRID_SHARD ? SweepHybridGroupSize(s.ranks) : 0;
+      point.precision = s.precision;
+      points.push_back(point);
     }
   }
   return points;
@@ -96,6 +139,10 @@ absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int 
   options.vocab = point.config.vocab;
   options.seq_len = point.config.seq_len;
   options.precision = point.config.bf16_compute ? "bf16" : "fp32";
+  options.activation_checkpointing =
+      ActivationCheckpointingName(point.config.activation_checkpoint_every);
+  options.attention = point.config.flash_attention ? "flash" : "standard";
+  options.min_unit_numel = point.min_unit_numel;
   options.micro_batch = point.micro_batch;
   options.accum = 1;
   options.steps = steps;
@@ -106,9 +153,25 @@ absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int 
 }
 
 std::string SweepDescription(const SweepOptions& sweep) {
+  std::string modes;
+  if (sweep.modes.size() != 1 || sweep.modes[0] != ActivationMode{}) {
+    std::vector<std::string> names;
+    for (const ActivationMode& mode : sweep.modes) names.push_back(ActivationModeName(mode));
+    modes = absl::StrCat(" activations ", absl::StrJoin(names, ","));
+  }
   return absl::StrCat(sweep.name, " sweep: GPT family vocab=", sweep.vocab,
-                      " seq_len=", sweep.seq_len, " micro_batch=", sweep.micro_batch, ", ",
+                      " seq_len=", sweep.seq_len, " micro_batch=", sweep.micro_batch, modes, ", ",
                       sweep.steps, " training steps per measured point");
+}
+
+std::string SeqLenSweepDescription(const SweepOptions& sweep) {
+  const SeqLenSweep& s = sweep.seq_len_sweep;
+  const GptConfig model = GptFamilyConfig(s.width, s.vocab, 0);
+  return absl::StrCat(sweep.name, " sequence-length sweep: GPT layers=", model.layers,
+                      " d_model=", model.d_model, " heads=", model.heads, " vocab=", s.vocab,
+                      " micro_batch=", s.micro_batch, ", ", plan::ShardingStrategyName(s.strategy),
+                      " ", PrecisionName(s.precision), " on ", s.ranks, " ranks, ", sweep.steps,
+                      " training steps per measured point");
 }
 
 }  // namespace report

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "fsdp/plan/sharding_strategy.h"
+#include "fsdp/report/activation_mode.h"
 #include "fsdp/report/byte_size.h"
 #include "fsdp/report/gpt_family.h"
 #include "gtest/gtest.h"
@@ -169,6 +170,196 @@ TEST(BudgetTest, LargestFittingFamilyModelFitsAndTheNextDoesNot) {
   absl::StatusOr<std::optional<FittingModel>> none = LargestFittingFamilyModel(point, 1000);
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
+}
+
+// "... --activation_checkpointing=every:2 --attention=flash (..." -> the mode.
+ActivationMode ModeFromFlags(absl::string_view text) {
+  ActivationMode mode;
+  const size_t checkpointing = text.find("--activation_checkpointing=");
+  if (checkpointing != absl::string_view::npos) {
+    absl::string_view value = text.substr(checkpointing + 27);
+    value = value.substr(0, value.find_first_of(" (,"));
+    const absl::StatusOr<int> every = ParseActivationCheckpointing(value, 1 << 20);
+    EXPECT_TRUE(every.ok()) << text;
+    mode.checkpoint_every = every.value_or(0);
+  }
+  mode.flash_attention = text.find("--attention=flash") != absl::string_view::npos;
+  return mode;
+}
+
+// no_shard on 2 ranks at seq_len 256, micro-batch 4: activations are about
+// half. With a budget between the leanest mode's peak and the default's,
+// the refusal lists strategies that fit and then the cheapest activation
+// mode that fits on the same strategy and ranks; that mode fits when
+// predicted again and every cheaper one in the ladder does not.
+TEST(BudgetTest, OverBudgetNamesTheCheapestActivationModeThatFits) {
+  MemoryPoint point = ExamplePoint();
+  point.config.seq_len = 256;
+  point.micro_batch = 4;
+  const RankMemoryEstimate none = *EstimateRankMemory(point);
+  MemoryPoint lean = point;
+  ASSERT_TRUE(ApplyActivationMode({1, true}, lean.config).ok());
+  const RankMemoryEstimate all_flash = *EstimateRankMemory(lean);
+  ASSERT_LT(all_flash.total_bytes(), none.total_bytes() * 3 / 4);
+  for (const int64_t budget : {(none.total_bytes() + all_flash.total_bytes()) / 2,
+                               all_flash.total_bytes()}) {
+    const absl::Status status = CheckFitsBudget(point, budget);
+    ASSERT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+    const std::string message(status.message());
+    EXPECT_NE(message.find("activations none"), std::string::npos) << message;
+    // At the midpoint some strategy fits as is; at the leanest mode's peak
+    // the activations alone are over the budget, so none does.
+    size_t at = message.find(" Or, with --");
+    if (budget == all_flash.total_bytes()) {
+      EXPECT_NE(message.find("No strategy fits"), std::string::npos) << message;
+      at = message.find(" With --");
+    } else {
+      EXPECT_NE(message.find("Would fit: "), std::string::npos) << message;
+    }
+    ASSERT_NE(at, std::string::npos) << message;
+    EXPECT_NE(message.find(", no_shard on 2 ranks would fit (", at), std::string::npos) << message;
+    const ActivationMode named = ModeFromFlags(absl::string_view(message).substr(at));
+    MemoryPoint suggested = point;
+    ASSERT_TRUE(ApplyActivationMode(named, suggested.config).ok());
+    EXPECT_LE(EstimateRankMemory(suggested)->total_bytes(), budget) << message;
+    for (const ActivationMode& cheaper : ActivationModesByCost(point.config)) {
+      if (cheaper == named) break;
+      MemoryPoint other = point;
+      ASSERT_TRUE(ApplyActivationMode(cheaper, other.config).ok());
+      EXPECT_GT(EstimateRankMemory(other)->total_bytes(), budget)
+          << ActivationModeName(cheaper) << " is cheaper and fits too: " << message;
+    }
+    if (budget == all_flash.total_bytes()) {
+      EXPECT_EQ(ActivationModeName(named), "all+flash") << message;
+    }
+  }
+}
+
+// When other strategies fit but no activation mode makes this one fit, the
+// message says what the leanest mode still needs: no_shard on 2 ranks at
+// micro-batch 1 (model state dominates), with a budget just below what it
+// needs under all+flash, at which full_shard (at least) fits.
+TEST(BudgetTest, OverBudgetSaysWhatTheLeanestModeStillNeeds) {
+  MemoryPoint point = ExamplePoint();
+  point.micro_batch = 1;
+  MemoryPoint lean = point;
+  ASSERT_TRUE(ApplyActivationMode({1, true}, lean.config).ok());
+  const int64_t lean_total = EstimateRankMemory(lean)->total_bytes();
+  MemoryPoint full_shard = point;
+  full_shard.strategy = proto::FULL_SHARD;
+  ASSERT_LT(EstimateRankMemory(full_shard)->total_bytes(), lean_total - 1);
+  const absl::Status status = CheckFitsBudget(point, lean_total - 1);
+  const std::string message(status.message());
+  EXPECT_NE(message.find("Would fit: "), std::string::npos) << message;
+  EXPECT_NE(message.find("No activation mode makes no_shard on 2 ranks fit "
+                         "(--activation_checkpointing=all --attention=flash still needs " +
+                         FormatBytes(lean_total) + ")"),
+            std::string::npos)
+      << message;
+}
+
+// When no strategy fits with the default activations even on 65536 ranks,
+// the activation mode that makes this strategy fit is named instead.
+TEST(BudgetTest, NothingFitsWithoutCheckpointingButItWouldWithIt) {
+  MemoryPoint point = ExamplePoint();
+  point.micro_batch = 64;
+  point.strategy = proto::FULL_SHARD;
+  const RankMemoryEstimate none = *EstimateRankMemory(point);
+  MemoryPoint lean = point;
+  ASSERT_TRUE(ApplyActivationMode({1, true}, lean.config).ok());
+  const int64_t budget = EstimateRankMemory(lean)->total_bytes();
+  ASSERT_LT(budget, none.activation_bytes + none.workspace_bytes);
+  const absl::Status status = CheckFitsBudget(point, budget);
+  ASSERT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  const std::string message(status.message());
+  EXPECT_NE(message.find("No strategy fits"), std::string::npos) << message;
+  const size_t at = message.find(" With --");
+  ASSERT_NE(at, std::string::npos) << message;
+  EXPECT_NE(message.find(", full_shard on 2 ranks would fit (", at), std::string::npos)
+      << message;
+  MemoryPoint suggested = point;
+  ASSERT_TRUE(
+      ApplyActivationMode(ModeFromFlags(absl::string_view(message).substr(at)), suggested.config)
+          .ok());
+  EXPECT_LE(EstimateRankMemory(suggested)->total_bytes(), budget) << message;
+}
+
+TEST(BudgetTest, TrainOptionsCarryTheActivationMode) {
+  TrainOptions options;
+  options.nproc = 2;
+  options.layers = 4;
+  options.d_model = 128;
+  options.heads = 2;
+  options.vocab = 512;
+  options.seq_len = 256;
+  options.micro_batch = 4;
+  options.activation_checkpointing = "every:2";
+  options.attention = "flash";
+  const MemoryPoint point = *MemoryPointFromTrainOptions(options);
+  EXPECT_EQ(point.config.activation_checkpoint_every, 2);
+  EXPECT_TRUE(point.config.flash_attention);
+  const int64_t total = EstimateRankMemory(point)->total_bytes();
+  EXPECT_TRUE(CheckTrainingFitsBudget(options, total).ok());
+  const absl::Status over = CheckTrainingFitsBudget(options, total - 1);
+  EXPECT_NE(over.message().find("activations every:2+flash"), std::string::npos) << over;
+}
+
+// The longest sequence: it fits and one token more does not; checkpointing
+// and flash attention make it longer, the ranks do not change the
+// activations (so full_shard's grows only by the model state it shards).
+TEST(BudgetTest, LargestFittingSeqLenFitsAndTheNextDoesNot) {
+  MemoryPoint point = ExamplePoint();
+  point.strategy = proto::FULL_SHARD;
+  const int64_t budget = int64_t{512} << 20;
+  int previous = 0;
+  for (const ActivationMode& mode :
+       {ActivationMode{0, false}, ActivationMode{0, true}, ActivationMode{1, true}}) {
+    MemoryPoint with_mode = point;
+    ASSERT_TRUE(ApplyActivationMode(mode, with_mode.config).ok());
+    absl::StatusOr<std::optional<FittingSeqLen>> fit = LargestFittingSeqLen(with_mode, budget);
+    ASSERT_TRUE(fit.ok()) << fit.status();
+    ASSERT_TRUE(fit->has_value()) << ActivationModeName(mode);
+    const FittingSeqLen& longest = **fit;
+    EXPECT_FALSE(longest.at_search_limit);
+    EXPECT_LE(longest.estimate.total_bytes(), budget);
+    MemoryPoint next = with_mode;
+    next.config.seq_len = longest.seq_len + 1;
+    EXPECT_GT(EstimateRankMemory(next)->total_bytes(), budget) << ActivationModeName(mode);
+    MemoryPoint same = with_mode;
+    same.config.seq_len = longest.seq_len;
+    EXPECT_EQ(EstimateRankMemory(same)->total_bytes(), longest.estimate.total_bytes());
+    EXPECT_GT(longest.seq_len, previous) << ActivationModeName(mode);
+    previous = longest.seq_len;
+  }
+  absl::StatusOr<std::optional<FittingSeqLen>> none = LargestFittingSeqLen(point, 1000);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
+// The family scan keeps the activation mode; under every:K members with
+// fewer than K blocks cannot take it and are skipped.
+TEST(BudgetTest, LargestFittingFamilyModelKeepsTheActivationMode) {
+  MemoryPoint point = ExamplePoint();
+  point.config.seq_len = 512;
+  point.micro_batch = 8;
+  point.strategy = proto::FULL_SHARD;
+  point.ranks = 8;
+  const int64_t budget = int64_t{1} << 30;
+  const std::optional<FittingModel> none = *LargestFittingFamilyModel(point, budget);
+  ASSERT_TRUE(none.has_value());
+  MemoryPoint all = point;
+  ASSERT_TRUE(ApplyActivationMode({1, true}, all.config).ok());
+  const std::optional<FittingModel> lean = *LargestFittingFamilyModel(all, budget);
+  ASSERT_TRUE(lean.has_value());
+  EXPECT_GT(lean->estimate.num_params, none->estimate.num_params);
+  EXPECT_EQ(lean->config.activation_checkpoint_every, 1);
+  EXPECT_TRUE(lean->config.flash_attention);
+  MemoryPoint sparse = point;
+  sparse.config.activation_checkpoint_every = 8;
+  const std::optional<FittingModel> every8 = *LargestFittingFamilyModel(sparse, budget);
+  ASSERT_TRUE(every8.has_value());
+  EXPECT_GE(every8->config.layers, 8);
+  EXPECT_EQ(every8->config.activation_checkpoint_every, 8);
 }
 
 }  // namespace

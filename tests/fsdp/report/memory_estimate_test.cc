@@ -217,6 +217,115 @@ TEST(MemoryEstimateTest, FullShardPeakFollowsTheSchedule) {
   EXPECT_EQ(e.comm_buffer_bytes, 4) << "gradient-sharding strategies stage nothing";
 }
 
+// The activation modes, the activations' peak from the saved tensors listed
+// by hand (docs/model.md): a block saves 4 (16 BTC + 4 BT) bytes besides
+// attention's B H T T probabilities (standard) or B H T log-sum-exps
+// (flash); a checkpointed block keeps 4 BTC, its output, and holds the rest
+// of a block on top while it runs. With every block checkpointed the
+// largest moment is the last block's forward (every output, the embedding
+// and the rest of a block) or the end of the forward (with the head).
+TEST(MemoryEstimateTest, ActivationPeakPerModeFromTheTensorsByHand) {
+  const int64_t B = 3, T = 40, C = 48, H = 4, V = 300, L = 3;
+  const int64_t embedding = 4 * (B * T * C + B * T);
+  const int64_t head = 4 * (B * T * C + 3 * B * T + B * T * V);
+  const int64_t standard_block = 4 * (16 * B * T * C + 4 * B * T + B * H * T * T);
+  const int64_t flash_block = 4 * (16 * B * T * C + 4 * B * T + B * H * T);
+  const int64_t output = 4 * B * T * C;
+  struct Mode {
+    int every;
+    bool flash;
+    int64_t peak;
+  };
+  const int64_t all_standard =
+      embedding + L * output + std::max(head, standard_block - output);
+  const int64_t all_flash = embedding + L * output + std::max(head, flash_block - output);
+  // every:2 checkpoints blocks 0 and 2: the forward of block 2 holds block
+  // 0's output, block 1 whole, block 2 whole.
+  const int64_t every2 = std::max(embedding + output + standard_block + head + output,
+                                  embedding + output + standard_block + standard_block);
+  for (const Mode& mode : {Mode{0, false, embedding + L * standard_block + head},
+                           Mode{0, true, embedding + L * flash_block + head},
+                           Mode{1, false, all_standard}, Mode{1, true, all_flash},
+                           Mode{2, false, every2}}) {
+    MemoryPoint point;
+    point.config = {3, 48, 4, 300, 40};
+    point.config.activation_checkpoint_every = mode.every;
+    point.config.flash_attention = mode.flash;
+    point.micro_batch = 3;
+    point.ranks = 2;
+    absl::StatusOr<RankMemoryEstimate> e = EstimateRankMemory(point);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_EQ(e->tracker_bytes(MemoryCategory::kActivations), mode.peak)
+        << MemoryPointToString(point);
+    // no_shard fp32 has no working buffers: everything else is held, so the
+    // total's peak is the sum of the parts whatever the activations do.
+    EXPECT_EQ(e->total_bytes(), e->sum_of_parts_bytes()) << MemoryPointToString(point);
+  }
+  EXPECT_LT(all_flash, all_standard);
+  EXPECT_LT(all_standard, embedding + L * standard_block + head);
+}
+
+// Merged plan units (min_unit_numel) replay the activations of their model
+// units in order: without working buffers the total's peak stays the sum
+// of the parts (the activations' own peak on top of what is held), for
+// every mode and every merge.
+TEST(MemoryEstimateTest, MergedUnitsKeepTheActivationPeakForEveryMode) {
+  const GptConfig base{4, 32, 2, 200, 24};
+  int64_t total_numel = 0;
+  for (const UnitSpec& unit : GptUnitSpecs(base)) total_numel += unit.numel();
+  for (int64_t min_unit_numel : {int64_t{0}, total_numel / 3, total_numel}) {
+    for (int every : {0, 1, 2, 3}) {
+      for (bool flash : {false, true}) {
+        for (proto::ShardingStrategy strategy : {proto::NO_SHARD, proto::SHARD_OPTIMIZER}) {
+          MemoryPoint point;
+          point.config = base;
+          point.config.activation_checkpoint_every = every;
+          point.config.flash_attention = flash;
+          point.micro_batch = 2;
+          point.ranks = 3;
+          point.strategy = strategy;
+          point.min_unit_numel = min_unit_numel;
+          absl::StatusOr<RankMemoryEstimate> e = EstimateRankMemory(point);
+          ASSERT_TRUE(e.ok()) << e.status();
+          const GptActivationBreakdown a = GptActivationBytesByUnit(point.config, 2);
+          EXPECT_EQ(e->activation_bytes, a.peak_bytes());
+          EXPECT_EQ(e->total_bytes(), e->sum_of_parts_bytes())
+              << MemoryPointToString(point) << " min_unit_numel=" << min_unit_numel;
+        }
+      }
+    }
+  }
+}
+
+// full_shard on a 1-block GPT with the block checkpointed, as in
+// FullShardPeakFollowsTheSchedule: the block's forward and its backward now
+// hold the whole block (its output saved, the rest recomputed) while the
+// head's backward holds only the output.
+TEST(MemoryEstimateTest, FullShardCheckpointedPeakFollowsTheSchedule) {
+  GptConfig config{1, 32, 2, 500, 16};
+  config.activation_checkpoint_every = 1;
+  MemoryPoint point;
+  point.config = config;
+  point.micro_batch = 2;
+  point.strategy = proto::FULL_SHARD;
+  point.ranks = 2;
+  const RankMemoryEstimate e = *EstimateRankMemory(point);
+  std::vector<int64_t> padded;
+  for (const UnitSpec& unit : GptUnitSpecs(config)) padded.push_back((unit.numel() + 1) / 2 * 2);
+  const GptActivationBreakdown a = GptActivationBytesByUnit(config, 2);
+  const int64_t B = 2, T = 16, C = 32;
+  ASSERT_EQ(a.checkpointed_block_bytes, 4 * B * T * C);
+  const int64_t held = e.model_state_bytes() + e.comm_buffer_bytes + e.workspace_bytes;
+  const int64_t head_backward = a.embedding_bytes + 4 * B * T * C + a.head_bytes +
+                                4 * (padded[2] + padded[1]) + 4 * padded[2];
+  const int64_t block_forward = a.embedding_bytes + a.block_bytes + 4 * (padded[1] + padded[2]);
+  const int64_t block_backward = a.embedding_bytes + a.block_bytes +
+                                 4 * (padded[1] + padded[0]) + 4 * (padded[1] + padded[2]);
+  EXPECT_EQ(e.total_bytes(), held + std::max({head_backward, block_forward, block_backward}));
+  EXPECT_EQ(e.activation_bytes, std::max(a.embedding_bytes + a.block_bytes,
+                                         a.embedding_bytes + 4 * B * T * C + a.head_bytes));
+}
+
 TEST(MemoryEstimateTest, BadPointsAreClearErrors) {
   MemoryPoint point;
   point.micro_batch = 0;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "fsdp/report/activation_mode.h"
 #include "fsdp/report/atomic_file.h"
 #include "fsdp/report/rank_measurement.h"
 #include "fsdp/report/sweep.h"
@@ -104,6 +105,56 @@ TEST(SweepTest, TrainOptionsForPointSaysWhyThePointCannotBeTrained) {
   EXPECT_EQ(hybrid->group_size, 1);
   point.group_size = 3;  // does not divide 2 ranks: the runtime's own validation says so
   EXPECT_EQ(TrainOptionsForPoint(point, 3).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The activation mode reaches the training run, and a run's options give
+// back the point's mode (what the launched ranks and the budget both use).
+TEST(SweepTest, TrainOptionsForPointCarryTheActivationMode) {
+  MemoryPoint point;
+  point.config = {4, 32, 1, 256, 32};
+  point.ranks = 2;
+  point.min_unit_numel = 5000;
+  for (const ActivationMode& mode :
+       {ActivationMode{0, false}, ActivationMode{2, true}, ActivationMode{1, false}}) {
+    ASSERT_TRUE(ApplyActivationMode(mode, point.config).ok());
+    absl::StatusOr<TrainOptions> run = TrainOptionsForPoint(point, 2);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->activation_checkpointing, ActivationCheckpointingName(mode.checkpoint_every));
+    EXPECT_EQ(run->attention, mode.flash_attention ? "flash" : "standard");
+    EXPECT_EQ(run->min_unit_numel, 5000);
+    EXPECT_EQ(ActivationModeOf(GptConfigOf(*run)), mode);
+  }
+}
+
+// The sequence-length sweep: every (mode, seq_len) of one model, strategy
+// and rank count; the model sweep repeats its grid per mode and leaves out
+// the members a mode cannot take.
+TEST(SweepTest, SequenceLengthSweepAndModesOfTheModelSweep) {
+  absl::StatusOr<SweepOptions> full = SweepPreset("full");
+  ASSERT_TRUE(full.ok());
+  const std::vector<MemoryPoint> seq = SeqLenSweepPoints(*full);
+  const SeqLenSweep& s = full->seq_len_sweep;
+  EXPECT_EQ(seq.size(), s.modes.size() * s.seq_lens.size());
+  EXPECT_EQ(s.seq_lens.front(), 128);
+  EXPECT_EQ(s.seq_lens.back(), 4096);
+  for (const MemoryPoint& point : seq) {
+    EXPECT_EQ(point.config.d_model, s.width);
+    EXPECT_EQ(point.strategy, s.strategy);
+    EXPECT_EQ(point.ranks, s.ranks);
+    ASSERT_TRUE(EstimateRankMemory(point).ok()) << MemoryPointToString(point);
+  }
+  SweepOptions sweep = *full;
+  sweep.precisions = {Precision::kFp32};
+  sweep.strategies = {proto::FULL_SHARD};
+  sweep.ranks = {2};
+  sweep.widths = {32, 64, 128, 256};  // 2, 2, 4 and 8 blocks
+  sweep.modes = {ActivationMode{0, false}, ActivationMode{4, true}};
+  const std::vector<MemoryPoint> points = SweepPoints(sweep);
+  EXPECT_EQ(points.size(), 4u + 2u) << "every:4 skips the 2-block members";
+  EXPECT_EQ(points.back().config.activation_checkpoint_every, 4);
+  EXPECT_TRUE(points.back().config.flash_attention);
+  sweep.seq_len_sweep.width = 0;
+  EXPECT_TRUE(SeqLenSweepPoints(sweep).empty());
 }
 
 }  // namespace

@@ -6,12 +6,14 @@
 // measured ones solid, and the budget line.
 #include "fsdp/report/report_tables.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "fsdp/report/activation_mode.h"
 #include "fsdp/report/report_plot.h"
 #include "gtest/gtest.h"
 
@@ -108,6 +110,87 @@ TEST(ReportPlotTest, ScriptDrawsEachStrategyPredictedDashedMeasuredSolidAndTheBu
   // Mixed precision has no rows here: still a valid script.
   EXPECT_NE(ReportGnuplotScript(data, Precision::kMixed, "/tmp/y.png").find("no points"),
             std::string::npos);
+}
+
+// The activation mode is a column of the CSV and of the Markdown, and with
+// a budget the longest-sequence table has a row per mode.
+TEST(ReportTablesTest, ActivationModesAreColumnsAndTheLongestSequenceTable) {
+  ReportData data = TwoRows();
+  ASSERT_TRUE(ApplyActivationMode({2, true}, data.rows[1].point.config).ok());
+  data.rows[1].predicted = *EstimateRankMemory(data.rows[1].point);
+  const std::vector<std::string> lines =
+      absl::StrSplit(ReportCsv(data), '\n', absl::SkipEmpty());
+  const std::vector<std::string> header = absl::StrSplit(lines[0], ',');
+  const auto column = [&](const char* name) {
+    return std::find(header.begin(), header.end(), name) - header.begin();
+  };
+  ASSERT_LT(column("activation_checkpointing"), static_cast<long>(header.size()));
+  const std::vector<std::string> first = absl::StrSplit(lines[1], ',');
+  const std::vector<std::string> second = absl::StrSplit(lines[2], ',');
+  EXPECT_EQ(first[column("activation_checkpointing")], "none");
+  EXPECT_EQ(first[column("attention")], "standard");
+  EXPECT_EQ(second[column("activation_checkpointing")], "every:2");
+  EXPECT_EQ(second[column("attention")], "flash");
+
+  data.budget_bytes = int64_t{1} << 20;
+  data.seq_len_model = data.rows[0].point.config;
+  data.seq_len_micro_batch = 4;
+  for (const ActivationMode& mode : {ActivationMode{0, false}, ActivationMode{1, true}}) {
+    SeqLenFitRow fit;
+    fit.strategy = proto::FULL_SHARD;
+    fit.ranks = 2;
+    fit.mode = mode;
+    fit.longest = FittingSeqLen{mode.flash_attention ? 900 : 300, data.rows[0].predicted};
+    data.seq_len_fits.push_back(fit);
+  }
+  const std::string md = ReportMarkdown(data);
+  EXPECT_NE(md.find("| 32 | every:2+flash |"), std::string::npos) << md;
+  EXPECT_NE(md.find("## Longest sequence within 1.00 MiB"), std::string::npos) << md;
+  EXPECT_NE(md.find("| full_shard | fp32 | none | 300 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| full_shard | fp32 | all+flash | 900 |"), std::string::npos) << md;
+}
+
+// The sequence-length plot: a line per mode, predicted dashed and measured
+// solid, the budget with a triangle per mode at its longest sequence.
+TEST(ReportPlotTest, SeqLenScriptDrawsEachModeAndTheLongestSequences) {
+  ReportData data;
+  data.title = "seq sweep";
+  data.budget_bytes = 4000000;
+  for (const ActivationMode& mode : {ActivationMode{0, false}, ActivationMode{1, true}}) {
+    for (int seq_len : {32, 64}) {
+      ReportRow row;
+      row.point.config = {2, 32, 1, 256, seq_len};
+      ASSERT_TRUE(ApplyActivationMode(mode, row.point.config).ok());
+      row.point.strategy = proto::FULL_SHARD;
+      row.point.ranks = 2;
+      row.predicted = *EstimateRankMemory(row.point);
+      if (!mode.flash_attention) {
+        RankMeasurement m;
+        m.peak_total_bytes = row.predicted.total_bytes();
+        row.measured = m;
+      }
+      data.rows.push_back(row);
+    }
+    SeqLenFitRow fit;
+    fit.strategy = proto::FULL_SHARD;
+    fit.ranks = 2;
+    fit.mode = mode;
+    fit.longest = FittingSeqLen{100, data.rows.back().predicted};
+    data.seq_len_fits.push_back(fit);
+  }
+  const std::string script = SeqLenGnuplotScript(data, "/tmp/s.png");
+  EXPECT_NE(script.find("set output '/tmp/s.png'"), std::string::npos);
+  EXPECT_NE(script.find("$none_total_predicted using 1:2 with lines dt 2"), std::string::npos)
+      << script;
+  EXPECT_NE(script.find("$none_total_measured using 1:2 with linespoints dt 1"),
+            std::string::npos)
+      << script;
+  EXPECT_NE(script.find("$all_flash_total_predicted"), std::string::npos) << script;
+  EXPECT_EQ(script.find("$all_flash_total_measured"), std::string::npos) << "never measured";
+  EXPECT_NE(script.find("$all_flash_longest using 1:2 with points"), std::string::npos);
+  EXPECT_NE(script.find("$none_activations_measured"), std::string::npos);
+  EXPECT_NE(script.find("4e+06 with lines dt 4"), std::string::npos) << script;
+  EXPECT_NE(SeqLenGnuplotScript(ReportData(), "/tmp/e.png").find("no points"), std::string::npos);
 }
 
 }  // namespace

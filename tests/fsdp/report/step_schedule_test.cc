@@ -54,6 +54,68 @@ TEST(StepScheduleTest, UnshardedGradientsOverlapTheNextUnitsBackward) {
   EXPECT_EQ(PeakTransientBytes(in), 190);
 }
 
+// A plan unit merging model units: saved {10, 4, 20} with a transient of 30
+// on the middle one (a checkpointed block between two plain units). While
+// the middle one runs the unit holds 10 + 4 + 30 = 44, forward and backward
+// alike: 10 above its 34 saved bytes. When the saved bytes after it are
+// larger than its transient, nothing rises above the saved total.
+TEST(StepScheduleTest, MergedUnitTransientsAreTakenOverTheRunningSavedBytes) {
+  const ScheduleUnit merged = ScheduleUnitActivations({{10, 0}, {4, 30}, {20, 0}});
+  EXPECT_EQ(merged.activation_bytes, 34);
+  EXPECT_EQ(merged.forward_transient_bytes, 10);
+  EXPECT_EQ(merged.backward_transient_bytes, 10);
+  const ScheduleUnit alone = ScheduleUnitActivations({{4, 30}});
+  EXPECT_EQ(alone.activation_bytes, 4);
+  EXPECT_EQ(alone.forward_transient_bytes, 30);
+  EXPECT_EQ(alone.backward_transient_bytes, 30);
+  const ScheduleUnit covered = ScheduleUnitActivations({{4, 30}, {40, 0}});
+  EXPECT_EQ(covered.activation_bytes, 44);
+  EXPECT_EQ(covered.forward_transient_bytes, 0);
+  EXPECT_EQ(covered.backward_transient_bytes, 0);
+  // Two checkpointed sources: the second's forward holds both outputs.
+  const ScheduleUnit two = ScheduleUnitActivations({{4, 30}, {4, 30}});
+  EXPECT_EQ(two.forward_transient_bytes, 30);   // 4 + 4 + 30 - 8
+  EXPECT_EQ(two.backward_transient_bytes, 30);  // the second first: same
+}
+
+// shard_grad_op in fp32 with a checkpointed middle unit: units {P=8, A=10},
+// {P=6, A=4, transient 30}, {P=4, A=20}. Forward: 10, then 14 + 30 = 44
+// while the block runs, 34 at the end. Backward of 2: 34 + 16 = 50; of 1:
+// its gradients join those of 2 (in flight): 14 + 24 + 16 = 54, and the
+// recomputation on top, 84; of 0: 10 + 32 + 24 = 66. Peak 84 (66 if the
+// recomputation were not counted). Without checkpointing the block saves 34
+// and its backward holds 10 + 34 + 24 + 16 = 84 too: checkpointing lowers
+// the end of the forward (34 instead of 64), not the moment the block's
+// backward runs.
+TEST(StepScheduleTest, RecomputationPeaksOnTopOfTheUnitsGradients) {
+  ScheduleInputs in;
+  in.units = {{8, 4, 10}, {6, 3, 4, 30, 30}, {4, 2, 20}};
+  in.shard_grads = true;
+  in.shard_optimizer = true;
+  EXPECT_EQ(PeakTransientBytes(in), 84);
+  in.units[1] = {6, 3, 34};
+  EXPECT_EQ(PeakTransientBytes(in), 84);
+  // The forward's transient counts too: alone it makes the peak.
+  in.units = {{8, 4, 10}, {6, 3, 4, 100, 0}, {4, 2, 20}};
+  EXPECT_EQ(PeakTransientBytes(in), 10 + 4 + 100);
+}
+
+// full_shard, prefetch 1, the same units (gathered 32, 24, 16 B). Forward
+// of 1: unit 1 and the prefetched 2 gathered (24 + 16), activations 10 + 4
+// + 30: 84. Backward of 1: units 1 and the prefetched 0 gathered (24 + 32),
+// gradients of 1 and 2 (24 + 16), activations 10 + 4 + 30: 140, the peak.
+TEST(StepScheduleTest, FullShardRecomputationWithGatheredNeighbours) {
+  ScheduleInputs in;
+  in.units = {{8, 4, 10}, {6, 3, 4, 30, 30}, {4, 2, 20}};
+  in.shard_params = true;
+  in.shard_grads = true;
+  in.shard_optimizer = true;
+  EXPECT_EQ(PeakTransientBytes(in), 140);
+  // Without the backward's recomputation the backward of 1 holds 110.
+  in.units[1].backward_transient_bytes = 0;
+  EXPECT_EQ(PeakTransientBytes(in), 110);
+}
+
 }  // namespace
 }  // namespace report
 }  // namespace fsdp

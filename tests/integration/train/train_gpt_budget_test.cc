@@ -5,12 +5,16 @@
 // the launching parent with the budget message (which category, how much
 // over, what would fit) and no rank starts, while full_shard trains. The
 // budget is computed here from the memory model, halfway between the two
-// predictions, so the test follows the model's size.
+// predictions, so the test follows the model's size. And where activations
+// dominate (seq_len 512), a configuration refused without checkpointing is
+// told which activation flags would make it fit, and trains with them under
+// the same budget (enforced by every rank's MemoryTracker too).
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "fsdp/report/budget.h"
 #include "fsdp/report/memory_estimate.h"
@@ -77,6 +81,73 @@ TEST(TrainGptBudgetTest, FullShardTrainsWhereNoShardIsRefused) {
   const TrainGptRun trained = RunTrainGpt("budget_full_shard", flags);
   EXPECT_EQ(trained.exit_code, 0) << trained.output;
   EXPECT_EQ(trained.losses.size(), 3u) << trained.output;
+  EXPECT_TRUE(trained.has_final_line) << trained.output;
+}
+
+// The model of the activation test: 2 ranks, full_shard, seq_len 512.
+const std::vector<std::string> kLongSequenceFlags = {
+    "--nproc=2",         "--strategy=full_shard", "--layers=4",      "--d_model=128",
+    "--heads=2",         "--vocab=256",           "--seq_len=512",   "--micro_batch=4",
+    "--steps=2",         "--warmup_steps=1"};
+
+int64_t PredictedLongSequencePeak(const std::string& checkpointing, const std::string& attention) {
+  fsdp::TrainOptions o;
+  o.nproc = 2;
+  o.strategy = fsdp::Strategy::kFullShard;
+  o.layers = 4;
+  o.d_model = 128;
+  o.heads = 2;
+  o.vocab = 256;
+  o.seq_len = 512;
+  o.micro_batch = 4;
+  o.activation_checkpointing = checkpointing;
+  o.attention = attention;
+  absl::StatusOr<fsdp::report::MemoryPoint> point =
+      fsdp::report::MemoryPointFromTrainOptions(o);
+  EXPECT_TRUE(point.ok()) << point.status();
+  absl::StatusOr<fsdp::report::RankMemoryEstimate> estimate =
+      fsdp::report::EstimateRankMemory(*point);
+  EXPECT_TRUE(estimate.ok()) << estimate.status();
+  return estimate->total_bytes();
+}
+
+// The flags a refusal names in "[Or, w|W]ith FLAGS, full_shard on 2 ranks
+// would fit (...)".
+std::vector<std::string> SuggestedFlags(const std::string& output) {
+  const size_t end = output.find(", full_shard on 2 ranks would fit (");
+  if (end == std::string::npos) return {};
+  const size_t start = output.rfind("ith --", end);
+  if (start == std::string::npos) return {};
+  return absl::StrSplit(output.substr(start + 4, end - start - 4), ' ');
+}
+
+TEST(TrainGptBudgetTest, RefusalNamesTheActivationFlagsThatMakeItFitAndTheyDo) {
+  const int64_t none = PredictedLongSequencePeak("none", "standard");
+  const int64_t all = PredictedLongSequencePeak("all", "standard");
+  ASSERT_LT(all, none);
+  const std::string budget_flag = absl::StrCat("--mem_budget=", (none + all) / 2);
+
+  std::vector<std::string> flags = kLongSequenceFlags;
+  flags.push_back(budget_flag);
+  const TrainGptRun refused = RunTrainGpt("budget_activations_refused", flags);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("full_shard fp32 on 2 ranks"), std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("activations none"), std::string::npos) << refused.output;
+  EXPECT_EQ(refused.output.find("[rank"), std::string::npos) << "a rank started:\n"
+                                                             << refused.output;
+  const std::vector<std::string> suggested = SuggestedFlags(refused.output);
+  ASSERT_FALSE(suggested.empty()) << refused.output;
+  for (const std::string& flag : suggested) {
+    EXPECT_TRUE(flag.rfind("--activation_checkpointing=", 0) == 0 ||
+                flag == "--attention=flash")
+        << flag << " in " << refused.output;
+  }
+
+  flags.insert(flags.end(), suggested.begin(), suggested.end());
+  const TrainGptRun trained = RunTrainGpt("budget_activations_trained", flags);
+  EXPECT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_EQ(trained.losses.size(), 2u) << trained.output;
   EXPECT_TRUE(trained.has_final_line) << trained.output;
 }
 
