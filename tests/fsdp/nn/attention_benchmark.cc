@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,16 @@ double Seconds(const std::chrono::steady_clock::time_point& start) {
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   if (!fsdp::SetComputeThreads(1).ok()) return 1;
-  std::printf("# %s\n", fsdp::MatmulKernelDescription(fsdp::CurrentMatmulBackend()).c_str());
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, cpu = "unknown CPU";
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  std::printf("# cpu: %s\n# %s\n", cpu.c_str(),
+              fsdp::MatmulKernelDescription(fsdp::CurrentMatmulBackend()).c_str());
   const int B = absl::GetFlag(FLAGS_batch), C = absl::GetFlag(FLAGS_channels),
             H = absl::GetFlag(FLAGS_heads);
   std::printf("%6s %14s %14s %16s %16s\n", "T", "naive ms", "blocked ms", "naive saved MiB",
