@@ -1,6 +1,8 @@
 // File: comm/rendezvous/job_env.cc
 #include "comm/rendezvous/job_env.h"
 
+#include <arpa/inet.h>
+
 #include <cstdlib>
 #include <vector>
 
@@ -269,6 +271,17 @@ absl::StatusOr<JobEnv> JobEnvFromLookup(const EnvLookup& lookup) {
         env.failure_report_fd,
         ParseIntVar("FSDP_FAILURE_REPORT_FD", *fd, 0, 1 << 20,
                     "the launcher's report pipe (it sets this itself; unset it otherwise)"));
+  }
+  if (std::optional<std::string> bind = lookup("FSDP_STORE_BIND");
+      bind.has_value() && !bind->empty()) {
+    in_addr parsed = {};
+    if (*bind != "all" && inet_pton(AF_INET, bind->c_str(), &parsed) != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "FSDP_STORE_BIND='", *bind,
+          "' is neither 'all' nor an IPv4 address; unset it to listen on MASTER_ADDR's "
+          "interface, or set it to 'all' or to one of rank 0's addresses"));
+    }
+    env.store_bind = *bind;
   }
   return env;
 }

@@ -165,6 +165,11 @@ INSTANTIATE_TEST_SUITE_P(
                 {"FSDP_HANG_TIMEOUT_S='soon'", "0 to turn hang detection off"}},
         BadCase{"negative_hang_timeout", With(kGoodTorchrun, "FSDP_HANG_TIMEOUT_S", "-3"),
                 absl::StatusCode::kInvalidArgument, {"FSDP_HANG_TIMEOUT_S='-3'"}},
+        BadCase{"store_bind_host_name", With(kGoodTorchrun, "FSDP_STORE_BIND", "eth0"),
+                absl::StatusCode::kInvalidArgument,
+                {"FSDP_STORE_BIND='eth0'", "neither 'all' nor an IPv4 address"}},
+        BadCase{"store_bind_short_address", With(kGoodTorchrun, "FSDP_STORE_BIND", "10.1"),
+                absl::StatusCode::kInvalidArgument, {"FSDP_STORE_BIND='10.1'"}},
         BadCase{"garbage_report_fd", With(kGoodTorchrun, "FSDP_FAILURE_REPORT_FD", "x"),
                 absl::StatusCode::kInvalidArgument, {"FSDP_FAILURE_REPORT_FD='x'"}},
         BadCase{"garbage_rank", With(kGoodTorchrun, "RANK", "one"),
@@ -241,6 +246,18 @@ TEST(JobEnvHangTimeout, UnsetSecondsOrOff) {
       JobEnvFromLookup(LookupIn(With(kGoodTorchrun, "FSDP_HANG_TIMEOUT_S", "0")));
   ASSERT_TRUE(off.ok()) << off.status();
   EXPECT_EQ(off->hang_timeout, absl::InfiniteDuration());
+}
+
+TEST(JobEnvStoreBind, UnsetAllOrAnAddress) {
+  for (const char* value : {"", "all", "10.0.0.7", "127.0.1.1"}) {
+    absl::StatusOr<JobEnv> env =
+        JobEnvFromLookup(LookupIn(With(kGoodTorchrun, "FSDP_STORE_BIND", value)));
+    ASSERT_TRUE(env.ok()) << value << ": " << env.status();
+    EXPECT_EQ(env->store_bind, value);
+  }
+  absl::StatusOr<JobEnv> unset = JobEnvFromLookup(LookupIn(kGoodTorchrun));
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_EQ(unset->store_bind, "");
 }
 
 struct HostCase {
