@@ -148,6 +148,19 @@ absl::StatusOr<JobEnv> JobEnvFromLookup(const EnvLookup& lookup) {
                                            convention->world_size, "=", env.world_size),
                               source));
 
+  // A batch script (or an salloc shell) also sees SLURM_PROCID=0 and the
+  // job's SLURM_NTASKS, but it is no task of a step: srun sets SLURM_STEP_ID.
+  // Running the program there as rank 0 of N would wait out the rendezvous
+  // timeout for ranks nobody starts.
+  if (convention == &kSlurm && env.world_size > 1 && !lookup("SLURM_STEP_ID").has_value() &&
+      lookup("SLURM_JOB_ID").has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "SLURM_NTASKS=", env.world_size, " but this process is not a task of an srun step "
+        "(SLURM_STEP_ID is not set: it runs in the batch script or salloc shell of job ",
+        NonEmpty(lookup, "SLURM_JOB_ID"), "); start it with srun (e.g. `srun ",
+        "<program> ...` in the batch script), or set WORLD_SIZE=1 RANK=0 to run one process"));
+  }
+
   // Local rank/size only choose a device; without them the job is taken to be
   // on one host.
   if (convention == &kSlurm) {
