@@ -79,15 +79,18 @@ bool WaitForFd(int fd, short events, absl::Time deadline) {
   }
 }
 
-absl::StatusOr<int> ListenOnPort(int port) {
+absl::StatusOr<int> ListenOnPort(const std::string& bind_ip, int port) {
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  if (inet_pton(AF_INET, bind_ip.c_str(), &address.sin_addr) != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot listen on '", bind_ip, "': not an IPv4 address"));
+  }
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", strerror(errno)));
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in address = {};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_ANY);
-  address.sin_port = htons(static_cast<uint16_t>(port));
   if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
     int error = errno;
     close(fd);
@@ -95,8 +98,13 @@ absl::StatusOr<int> ListenOnPort(int port) {
       return absl::UnavailableError(absl::StrCat(
           "MASTER_PORT ", port, " is in use on this host; choose another"));
     }
-    return absl::InternalError(
-        absl::StrCat("cannot bind MASTER_PORT ", port, ": ", strerror(error)));
+    if (error == EADDRNOTAVAIL) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot listen on ", bind_ip, ":", port, ": ", bind_ip,
+          " is not an address of this host"));
+    }
+    return absl::InternalError(absl::StrCat("cannot bind MASTER_PORT ", port, " on ",
+                                            bind_ip, ": ", strerror(error)));
   }
   if (listen(fd, 1024) != 0) {
     int error = errno;

@@ -25,10 +25,11 @@ namespace comm {
 // addresses of ~1 KiB still fits).
 inline constexpr size_t kMaxFrameBytes = size_t{1} << 30;
 
-// Listens on all interfaces at `port` (SO_REUSEADDR, so a port in TIME_WAIT
-// is fine). A port that another process listens on gives kUnavailable
-// "MASTER_PORT N is in use on this host; choose another".
-absl::StatusOr<int> ListenOnPort(int port);
+// Listens at `bind_ip`:`port` (dotted IPv4; "0.0.0.0" for every interface;
+// SO_REUSEADDR, so a port in TIME_WAIT is fine). A port that another process
+// listens on gives kUnavailable "MASTER_PORT N is in use on this host; choose
+// another"; an address that is not this host's gives kInvalidArgument.
+absl::StatusOr<int> ListenOnPort(const std::string& bind_ip, int port);
 
 // Connects to host:port, retrying refused/unreachable attempts every ~100 ms
 // until `deadline`. The error names host:port, the time waited and the last

@@ -1,6 +1,8 @@
 // File: comm/rendezvous/job_env.cc
 #include "comm/rendezvous/job_env.h"
 
+#include <arpa/inet.h>
+
 #include <cstdlib>
 #include <vector>
 
@@ -146,6 +148,19 @@ absl::StatusOr<JobEnv> JobEnvFromLookup(const EnvLookup& lookup) {
                                            convention->world_size, "=", env.world_size),
                               source));
 
+  // A batch script (or an salloc shell) also sees SLURM_PROCID=0 and the
+  // job's SLURM_NTASKS, but it is no task of a step: srun sets SLURM_STEP_ID.
+  // Running the program there as rank 0 of N would wait out the rendezvous
+  // timeout for ranks nobody starts.
+  if (convention == &kSlurm && env.world_size > 1 && !lookup("SLURM_STEP_ID").has_value() &&
+      lookup("SLURM_JOB_ID").has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "SLURM_NTASKS=", env.world_size, " but this process is not a task of an srun step "
+        "(SLURM_STEP_ID is not set: it runs in the batch script or salloc shell of job ",
+        NonEmpty(lookup, "SLURM_JOB_ID"), "); start it with srun (e.g. `srun ",
+        "<program> ...` in the batch script), or set WORLD_SIZE=1 RANK=0 to run one process"));
+  }
+
   // Local rank/size only choose a device; without them the job is taken to be
   // on one host.
   if (convention == &kSlurm) {
@@ -269,6 +284,17 @@ absl::StatusOr<JobEnv> JobEnvFromLookup(const EnvLookup& lookup) {
         env.failure_report_fd,
         ParseIntVar("FSDP_FAILURE_REPORT_FD", *fd, 0, 1 << 20,
                     "the launcher's report pipe (it sets this itself; unset it otherwise)"));
+  }
+  if (std::optional<std::string> bind = lookup("FSDP_STORE_BIND");
+      bind.has_value() && !bind->empty()) {
+    in_addr parsed = {};
+    if (*bind != "all" && inet_pton(AF_INET, bind->c_str(), &parsed) != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "FSDP_STORE_BIND='", *bind,
+          "' is neither 'all' nor an IPv4 address; unset it to listen on MASTER_ADDR's "
+          "interface, or set it to 'all' or to one of rank 0's addresses"));
+    }
+    env.store_bind = *bind;
   }
   return env;
 }

@@ -28,6 +28,10 @@
 //                           reports the first failure it diagnosed (the dead
 //                           or hung rank), so the launcher can name the root
 //                           cause (comm/launcher/failure_report.h).
+//   FSDP_STORE_BIND         where rank 0's rendezvous store listens: unset for
+//                           MASTER_ADDR's interface, 'all' for every interface,
+//                           or one IPv4 address of rank 0's host
+//                           (comm/rendezvous/store_address.h).
 //
 // The job token keeps ranks of different jobs apart when they collide on one
 // MASTER_PORT: FSDP_JOB_TOKEN if set, else derived from the launcher's job id
@@ -62,6 +66,9 @@ struct JobEnv {
   std::optional<absl::Duration> hang_timeout;
   // FSDP_FAILURE_REPORT_FD, or -1.
   int failure_report_fd = -1;
+  // FSDP_STORE_BIND: "" (MASTER_ADDR's interface), "all", or a dotted IPv4
+  // address.
+  std::string store_bind;
 };
 
 // The largest world size: the UCX transport keeps the source rank in the top

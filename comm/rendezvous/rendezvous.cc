@@ -3,11 +3,14 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+
 #include "absl/strings/str_cat.h"
 #include "comm/liveness.h"
 #include "comm/rendezvous/framed_socket.h"
 #include "comm/rendezvous/hang_verdict.h"
 #include "comm/rendezvous/heartbeat_thread.h"
+#include "comm/rendezvous/store_address.h"
 #include "comm/rendezvous/store_server.h"
 #include "comm/status_macros.h"
 #include "proto/rendezvous.pb.h"
@@ -52,8 +55,22 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(
     return rendezvous;
   }
 
+  // Rank 0 reaches its own store over the address it listens on, like
+  // everyone else, so the failure detector treats all ranks alike.
+  std::string connect_host = env.master_addr;
   if (env.rank == 0) {
+    absl::StatusOr<StoreListenAddress> where = StoreListenAddressOnThisHost(env);
+    if (!where.ok()) {
+      return absl::Status(where.status().code(),
+                          absl::StrCat(me, ": ", where.status().message()));
+    }
+    if (!where->note.empty()) {
+      std::fprintf(stderr, "rendezvous store on rank 0: %s\n", where->note.c_str());
+      std::fflush(stderr);
+    }
+    connect_host = where->connect_ip;
     StoreServerOptions options;
+    options.bind_ip = where->bind_ip;
     options.port = env.master_port;
     options.world_size = env.world_size;
     options.job_token = env.job_token;
@@ -67,9 +84,6 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(
     rendezvous->server_ = std::move(server).value();
   }
 
-  // Rank 0 reaches its own store over loopback like everyone else, so the
-  // failure detector treats all ranks alike.
-  const std::string connect_host = env.rank == 0 ? "127.0.0.1" : env.master_addr;
   absl::StatusOr<int> fd = ConnectWithRetry(connect_host, env.master_port, deadline);
   if (!fd.ok()) {
     return absl::Status(fd.status().code(),

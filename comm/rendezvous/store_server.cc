@@ -485,7 +485,7 @@ void StoreServer::Loop::UpdateOthersConnected() {
 
 absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(
     const StoreServerOptions& options) {
-  FSDP_ASSIGN_OR_RETURN(int listen_fd, ListenOnPort(options.port));
+  FSDP_ASSIGN_OR_RETURN(int listen_fd, ListenOnPort(options.bind_ip, options.port));
   std::unique_ptr<StoreServer> server(new StoreServer());
   if (pipe2(server->wake_pipe_, O_CLOEXEC) != 0) {
     close(listen_fd);

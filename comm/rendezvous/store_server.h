@@ -54,6 +54,9 @@ namespace comm {
 
 struct StoreServerOptions {
   int port = 0;  // MASTER_PORT
+  // Where to listen: dotted IPv4, "0.0.0.0" for every interface
+  // (comm/rendezvous/store_address.h chooses it).
+  std::string bind_ip = "127.0.0.1";
   int world_size = 1;
   std::string job_token;
   // How long to wait for all ranks to join before aborting the job.
@@ -83,7 +86,7 @@ std::string DescribeRefusals(const StoreRefusals& refusals);
 
 class StoreServer {
  public:
-  // Binds MASTER_PORT now (so "port in use" is reported at once, as
+  // Binds bind_ip:MASTER_PORT now (so "port in use" is reported at once, as
   // kUnavailable "MASTER_PORT N is in use on this host; choose another") and
   // starts the serving thread.
   static absl::StatusOr<std::unique_ptr<StoreServer>> Start(

@@ -90,7 +90,8 @@ INSTANTIATE_TEST_SUITE_P(
         GoodCase{"slurm_tasks_per_node_list",
                  {{"SLURM_PROCID", "6"}, {"SLURM_NTASKS", "7"}, {"SLURM_LOCALID", "0"},
                   {"SLURM_TASKS_PER_NODE", "2(x3),1"}, {"SLURM_NODEID", "3"},
-                  {"SLURM_JOB_ID", "9"}, {"MASTER_ADDR", "n0"}, {"MASTER_PORT", "29501"},
+                  {"SLURM_JOB_ID", "9"}, {"SLURM_STEP_ID", "0"}, {"MASTER_ADDR", "n0"},
+                  {"MASTER_PORT", "29501"},
                   {"FSDP_JOB_TOKEN", "explicit"}},
                  Expect(6, 7, 0, 1, "n0", 29501, "explicit", "slurm")},
         GoodCase{"slurm_master_from_step_node_list",
@@ -102,8 +103,9 @@ INSTANTIATE_TEST_SUITE_P(
         GoodCase{"slurm_master_from_job_node_list",
                  {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
                   {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_JOB_ID", "42"},
-                  {"SLURM_JOB_NODELIST", "a,b"}, {"MASTER_PORT", "29400"}},
-                 Expect(0, 2, 0, 2, "a", 29400, "slurm-42-", "slurm")},
+                  {"SLURM_STEP_ID", "1"}, {"SLURM_JOB_NODELIST", "a,b"},
+                  {"MASTER_PORT", "29400"}},
+                 Expect(0, 2, 0, 2, "a", 29400, "slurm-42-1", "slurm")},
         GoodCase{"slurm_master_addr_wins_over_node_list",
                  {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
                   {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_JOB_ID", "42"},
@@ -165,6 +167,11 @@ INSTANTIATE_TEST_SUITE_P(
                 {"FSDP_HANG_TIMEOUT_S='soon'", "0 to turn hang detection off"}},
         BadCase{"negative_hang_timeout", With(kGoodTorchrun, "FSDP_HANG_TIMEOUT_S", "-3"),
                 absl::StatusCode::kInvalidArgument, {"FSDP_HANG_TIMEOUT_S='-3'"}},
+        BadCase{"store_bind_host_name", With(kGoodTorchrun, "FSDP_STORE_BIND", "eth0"),
+                absl::StatusCode::kInvalidArgument,
+                {"FSDP_STORE_BIND='eth0'", "neither 'all' nor an IPv4 address"}},
+        BadCase{"store_bind_short_address", With(kGoodTorchrun, "FSDP_STORE_BIND", "10.1"),
+                absl::StatusCode::kInvalidArgument, {"FSDP_STORE_BIND='10.1'"}},
         BadCase{"garbage_report_fd", With(kGoodTorchrun, "FSDP_FAILURE_REPORT_FD", "x"),
                 absl::StatusCode::kInvalidArgument, {"FSDP_FAILURE_REPORT_FD='x'"}},
         BadCase{"garbage_rank", With(kGoodTorchrun, "RANK", "one"),
@@ -215,8 +222,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"slurm_bad_node_list",
                 {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
                  {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_STEP_NODELIST", "n[1-2"},
-                 {"SLURM_JOB_ID", "1"}},
+                 {"SLURM_JOB_ID", "1"}, {"SLURM_STEP_ID", "0"}},
                 absl::StatusCode::kInvalidArgument, {"'n[1-2'", "without ']'", "MASTER_ADDR"}},
+        // What a batch script sees (sbatch --ntasks=2, measured on Slurm 22.05):
+        // no SLURM_STEP_ID, no SLURM_STEP_NODELIST.
+        BadCase{"slurm_batch_script_without_srun",
+                {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
+                 {"SLURM_NODEID", "0"}, {"SLURM_JOB_ID", "17"}, {"SLURM_JOB_NODELIST", "vm"},
+                 {"SLURM_NODELIST", "vm"}},
+                absl::StatusCode::kFailedPrecondition,
+                {"SLURM_NTASKS=2", "not a task of an srun step", "job 17", "srun"}},
         BadCase{"slurm_bad_tasks_per_node",
                 {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
                  {"SLURM_TASKS_PER_NODE", "2(y3)"}, {"SLURM_NODEID", "0"},
@@ -241,6 +256,18 @@ TEST(JobEnvHangTimeout, UnsetSecondsOrOff) {
       JobEnvFromLookup(LookupIn(With(kGoodTorchrun, "FSDP_HANG_TIMEOUT_S", "0")));
   ASSERT_TRUE(off.ok()) << off.status();
   EXPECT_EQ(off->hang_timeout, absl::InfiniteDuration());
+}
+
+TEST(JobEnvStoreBind, UnsetAllOrAnAddress) {
+  for (const char* value : {"", "all", "10.0.0.7", "127.0.1.1"}) {
+    absl::StatusOr<JobEnv> env =
+        JobEnvFromLookup(LookupIn(With(kGoodTorchrun, "FSDP_STORE_BIND", value)));
+    ASSERT_TRUE(env.ok()) << value << ": " << env.status();
+    EXPECT_EQ(env->store_bind, value);
+  }
+  absl::StatusOr<JobEnv> unset = JobEnvFromLookup(LookupIn(kGoodTorchrun));
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_EQ(unset->store_bind, "");
 }
 
 struct HostCase {

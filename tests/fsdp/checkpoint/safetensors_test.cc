@@ -168,7 +168,11 @@ TEST(SafetensorsTest, RoundTripsTensorsStreamedInOddPieces) {
       std::vector<float> out(t.values.size(), 12345.0f);
       ASSERT_TRUE((*reader)->ReadF32(t.name, absl::MakeSpan(out)).ok()) << t.name;
       // Bitwise, so -0.0 must come back as -0.0.
-      ASSERT_EQ(std::memcmp(out.data(), t.values.data(), out.size() * 4), 0) << t.name;
+      // (An empty tensor has no buffer; memcmp on null is undefined even
+      // for zero bytes.)
+      if (!out.empty()) {
+        ASSERT_EQ(std::memcmp(out.data(), t.values.data(), out.size() * 4), 0) << t.name;
+      }
     }
   }
   EXPECT_EQ(ListDir(dir).size(), 4u);  // no temporary file left behind

@@ -52,4 +52,23 @@ fi
 under_sbatch=$(grep -o 'params sha256 [0-9a-f]*' "$tmp/sbatch.txt" | head -n 1)
 echo "sbatch (srun -n 4):  ${under_sbatch}"
 [ "$under_sbatch" = "$launcher" ] || { echo "slurm_test: sbatch's digest differs" >&2; cat "$tmp/sbatch.txt"; exit 1; }
+
+# The mistake of a batch script that runs the program without srun: it sees
+# SLURM_NTASKS=4 but is no task of a step. It must fail at once, saying so,
+# rather than wait out the rendezvous timeout for ranks nobody starts.
+cat >"$tmp/nosrun.sbatch" <<SB
+#!/usr/bin/env bash
+#SBATCH --ntasks=4
+#SBATCH --overcommit
+#SBATCH --time=5
+#SBATCH --output=$tmp/nosrun.txt
+"$train_gpt" ${flags[*]}
+SB
+echo "--- sbatch --wait nosrun.sbatch (train_gpt without srun)"
+start=$SECONDS
+timeout 120 sbatch --wait "$tmp/nosrun.sbatch" >"$tmp/nosrun_submit.txt" 2>&1
+took=$((SECONDS - start))
+grep -m1 'not a task of an srun step' "$tmp/nosrun.txt" ||
+  { echo "slurm_test: without srun, no error naming the missing step:" >&2; cat "$tmp/nosrun.txt"; exit 1; }
+[ "$took" -lt 30 ] || { echo "slurm_test: without srun the job took ${took} s to fail" >&2; exit 1; }
 echo PASS
