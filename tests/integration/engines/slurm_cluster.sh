@@ -39,18 +39,12 @@ for _ in range(200):
 PY
 }
 
-slurm_cluster_start() {
-  local dir=$1
-  local host
-  host=$(hostname -s)
-  mkdir -p "$dir"/{state,spool,log,munge}
-  chmod 700 "$dir/munge"
-  local ctld_port slurmd_port
-  ctld_port=$(slurm_cluster_free_port)
-  slurmd_port=$(slurm_cluster_free_port)
-  cat >"$dir/slurm.conf" <<CONF
-ClusterName=fsdptest
-SlurmctldHost=$host
+# The slurm.conf lines every test cluster shares (one directory of state,
+# spool, logs and munge socket; root; no cgroups, accounting or MPI plugin):
+# slurm_cluster_common_conf DIR CTLD_PORT SLURMD_PORT.
+slurm_cluster_common_conf() {
+  local dir=$1 ctld_port=$2 slurmd_port=$3
+  cat <<CONF
 SlurmUser=root
 SlurmdUser=root
 SlurmctldPort=$ctld_port
@@ -72,6 +66,22 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.%n.log
+CONF
+}
+
+slurm_cluster_start() {
+  local dir=$1
+  local host
+  host=$(hostname -s)
+  mkdir -p "$dir"/{state,spool,log,munge}
+  chmod 700 "$dir/munge"
+  local ctld_port slurmd_port
+  ctld_port=$(slurm_cluster_free_port)
+  slurmd_port=$(slurm_cluster_free_port)
+  cat >"$dir/slurm.conf" <<CONF
+ClusterName=fsdptest
+SlurmctldHost=$host
+$(slurm_cluster_common_conf "$dir" "$ctld_port" "$slurmd_port")
 SlurmctldParameters=enable_configless
 NodeName=$host NodeAddr=127.0.0.1 CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=2000 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
