@@ -89,7 +89,10 @@ void FormJobAndProbe(const std::string& master_addr, const Env& extra,
 
 TEST(StoreListen, OnlyOnMasterAddrSoAnotherLocalAddressIsRefused) {
   ProcessResult rank0;
-  FormJobAndProbe("127.0.0.1", {}, "127.0.0.1", "127.0.0.2", ECONNREFUSED, &rank0);
+  ASSERT_NO_FATAL_FAILURE(
+      FormJobAndProbe("127.0.0.1", {}, "127.0.0.1", "127.0.0.2", ECONNREFUSED, &rank0));
+  // Nothing was widened, so there is nothing to warn about.
+  EXPECT_FALSE(Contains(rank0.err, "listens on every interface")) << rank0.err;
 }
 
 // Rank 0 itself must connect to where the store listens, not to 127.0.0.1.
@@ -101,16 +104,20 @@ TEST(StoreListen, DebianStyleLoopbackNameOnOneHost) {
 
 TEST(StoreListen, EveryInterfaceWhenAsked) {
   ProcessResult rank0;
-  FormJobAndProbe("127.0.0.1", {{"FSDP_STORE_BIND", "all"}}, "127.0.0.1", "127.0.0.2", 0,
-                  &rank0);
+  ASSERT_NO_FATAL_FAILURE(FormJobAndProbe("127.0.0.1", {{"FSDP_STORE_BIND", "all"}}, "127.0.0.1",
+                                          "127.0.0.2", 0, &rank0));
+  // Asked for, so not warned about.
+  EXPECT_FALSE(Contains(rank0.err, "listens on every interface")) << rank0.err;
 }
 
 TEST(StoreListen, OneAddressWhenAsked) {
   ProcessResult rank0;
   // MASTER_ADDR is where the others connect; the store listens on the bind
   // address, here the same interface under another loopback address.
-  FormJobAndProbe("127.0.0.3", {{"FSDP_STORE_BIND", "127.0.0.3"}}, "127.0.0.3", "127.0.0.1",
-                  ECONNREFUSED, &rank0);
+  ASSERT_NO_FATAL_FAILURE(FormJobAndProbe("127.0.0.3", {{"FSDP_STORE_BIND", "127.0.0.3"}},
+                                          "127.0.0.3", "127.0.0.1", ECONNREFUSED, &rank0));
+  // One address, as asked: not every interface.
+  EXPECT_FALSE(Contains(rank0.err, "listens on every interface")) << rank0.err;
 }
 
 // Loopback MASTER_ADDR in a job that says it spans hosts (one rank per

@@ -307,6 +307,7 @@ TEST(SafetensorsTest, MalformedFilesGiveErrorsNamingFileAndProblem) {
     WriteBytes(path, c.bytes);
     SCOPED_TRACE(c.name);
     auto reader = SafetensorsReader::Open(path);
+    ASSERT_FALSE(reader.ok());
     ExpectError(reader.status(), absl::StatusCode::kInvalidArgument,
                 {absl::StrCat("safetensors file ", path, ": "), c.needle});
   }
