@@ -185,6 +185,22 @@ int GroupSizeFor(fsdp::proto::ShardingStrategy strategy, int ranks) {
   return flag > 0 ? flag : fsdp::report::SweepHybridGroupSize(ranks);
 }
 
+// The point a budget question asks about: `config` under activation `mode`,
+// on `ranks` ranks of `strategy`.
+MemoryPoint BudgetPoint(fsdp::GptConfig config, const ActivationMode& mode, int micro_batch,
+                        fsdp::proto::ShardingStrategy strategy, int ranks, Precision precision) {
+  MemoryPoint point;
+  point.config = config;
+  point.config.activation_checkpoint_every = mode.checkpoint_every;
+  point.config.flash_attention = mode.flash_attention;
+  point.micro_batch = micro_batch;
+  point.strategy = strategy;
+  point.ranks = ranks;
+  point.group_size = GroupSizeFor(strategy, ranks);
+  point.precision = precision;
+  return point;
+}
+
 // A path as the user meant it: relative to where `bazel run` was invoked.
 std::string UserPath(const std::string& path) {
   if (path.empty() || path[0] == '/') return path;
@@ -480,16 +496,11 @@ absl::Status ComputeFits(const SweepOptions& sweep, int64_t budget, ReportData& 
                                            fsdp::plan::ShardingStrategyName(strategy),
                                            fsdp::report::PrecisionName(precision), ranks);
         for (const ActivationMode& mode : BudgetModes()) {
-          MemoryPoint point;
-          point.config.vocab = sweep.vocab;
-          point.config.seq_len = sweep.seq_len;
-          point.config.activation_checkpoint_every = mode.checkpoint_every;
-          point.config.flash_attention = mode.flash_attention;
-          point.micro_batch = sweep.micro_batch;
-          point.strategy = strategy;
-          point.ranks = ranks;
-          point.group_size = GroupSizeFor(strategy, ranks);
-          point.precision = precision;
+          fsdp::GptConfig family;
+          family.vocab = sweep.vocab;
+          family.seq_len = sweep.seq_len;
+          const MemoryPoint point =
+              BudgetPoint(family, mode, sweep.micro_batch, strategy, ranks, precision);
           FSDP_ASSIGN_OR_RETURN(std::optional<fsdp::report::FittingModel> largest,
                                 fsdp::report::LargestFittingFamilyModel(point, budget));
           FitRow fit;
@@ -525,15 +536,8 @@ absl::Status ComputeFits(const SweepOptions& sweep, int64_t budget, ReportData& 
                                            fsdp::plan::ShardingStrategyName(strategy),
                                            fsdp::report::PrecisionName(precision), ranks);
         for (const ActivationMode& mode : BudgetModes()) {
-          MemoryPoint point;
-          point.config = data.seq_len_model;
-          point.config.activation_checkpoint_every = mode.checkpoint_every;
-          point.config.flash_attention = mode.flash_attention;
-          point.micro_batch = seq.micro_batch;
-          point.strategy = strategy;
-          point.ranks = ranks;
-          point.group_size = GroupSizeFor(strategy, ranks);
-          point.precision = precision;
+          const MemoryPoint point = BudgetPoint(data.seq_len_model, mode, seq.micro_batch,
+                                                strategy, ranks, precision);
           FSDP_ASSIGN_OR_RETURN(std::optional<fsdp::report::FittingSeqLen> longest,
                                 fsdp::report::LargestFittingSeqLen(point, budget));
           fsdp::report::SeqLenFitRow fit;
