@@ -11,8 +11,9 @@
 // with the transport lock held, so implementations call the Transport freely.
 //
 // Lifetime: a CollectiveOp owns the Completion objects of the operations it
-// posted. After Step() fails it may still have some posted; the engine keeps
-// the op alive (calling Reap()) until HasPendingTransportOps() is false.
+// posted. After Step() fails it may still have some posted; the engine then
+// aborts the transport (Transport::Abort finishes them all) before it frees
+// the op and reports the failure.
 #ifndef COMM_COLLECTIVE_OP_H_
 #define COMM_COLLECTIVE_OP_H_
 
@@ -65,7 +66,7 @@ struct GroupContext {
 };
 
 // Completions with stable addresses (a deque never moves its elements) and a
-// record of what each was, for error messages and for draining after errors.
+// record of what each was, for error messages.
 class CompletionList {
  public:
   Completion* Add() { return &completions_.emplace_back(); }

@@ -10,6 +10,7 @@
 #include <list>
 #include <random>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -19,7 +20,10 @@ namespace comm {
 
 namespace {
 
-enum MessageState : int { kInFlight = 0, kCopied = 1, kRejected = 2 };
+// A rendezvous message goes kInFlight -> kCopying -> kCopied (or kRejected)
+// on the receiver's side, or kInFlight -> kWithdrawn when its sender aborts
+// first: then the receiver never reads the sender's buffer.
+enum MessageState : int { kInFlight = 0, kCopied = 1, kRejected = 2, kCopying = 3, kWithdrawn = 4 };
 
 }  // namespace
 
@@ -123,6 +127,7 @@ class LoopbackTransport : public Transport {
   }
 
   bool Progress() override {
+    if (!stopped_.ok()) return false;
     bool progressed = false;
     const absl::Time now = absl::Now();
     for (auto& message : self().TakeInbox()) arriving_.push_back(std::move(message));
@@ -154,7 +159,11 @@ class LoopbackTransport : public Transport {
     for (auto it = pending_sends_.begin(); it != pending_sends_.end();) {
       int state = it->message->state.load(std::memory_order_acquire);
       bool peer_dead = hub_->endpoints_[it->peer]->dead.load();
-      if (state == kInFlight && !peer_dead) {
+      if (state == kInFlight && peer_dead) {
+        // Withdrawn, so the dead rank's thread cannot read it later.
+        it->message->state.compare_exchange_strong(state, kWithdrawn);
+      }
+      if (state == kCopying || (state == kInFlight && !peer_dead)) {
         ++it;
         continue;
       }
@@ -197,7 +206,29 @@ class LoopbackTransport : public Transport {
     for (int r = 0; r < world_size(); ++r) {
       if (r != rank_ && hub_->endpoints_[r]->dead.load()) return PeerDied(r);
     }
-    return absl::OkStatus();
+    return stopped_;
+  }
+
+  void Abort(const absl::Status& why) override {
+    if (!stopped_.ok()) return;
+    stopped_ = why.ok() ? absl::InternalError("stopped without a reason") : why;
+    for (PendingSend& send : pending_sends_) {
+      int expected = kInFlight;
+      if (!send.message->state.compare_exchange_strong(expected, kWithdrawn)) {
+        // A receiver is copying it right now: let it finish reading.
+        while (send.message->state.load(std::memory_order_acquire) == kCopying) {
+          std::this_thread::yield();
+        }
+      }
+      send.completion->status = stopped_;
+      send.completion->done = true;
+    }
+    pending_sends_.clear();
+    for (PostedRecv& recv : posted_recvs_) {
+      recv.completion->status = stopped_;
+      recv.completion->done = true;
+    }
+    posted_recvs_.clear();
   }
 
  private:
@@ -232,6 +263,12 @@ class LoopbackTransport : public Transport {
                        kTransportTagBits, " bits"));
     }
     if (hub_->endpoints_[peer]->dead.load()) return PeerDied(peer);
+    if (!stopped_.ok()) {
+      return absl::Status(stopped_.code(), absl::StrCat("rank ", rank_, ": cannot ", what,
+                                                        " rank ", peer,
+                                                        ": the transport has stopped: ",
+                                                        stopped_.message()));
+    }
     return absl::OkStatus();
   }
 
@@ -244,13 +281,20 @@ class LoopbackTransport : public Transport {
 
   // Copies `message` into `recv` and finishes the receive; tells the sender.
   void Deliver(LoopbackMessage& message, const PostedRecv& recv) {
-    if (message.num_bytes > recv.num_bytes) {
+    int expected = kInFlight;
+    const bool rendezvous = message.sender_data != nullptr;
+    if (rendezvous && !message.state.compare_exchange_strong(
+                          expected, message.num_bytes > recv.num_bytes ? kRejected : kCopying)) {
+      recv.completion->status = absl::UnavailableError(absl::StrCat(
+          "rank ", message.source, " withdrew its ", message.num_bytes,
+          "-byte message (tag 0x", absl::Hex(message.tag), "): its transport stopped"));
+      recv.completion->received_bytes = 0;
+    } else if (message.num_bytes > recv.num_bytes) {
       recv.completion->status = absl::InternalError(absl::StrCat(
           "message of ", message.num_bytes, " bytes from rank ", message.source, " (tag 0x",
           absl::Hex(message.tag), ") is longer than the posted receive of ", recv.num_bytes,
           " bytes"));
       recv.completion->received_bytes = 0;
-      if (message.state.load() == kInFlight) message.state.store(kRejected);
     } else {
       if (message.num_bytes > 0) {
         const void* source = message.sender_data != nullptr
@@ -274,6 +318,7 @@ class LoopbackTransport : public Transport {
   std::list<std::shared_ptr<LoopbackMessage>> arriving_;    // taken from the inbox
   std::list<std::shared_ptr<LoopbackMessage>> unexpected_;  // arrived, unmatched
   std::list<PendingSend> pending_sends_;
+  absl::Status stopped_;  // Abort()'s reason; OK while running
 };
 
 LoopbackHub::LoopbackHub(int world_size, LoopbackOptions options) : options_(options) {

@@ -104,26 +104,31 @@ ProgressEngine::~ProgressEngine() {
   if (thread_.joinable()) thread_.join();
 
   std::lock_guard<std::mutex> lock(mu_);
+  if (active_.empty()) return;
+  // Collectives still in flight: their callers are going away, and so may
+  // their buffers. Nothing may move data for them any more, and a transport
+  // cannot withdraw a send otherwise, so it stops (comm/transport.h, Abort).
+  const absl::Status cancelled = absl::CancelledError(
+      absl::StrCat("rank ", transport_->rank(), ": ", active_.front()->description,
+                   active_.size() > 1 ? absl::StrCat(" and ", active_.size() - 1, " more") : "",
+                   " still in flight when the communicator was destroyed"));
+  transport_->Abort(cancelled);
   for (auto& record : active_) {
-    record->status = absl::CancelledError(
-        absl::StrCat("rank ", transport_->rank(), ": ", record->description,
-                     " was still in flight when its communicator was destroyed"));
+    record->status = cancelled;
     record->done.store(true, std::memory_order_release);
-    draining_.push_back(std::move(record->op));
+    ReleaseOpLocked(std::move(record->op));
   }
   active_.clear();
-  // Give posted transfers a moment to finish so their memory can be freed.
-  absl::Time give_up = absl::Now() + absl::Milliseconds(200);
-  while (!draining_.empty() && absl::Now() < give_up) {
-    if (!transport_->Progress()) transport_->BlockUntilActivity(absl::Milliseconds(1)).IgnoreError();
-    draining_.erase(std::remove_if(draining_.begin(), draining_.end(),
-                                   [](const std::unique_ptr<CollectiveOp>& op) {
-                                     return !op->HasPendingTransportOps();
-                                   }),
-                    draining_.end());
+}
+
+void ProgressEngine::ReleaseOpLocked(std::unique_ptr<CollectiveOp> op) {
+  // A transport that broke Abort's contract may still write into
+  // completions the op owns: leaked rather than freed under it.
+  if (op != nullptr && op->HasPendingTransportOps()) {
+    op.release();
+    return;
   }
-  // Whatever the transport may still write into is leaked, not freed under it.
-  for (auto& op : draining_) op.release();
+  op.reset();
 }
 
 WorkHandle ProgressEngine::Finished(absl::Status status) {
@@ -178,12 +183,21 @@ void ProgressEngine::FinishLocked(Record* record, absl::Status status) {
                                                       record->description, " failed: ",
                                                       status.message()));
   }
-  record->status = std::move(status);
-  if (record->op->HasPendingTransportOps()) {
-    draining_.push_back(std::move(record->op));
-  } else {
-    record->op.reset();
+  if (!status.ok() && record->op->HasPendingTransportOps()) {
+    // The caller gets its buffers back with the error, so the transfers
+    // still posted into them (to peers that will never answer: the job is
+    // failing) must stop first. The transport stops for good: one failure
+    // stops the job.
+    transport_->Abort(status);
+    if (record->op->HasPendingTransportOps()) {
+      status = absl::Status(status.code(),
+                            absl::StrCat(status.message(),
+                                         " (the transport did not release its transfers on "
+                                         "abort: their buffers may still be in use)"));
+    }
   }
+  record->status = std::move(status);
+  ReleaseOpLocked(std::move(record->op));
   record->done.store(true, std::memory_order_release);
   active_.erase(std::remove_if(active_.begin(), active_.end(),
                                [record](const std::shared_ptr<Record>& r) {
@@ -206,13 +220,6 @@ bool ProgressEngine::StepAllLocked() {
       FinishLocked(record.get(), absl::OkStatus());
       progressed = true;
     }
-  }
-  if (!draining_.empty()) {
-    draining_.erase(std::remove_if(draining_.begin(), draining_.end(),
-                                   [](const std::unique_ptr<CollectiveOp>& op) {
-                                     return !op->HasPendingTransportOps();
-                                   }),
-                    draining_.end());
   }
   if (!progressed && !active_.empty()) {
     absl::Status health = transport_->health();
@@ -323,8 +330,6 @@ void ProgressEngine::ThreadLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   absl::Time last_progress = absl::Now();
   auto has_work = [this]() {
-    // Draining (failed) collectives alone do not keep the thread busy: they
-    // progress whenever anything else does, and at destruction.
     return stopping_ || (!active_.empty() && lock_wanted_.load() == 0);
   };
   while (true) {

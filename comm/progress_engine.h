@@ -34,10 +34,12 @@
 // the thread blocks, the peer it waits for) is published for the heartbeats.
 //
 // A failed collective may still have transport operations posted into its
-// memory: the engine keeps it (not the caller's Work) until they finish. At
-// destruction, collectives still in flight are cancelled; ones whose
-// transport operations never finish are deliberately leaked rather than
-// freed under the transport.
+// memory and its caller's buffers, often to a live peer that will never post
+// the matching receive. Before its Work reports the failure the engine aborts
+// the transport (Transport::Abort: every pending operation ends, no data moves
+// again), so the caller may free its buffers; one failure stops the job.
+// Destroying the engine with collectives in flight aborts it the same way and
+// cancels them.
 #ifndef COMM_PROGRESS_ENGINE_H_
 #define COMM_PROGRESS_ENGINE_H_
 
@@ -103,7 +105,11 @@ class ProgressEngine : public std::enable_shared_from_this<ProgressEngine> {
   // One pass: transport progress, Step() of every collective, health check
   // when idle. Returns whether anything happened.
   bool StepAllLocked();
+  // Ends `record`. A failure with transport operations still posted aborts
+  // the transport first (Transport::Abort), so the caller's buffers are free.
   void FinishLocked(Record* record, absl::Status status);
+  // Frees `op`, or leaks it if the transport still holds its completions.
+  void ReleaseOpLocked(std::unique_ptr<CollectiveOp> op);
   // Liveness: the oldest collective in flight, and (rate-limited) whom it
   // waits for.
   void PublishPendingLocked();
@@ -131,7 +137,6 @@ class ProgressEngine : public std::enable_shared_from_this<ProgressEngine> {
   // Wakes the progress thread when it may have work (has_work in ThreadLoop).
   std::condition_variable work_cv_;
   std::vector<std::shared_ptr<Record>> active_;
-  std::vector<std::unique_ptr<CollectiveOp>> draining_;
   bool stopping_ = false;
   // Threads that want mu_ (waiters driving progress, posters): the progress
   // thread steps aside while this is non-zero.

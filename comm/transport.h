@@ -35,7 +35,9 @@ class CallerLiveness;
 
 // Filled in by the transport when a posted operation finishes, successfully or
 // not. The poster owns it and must keep it alive (and not move it) until
-// `done` is true, or until the transport is destroyed.
+// `done` is true, or until the transport is destroyed. Once `done` is true the
+// transport no longer reads or writes the operation's buffer, whatever the
+// outcome: that is what lets a caller free it.
 struct Completion {
   bool done = false;
   // OK, or why the operation failed: kUnavailable when the peer died,
@@ -96,6 +98,15 @@ class Transport {
   // first peer known to have died or hung. Pending operations with a dead or
   // hung peer finish with that status.
   virtual absl::Status health() const = 0;
+
+  // Stops this transport for good: every pending operation finishes at once
+  // with `why`'s code and message, no data moves into or out of any posted
+  // buffer from then on, and later posts fail; health() is then not OK.
+  // This is how a failed collective gives its caller the buffers back when
+  // a transfer to a live peer can never finish (that peer will not post
+  // the receive; UCX without peer error handling cannot cancel a send).
+  // Idempotent; later calls keep the first `why`. `why` must not be OK.
+  virtual void Abort(const absl::Status& why) = 0;
 
   // What this transport's hang detector reports about its caller
   // (comm/liveness.h), for the progress engine to keep up to date; null when

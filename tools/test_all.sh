@@ -17,10 +17,6 @@
 #           payload (over 5 min under ASan); the store's reading of hostile
 #           bytes is fuzzed under ASan+UBSan (framed_socket_fuzz_test) and
 #           the store runs under ASan in rendezvous_test and store_listen_test;
-#         - multi_host_grid_test: its kill part hits a known use-after-free
-#           (a failed collective returns while UCX still reads the caller's
-#           buffer for a rendezvous send to a live peer; docs/build.md,
-#           "Sanitizers in CI"), to be fixed in comm/progress_engine.
 #         Memory errors and undefined behaviour: parsers, kernels, buffers.
 #   tsan  the tests that run threads or many processes that talk: tests/comm
 #         (transport, progress engine, collectives, rendezvous store and
@@ -46,8 +42,7 @@ all_tests='tests(//...) except attr(tags, manual, tests(//...))'
 not_sanitized='//tests/integration/comm:store_attack_test'
 declare -A run_query=(
   [plain]="$all_tests"
-  [asan]="($all_tests) except attr(tags, fuzz, tests(//...)) except $not_sanitized \
-except //tests/integration/comm:multi_host_grid_test"
+  [asan]="($all_tests) except attr(tags, fuzz, tests(//...)) except $not_sanitized"
   [tsan]="($all_tests) intersect tests(//tests/comm/... + //tests/integration/comm/... + \
 //tests/fsdp/train/... + //tests/fsdp/memory/...) except $not_sanitized"
 )

@@ -63,7 +63,8 @@ class UcxTransport final : public Transport {
   bool Progress() override;
   absl::Status BlockUntilActivity(absl::Duration timeout) override;
   void Interrupt() override;
-  absl::Status health() const override { return health_; }
+  absl::Status health() const override { return health_.ok() ? stopped_ : health_; }
+  void Abort(const absl::Status& why) override { Stop(why); }
   CallerLiveness* caller_liveness() override { return &liveness_; }
 
  private:
@@ -121,8 +122,11 @@ class UcxTransport final : public Transport {
                        const std::string& what);
   // The store declared this very rank hung.
   void MarkSelfHung(const std::string& reason);
-  void AbandonOperationsWith(int peer, const absl::Status& status,
-                             absl::Time left_before);
+  // Fail-stop, at the job's first failure (SetFirstFailure) or on Abort:
+  // every pending operation finishes with `why` and the UCX worker is never
+  // progressed again, so UCX cannot touch a buffer whose completion is done
+  // (no send can be cancelled otherwise; see Abort in comm/transport.h).
+  void Stop(const absl::Status& why);
   std::string Describe(const Operation& op) const;
   void CloseEndpoints();
 
@@ -131,6 +135,7 @@ class UcxTransport final : public Transport {
   std::vector<absl::Time> left_at_;
   std::vector<absl::Status> peer_failure_;  // why peers_[p] is kDead
   absl::Status health_;
+  absl::Status stopped_;  // why Stop() was called; OK while running
   bool self_hung_ = false;  // the store declared this rank hung
   CallerLiveness liveness_;  // reported by the heartbeats
 
@@ -269,12 +274,12 @@ absl::Status UcxTransport::CheckPost(const char* op, int peer, uint64_t tag) con
         "rank ", env_.rank, ": ", op, " to/from rank ", peer, " with tag ", tag,
         " above kMaxTransportTag (", kMaxTransportTag, ")"));
   }
-  if (self_hung_ && peer != env_.rank) {
-    return absl::UnavailableError(absl::StrCat("rank ", env_.rank, ": cannot ", op, " rank ",
-                                               peer, " tag ", tag, ": ", health_.message()));
-  }
-  if (peers_[peer] == PeerState::kDead && std::string(op) != "receive from") {
-    return DeadPeerError(op, peer, tag);
+  if (peers_[peer] == PeerState::kDead) return DeadPeerError(op, peer, tag);
+  if (!stopped_.ok() && peer != env_.rank) {
+    return absl::Status(stopped_.code(),
+                        absl::StrCat("rank ", env_.rank, ": cannot ", op, " rank ", peer,
+                                     " tag ", tag, ": the transport has stopped: ",
+                                     stopped_.message()));
   }
   return absl::OkStatus();
 }
@@ -424,14 +429,7 @@ absl::Status UcxTransport::PostRecv(int peer, uint64_t tag, void* data,
   // The callback may already have run (a message was waiting); Progress()
   // reaps the operation either way.
   op.request = request;
-  if (op.ucx_done) {
-    finished_outside_progress_ = true;
-  } else if (peers_[peer] == PeerState::kDead) {
-    // Nothing from the dead peer was waiting, and nothing more will come.
-    FinishOperation(op, DeadPeerError("receive from", peer, tag));
-    ucp_request_cancel(worker_, op.request);
-    finished_outside_progress_ = true;
-  }
+  if (op.ucx_done) finished_outside_progress_ = true;
   return absl::OkStatus();
 }
 
@@ -510,17 +508,13 @@ bool UcxTransport::ReapOperations() {
   return any;
 }
 
-void UcxTransport::AbandonOperationsWith(int peer, const absl::Status& status,
-                                         absl::Time left_before) {
-  for (Operation& op : operations_) {
-    if (op.peer != peer || op.completion == nullptr || op.ucx_done) continue;
-    if (op.posted_at > left_before) continue;
-    FinishOperation(op, status);
-    // A receive is cancelled (its callback then runs with UCS_ERR_CANCELED
-    // and ReapOperations frees it). UCX cannot cancel a send: it stays in
-    // operations_ until UCX lets it go, or until the worker is destroyed.
-    if (op.is_recv) ucp_request_cancel(worker_, op.request);
-  }
+void UcxTransport::Stop(const absl::Status& why) {
+  if (!stopped_.ok()) return;
+  stopped_ = why.ok() ? absl::InternalError("stopped without a reason") : why;
+  // The requests stay with UCX (freed, callbacks off, in the destructor);
+  // their buffers are safe because nothing progresses the worker any more.
+  for (Operation& op : operations_) FinishOperation(op, stopped_);
+  finished_outside_progress_ = true;
 }
 
 void UcxTransport::SetFirstFailure(int culprit, const char* kind, const absl::Status& why,
@@ -528,6 +522,9 @@ void UcxTransport::SetFirstFailure(int culprit, const char* kind, const absl::St
   if (!health_.ok()) return;
   health_ = why;
   WriteFailureReport(env_.failure_report_fd, FailureReport{culprit, kind, env_.rank, what});
+  // One failure stops the job: whatever this rank still had in flight can
+  // no longer finish correctly.
+  Stop(why);
 }
 
 void UcxTransport::MarkPeerFailed(int peer, const char* kind, const std::string& what) {
@@ -537,7 +534,6 @@ void UcxTransport::MarkPeerFailed(int peer, const char* kind, const std::string&
       absl::UnavailableError(absl::StrCat(what, " (reported to rank ", env_.rank, ")"));
   peer_failure_[peer] = why;
   SetFirstFailure(peer, kind, why, what);
-  AbandonOperationsWith(peer, why, absl::InfiniteFuture());
 }
 
 void UcxTransport::MarkSelfHung(const std::string& reason) {
@@ -546,9 +542,6 @@ void UcxTransport::MarkSelfHung(const std::string& reason) {
   absl::Status status = absl::UnavailableError(absl::StrCat(
       "rank ", env_.rank, " (this rank) was declared hung and is out of the job: ", reason));
   SetFirstFailure(env_.rank, "hung", status, reason);
-  for (int peer = 0; peer < env_.world_size; ++peer) {
-    if (peer != env_.rank) AbandonOperationsWith(peer, status, absl::InfiniteFuture());
-  }
 }
 
 bool UcxTransport::HandlePeerEvents() {
@@ -596,17 +589,27 @@ bool UcxTransport::ExpireOperationsWithLeftPeers() {
       continue;
     }
     if (now < std::max(left_at_[op.peer], op.posted_at) + kLeftPeerGrace) continue;
-    FinishOperation(
-        op, absl::UnavailableError(
-                op.is_recv
-                    ? absl::StrCat("rank ", op.peer, " shut down (said goodbye) while rank ",
-                                   env_.rank, " still waited for a ", op.posted_bytes,
-                                   "-byte message from it with tag ", op.tag)
-                    : absl::StrCat("rank ", op.peer, " shut down (said goodbye) before rank ",
-                                   env_.rank, "'s send of ", op.posted_bytes,
-                                   " bytes with tag ", op.tag, " to it completed")));
-    if (op.is_recv) ucp_request_cancel(worker_, op.request);
+    absl::Status expired = absl::UnavailableError(
+        op.is_recv ? absl::StrCat("rank ", op.peer, " shut down (said goodbye) while rank ",
+                                  env_.rank, " still waited for a ", op.posted_bytes,
+                                  "-byte message from it with tag ", op.tag)
+                   : absl::StrCat("rank ", op.peer, " shut down (said goodbye) before rank ",
+                                  env_.rank, "'s send of ", op.posted_bytes, " bytes with tag ",
+                                  op.tag, " to it completed"));
     any = true;
+    if (op.is_recv) {
+      // Nothing matched it yet (the usual case): cancelling takes it out of
+      // UCX at once.
+      ucp_request_cancel(worker_, op.request);
+      if (op.ucx_done) {
+        FinishOperation(op, expired);
+        continue;
+      }
+    }
+    // A send (UCX cannot cancel it), or a receive already matched and under
+    // way: only stopping guarantees UCX will not touch the buffer later.
+    Stop(expired);
+    break;
   }
   return any;
 }
@@ -614,7 +617,7 @@ bool UcxTransport::ExpireOperationsWithLeftPeers() {
 bool UcxTransport::Progress() {
   bool any = finished_outside_progress_;
   finished_outside_progress_ = false;
-  if (worker_ != nullptr) {
+  if (worker_ != nullptr && stopped_.ok()) {
     // Bounded, so a stream of arrivals cannot starve the caller.
     for (int i = 0; i < 64 && ucp_worker_progress(worker_) != 0; ++i) any = true;
   }
@@ -625,7 +628,7 @@ bool UcxTransport::Progress() {
 }
 
 absl::Status UcxTransport::BlockUntilActivity(absl::Duration timeout) {
-  if (worker_ != nullptr) {
+  if (worker_ != nullptr && stopped_.ok()) {
     // ucp_worker_arm says BUSY while events are pending; progress them and
     // report activity rather than sleep on them.
     for (int attempt = 0;; ++attempt) {
@@ -675,11 +678,11 @@ void UcxTransport::Interrupt() {
 void UcxTransport::CloseEndpoints() {
   std::vector<void*> closing;
   for (int peer = 0; peer < static_cast<int>(endpoints_.size()); ++peer) {
-    if (endpoints_[peer] == nullptr) continue;
+    // A flush towards a peer that left would never finish, and UCX refuses
+    // a forced close without peer error handling (UCS_ERR_INVALID_PARAM):
+    // ucp_worker_destroy takes those endpoints down.
+    if (endpoints_[peer] == nullptr || peers_[peer] != PeerState::kAlive) continue;
     ucp_request_param_t param = {};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    // A flush towards a dead peer would never finish.
-    param.flags = peers_[peer] == PeerState::kAlive ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
     ucs_status_ptr_t request = ucp_ep_close_nbx(endpoints_[peer], &param);
     if (request != nullptr && !UCS_PTR_IS_ERR(request)) closing.push_back(request);
     endpoints_[peer] = nullptr;
@@ -705,18 +708,19 @@ UcxTransport::~UcxTransport() {
   for (auto& [tag, receives] : self_posted_) {
     for (SelfRecv& recv : receives) Finish(recv.completion, shut_down, 0);
   }
-  for (Operation& op : operations_) {
-    if (op.completion != nullptr) {
-      FinishOperation(op, shut_down);
-      if (op.is_recv && !op.ucx_done) ucp_request_cancel(worker_, op.request);
-    }
-  }
+  // A clean end: never stopped, nothing in flight. Only then are the
+  // endpoints flushed (the peers get our last messages before our goodbye):
+  // a flush would move data for operations whose completions the Stop below
+  // finishes, into or out of buffers that may be gone.
+  const bool clean = stopped_.ok() &&
+                     std::none_of(operations_.begin(), operations_.end(),
+                                  [](const Operation& op) { return op.completion != nullptr; });
+  Stop(shut_down);
   if (worker_ != nullptr) {
-    CloseEndpoints();
-    ucp_worker_progress(worker_);
     for (Operation& op : operations_) {
-      if (op.request != nullptr) ucp_request_free(op.request);
+      if (op.request != nullptr) ucp_request_free(op.request);  // no callback from now on
     }
+    if (clean) CloseEndpoints();
   }
   operations_.clear();
   // Goodbye after the endpoints are flushed, so peers get our last messages

@@ -20,9 +20,16 @@
 // /work/shared/notes/ucx-facts.md). Instead each rank's TCP connection to the
 // rendezvous store stays open; when a process dies its connection drops and
 // rank 0 tells every other rank. Then health() is kUnavailable naming the dead
-// rank, pending operations with it complete with that status (receives are
-// cancelled with ucp_request_cancel) and new posts to it fail. When the store
-// itself (rank 0) disappears without a goodbye, rank 0 is reported dead.
+// rank. When the store itself (rank 0) disappears without a goodbye, rank 0 is
+// reported dead.
+//
+// Fail-stop: at the job's first failure (a rank dead or hung, this rank
+// declared hung) or on Abort(), every pending operation completes with that
+// status, new posts fail, and the UCX worker is never progressed again. A
+// completion that is done must mean UCX no longer touches its buffer, and
+// UCX 1.13 cannot withdraw a send to a live peer otherwise: ucp_request_cancel
+// cancels only receives, and a forced ucp_ep_close_nbx needs peer error
+// handling (docs/comm-transport.md).
 //
 // Hangs: with a hang bound (UcxTransportOptions::hang_timeout), the
 // rendezvous connection also carries heartbeats (comm/rendezvous/
@@ -30,8 +37,7 @@
 // up to date. A rank the store declares hung (stopped, or stuck outside the
 // communicator while others wait for it; comm/rendezvous/hang_verdict.h) is
 // treated like a dead one: health() becomes kUnavailable "rank 3 is hung:
-// ...", pending operations with it complete with that status and new posts
-// to it fail. kUnavailable rather than kDeadlineExceeded: the verdict is
+// ...", and the transport stops (above). kUnavailable rather than kDeadlineExceeded: the verdict is
 // final (the rank is out of the job and its operations are abandoned), not a
 // wait that ran out and may be retried, which is what kDeadlineExceeded means
 // for Work::Wait. A rank hearing nothing from the store for the bound
@@ -43,7 +49,8 @@
 // it that are still pending kLeftPeerGrace after it left complete with
 // kUnavailable (the grace lets messages it sent before leaving arrive, and
 // the acknowledgements of sends it took before leaving: its goodbye travels
-// over TCP and can overtake them).
+// over TCP and can overtake them). A send still pending then (UCX cannot
+// cancel it) stops the transport.
 //
 // Any failed UCX call on an operation with a peer (at post time or at
 // completion, ucp_ep_create, ucp_worker_arm; any status) first waits briefly

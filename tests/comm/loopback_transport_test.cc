@@ -2,6 +2,7 @@
 // The fake honours the Transport contract the collectives rely on.
 #include "comm/loopback_transport.h"
 
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -111,6 +112,40 @@ TEST(LoopbackTransportTest, KilledPeerFailsPendingOperationsAndHealth) {
   EXPECT_NE(t0->health().message().find("rank 1"), std::string::npos);
   Completion sent;
   EXPECT_EQ(t0->PostSend(1, 1, &byte, 1, &sent).code(), absl::StatusCode::kUnavailable);
+}
+
+// Abort: a pending rendezvous send to a live peer finishes at once with the
+// reason, the peer never reads the (freed) buffer, and later posts fail.
+TEST(LoopbackTransportTest, AbortWithdrawsPendingSendsAndStopsTheTransport) {
+  LoopbackHub hub(2);
+  auto t0 = hub.CreateTransport(0), t1 = hub.CreateTransport(1);
+  auto sent_data = std::make_unique<std::vector<char>>(1 << 20, 'x');
+  Completion sent, own_recv;
+  ASSERT_TRUE(t0->PostSend(1, 3, sent_data->data(), sent_data->size(), &sent).ok());
+  std::vector<char> unused(16);
+  ASSERT_TRUE(t0->PostRecv(1, 4, unused.data(), unused.size(), &own_recv).ok());
+  t0->Abort(absl::UnavailableError("rank 7 died"));
+  EXPECT_TRUE(sent.done);
+  EXPECT_TRUE(own_recv.done);
+  EXPECT_TRUE(absl::IsUnavailable(sent.status)) << sent.status;
+  EXPECT_EQ(sent.status.message(), "rank 7 died");
+  EXPECT_EQ(t0->health().message(), "rank 7 died");
+  sent_data.reset();  // the caller may free it now
+
+  std::vector<char> received(1 << 20, 'o');
+  Completion recv;
+  ASSERT_TRUE(t1->PostRecv(0, 3, received.data(), received.size(), &recv).ok());
+  DriveUntilDone(*t1, {&recv});
+  EXPECT_TRUE(absl::IsUnavailable(recv.status)) << recv.status;
+  EXPECT_NE(recv.status.message().find("withdrew"), std::string::npos) << recv.status;
+  EXPECT_EQ(received[0], 'o');
+
+  char byte = 0;
+  Completion refused;
+  absl::Status post = t0->PostSend(1, 5, &byte, 1, &refused);
+  EXPECT_TRUE(absl::IsUnavailable(post)) << post;
+  EXPECT_NE(post.message().find("the transport has stopped: rank 7 died"), std::string::npos)
+      << post;
 }
 
 }  // namespace

@@ -119,6 +119,42 @@ TEST(UcxTransport, KilledPeerIsReportedToEveryRank) { KillWhileOthersWait(3, 2);
 
 TEST(UcxTransport, KilledRankZeroIsReportedToTheOthers) { KillWhileOthersWait(3, 0); }
 
+// A send to a live rank that will never receive it (its collective failed
+// too) must still be released when the job fails, over shared memory and
+// over TCP: otherwise the caller's buffer stays in the transport's hands.
+void StrandedSendIsReleased(const std::string& tls) {
+  const int port = FreePort();
+  RankProcesses processes;
+  for (int r = 0; r < 3; ++r) {
+    auto env = RankEnv(r, 3, port, "ucx-stranded");
+    env["WAIT_MS"] = "10000";
+    if (!tls.empty()) env["UCX_TLS"] = tls;
+    processes.Start(RunfilePath(kWorker), {"stranded_send"}, env);
+  }
+  ASSERT_TRUE(processes.WaitForStdout(2, "READY", absl::Seconds(30)));
+  for (int r = 0; r < 2; ++r) ASSERT_TRUE(processes.WaitForStdout(r, "WAITING", absl::Seconds(30)));
+  processes.Kill(2, SIGKILL);
+  ProcessResult sender = processes.Wait(0, absl::Seconds(30));
+  EXPECT_EQ(sender.exit_code, 0) << "rank 0: " << Describe(sender);
+  EXPECT_TRUE(Contains(sender.out, "send to rank 1: UNAVAILABLE")) << Describe(sender);
+  EXPECT_TRUE(Contains(sender.out, "rank 2 died")) << Describe(sender);
+  // Rank 1 stayed in the job all along (it did not leave, which would
+  // release the send for another reason).
+  EXPECT_TRUE(processes.WaitForStdout(1, "HOLDING", absl::Seconds(5)));
+  processes.Kill(1, SIGKILL);
+  ProcessResult holder = processes.Wait(1, absl::Seconds(30));
+  EXPECT_TRUE(Contains(holder.out, "receive from rank 2: UNAVAILABLE")) << Describe(holder);
+  EXPECT_TRUE(Contains(holder.out, "rank 2 died")) << Describe(holder);
+}
+
+TEST(UcxTransport, SendToALiveRankIsReleasedWhenAnotherRankDies) {
+  StrandedSendIsReleased("");
+}
+
+TEST(UcxTransport, SendToALiveRankIsReleasedWhenAnotherRankDiesOverTcp) {
+  StrandedSendIsReleased("tcp,self");
+}
+
 TEST(UcxTransport, PeerThatShutsDownCleanlyEndsWaitsWithAnErrorNotAHang) {
   const int port = FreePort();
   RankProcesses processes;

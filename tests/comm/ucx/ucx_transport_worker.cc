@@ -15,6 +15,17 @@
 //                 expects kUnavailable naming the victim within WAIT_MS; the
 //                 victim prints READY and sleeps (the test kills it), or with
 //                 env VICTIM_LEAVES=1 destroys its transport and exits 0.
+//   stranded_send 3 ranks. Rank 0 sends 8 MiB (a rendezvous) to rank 1,
+//                 which never posts the receive, and prints WAITING; rank 2
+//                 prints READY and sleeps (the test kills it). Rank 0's send
+//                 must finish, with kUnavailable naming rank 2, within
+//                 WAIT_MS; rank 0 then frees the buffer and keeps progressing
+//                 (under ASan a transport still reading it is an error), and
+//                 a new send to live rank 1 must be refused (fail-stop). Rank
+//                 1 waits for a receive from rank 2 to fail naming it, prints
+//                 HOLDING and stays (the test kills it once rank 0 ended): a
+//                 rank 1 that left would release rank 0's send for that
+//                 reason instead.
 //   block         BlockUntilActivity wakes for Interrupt() from another thread,
 //                 and (with 2+ ranks) for a message that arrives while blocked:
 //                 rank 1 sends to rank 0 after 500 ms.
@@ -23,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -255,6 +267,66 @@ absl::Status WaitForPeer(Transport& transport, int victim) {
   return absl::OkStatus();
 }
 
+absl::Status StrandedSend(Transport& transport) {
+  if (transport.world_size() != 3) return absl::InvalidArgumentError("needs 3 ranks");
+  const char* wait_ms = std::getenv("WAIT_MS");
+  const absl::Duration wait = absl::Milliseconds(wait_ms ? std::atoi(wait_ms) : 20000);
+  if (transport.rank() == 2) {
+    std::printf("READY\n");
+    std::fflush(stdout);
+    absl::SleepFor(absl::Seconds(60));
+    return absl::InternalError("the victim was not killed");
+  }
+  if (transport.rank() == 1) {
+    char byte = 0;
+    Completion completion;
+    FSDP_RETURN_IF_ERROR(transport.PostRecv(2, 7, &byte, 1, &completion));
+    std::printf("WAITING\n");
+    std::fflush(stdout);
+    FSDP_RETURN_IF_ERROR(WaitFor(transport, {&completion}, wait));
+    std::printf("receive from rank 2: %s\n", completion.status.ToString().c_str());
+    if (!absl::IsUnavailable(completion.status)) {
+      return absl::InternalError("expected kUnavailable, got " + completion.status.ToString());
+    }
+    std::printf("HOLDING\n");
+    std::fflush(stdout);
+    absl::SleepFor(absl::Seconds(60));
+    return absl::InternalError("rank 1 was not killed");
+  }
+  auto buffer = std::make_unique<std::vector<char>>(size_t{8} << 20, 'x');
+  Completion sent;
+  FSDP_RETURN_IF_ERROR(transport.PostSend(1, 9, buffer->data(), buffer->size(), &sent));
+  std::printf("WAITING\n");
+  std::fflush(stdout);
+  absl::Status waited = WaitFor(transport, {&sent}, wait);
+  if (!waited.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "the send to live rank 1 was still held by the transport after rank 2 died: ",
+        waited.message()));
+  }
+  std::printf("send to rank 1: %s\n", sent.status.ToString().c_str());
+  if (!absl::IsUnavailable(sent.status) ||
+      std::string(sent.status.message()).find("rank 2 died") == std::string::npos) {
+    return absl::InternalError("expected kUnavailable naming rank 2, got " +
+                               sent.status.ToString());
+  }
+  // The completion said the transport is done with the buffer: free it and
+  // keep the transport busy for a while.
+  buffer.reset();
+  const absl::Time until = absl::Now() + absl::Milliseconds(500);
+  while (absl::Now() < until) {
+    if (!transport.Progress()) {
+      FSDP_RETURN_IF_ERROR(transport.BlockUntilActivity(absl::Milliseconds(10)));
+    }
+  }
+  char byte = 0;
+  Completion refused;
+  absl::Status post = transport.PostSend(1, 10, &byte, 1, &refused);
+  std::printf("post after: %s\n", post.ToString().c_str());
+  if (post.ok()) return absl::InternalError("a send after the job failed was accepted");
+  return absl::OkStatus();
+}
+
 // Blocks with a long timeout until `completion` is done or a wake-up comes;
 // returns how long one BlockUntilActivity call took.
 absl::Status Block(Transport& transport, const char* what, absl::Duration* took) {
@@ -314,6 +386,7 @@ absl::Status Run(const std::string& scenario) {
   if (scenario == "exchange") return Exchange(*transport);
   if (scenario == "too_long") return TooLong(*transport);
   if (scenario == "block") return BlockScenario(*transport);
+  if (scenario == "stranded_send") return StrandedSend(*transport);
   if (scenario == "wait_for_peer") {
     const char* victim = std::getenv("VICTIM");
     return WaitForPeer(*transport, victim ? std::atoi(victim) : 1);
@@ -325,7 +398,7 @@ absl::Status Run(const std::string& scenario) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s exchange|too_long|wait_for_peer\n", argv[0]);
+    std::fprintf(stderr, "usage: %s exchange|too_long|wait_for_peer|block|stranded_send\n", argv[0]);
     return 2;
   }
   absl::Status status = Run(argv[1]);
