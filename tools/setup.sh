@@ -21,6 +21,7 @@ packages=(
   iproute2                                           # network namespaces for the multi-host test
   openmpi-bin libopenmpi-dev                         # mpirun, the engine of tests/integration/engines
   slurm-wlm munge                                    # srun/sbatch and a cluster the Slurm test starts
+  libpmix-dev                                        # PMIx 4.2: the rendezvous bootstrap under mpirun / srun --mpi=pmix
   python3
 )
 

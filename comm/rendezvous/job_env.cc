@@ -201,7 +201,12 @@ absl::StatusOr<JobEnv> JobEnvFromLookup(const EnvLookup& lookup) {
   const std::string slurm_job = NonEmpty(lookup, "SLURM_JOB_ID");
   std::string mpirun_job = NonEmpty(lookup, "OMPI_MCA_ess_base_jobid");
   if (mpirun_job.empty()) mpirun_job = NonEmpty(lookup, "PMIX_NAMESPACE");
-  if (env.world_size > 1 && env.master_addr.empty()) {
+  env.master_from_pmix = env.world_size > 1 && env.master_addr.empty() && port.empty() &&
+                         !NonEmpty(lookup, "PMIX_RANK").empty() &&
+                         !NonEmpty(lookup, "PMIX_NAMESPACE").empty();
+  if (env.master_from_pmix) {
+    // Nothing to derive: rank 0 publishes where its store listens.
+  } else if (env.world_size > 1 && env.master_addr.empty()) {
     if (convention == &kSlurm) {
       std::string node_list = NonEmpty(lookup, "SLURM_STEP_NODELIST");
       if (node_list.empty()) node_list = NonEmpty(lookup, "SLURM_JOB_NODELIST");
@@ -212,7 +217,7 @@ absl::StatusOr<JobEnv> JobEnvFromLookup(const EnvLookup& lookup) {
       env.master_addr = "127.0.0.1";  // every rank on this host
     }
   }
-  if (env.world_size > 1 && port.empty()) {
+  if (env.world_size > 1 && port.empty() && !env.master_from_pmix) {
     if (convention == &kSlurm && !slurm_job.empty()) {
       port = absl::StrCat(
           DerivedPort(absl::StrCat(slurm_job, ".", NonEmpty(lookup, "SLURM_STEP_ID"))));
@@ -220,7 +225,7 @@ absl::StatusOr<JobEnv> JobEnvFromLookup(const EnvLookup& lookup) {
       port = absl::StrCat(DerivedPort(mpirun_job));
     }
   }
-  if (env.world_size > 1) {
+  if (env.world_size > 1 && !env.master_from_pmix) {
     if (env.master_addr.empty()) {
       std::string hint = "export MASTER_ADDR=<host of rank 0>";
       if (convention == &kSlurm) {
@@ -243,7 +248,7 @@ absl::StatusOr<JobEnv> JobEnvFromLookup(const EnvLookup& lookup) {
           "same on every rank (e.g. 29500)");
     }
   }
-  if (env.master_addr.empty()) env.master_addr = "127.0.0.1";
+  if (env.master_addr.empty() && !env.master_from_pmix) env.master_addr = "127.0.0.1";
   if (!port.empty()) {
     FSDP_ASSIGN_OR_RETURN(
         env.master_port,
@@ -261,6 +266,8 @@ absl::StatusOr<JobEnv> JobEnvFromLookup(const EnvLookup& lookup) {
       token = absl::StrCat("mpirun-", pmix_namespace);
     } else if (convention == &kMpirun && !ompi_job.empty()) {
       token = absl::StrCat("mpirun-", ompi_job);
+    } else if (env.master_from_pmix) {
+      token = absl::StrCat("pmix-", pmix_namespace);
     } else {
       token = absl::StrCat("master-", env.master_addr, ":", env.master_port);
     }
@@ -310,7 +317,10 @@ absl::StatusOr<JobEnv> JobEnvFromEnvironment() {
 std::string DescribeJobEnv(const JobEnv& env) {
   return absl::StrCat("rank ", env.rank, " of ", env.world_size, " (local ",
                       env.local_rank, " of ", env.local_world_size, ", from ",
-                      env.source, "), master ", env.master_addr, ":", env.master_port);
+                      env.source, "), master ",
+                      env.master_from_pmix && env.master_port == 0
+                          ? std::string("through PMIx")
+                          : absl::StrCat(env.master_addr, ":", env.master_port));
 }
 
 }  // namespace comm

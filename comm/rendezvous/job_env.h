@@ -19,6 +19,11 @@
 // SLURM_STEP_ID; under mpirun with every rank on one host it is 127.0.0.1 and
 // a port derived from Open MPI's job id (comm/rendezvous/engine_master.h,
 // docs/comm-transport.md). With WORLD_SIZE 1 they may be omitted.
+// Under an engine that serves PMIx (mpirun; srun --mpi=pmix: PMIX_RANK and
+// PMIX_NAMESPACE are set) with neither MASTER_ADDR nor MASTER_PORT set, no
+// address is derived: rank 0's store listens on a port the kernel picks and
+// publishes it through PMIx (JobEnv::master_from_pmix; comm/rendezvous/
+// pmix_session.h), also when mpirun's ranks span hosts.
 //
 // Also from the environment, for every convention:
 //   FSDP_HANG_TIMEOUT_S     the hang bound in seconds (decimal; 0 = no hang
@@ -69,6 +74,9 @@ struct JobEnv {
   // FSDP_STORE_BIND: "" (MASTER_ADDR's interface), "all", or a dotted IPv4
   // address.
   std::string store_bind;
+  // The rendezvous learns master_addr:master_port through PMIx (see above);
+  // they are empty / 0 until then.
+  bool master_from_pmix = false;
 };
 
 // The largest world size: the UCX transport keeps the source rank in the top

@@ -5,11 +5,13 @@
 
 #include <cstdio>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "comm/liveness.h"
 #include "comm/rendezvous/framed_socket.h"
 #include "comm/rendezvous/hang_verdict.h"
 #include "comm/rendezvous/heartbeat_thread.h"
+#include "comm/rendezvous/pmix_session.h"
 #include "comm/rendezvous/store_address.h"
 #include "comm/rendezvous/store_server.h"
 #include "comm/status_macros.h"
@@ -44,8 +46,6 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + timeout;
   const std::string me = absl::StrCat("rank ", env.rank);
-  const std::string store =
-      absl::StrCat(env.master_addr, ":", env.master_port);
   std::unique_ptr<Rendezvous> rendezvous(new Rendezvous());
   rendezvous->env_ = env;
   if (env.world_size == 1) {
@@ -54,16 +54,26 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(
     rendezvous->hosts_ = {HostName()};
     return rendezvous;
   }
+  auto prefixed = [&me](const absl::Status& status) {
+    return absl::Status(status.code(), absl::StrCat(me, ": ", status.message()));
+  };
+  const bool spans_hosts = env.world_size > env.local_world_size;
+  PmixSession* pmix = nullptr;
+  if (env.master_from_pmix) {
+    absl::StatusOr<PmixSession*> session = PmixSession::Get();
+    if (!session.ok()) return prefixed(session.status());
+    pmix = *session;
+  }
 
   // Rank 0 reaches its own store over the address it listens on, like
   // everyone else, so the failure detector treats all ranks alike.
   std::string connect_host = env.master_addr;
+  int connect_port = env.master_port;
   if (env.rank == 0) {
-    absl::StatusOr<StoreListenAddress> where = StoreListenAddressOnThisHost(env);
-    if (!where.ok()) {
-      return absl::Status(where.status().code(),
-                          absl::StrCat(me, ": ", where.status().message()));
-    }
+    JobEnv listen_env = env;
+    if (pmix != nullptr) listen_env.master_addr = spans_hosts ? HostName() : "127.0.0.1";
+    absl::StatusOr<StoreListenAddress> where = StoreListenAddressOnThisHost(listen_env);
+    if (!where.ok()) return prefixed(where.status());
     if (!where->note.empty()) {
       std::fprintf(stderr, "rendezvous store on rank 0: %s\n", where->note.c_str());
       std::fflush(stderr);
@@ -71,24 +81,50 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(
     connect_host = where->connect_ip;
     StoreServerOptions options;
     options.bind_ip = where->bind_ip;
-    options.port = env.master_port;
+    options.port = env.master_port;  // 0 under PMIx: the kernel picks
     options.world_size = env.world_size;
     options.job_token = env.job_token;
     options.join_timeout = timeout;
     options.hang_timeout = hang_detection.bound;
     absl::StatusOr<std::unique_ptr<StoreServer>> server = StoreServer::Start(options);
-    if (!server.ok()) {
-      return absl::Status(server.status().code(),
-                          absl::StrCat(me, ": ", server.status().message()));
-    }
+    if (!server.ok()) return prefixed(server.status());
     rendezvous->server_ = std::move(server).value();
+    connect_port = rendezvous->server_->port();
+    if (pmix != nullptr) {
+      absl::StatusOr<std::string> published = PublishedStoreIpOnThisHost(*where, spans_hosts);
+      if (!published.ok()) return prefixed(published.status());
+      const std::string address = absl::StrCat(*published, ":", connect_port);
+      absl::Status put = pmix->Publish(kPmixStoreKey, address);
+      if (!put.ok()) return prefixed(put);
+      // Once per job: where the store went, since no variable says so.
+      std::fprintf(stderr, "rendezvous store on rank 0: listening on %s:%d, published as %s "
+                   "through PMIx\n", where->bind_ip.c_str(), connect_port, address.c_str());
+      std::fflush(stderr);
+    }
   }
+  if (pmix != nullptr) {
+    FSDP_RETURN_IF_ERROR(pmix->Fence(deadline));
+    if (env.rank != 0) {
+      absl::StatusOr<std::string> address = pmix->Read(0, kPmixStoreKey, deadline);
+      if (!address.ok()) return address.status();
+      const size_t colon = address->rfind(':');
+      if (colon == std::string::npos ||
+          !absl::SimpleAtoi(address->substr(colon + 1), &connect_port) || connect_port <= 0 ||
+          connect_port > 65535) {
+        return absl::InternalError(absl::StrCat(me, ": rank 0 published '", *address,
+                                                "' through PMIx as its store's address, not "
+                                                "<ipv4>:<port>"));
+      }
+      connect_host = address->substr(0, colon);
+    }
+    // Errors and the failure detector name the store by what was learned.
+    rendezvous->env_.master_addr = connect_host;
+    rendezvous->env_.master_port = connect_port;
+  }
+  const std::string store = absl::StrCat(connect_host, ":", connect_port);
 
-  absl::StatusOr<int> fd = ConnectWithRetry(connect_host, env.master_port, deadline);
-  if (!fd.ok()) {
-    return absl::Status(fd.status().code(),
-                        absl::StrCat(me, ": ", fd.status().message()));
-  }
+  absl::StatusOr<int> fd = ConnectWithRetry(connect_host, connect_port, deadline);
+  if (!fd.ok()) return prefixed(fd.status());
   rendezvous->socket_ = std::make_unique<FramedSocket>(*fd);
 
   fsdp::proto::ClientMessage join_message;

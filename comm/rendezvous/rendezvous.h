@@ -104,6 +104,10 @@ class Rendezvous {
   const std::vector<std::string>& blobs() const { return blobs_; }
   // hosts()[r] is the host name rank r runs on (gethostname()).
   const std::vector<std::string>& hosts() const { return hosts_; }
+  // Where rank 0's store is: MASTER_ADDR:MASTER_PORT, or what PMIx said.
+  std::string store_address() const {
+    return env_.master_addr + ":" + std::to_string(env_.master_port);
+  }
 
   // Readable when PollPeerEvents() has something to say; -1 once rank 0's
   // store is gone (after it said goodbye, or after it died and that was

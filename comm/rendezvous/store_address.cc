@@ -77,6 +77,25 @@ absl::StatusOr<StoreListenAddress> ChooseStoreListenAddress(
                    "FSDP_STORE_BIND=<that address>")};
 }
 
+namespace {
+
+// This host's IPv4 interface addresses; empty if getifaddrs fails.
+std::vector<std::string> LocalIpv4Addresses() {
+  std::vector<std::string> local_ips;
+  ifaddrs* interfaces = nullptr;
+  if (getifaddrs(&interfaces) == 0) {
+    for (ifaddrs* entry = interfaces; entry != nullptr; entry = entry->ifa_next) {
+      if (entry->ifa_addr != nullptr && entry->ifa_addr->sa_family == AF_INET) {
+        local_ips.push_back(Dotted(entry->ifa_addr));
+      }
+    }
+    freeifaddrs(interfaces);
+  }
+  return local_ips;
+}
+
+}  // namespace
+
 absl::StatusOr<StoreListenAddress> StoreListenAddressOnThisHost(const JobEnv& env) {
   std::vector<std::string> master_ips;
   if (env.store_bind.empty()) {
@@ -98,20 +117,31 @@ absl::StatusOr<StoreListenAddress> StoreListenAddressOnThisHost(const JobEnv& en
     }
     freeaddrinfo(results);
   }
-  std::vector<std::string> local_ips;
-  ifaddrs* interfaces = nullptr;
-  if (getifaddrs(&interfaces) == 0) {
-    for (ifaddrs* entry = interfaces; entry != nullptr; entry = entry->ifa_next) {
-      if (entry->ifa_addr != nullptr && entry->ifa_addr->sa_family == AF_INET) {
-        local_ips.push_back(Dotted(entry->ifa_addr));
-      }
-    }
-    freeifaddrs(interfaces);
-  }
+  std::vector<std::string> local_ips = LocalIpv4Addresses();
   // Without the interface list only loopback counts as local, and the
   // error names the empty list.
   return ChooseStoreListenAddress(env.store_bind, env.master_addr, master_ips, local_ips,
                                   env.world_size > env.local_world_size);
+}
+
+absl::StatusOr<std::string> ChoosePublishedStoreIp(const StoreListenAddress& where,
+                                                   const std::vector<std::string>& local_ips,
+                                                   bool job_spans_hosts) {
+  if (!job_spans_hosts) return where.connect_ip;
+  if (where.bind_ip != kEveryInterface && !IsLoopback(where.bind_ip)) return where.bind_ip;
+  for (const std::string& ip : local_ips) {
+    if (!IsLoopback(ip)) return ip;
+  }
+  return absl::UnavailableError(absl::StrCat(
+      "the job spans hosts but rank 0's host has no IPv4 address other than loopback (",
+      local_ips.empty() ? "none found" : absl::StrJoin(local_ips, ", "),
+      ") to publish for its rendezvous store; set FSDP_STORE_BIND to an address the other "
+      "hosts reach, or MASTER_ADDR and MASTER_PORT"));
+}
+
+absl::StatusOr<std::string> PublishedStoreIpOnThisHost(const StoreListenAddress& where,
+                                                       bool job_spans_hosts) {
+  return ChoosePublishedStoreIp(where, LocalIpv4Addresses(), job_spans_hosts);
 }
 
 }  // namespace comm

@@ -61,6 +61,20 @@ absl::StatusOr<StoreListenAddress> ChooseStoreListenAddress(
 // not resolve here.
 absl::StatusOr<StoreListenAddress> StoreListenAddressOnThisHost(const JobEnv& env);
 
+// Under the PMIx bootstrap (JobEnv::master_from_pmix) rank 0 listens as if
+// MASTER_ADDR were "127.0.0.1" on one host, its own host name across hosts,
+// and publishes, for the other ranks, the address below (pure): on one host
+// where.connect_ip; across hosts the bound address if it is a single
+// non-loopback one, else this host's first non-loopback interface address
+// (set FSDP_STORE_BIND=<address> to choose). kUnavailable when it has none.
+absl::StatusOr<std::string> ChoosePublishedStoreIp(const StoreListenAddress& where,
+                                                   const std::vector<std::string>& local_ips,
+                                                   bool job_spans_hosts);
+
+// The same with this host's interfaces (getifaddrs).
+absl::StatusOr<std::string> PublishedStoreIpOnThisHost(const StoreListenAddress& where,
+                                                       bool job_spans_hosts);
+
 }  // namespace comm
 
 #endif  // COMM_RENDEZVOUS_STORE_ADDRESS_H_

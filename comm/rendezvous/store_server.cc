@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -486,16 +488,30 @@ void StoreServer::Loop::UpdateOthersConnected() {
 absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(
     const StoreServerOptions& options) {
   FSDP_ASSIGN_OR_RETURN(int listen_fd, ListenOnPort(options.bind_ip, options.port));
+  StoreServerOptions bound = options;
+  if (bound.port == 0) {
+    // The kernel chose it (the PMIx bootstrap publishes it).
+    sockaddr_in address = {};
+    socklen_t size = sizeof(address);
+    if (getsockname(listen_fd, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
+      close(listen_fd);
+      return absl::InternalError(absl::StrCat("getsockname on the store's socket failed: ",
+                                              strerror(errno)));
+    }
+    bound.port = ntohs(address.sin_port);
+  }
   std::unique_ptr<StoreServer> server(new StoreServer());
   if (pipe2(server->wake_pipe_, O_CLOEXEC) != 0) {
     close(listen_fd);
     return absl::InternalError("cannot create the store's wake-up pipe");
   }
-  server->loop_ = std::make_unique<Loop>(server.get(), options, listen_fd);
+  server->loop_ = std::make_unique<Loop>(server.get(), bound, listen_fd);
   StoreServer* raw = server.get();
   server->thread_ = std::thread([raw] { raw->loop_->Run(raw->wake_pipe_[0]); });
   return server;
 }
+
+int StoreServer::port() const { return loop_->port(); }
 
 void StoreServer::WaitForOthersToLeave(absl::Duration timeout) {
   std::unique_lock<std::mutex> lock(mutex_);

@@ -53,7 +53,7 @@
 namespace comm {
 
 struct StoreServerOptions {
-  int port = 0;  // MASTER_PORT
+  int port = 0;  // MASTER_PORT; 0: one the kernel picks (see port())
   // Where to listen: dotted IPv4, "0.0.0.0" for every interface
   // (comm/rendezvous/store_address.h chooses it).
   std::string bind_ip = "127.0.0.1";
@@ -103,6 +103,9 @@ class StoreServer {
 
   // The refusals so far (thread-safe).
   StoreRefusals refusals();
+
+  // The port it listens on (the kernel's choice when options.port was 0).
+  int port() const;
 
  private:
   struct Connection;

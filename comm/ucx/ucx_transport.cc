@@ -563,7 +563,7 @@ bool UcxTransport::HandlePeerEvents() {
       MarkPeerFailed(event.rank, "died",
                      event.rank == 0
                          ? absl::StrCat("rank 0 died: the connection to its rendezvous store at ",
-                                        env_.master_addr, ":", env_.master_port,
+                                        rendezvous_->store_address(),
                                         " dropped without a goodbye")
                          : absl::StrCat("rank ", event.rank,
                                         " died: its connection to the rendezvous store "

@@ -275,6 +275,56 @@ struct HostCase {
   std::string first;
 };
 
+// Under an engine serving PMIx (PMIX_RANK and PMIX_NAMESPACE) with no
+// MASTER_* set, the store's address comes through PMIx: nothing is derived,
+// and mpirun across hosts is no longer refused.
+TEST(JobEnvPmix, StoreAddressThroughPmixUnlessMasterIsSet) {
+  const Env mpirun_two_hosts = {{"OMPI_COMM_WORLD_RANK", "1"},       {"OMPI_COMM_WORLD_SIZE", "4"},
+                                {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                                {"PMIX_RANK", "1"},                  {"PMIX_NAMESPACE", "prterun-h1-9@1"}};
+  absl::StatusOr<JobEnv> env = JobEnvFromLookup(LookupIn(mpirun_two_hosts));
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_TRUE(env->master_from_pmix);
+  EXPECT_EQ(env->master_addr, "");
+  EXPECT_EQ(env->master_port, 0);
+  EXPECT_EQ(env->job_token, "mpirun-prterun-h1-9@1");
+  EXPECT_NE(DescribeJobEnv(*env).find("master through PMIx"), std::string::npos)
+      << DescribeJobEnv(*env);
+
+  // MASTER_ADDR and MASTER_PORT win over PMIx.
+  absl::StatusOr<JobEnv> explicit_master = JobEnvFromLookup(LookupIn(
+      With(With(mpirun_two_hosts, "MASTER_ADDR", "h1"), "MASTER_PORT", "29500")));
+  ASSERT_TRUE(explicit_master.ok()) << explicit_master.status();
+  EXPECT_FALSE(explicit_master->master_from_pmix);
+  EXPECT_EQ(explicit_master->master_addr, "h1");
+  EXPECT_EQ(explicit_master->master_port, 29500);
+
+  // srun without --mpi=pmix sets no PMIX_*: the derived store, as before.
+  const Env slurm = {{"SLURM_PROCID", "0"},           {"SLURM_NTASKS", "2"},
+                     {"SLURM_LOCALID", "0"},          {"SLURM_NTASKS_PER_NODE", "2"},
+                     {"SLURM_STEP_NODELIST", "n1"},   {"SLURM_JOB_ID", "7"},
+                     {"SLURM_STEP_ID", "0"}};
+  absl::StatusOr<JobEnv> derived = JobEnvFromLookup(LookupIn(slurm));
+  ASSERT_TRUE(derived.ok()) << derived.status();
+  EXPECT_FALSE(derived->master_from_pmix);
+  EXPECT_EQ(derived->master_addr, "n1");
+  EXPECT_EQ(derived->master_port, DerivedPort("7.0"));
+  absl::StatusOr<JobEnv> with_pmix = JobEnvFromLookup(
+      LookupIn(With(With(slurm, "PMIX_RANK", "0"), "PMIX_NAMESPACE", "slurm.pmix.7.0")));
+  ASSERT_TRUE(with_pmix.ok()) << with_pmix.status();
+  EXPECT_TRUE(with_pmix->master_from_pmix);
+  EXPECT_EQ(with_pmix->job_token, "slurm-7-0");
+
+  // One rank needs no store at all.
+  absl::StatusOr<JobEnv> alone = JobEnvFromLookup(LookupIn(
+      With(With(With(With(mpirun_two_hosts, "OMPI_COMM_WORLD_SIZE", "1"), "OMPI_COMM_WORLD_RANK",
+                     "0"),
+                "OMPI_COMM_WORLD_LOCAL_SIZE", "1"),
+           "OMPI_COMM_WORLD_LOCAL_RANK", "0")));
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_FALSE(alone->master_from_pmix);
+}
+
 TEST(FirstSlurmHost, SlurmHostListForms) {
   for (const HostCase& c : std::vector<HostCase>{{"vm", "vm"},
                                                  {"a,b", "a"},

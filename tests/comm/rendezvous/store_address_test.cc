@@ -102,6 +102,28 @@ JobEnv TwoRanks(const std::string& master_addr) {
   return env;
 }
 
+TEST(PublishedStoreIp, LoopbackOnOneHostARealAddressAcrossHosts) {
+  const StoreListenAddress loopback{"127.0.0.1", "127.0.0.1", ""};
+  const std::vector<std::string> local = {"127.0.0.1", "10.0.0.5", "192.168.1.2"};
+  absl::StatusOr<std::string> one_host = ChoosePublishedStoreIp(loopback, local, false);
+  ASSERT_TRUE(one_host.ok()) << one_host.status();
+  EXPECT_EQ(*one_host, "127.0.0.1");
+  // Across hosts: the bound address when it is a real one...
+  absl::StatusOr<std::string> bound =
+      ChoosePublishedStoreIp({"192.168.1.2", "192.168.1.2", ""}, local, true);
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  EXPECT_EQ(*bound, "192.168.1.2");
+  // ...else (every interface, or a host name resolving to loopback) the
+  // first non-loopback interface address.
+  absl::StatusOr<std::string> wildcard =
+      ChoosePublishedStoreIp({kEveryInterface, "127.0.0.1", ""}, local, true);
+  ASSERT_TRUE(wildcard.ok()) << wildcard.status();
+  EXPECT_EQ(*wildcard, "10.0.0.5");
+  absl::StatusOr<std::string> none = ChoosePublishedStoreIp(loopback, {"127.0.0.1"}, true);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(none.status().message().find("FSDP_STORE_BIND"), std::string::npos) << none.status();
+}
+
 TEST(StoreAddressOnThisHost, LoopbackAndUnresolvable) {
   absl::StatusOr<StoreListenAddress> loopback =
       StoreListenAddressOnThisHost(TwoRanks("127.0.0.1"));

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Open MPI's mpirun as the engine, with no MASTER_ADDR, MASTER_PORT or --nproc:
-# the ranks take their world from OMPI_COMM_WORLD_* and rank 0's store from
-# Open MPI's job id (comm/rendezvous/engine_master.h).
+# the ranks take their world from OMPI_COMM_WORLD_* and rank 0's store
+# address through PMIx, which mpirun serves (comm/rendezvous/pmix_session.h).
 #   1. mpirun -np 4 collective_worker --scenario=all (every collective, in
 #      flight, sub-communicators), each rank checked against the reference;
 #   2. mpirun -np 4 train_gpt --strategy=full_shard: the same params_sha256 as
@@ -41,6 +41,9 @@ if ! "${clean[@]}" timeout 300 "${mpi[@]}" "$train_gpt" "${flags[@]}" >"$tmp/mpi
   echo "mpirun_test: train_gpt failed under mpirun:" >&2; cat "$tmp/mpi.txt"; exit 1
 fi
 under_mpirun=$(grep -o 'params sha256 [0-9a-f]*' "$tmp/mpi.txt" | head -n 1)
+# No MASTER_* variables: rank 0's store address must have come through PMIx.
+grep -m1 'through PMIx' "$tmp/mpi.txt" ||
+  { echo "mpirun_test: train_gpt did not bootstrap through PMIx:" >&2; cat "$tmp/mpi.txt"; exit 1; }
 grep -q 'nproc=4 ' "$tmp/mpi.txt" || { echo "mpirun_test: world size is not 4:" >&2; cat "$tmp/mpi.txt"; exit 1; }
 launcher=$("${clean[@]}" timeout 300 "$train_gpt" --nproc=4 "${flags[@]}" 2>&1 | grep -o 'params sha256 [0-9a-f]*' | head -n 1)
 echo "mpirun -np 4:       ${under_mpirun}"

@@ -2,8 +2,10 @@
 # A one-node Slurm cluster started and stopped by this test (munged,
 # slurmctld, slurmd of its own: slurm_cluster.sh), then, with no MASTER_ADDR,
 # MASTER_PORT or --nproc:
-#   1. srun -n 4 --overcommit train_gpt --strategy=full_shard, and
-#   2. the same as an sbatch script (sbatch --wait),
+#   1. srun -n 4 --overcommit train_gpt --strategy=full_shard (the store at
+#      a host and port derived from the step: no PMIx without --mpi=pmix),
+#   2. the same with srun --mpi=pmix (the store's address through PMIx), and
+#   3. the same as an sbatch script (sbatch --wait),
 # each ending with the params_sha256 of train_gpt --nproc=4 (built-in launcher).
 # Skipped (with a SKIPPED line) when not root or Slurm/munge are not installed.
 set -uo pipefail
@@ -35,6 +37,20 @@ under_srun=$(grep -o 'params sha256 [0-9a-f]*' "$tmp/srun.txt" | head -n 1)
 echo "srun -n 4:           ${under_srun}"
 grep -q 'nproc=4 ' "$tmp/srun.txt" || { echo "slurm_test: world size is not 4:" >&2; cat "$tmp/srun.txt"; exit 1; }
 [ "$under_srun" = "$launcher" ] || { echo "slurm_test: srun's digest differs" >&2; cat "$tmp/srun.txt"; exit 1; }
+if grep -q 'through PMIx' "$tmp/srun.txt"; then
+  echo "slurm_test: plain srun (no --mpi=pmix) used PMIx:" >&2; cat "$tmp/srun.txt"; exit 1
+fi
+
+echo "--- srun --mpi=pmix -n 4 --overcommit train_gpt ${flags[*]}"
+if ! timeout 300 srun --mpi=pmix -n 4 --overcommit --time=5 "$train_gpt" "${flags[@]}" \
+    >"$tmp/pmix.txt" 2>&1; then
+  echo "slurm_test: srun --mpi=pmix failed:" >&2; cat "$tmp/pmix.txt"; exit 1
+fi
+grep -m1 'through PMIx' "$tmp/pmix.txt" ||
+  { echo "slurm_test: srun --mpi=pmix did not bootstrap through PMIx:" >&2; cat "$tmp/pmix.txt"; exit 1; }
+under_pmix=$(grep -o 'params sha256 [0-9a-f]*' "$tmp/pmix.txt" | head -n 1)
+echo "srun --mpi=pmix:     ${under_pmix}"
+[ "$under_pmix" = "$launcher" ] || { echo "slurm_test: srun --mpi=pmix's digest differs" >&2; cat "$tmp/pmix.txt"; exit 1; }
 
 # The batch script a user writes (docs/comm-transport.md has the multi-node one).
 cat >"$tmp/train.sbatch" <<SB
