@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -85,9 +86,22 @@ TEST(UcxTransport, MessageLongerThanTheReceiveFailsThatReceive) {
   EXPECT_TRUE(Contains(results[1].out, "too long (1048576)"));
 }
 
-// Starts the wait_for_peer scenario with `victim`, kills the victim once every
-// other rank is waiting, and checks they report it within a few seconds.
-void KillWhileOthersWait(int world_size, int victim) {
+// One rank that outlived the victim: how it ended, and how long after the
+// kill.
+struct Survivor {
+  int rank = 0;
+  ProcessResult result;
+  absl::Duration noticed;
+};
+
+struct KillOutcome {
+  bool all_waiting = false;  // every rank got to its wait before the kill
+  std::vector<Survivor> survivors;
+};
+
+// Starts the wait_for_peer scenario with `victim` and kills the victim once
+// every other rank is waiting.
+KillOutcome KillWhileOthersWait(int world_size, int victim) {
   const int port = FreePort();
   RankProcesses processes;
   for (int r = 0; r < world_size; ++r) {
@@ -96,33 +110,62 @@ void KillWhileOthersWait(int world_size, int victim) {
     env["WAIT_MS"] = "20000";
     processes.Start(RunfilePath(kWorker), {"wait_for_peer"}, env);
   }
-  ASSERT_TRUE(processes.WaitForStdout(victim, "READY", absl::Seconds(30)));
+  KillOutcome outcome;
+  if (!processes.WaitForStdout(victim, "READY", absl::Seconds(30))) return outcome;
   for (int r = 0; r < world_size; ++r) {
-    if (r != victim) ASSERT_TRUE(processes.WaitForStdout(r, "WAITING", absl::Seconds(30)));
+    if (r != victim && !processes.WaitForStdout(r, "WAITING", absl::Seconds(30))) return outcome;
   }
+  outcome.all_waiting = true;
   processes.Kill(victim, SIGKILL);
   const absl::Time killed = absl::Now();
   for (int r = 0; r < world_size; ++r) {
     if (r == victim) continue;
     ProcessResult result = processes.Wait(r, absl::Seconds(30));
-    const absl::Duration noticed = absl::Now() - killed;
-    EXPECT_EQ(result.exit_code, 0) << "rank " << r << ": " << Describe(result);
-    EXPECT_TRUE(Contains(result.out, absl::StrCat("rank ", victim, " died")));
-    EXPECT_TRUE(Contains(result.out, "UNAVAILABLE"));
-    EXPECT_LT(noticed, absl::Seconds(10)) << "rank " << r << " noticed after " << noticed;
+    outcome.survivors.push_back({r, result, absl::Now() - killed});
+  }
+  return outcome;
+}
+
+struct KillCase {
+  int world_size;
+  int victim;
+};
+
+class KilledPeer : public ::testing::TestWithParam<KillCase> {};
+
+TEST_P(KilledPeer, IsReportedToEveryWaitingRankWithinSeconds) {
+  const KillCase c = GetParam();
+  KillOutcome outcome = KillWhileOthersWait(c.world_size, c.victim);
+  ASSERT_TRUE(outcome.all_waiting) << "a rank did not reach its wait";
+  ASSERT_EQ(outcome.survivors.size(), static_cast<size_t>(c.world_size - 1));
+  for (const Survivor& survivor : outcome.survivors) {
+    SCOPED_TRACE(absl::StrCat("rank ", survivor.rank, ": ", Describe(survivor.result)));
+    EXPECT_EQ(survivor.result.exit_code, 0);
+    EXPECT_TRUE(Contains(survivor.result.out, absl::StrCat("rank ", c.victim, " died")));
+    EXPECT_TRUE(Contains(survivor.result.out, "UNAVAILABLE"));
+    EXPECT_LT(survivor.noticed, absl::Seconds(10)) << "noticed after " << survivor.noticed;
   }
 }
 
-TEST(UcxTransport, KilledPeerIsReportedToTheRankWaitingOnIt) { KillWhileOthersWait(2, 1); }
-
-TEST(UcxTransport, KilledPeerIsReportedToEveryRank) { KillWhileOthersWait(3, 2); }
-
-TEST(UcxTransport, KilledRankZeroIsReportedToTheOthers) { KillWhileOthersWait(3, 0); }
+// The rank waiting on the victim; every rank; rank 0 (the store) as victim.
+INSTANTIATE_TEST_SUITE_P(Cases, KilledPeer,
+                         ::testing::Values(KillCase{2, 1}, KillCase{3, 2}, KillCase{3, 0}),
+                         [](const ::testing::TestParamInfo<KillCase>& info) {
+                           return absl::StrCat("world", info.param.world_size, "_victim",
+                                               info.param.victim);
+                         });
 
 // A send to a live rank that will never receive it (its collective failed
 // too) must still be released when the job fails, over shared memory and
 // over TCP: otherwise the caller's buffer stays in the transport's hands.
-void StrandedSendIsReleased(const std::string& tls) {
+struct StrandedOutcome {
+  bool all_waiting = false;
+  ProcessResult sender;   // rank 0
+  bool holder_held = false;  // rank 1 was still in the job after rank 0 ended
+  ProcessResult holder;   // rank 1
+};
+
+StrandedOutcome RunStrandedSend(const std::string& tls) {
   const int port = FreePort();
   RankProcesses processes;
   for (int r = 0; r < 3; ++r) {
@@ -131,29 +174,40 @@ void StrandedSendIsReleased(const std::string& tls) {
     if (!tls.empty()) env["UCX_TLS"] = tls;
     processes.Start(RunfilePath(kWorker), {"stranded_send"}, env);
   }
-  ASSERT_TRUE(processes.WaitForStdout(2, "READY", absl::Seconds(30)));
-  for (int r = 0; r < 2; ++r) ASSERT_TRUE(processes.WaitForStdout(r, "WAITING", absl::Seconds(30)));
+  StrandedOutcome outcome;
+  if (!processes.WaitForStdout(2, "READY", absl::Seconds(30))) return outcome;
+  for (int r = 0; r < 2; ++r) {
+    if (!processes.WaitForStdout(r, "WAITING", absl::Seconds(30))) return outcome;
+  }
+  outcome.all_waiting = true;
   processes.Kill(2, SIGKILL);
-  ProcessResult sender = processes.Wait(0, absl::Seconds(30));
-  EXPECT_EQ(sender.exit_code, 0) << "rank 0: " << Describe(sender);
-  EXPECT_TRUE(Contains(sender.out, "send to rank 1: UNAVAILABLE")) << Describe(sender);
-  EXPECT_TRUE(Contains(sender.out, "rank 2 died")) << Describe(sender);
-  // Rank 1 stayed in the job all along (it did not leave, which would
-  // release the send for another reason).
-  EXPECT_TRUE(processes.WaitForStdout(1, "HOLDING", absl::Seconds(5)));
+  outcome.sender = processes.Wait(0, absl::Seconds(30));
+  outcome.holder_held = processes.WaitForStdout(1, "HOLDING", absl::Seconds(5));
   processes.Kill(1, SIGKILL);
-  ProcessResult holder = processes.Wait(1, absl::Seconds(30));
-  EXPECT_TRUE(Contains(holder.out, "receive from rank 2: UNAVAILABLE")) << Describe(holder);
-  EXPECT_TRUE(Contains(holder.out, "rank 2 died")) << Describe(holder);
+  outcome.holder = processes.Wait(1, absl::Seconds(30));
+  return outcome;
 }
 
-TEST(UcxTransport, SendToALiveRankIsReleasedWhenAnotherRankDies) {
-  StrandedSendIsReleased("");
+class StrandedSend : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StrandedSend, SendToALiveRankIsReleasedWhenAnotherRankDies) {
+  StrandedOutcome outcome = RunStrandedSend(GetParam());
+  ASSERT_TRUE(outcome.all_waiting) << "a rank did not reach its wait";
+  EXPECT_EQ(outcome.sender.exit_code, 0) << "rank 0: " << Describe(outcome.sender);
+  EXPECT_TRUE(Contains(outcome.sender.out, "send to rank 1: UNAVAILABLE"))
+      << Describe(outcome.sender);
+  EXPECT_TRUE(Contains(outcome.sender.out, "rank 2 died")) << Describe(outcome.sender);
+  // Rank 1 stayed in the job all along (had it left, that would release the
+  // send for another reason).
+  EXPECT_TRUE(outcome.holder_held) << Describe(outcome.holder);
+  EXPECT_TRUE(Contains(outcome.holder.out, "receive from rank 2: UNAVAILABLE"))
+      << Describe(outcome.holder);
 }
 
-TEST(UcxTransport, SendToALiveRankIsReleasedWhenAnotherRankDiesOverTcp) {
-  StrandedSendIsReleased("tcp,self");
-}
+INSTANTIATE_TEST_SUITE_P(Transports, StrandedSend, ::testing::Values("", "tcp,self"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return std::string(info.param.empty() ? "default" : "tcp");
+                         });
 
 TEST(UcxTransport, PeerThatShutsDownCleanlyEndsWaitsWithAnErrorNotAHang) {
   const int port = FreePort();
