@@ -95,8 +95,8 @@ class UcxTransport final : public Transport {
   static void OnRecvDone(void* request, ucs_status_t status,
                          const ucp_tag_recv_info_t* info, void* user_data);
 
-  // Receives from a dead peer are still posted: its last messages may already
-  // be here (PostRecv fails them only if nothing matched at once).
+  // Refuses a post with a dead peer (naming its failure), and any post to
+  // another rank once the transport has stopped (Stop).
   absl::Status CheckPost(const char* op, int peer, uint64_t tag) const;
   absl::Status DeadPeerError(const char* op, int peer, uint64_t tag) const;
   void Finish(Completion* completion, absl::Status status, size_t received_bytes);
@@ -136,7 +136,6 @@ class UcxTransport final : public Transport {
   std::vector<absl::Status> peer_failure_;  // why peers_[p] is kDead
   absl::Status health_;
   absl::Status stopped_;  // why Stop() was called; OK while running
-  bool self_hung_ = false;  // the store declared this rank hung
   CallerLiveness liveness_;  // reported by the heartbeats
 
   ucp_context_h context_ = nullptr;
@@ -537,8 +536,6 @@ void UcxTransport::MarkPeerFailed(int peer, const char* kind, const std::string&
 }
 
 void UcxTransport::MarkSelfHung(const std::string& reason) {
-  if (self_hung_) return;
-  self_hung_ = true;
   absl::Status status = absl::UnavailableError(absl::StrCat(
       "rank ", env_.rank, " (this rank) was declared hung and is out of the job: ", reason));
   SetFirstFailure(env_.rank, "hung", status, reason);
