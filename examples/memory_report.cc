@@ -76,9 +76,10 @@ ABSL_FLAG(std::string, mem_budget, "",
 ABSL_FLAG(std::string, strategy, "all",
           "comma-separated strategies, or all: no_shard, shard_optimizer, shard_grad_op, "
           "full_shard, hybrid_shard");
-ABSL_FLAG(std::string, precision, "fp32,bf16_wire,mixed",
-          "comma-separated: fp32, bf16_wire (the runtime's --mixed_precision), mixed (ZeRO's "
-          "2-byte parameters and gradients; predicted only)");
+ABSL_FLAG(std::string, precision, "fp32,bf16_wire,bf16,mixed",
+          "comma-separated: fp32, bf16_wire (the runtime's --mixed_precision), bf16 (the "
+          "runtime's --precision=bf16: 2-byte parameters and compute, 4-byte gradients, fp32 "
+          "master), mixed (ZeRO's 2-byte parameters and gradients; predicted only)");
 ABSL_FLAG(std::string, ranks, "",
           "comma-separated rank counts (default: the preset's; with --predict_only 1,8,64,1024)");
 ABSL_FLAG(int, group_size, 0,

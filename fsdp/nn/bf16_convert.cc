@@ -82,4 +82,11 @@ void ToBf16InPlace(float* data, int64_t n) {
   }
 }
 
+void FromBf16(float* out, const uint16_t* in, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(in[i]) << 16;
+    std::memcpy(out + i, &bits, sizeof(bits));
+  }
+}
+
 }  // namespace fsdp

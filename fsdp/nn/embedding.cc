@@ -1,6 +1,8 @@
 // File: fsdp/nn/embedding.cc
 #include "fsdp/nn/embedding.h"
 
+#include <cstring>
+
 #include "fsdp/nn/simd.h"
 
 namespace fsdp {
@@ -68,6 +70,25 @@ void EmbeddingBackward(KernelIsa isa, float* dwte, float* dwpe, const float* dou
 void EmbeddingForward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
                       int batch, int seq_len, int channels) {
   EmbeddingForward(BestKernelIsa(), out, tokens, wte, wpe, batch, seq_len, channels);
+}
+
+void EmbeddingForwardBf16(float* out, const int32_t* tokens, const uint16_t* wte,
+                          const uint16_t* wpe, int batch, int seq_len, int channels) {
+  auto widen = [](uint16_t v) {
+    const uint32_t bits = static_cast<uint32_t>(v) << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    return f;
+  };
+  for (int b = 0; b < batch; ++b) {
+    for (int t = 0; t < seq_len; ++t) {
+      const long bt = static_cast<long>(b) * seq_len + t;
+      const uint16_t* token_row = wte + static_cast<long>(tokens[bt]) * channels;
+      const uint16_t* position_row = wpe + static_cast<long>(t) * channels;
+      float* o = out + bt * channels;
+      for (int c = 0; c < channels; ++c) o[c] = widen(token_row[c]) + widen(position_row[c]);
+    }
+  }
 }
 
 void EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,

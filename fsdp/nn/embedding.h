@@ -22,6 +22,11 @@ void EmbeddingForward(float* out, const int32_t* tokens, const float* wte, const
 void EmbeddingBackward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
                        int batch, int seq_len, int channels);
 
+// The same forward with bf16 tables (the bf16 parameter layout): each row
+// widened to fp32 exactly, then added in fp32 as above.
+void EmbeddingForwardBf16(float* out, const int32_t* tokens, const uint16_t* wte,
+                          const uint16_t* wpe, int batch, int seq_len, int channels);
+
 void EmbeddingForward(KernelIsa isa, float* out, const int32_t* tokens, const float* wte,
                       const float* wpe, int batch, int seq_len, int channels);
 

@@ -82,10 +82,18 @@ absl::Status GptModel::AllocateWorkspace() {
   FSDP_ASSIGN_OR_RETURN(attention_scratch_, tracker_->Allocate<float>(ws, attention_scratch,
                                                                      "gpt attention scratch"));
   if (config_.bf16_compute) {
-    int64_t max_unit = 0;
-    for (const UnitSpec& u : units_) max_unit = std::max(max_unit, u.numel());
-    FSDP_ASSIGN_OR_RETURN(params_bf16_,
-                          tracker_->Allocate<uint16_t>(ws, max_unit, "gpt params bf16"));
+    int64_t max_unit = 0, max_small = 0;
+    for (const UnitSpec& u : units_) {
+      max_unit = std::max(max_unit, u.numel());
+      max_small = std::max(max_small, SmallParamNumel(u));
+    }
+    if (config_.bf16_params) {
+      FSDP_ASSIGN_OR_RETURN(small_params_, tracker_->Allocate<float>(ws, max_small,
+                                                                     "gpt 1-D params fp32"));
+    } else {
+      FSDP_ASSIGN_OR_RETURN(params_bf16_,
+                            tracker_->Allocate<uint16_t>(ws, max_unit, "gpt params bf16"));
+    }
     FSDP_ASSIGN_OR_RETURN(dout_bf16_,
                           tracker_->Allocate<uint16_t>(ws, 4 * btc, "gpt dout bf16"));
     const int64_t probs_bf16 = config_.flash_attention ? FlashAttentionBf16ScratchElements() : tt;
@@ -108,12 +116,36 @@ absl::StatusOr<TrackedBuffer<uint16_t>> GptModel::Bf16Activation(int64_t numel, 
                                                    absl::StrCat(units_[unit].name, " ", what));
 }
 
-void GptModel::ConvertParams(absl::Span<const float> params) {
-  ToBf16(params_bf16_.data(), params.data(), static_cast<int64_t>(params.size()));
-}
-
-const uint16_t* GptModel::Bf16Of(absl::Span<const float> params, const float* fp32_param) const {
-  return params_bf16_.data() + (fp32_param - params.data());
+absl::StatusOr<GptModel::Bf16UnitParams> GptModel::PrepareBf16(int unit, const ParamsIn& in) {
+  const UnitSpec& spec = units_[unit];
+  if (in.size() != spec.numel()) {
+    return absl::InvalidArgumentError(absl::StrCat(spec.name, ": got ", in.size(),
+                                                   " parameters, the unit has ", spec.numel()));
+  }
+  Bf16UnitParams m;
+  m.offset.resize(spec.params.size());
+  m.fp32.assign(spec.params.size(), nullptr);
+  int64_t offset = 0;
+  for (size_t k = 0; k < spec.params.size(); ++k) {
+    m.offset[k] = offset;
+    offset += spec.params[k].numel();
+  }
+  if (!in.is_bf16) {
+    ToBf16(params_bf16_.data(), in.fp32.data(), spec.numel());
+    m.bf16 = params_bf16_.data();
+    for (size_t k = 0; k < spec.params.size(); ++k) m.fp32[k] = in.fp32.data() + m.offset[k];
+    return m;
+  }
+  m.bf16 = in.bf16.data();
+  float* small = small_params_.data();
+  for (size_t k = 0; k < spec.params.size(); ++k) {
+    if (spec.params[k].shape.size() != 1) continue;
+    const int64_t n = spec.params[k].numel();
+    FromBf16(small, m.bf16 + m.offset[k], n);
+    m.fp32[k] = small;
+    small += n;
+  }
+  return m;
 }
 
 const float* GptModel::UnitInput(int unit) const {
@@ -146,6 +178,41 @@ void GptModel::InitUnitParams(int unit, absl::Span<float> params, uint64_t seed)
 
 absl::Status GptModel::ForwardUnit(int unit, absl::Span<const float> params,
                                    const Batch& batch) {
+  if (config_.bf16_params) {
+    return absl::FailedPreconditionError(
+        "this GptModel takes bf16 parameters (config.bf16_params): call ForwardUnitBf16");
+  }
+  return Forward(unit, {params, {}, false}, batch);
+}
+
+absl::Status GptModel::ForwardUnitBf16(int unit, absl::Span<const uint16_t> params,
+                                       const Batch& batch) {
+  if (!config_.bf16_params) {
+    return absl::FailedPreconditionError(
+        "this GptModel takes fp32 parameters (config.bf16_params is off): call ForwardUnit");
+  }
+  return Forward(unit, {{}, params, true}, batch);
+}
+
+absl::Status GptModel::BackwardUnit(int unit, absl::Span<const float> params,
+                                    absl::Span<float> grads, float loss_scale) {
+  if (config_.bf16_params) {
+    return absl::FailedPreconditionError(
+        "this GptModel takes bf16 parameters (config.bf16_params): call BackwardUnitBf16");
+  }
+  return Backward(unit, {params, {}, false}, grads, loss_scale);
+}
+
+absl::Status GptModel::BackwardUnitBf16(int unit, absl::Span<const uint16_t> params,
+                                        absl::Span<float> grads, float loss_scale) {
+  if (!config_.bf16_params) {
+    return absl::FailedPreconditionError(
+        "this GptModel takes fp32 parameters (config.bf16_params is off): call BackwardUnit");
+  }
+  return Backward(unit, {{}, params, true}, grads, loss_scale);
+}
+
+absl::Status GptModel::Forward(int unit, const ParamsIn& params, const Batch& batch) {
   FSDP_RETURN_IF_ERROR(order_.CheckForward(unit));
   if (unit == 0) {
     FSDP_RETURN_IF_ERROR(ValidateBatch(batch, micro_batch_, config_.seq_len, config_.vocab));
@@ -166,10 +233,10 @@ absl::Status GptModel::ForwardUnit(int unit, absl::Span<const float> params,
   return absl::OkStatus();
 }
 
-absl::Status GptModel::BackwardUnit(int unit, absl::Span<const float> params,
-                                    absl::Span<float> grads, float loss_scale) {
+absl::Status GptModel::Backward(int unit, const ParamsIn& params, absl::Span<float> grads,
+                                float loss_scale) {
   FSDP_RETURN_IF_ERROR(order_.CheckBackward(unit));
-  if (grads.size() != params.size()) {
+  if (static_cast<int64_t>(grads.size()) != params.size()) {
     return absl::InvalidArgumentError(absl::StrCat("BackwardUnit(", unit, "): ", grads.size(),
                                                    " gradients for ", params.size(),
                                                    " parameters"));
@@ -188,14 +255,18 @@ absl::Status GptModel::BackwardUnit(int unit, absl::Span<const float> params,
 
 // ---------------------------------------------------------------- embedding
 
-absl::Status GptModel::EmbeddingForward(absl::Span<const float> params, const Batch& batch) {
+absl::Status GptModel::EmbeddingForward(const ParamsIn& params, const Batch& batch) {
   // A new step: drop whatever an unfinished one saved.
   tokens_.Reset();
   embedding_out_.Reset();
   for (BlockActivations& block : blocks_) block = BlockActivations();
   head_ = HeadActivations();
 
-  FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[0], params));
+  if (params.size() != units_[0].numel()) {
+    return absl::InvalidArgumentError(absl::StrCat("embedding: got ", params.size(),
+                                                   " parameters, the unit has ",
+                                                   units_[0].numel()));
+  }
   batch_ = batch.batch_size;
   seq_ = batch.seq_len;
   const int64_t bt = int64_t{batch_} * seq_;
@@ -203,8 +274,14 @@ absl::Status GptModel::EmbeddingForward(absl::Span<const float> params, const Ba
                                                              "embedding tokens"));
   std::memcpy(tokens_.data(), batch.inputs.data(), sizeof(int32_t) * bt);
   FSDP_ASSIGN_OR_RETURN(embedding_out_, Activation(bt * config_.d_model, "output", 0));
-  fsdp::EmbeddingForward(embedding_out_.data(), tokens_.data(), p[0].data(), p[1].data(), batch_,
-                         seq_, config_.d_model);
+  const int64_t wpe_offset = units_[0].params[0].numel();
+  if (params.is_bf16) {
+    fsdp::EmbeddingForwardBf16(embedding_out_.data(), tokens_.data(), params.bf16.data(),
+                               params.bf16.data() + wpe_offset, batch_, seq_, config_.d_model);
+  } else {
+    fsdp::EmbeddingForward(embedding_out_.data(), tokens_.data(), params.fp32.data(),
+                           params.fp32.data() + wpe_offset, batch_, seq_, config_.d_model);
+  }
   return absl::OkStatus();
 }
 
@@ -266,7 +343,7 @@ void GptModel::ReleaseRecomputable(int layer) {
   a.out = std::move(out);
 }
 
-absl::Status GptModel::BlockForward(int layer, absl::Span<const float> params) {
+absl::Status GptModel::BlockForward(int layer, const ParamsIn& params) {
   const bool checkpointed = IsCheckpointedBlock(config_, layer);
   BlockActivations& a = blocks_[layer];
   if (checkpointed) {
@@ -276,18 +353,13 @@ absl::Status GptModel::BlockForward(int layer, absl::Span<const float> params) {
   }
   FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/!checkpointed));
   if (config_.bf16_compute) {
-    FSDP_RETURN_IF_ERROR(BlockForwardComputeBf16(layer, params, /*through_output=*/true));
+    FSDP_ASSIGN_OR_RETURN(const Bf16UnitParams p, PrepareBf16(layer + 1, params));
+    BlockForwardComputeBf16(layer, p, /*through_output=*/true);
   } else {
-    FSDP_RETURN_IF_ERROR(BlockForwardCompute(layer, params, /*through_output=*/true));
+    FSDP_RETURN_IF_ERROR(BlockForwardCompute(layer, params.fp32, /*through_output=*/true));
   }
   if (checkpointed) ReleaseRecomputable(layer);
   return absl::OkStatus();
-}
-
-absl::Status GptModel::RecomputeBlock(int layer, absl::Span<const float> params) {
-  FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/false));
-  if (config_.bf16_compute) return BlockForwardComputeBf16(layer, params, false);
-  return BlockForwardCompute(layer, params, false);
 }
 
 absl::Status GptModel::BlockForwardCompute(int layer, absl::Span<const float> params,
@@ -326,15 +398,25 @@ absl::Status GptModel::BlockForwardCompute(int layer, absl::Span<const float> pa
   return absl::OkStatus();
 }
 
-absl::Status GptModel::BlockBackward(int layer, absl::Span<const float> params,
+absl::Status GptModel::BlockBackward(int layer, const ParamsIn& params,
                                      absl::Span<float> grads) {
   const bool checkpointed = IsCheckpointedBlock(config_, layer);
-  if (checkpointed) FSDP_RETURN_IF_ERROR(RecomputeBlock(layer, params));
-  if (config_.bf16_compute) {
-    return BlockBackwardBf16(layer, params, grads, /*params_converted=*/checkpointed);
-  }
   const int unit = layer + 1;
-  FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
+  if (config_.bf16_compute) {
+    // The backward's parameters may be a new gather: prepare them again (once
+    // for the recomputation and the backward).
+    FSDP_ASSIGN_OR_RETURN(const Bf16UnitParams p, PrepareBf16(unit, params));
+    if (checkpointed) {
+      FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/false));
+      BlockForwardComputeBf16(layer, p, /*through_output=*/false);
+    }
+    return BlockBackwardBf16(layer, p, grads);
+  }
+  if (checkpointed) {
+    FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/false));
+    FSDP_RETURN_IF_ERROR(BlockForwardCompute(layer, params.fp32, /*through_output=*/false));
+  }
+  FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params.fp32));
   FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
   const int n = batch_ * seq_;
   const int C = config_.d_model;
@@ -384,23 +466,20 @@ absl::Status GptModel::BlockBackward(int layer, absl::Span<const float> params,
 // The fp32 block with its four matrix products on bf16 operands. LayerNorm,
 // attention and GELU compute in fp32 into the (idle during the forward)
 // backward scratch; what only feeds a product is saved in bf16.
-absl::Status GptModel::BlockForwardComputeBf16(int layer, absl::Span<const float> params,
-                                               bool through_output) {
+void GptModel::BlockForwardComputeBf16(int layer, const Bf16UnitParams& p, bool through_output) {
   const int unit = layer + 1;
-  FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
   const int n = batch_ * seq_;
   const int C = config_.d_model;
   const int64_t nc = int64_t{n} * C;
   BlockActivations& a = blocks_[layer];
-  ConvertParams(params);
-  auto w = [&](BlockParam k) { return Bf16Of(params, p[k].data()); };
+  auto w = [&](BlockParam k) { return p.W(k); };
 
   const float* x = UnitInput(unit);
   float* staging = d_narrow_.data();  // (B, T, C) fp32
-  LayerNormForward(staging, a.ln1_mean.data(), a.ln1_rstd.data(), x, p[kLn1Weight].data(),
-                   p[kLn1Bias].data(), n, C);
+  LayerNormForward(staging, a.ln1_mean.data(), a.ln1_rstd.data(), x, p.F(kLn1Weight),
+                   p.F(kLn1Bias), n, C);
   ToBf16(a.ln1_bf16.data(), staging, nc);
-  LinearForwardBf16Out(a.qkv_bf16.data(), a.ln1_bf16.data(), w(kQkvWeight), p[kQkvBias].data(),
+  LinearForwardBf16Out(a.qkv_bf16.data(), a.ln1_bf16.data(), w(kQkvWeight), p.F(kQkvBias),
                        n, C, 3 * C);
   if (config_.flash_attention) {
     FlashAttentionForwardBf16(staging, a.lse.data(), attention_scratch_.data(), probs_bf16_.data(),
@@ -411,36 +490,31 @@ absl::Status GptModel::BlockForwardComputeBf16(int layer, absl::Span<const float
   }
   ToBf16(a.att_bf16.data(), staging, nc);
   LinearForwardBf16(a.res2.data(), a.att_bf16.data(), w(kAttnProjWeight),
-                    p[kAttnProjBias].data(), n, C, C);
+                    p.F(kAttnProjBias), n, C, C);
   ResidualForward(a.res2.data(), a.res2.data(), x, nc);
   LayerNormForward(staging, a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(),
-                   p[kLn2Weight].data(), p[kLn2Bias].data(), n, C);
+                   p.F(kLn2Weight), p.F(kLn2Bias), n, C);
   ToBf16(a.ln2_bf16.data(), staging, nc);
-  LinearForwardBf16(a.fc_out.data(), a.ln2_bf16.data(), w(kFcWeight), p[kFcBias].data(), n, C,
+  LinearForwardBf16(a.fc_out.data(), a.ln2_bf16.data(), w(kFcWeight), p.F(kFcBias), n, C,
                     4 * C);
   float* wide_staging = d_wide2_.data();  // (B, T, 4C) fp32
   GeluForward(wide_staging, a.fc_out.data(), 4 * nc);
   ToBf16(a.gelu_bf16.data(), wide_staging, 4 * nc);
-  if (!through_output) return absl::OkStatus();
-  LinearForwardBf16(a.out.data(), a.gelu_bf16.data(), w(kMlpProjWeight),
-                    p[kMlpProjBias].data(), n, 4 * C, C);
+  if (!through_output) return;
+  LinearForwardBf16(a.out.data(), a.gelu_bf16.data(), w(kMlpProjWeight), p.F(kMlpProjBias), n,
+                    4 * C, C);
   ResidualForward(a.out.data(), a.out.data(), a.res2.data(), nc);
-  return absl::OkStatus();
 }
 
-absl::Status GptModel::BlockBackwardBf16(int layer, absl::Span<const float> params,
-                                         absl::Span<float> grads, bool params_converted) {
+absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
+                                         absl::Span<float> grads) {
   const int unit = layer + 1;
-  FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
   FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
   const int n = batch_ * seq_;
   const int C = config_.d_model;
   const int64_t nc = int64_t{n} * C;
   BlockActivations& a = blocks_[layer];
-  // The backward's parameters may be a new gather: convert them again,
-  // unless the recomputation just did.
-  if (!params_converted) ConvertParams(params);
-  auto w = [&](BlockParam k) { return Bf16Of(params, p[k].data()); };
+  auto w = [&](BlockParam k) { return p.W(k); };
   float* dres = d_residual_.data();  // enters as d(out)
   uint16_t* dout16 = dout_bf16_.data();
 
@@ -455,7 +529,7 @@ absl::Status GptModel::BlockBackwardBf16(int layer, absl::Span<const float> para
   LinearBackwardBf16(d_narrow_.data(), g[kFcWeight].data(), g[kFcBias].data(), d_wide2_.data(),
                      dout16, a.ln2_bf16.data(), w(kFcWeight), n, C, 4 * C);
   LayerNormBackward(dres, g[kLn2Weight].data(), g[kLn2Bias].data(), d_narrow_.data(),
-                    a.res2.data(), p[kLn2Weight].data(), a.ln2_mean.data(), a.ln2_rstd.data(), n,
+                    a.res2.data(), p.F(kLn2Weight), a.ln2_mean.data(), a.ln2_rstd.data(), n,
                     C);
   // dres now holds d(res2).
   ToBf16(dout16, dres, nc);
@@ -477,7 +551,7 @@ absl::Status GptModel::BlockBackwardBf16(int layer, absl::Span<const float> para
   LinearBackwardBf16(d_narrow_.data(), g[kQkvWeight].data(), g[kQkvBias].data(), d_wide1_.data(),
                      dout16, a.ln1_bf16.data(), w(kQkvWeight), n, C, 3 * C);
   LayerNormBackward(dres, g[kLn1Weight].data(), g[kLn1Bias].data(), d_narrow_.data(),
-                    UnitInput(unit), p[kLn1Weight].data(), a.ln1_mean.data(), a.ln1_rstd.data(),
+                    UnitInput(unit), p.F(kLn1Weight), a.ln1_mean.data(), a.ln1_rstd.data(),
                     n, C);
   a = BlockActivations();
   return absl::OkStatus();
@@ -485,10 +559,9 @@ absl::Status GptModel::BlockBackwardBf16(int layer, absl::Span<const float> para
 
 // ---------------------------------------------------------------- head
 
-absl::Status GptModel::HeadForward(absl::Span<const float> params, const Batch& batch) {
+absl::Status GptModel::HeadForward(const ParamsIn& params, const Batch& batch) {
   const int unit = num_units() - 1;
   FSDP_RETURN_IF_ERROR(ValidateBatch(batch, micro_batch_, config_.seq_len, config_.vocab));
-  FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
   const int n = batch_ * seq_;
   const int C = config_.d_model;
   const int V = config_.vocab;
@@ -506,14 +579,14 @@ absl::Status GptModel::HeadForward(absl::Span<const float> params, const Batch& 
   std::memcpy(a.targets.data(), batch.targets.data(), sizeof(int32_t) * n);
 
   if (config_.bf16_compute) {
+    FSDP_ASSIGN_OR_RETURN(const Bf16UnitParams p, PrepareBf16(unit, params));
     // ln_f into the (idle) backward scratch, then saved in bf16.
     LayerNormForward(d_narrow_.data(), a.lnf_mean.data(), a.lnf_rstd.data(), UnitInput(unit),
-                     p[kLnfWeight].data(), p[kLnfBias].data(), n, C);
+                     p.F(kLnfWeight), p.F(kLnfBias), n, C);
     ToBf16(a.lnf_bf16.data(), d_narrow_.data(), int64_t{n} * C);
-    ConvertParams(params);
-    LinearForwardBf16(a.probs.data(), a.lnf_bf16.data(), Bf16Of(params, p[kLmHeadWeight].data()),
-                      nullptr, n, C, V);
+    LinearForwardBf16(a.probs.data(), a.lnf_bf16.data(), p.W(kLmHeadWeight), nullptr, n, C, V);
   } else {
+    FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params.fp32));
     LayerNormForward(a.lnf_out.data(), a.lnf_mean.data(), a.lnf_rstd.data(), UnitInput(unit),
                      p[kLnfWeight].data(), p[kLnfBias].data(), n, C);
     LinearForward(a.probs.data(), a.lnf_out.data(), p[kLmHeadWeight].data(), nullptr, n, C, V);
@@ -522,10 +595,9 @@ absl::Status GptModel::HeadForward(absl::Span<const float> params, const Batch& 
   return absl::OkStatus();
 }
 
-absl::Status GptModel::HeadBackward(absl::Span<const float> params, absl::Span<float> grads,
+absl::Status GptModel::HeadBackward(const ParamsIn& params, absl::Span<float> grads,
                                     float loss_scale) {
   const int unit = num_units() - 1;
-  FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
   FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
   const int n = batch_ * seq_;
   const int C = config_.d_model;
@@ -533,21 +605,25 @@ absl::Status GptModel::HeadBackward(absl::Span<const float> params, absl::Span<f
   HeadActivations& a = head_;
   CrossEntropyBackward(a.probs.data(), a.targets.data(), n, V, loss_scale);
   Zero(d_narrow_, int64_t{n} * C);
+  const float* lnf_weight = nullptr;
   if (config_.bf16_compute) {
     // dlogits to bf16 in place (the head has no bias, so the fp32 copy is not
     // needed again); the parameters may live elsewhere than in the forward.
+    FSDP_ASSIGN_OR_RETURN(const Bf16UnitParams p, PrepareBf16(unit, params));
     ToBf16InPlace(a.probs.data(), int64_t{n} * V);
     const uint16_t* dlogits = reinterpret_cast<const uint16_t*>(a.probs.data());
-    ConvertParams(params);
     LinearBackwardBf16(d_narrow_.data(), g[kLmHeadWeight].data(), nullptr, nullptr, dlogits,
-                       a.lnf_bf16.data(), Bf16Of(params, p[kLmHeadWeight].data()), n, C, V);
+                       a.lnf_bf16.data(), p.W(kLmHeadWeight), n, C, V);
+    lnf_weight = p.F(kLnfWeight);
   } else {
+    FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params.fp32));
     LinearBackward(d_narrow_.data(), g[kLmHeadWeight].data(), nullptr, a.probs.data(),
                    a.lnf_out.data(), p[kLmHeadWeight].data(), n, C, V);
+    lnf_weight = p[kLnfWeight].data();
   }
   Zero(d_residual_, int64_t{n} * C);
   LayerNormBackward(d_residual_.data(), g[kLnfWeight].data(), g[kLnfBias].data(),
-                    d_narrow_.data(), UnitInput(unit), p[kLnfWeight].data(), a.lnf_mean.data(),
+                    d_narrow_.data(), UnitInput(unit), lnf_weight, a.lnf_mean.data(),
                     a.lnf_rstd.data(), n, C);
   head_ = HeadActivations();
   return absl::OkStatus();

@@ -57,6 +57,13 @@ class GptModel : public Model {
   float loss() const override { return loss_; }
   absl::Status BackwardUnit(int unit, absl::Span<const float> params, absl::Span<float> grads,
                             float loss_scale) override;
+  // config.bf16_params: the parameters come in bf16 through these two (and
+  // ForwardUnit / BackwardUnit refuse); otherwise the other way round.
+  bool accepts_bf16_params() const override { return config_.bf16_params; }
+  absl::Status ForwardUnitBf16(int unit, absl::Span<const uint16_t> params,
+                               const Batch& batch) override;
+  absl::Status BackwardUnitBf16(int unit, absl::Span<const uint16_t> params,
+                                absl::Span<float> grads, float loss_scale) override;
 
   const GptConfig& config() const { return config_; }
   int micro_batch() const { return micro_batch_; }
@@ -85,15 +92,36 @@ class GptModel : public Model {
     TrackedBuffer<uint16_t> lnf_bf16;  // bf16_compute: replaces lnf_out
   };
 
+  // A unit's parameters as the step hands them in: fp32 (ForwardUnit) or
+  // bf16 (ForwardUnitBf16).
+  struct ParamsIn {
+    absl::Span<const float> fp32;
+    absl::Span<const uint16_t> bf16;
+    bool is_bf16 = false;
+    int64_t size() const { return is_bf16 ? bf16.size() : fp32.size(); }
+  };
+  // What the bf16 kernels read of one unit: every parameter in bf16 and the
+  // 1-D ones (LayerNorm, biases) in fp32.
+  struct Bf16UnitParams {
+    const uint16_t* bf16 = nullptr;  // the whole unit
+    std::vector<int64_t> offset;     // per parameter, into bf16
+    std::vector<const float*> fp32;  // per parameter; set for the 1-D ones
+    const uint16_t* W(int k) const { return bf16 + offset[k]; }
+    const float* F(int k) const { return fp32[k]; }
+  };
+
   GptModel(const GptConfig& config, int micro_batch, MemoryTracker* tracker);
   absl::Status AllocateWorkspace();
   absl::StatusOr<FloatBuffer> Activation(int64_t numel, const char* what, int unit);
   absl::StatusOr<TrackedBuffer<uint16_t>> Bf16Activation(int64_t numel, const char* what,
                                                          int unit);
-  // bf16_compute: converts the unit's parameters into params_bf16_; returns
-  // the bf16 copy of the parameter that `fp32_param` points at.
-  void ConvertParams(absl::Span<const float> params);
-  const uint16_t* Bf16Of(absl::Span<const float> params, const float* fp32_param) const;
+  // bf16_compute: fp32 parameters are converted into params_bf16_ (and read
+  // in place for the 1-D ones); bf16 ones are read in place and their 1-D
+  // parameters widened into small_params_.
+  absl::StatusOr<Bf16UnitParams> PrepareBf16(int unit, const ParamsIn& in);
+  absl::Status Forward(int unit, const ParamsIn& params, const Batch& batch);
+  absl::Status Backward(int unit, const ParamsIn& params, absl::Span<float> grads,
+                        float loss_scale);
   // Everything a block's backward reads, in forward order; `with_output`
   // adds the block's output (a checkpointed block allocates that apart: it
   // outlives the rest).
@@ -104,22 +132,19 @@ class GptModel : public Model {
   // `through_output` it stops before the last projection: the recomputation
   // in the backward needs everything but the output, which it still has.
   absl::Status BlockForwardCompute(int layer, absl::Span<const float> params, bool through_output);
-  absl::Status BlockForwardComputeBf16(int layer, absl::Span<const float> params,
-                                       bool through_output);
-  absl::Status BlockBackwardBf16(int layer, absl::Span<const float> params,
-                                 absl::Span<float> grads, bool params_converted);
+  void BlockForwardComputeBf16(int layer, const Bf16UnitParams& params, bool through_output);
+  absl::Status BlockBackwardBf16(int layer, const Bf16UnitParams& params,
+                                 absl::Span<float> grads);
   // The residual stream entering unit `unit` (>= 1): the previous unit's output.
   const float* UnitInput(int unit) const;
 
-  absl::Status EmbeddingForward(absl::Span<const float> params, const Batch& batch);
-  absl::Status BlockForward(int layer, absl::Span<const float> params);
-  // A checkpointed block's backward first recomputes what its forward dropped.
-  absl::Status RecomputeBlock(int layer, absl::Span<const float> params);
-  absl::Status HeadForward(absl::Span<const float> params, const Batch& batch);
+  absl::Status EmbeddingForward(const ParamsIn& params, const Batch& batch);
+  absl::Status BlockForward(int layer, const ParamsIn& params);
+  absl::Status HeadForward(const ParamsIn& params, const Batch& batch);
   absl::Status EmbeddingBackward(absl::Span<float> grads);
-  absl::Status BlockBackward(int layer, absl::Span<const float> params, absl::Span<float> grads);
-  absl::Status HeadBackward(absl::Span<const float> params, absl::Span<float> grads,
-                            float loss_scale);
+  // A checkpointed block's backward first recomputes what its forward dropped.
+  absl::Status BlockBackward(int layer, const ParamsIn& params, absl::Span<float> grads);
+  absl::Status HeadBackward(const ParamsIn& params, absl::Span<float> grads, float loss_scale);
 
   const GptConfig config_;
   const int micro_batch_;
@@ -145,9 +170,11 @@ class GptModel : public Model {
   // Attention's backward scratch: (T, T) d scores for the standard one,
   // FlashAttentionScratchFloats for flash (whose forward uses it too).
   FloatBuffer attention_scratch_;
-  // bf16_compute workspace: one unit's parameters and one output gradient
-  // (up to (B, T, 4C)) in bf16.
+  // bf16_compute workspace: one unit's parameters in bf16 (fp32 parameters)
+  // or its 1-D parameters in fp32 (bf16_params), and one output gradient (up
+  // to (B, T, 4C)) in bf16.
   TrackedBuffer<uint16_t> params_bf16_;
+  FloatBuffer small_params_;
   TrackedBuffer<uint16_t> dout_bf16_;
   TrackedBuffer<uint16_t> probs_bf16_;  // (T, T): one head's probabilities in bf16
 };

@@ -31,6 +31,10 @@ absl::Status ValidateGptConfig(const GptConfig& c) {
         "GPT config: activation_checkpoint_every must be 0 (none) to layers (", c.layers, "), got ",
         c.activation_checkpoint_every));
   }
+  if (c.bf16_params && !c.bf16_compute) {
+    return absl::InvalidArgumentError(
+        "GPT config: bf16_params (parameters given in bf16) needs bf16_compute");
+  }
   return absl::OkStatus();
 }
 
@@ -105,6 +109,12 @@ int64_t GptNumParams(const GptConfig& config) {
   return n;
 }
 
+int64_t SmallParamNumel(const UnitSpec& unit) {
+  int64_t n = 0;
+  for (const ParamSpec& p : unit.params) n += p.shape.size() == 1 ? p.numel() : 0;
+  return n;
+}
+
 GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int micro_batch) {
   const int64_t B = micro_batch;
   const int64_t T = config.seq_len;
@@ -132,14 +142,19 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
     // bf16, the head's ln_f output too.
     r.block_bytes = kFloat * (6 * B * T * C + 4 * B * T + attention_saved) + kBf16 * 10 * B * T * C;
     r.head_bytes = kFloat * (2 * B * T + B * T * V) + kBf16 * B * T * C + kInt32 * B * T;
-    int64_t max_unit = 0;
-    for (const UnitSpec& u : GptUnitSpecs(config)) max_unit = std::max(max_unit, u.numel());
-    // bf16 copies: one unit's parameters, an output gradient, and one head's
+    int64_t max_unit = 0, max_small = 0;
+    for (const UnitSpec& u : GptUnitSpecs(config)) {
+      max_unit = std::max(max_unit, u.numel());
+      max_small = std::max(max_small, SmallParamNumel(u));
+    }
+    // bf16 copies: one unit's parameters (unless they come in bf16; then an
+    // fp32 copy of its 1-D ones), an output gradient, and one head's
     // probabilities (standard) or one block pair's (flash).
     const int64_t probs_bf16 =
         config.flash_attention ? FlashAttentionBf16ScratchElements() : T * T;
-    r.workspace_bytes = kFloat * (10 * B * T * C + attention_scratch) +
-                        kBf16 * (max_unit + 4 * B * T * C + probs_bf16);
+    const int64_t params_copy = config.bf16_params ? kFloat * max_small : kBf16 * max_unit;
+    r.workspace_bytes = kFloat * (10 * B * T * C + attention_scratch) + params_copy +
+                        kBf16 * (4 * B * T * C + probs_bf16);
   }
   // A checkpointed block keeps its fp32 output (either precision).
   r.checkpointed_block_bytes = kFloat * B * T * C;

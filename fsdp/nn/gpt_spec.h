@@ -36,6 +36,11 @@ struct GptConfig {
   // "Precision"): weights converted per unit, the activations that only feed
   // products saved in bf16. Parameters, gradients and everything else fp32.
   bool bf16_compute = false;
+  // The parameters arrive in bf16 (Model::ForwardUnitBf16, the trainer's
+  // --precision=bf16 layout), so the weights need no conversion; the small
+  // 1-D parameters (LayerNorm, biases) are widened to fp32 into the
+  // workspace. Needs bf16_compute.
+  bool bf16_params = false;
   // Activation checkpointing (docs/memory.md): 0 keeps every block's
   // activations; K >= 1 checkpoints blocks 0, K, 2K, ... (1: every block).
   // A checkpointed block keeps only its output (the next unit's input)
@@ -70,6 +75,10 @@ std::vector<UnitSpec> GptUnitSpecs(const GptConfig& config);
 // Total parameters over all units.
 int64_t GptNumParams(const GptConfig& config);
 
+// The elements of a unit's 1-D parameters (LayerNorm weights and biases,
+// Linear biases): what the bf16 parameter layout widens to fp32 per unit.
+int64_t SmallParamNumel(const UnitSpec& unit);
+
 // Activation memory of GptModel for one micro-batch of `micro_batch`
 // sequences of config.seq_len tokens, in bytes, term by term as the model
 // allocates it (see docs/model.md, "Activation memory"):
@@ -82,7 +91,9 @@ int64_t GptNumParams(const GptConfig& config);
 // With bf16_compute, ln1, att, ln2 (BTC each), qkv (3 BTC) and gelu (4 BTC) of
 // a block and ln_f (head) are saved in 2 bytes instead of 4, and the workspace
 // adds 2 (max unit numel + 4 BTC + T T): the bf16 copy of one unit's
-// parameters, of an output gradient and of one head's probabilities.
+// parameters, of an output gradient and of one head's probabilities. With
+// bf16_params the parameters need no copy: 2 (max unit numel) becomes
+// 4 (max SmallParamNumel), the fp32 copy of one unit's 1-D parameters.
 // With flash_attention a block saves 4 B H T (one log-sum-exp per query row)
 // instead of 4 B H T T, and the workspace's T T becomes the blocked
 // attention's scratch, FlashAttentionScratchFloats(T, C / H) floats (with

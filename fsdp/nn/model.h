@@ -64,6 +64,20 @@ class Model {
   // so micro-batches accumulate. Frees the unit's saved activations.
   virtual absl::Status BackwardUnit(int unit, absl::Span<const float> params,
                                     absl::Span<float> grads, float loss_scale) = 0;
+
+  // The bf16 parameter layout (the trainer's --precision=bf16): the same two
+  // calls with the unit's parameters as bf16 bits, as the trainer gathers
+  // them. Gradients stay fp32. A model that has no bf16 compute path keeps
+  // these defaults, and the trainer refuses the layout before the first step.
+  virtual bool accepts_bf16_params() const { return false; }
+  virtual absl::Status ForwardUnitBf16(int unit, absl::Span<const uint16_t> params,
+                                       const Batch& batch) {
+    return absl::UnimplementedError("this model takes fp32 parameters only");
+  }
+  virtual absl::Status BackwardUnitBf16(int unit, absl::Span<const uint16_t> params,
+                                        absl::Span<float> grads, float loss_scale) {
+    return absl::UnimplementedError("this model takes fp32 parameters only");
+  }
 };
 
 }  // namespace fsdp

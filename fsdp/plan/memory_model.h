@@ -11,15 +11,17 @@
 // total is the sum of the peaks, an upper bound on the peak of the total.
 //
 // Model state per rank (P = total padded numel, S = total shard numel =
-// P / N where N = shard group size; b = bytes of the compute dtype, bf16 = 2
-// in mixed precision, fp32 = 4 otherwise; k = optimizer states per param, 2
-// for Adam, 1 for SGD with momentum, 0 for plain SGD):
+// P / N where N = shard group size; b = bytes of the parameter dtype, bf16 = 2
+// when mixed_precision, fp32 = 4 otherwise; g = bytes of the gradient dtype,
+// b unless fp32_gradients (the runtime's --precision=bf16: 2-byte parameters,
+// 4-byte gradients) makes it 4; k = optimizer states per param, 2 for Adam,
+// 1 for SGD with momentum, 0 for plain SGD):
 //
 //   strategy          parameters  gradients  master (mixed only)  optimizer
-//   no_shard          b P         b P        4 P                  4 k P
-//   shard_optimizer   b P         b P        4 S                  4 k S
-//   shard_grad_op     b P         b S        4 S                  4 k S
-//   full_shard        b S         b S        4 S                  4 k S
+//   no_shard          b P         g P        4 P                  4 k P
+//   shard_optimizer   b P         g P        4 S                  4 k S
+//   shard_grad_op     b P         g S        4 S                  4 k S
+//   full_shard        b S         g S        4 S                  4 k S
 //   hybrid_shard      as full_shard with N = G
 //
 // which is the ZeRO paper's (Rajbhandari et al. 2019) baseline, P_os, P_os+g
@@ -36,7 +38,7 @@
 //                         by max_gathers_in_flight: a finished prefetch
 //                         still holds its buffer.
 //   unsharded gradients   gradient-sharding strategies: the largest sum of
-//                         padded_numel over 2 consecutive units, x b (the
+//                         padded_numel over 2 consecutive units, x g (the
 //                         unit in backward and the previous one still being
 //                         reduce-scattered); others: 0, they reduce in place.
 //   communication scratch one shard of the largest unit in the reduce dtype

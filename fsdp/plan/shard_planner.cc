@@ -160,7 +160,7 @@ void FillHeader(const PlannerOptions& options, int shard_group_size,
   const proto::PlanDtype compute_dtype =
       options.mixed_precision ? proto::BF16 : proto::FP32;
   plan->set_param_dtype(compute_dtype);
-  plan->set_reduce_dtype(compute_dtype);
+  plan->set_reduce_dtype(options.fp32_gradients ? proto::FP32 : compute_dtype);
   plan->set_optimizer_state_dtype(proto::FP32);
 
   proto::PlannerOptionsUsed* used = plan->mutable_options();
@@ -168,6 +168,7 @@ void FillHeader(const PlannerOptions& options, int shard_group_size,
   used->set_prefetch_depth(options.prefetch_depth);
   used->set_max_gathers_in_flight(options.max_gathers_in_flight);
   used->set_mixed_precision(options.mixed_precision);
+  used->set_fp32_gradients(options.mixed_precision && options.fp32_gradients);
   used->set_include_rank_ranges(options.include_rank_ranges);
 }
 

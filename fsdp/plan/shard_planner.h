@@ -51,6 +51,10 @@ struct PlannerOptions {
   // bf16 parameters and gradients for compute and communication, fp32 master
   // parameter shards and optimizer state. false: everything fp32.
   bool mixed_precision = false;
+  // With mixed_precision: gradients stay fp32 and are reduced in fp32 (the
+  // runtime's --precision=bf16: bf16 parameters, fp32 master, gradients and
+  // optimizer state).
+  bool fp32_gradients = false;
   // false: leave out UnitPlan.shards and the rank group lists (a summary plan,
   // cheap for any world size; the memory model needs nothing more).
   bool include_rank_ranges = true;

@@ -28,6 +28,8 @@ const char* PrecisionName(Precision precision) {
       return "mixed";
     case Precision::kBf16Wire:
       return "bf16_wire";
+    case Precision::kBf16:
+      return "bf16";
   }
   return "unknown";
 }
@@ -36,10 +38,12 @@ absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
   if (name == "fp32") return Precision::kFp32;
   if (name == "mixed") return Precision::kMixed;
   if (name == "bf16_wire") return Precision::kBf16Wire;
+  if (name == "bf16") return Precision::kBf16;
   return absl::InvalidArgumentError(absl::StrCat(
       "precision '", name, "' is not one of: fp32 (4-byte parameters, gradients and Adam state), "
       "mixed (bf16 parameters and gradients, fp32 master and Adam state), bf16_wire (the "
-      "runtime's --mixed_precision: fp32 buffers, bf16 collectives)"));
+      "runtime's --mixed_precision: fp32 buffers, bf16 collectives), bf16 (the runtime's "
+      "--precision=bf16: bf16 parameters and compute, fp32 master, gradients and Adam state)"));
 }
 
 std::string MemoryPointToString(const MemoryPoint& point) {
@@ -128,7 +132,12 @@ ScheduleInputs ScheduleOf(const proto::ShardPlan& plan, const GptActivationBreak
 
 }  // namespace
 
-absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& point) {
+absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& given) {
+  MemoryPoint point = given;
+  if (point.precision == Precision::kBf16) {
+    point.config.bf16_compute = true;
+    point.config.bf16_params = true;
+  }
   FSDP_RETURN_IF_ERROR(ValidateGptConfig(point.config));
   if (point.micro_batch < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -142,7 +151,9 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& point) 
   options.min_unit_numel = point.min_unit_numel;
   // bf16_wire keeps fp32 buffers (the planner's fp32 layout) and only
   // stages collectives through bf16; mixed is the ZeRO layout.
-  options.mixed_precision = point.precision == Precision::kMixed;
+  options.mixed_precision =
+      point.precision == Precision::kMixed || point.precision == Precision::kBf16;
+  options.fp32_gradients = point.precision == Precision::kBf16;
   options.include_rank_ranges = false;
   const std::vector<UnitSpec> units = GptUnitSpecs(point.config);
   FSDP_ASSIGN_OR_RETURN(proto::ShardPlan plan, plan::BuildShardPlan(units, options));
@@ -215,13 +226,15 @@ absl::StatusOr<ModelStateBytes> ZeroModelStateBytes(int64_t num_params,
         "no sharding strategy given; use one of: ", plan::ValidShardingStrategyNames()));
   }
   const proto::ShardedState sharded = plan::ShardedStateOf(strategy);
-  const int64_t b = precision == Precision::kMixed ? 2 : 4;
-  const int64_t k = kFp32Bytes * (precision == Precision::kMixed ? 1 : 0) +
+  const bool bf16_params = precision == Precision::kMixed || precision == Precision::kBf16;
+  const int64_t b = bf16_params ? 2 : 4;
+  const int64_t grad_b = precision == Precision::kMixed ? 2 : 4;
+  const int64_t k = kFp32Bytes * (bf16_params ? 1 : 0) +
                     kFp32Bytes * plan::OptimizerStatesPerParam(optimizer);
   const int64_t shard_numel = CeilDiv(num_params, shard_group);
   ModelStateBytes bytes;
   bytes.parameter_bytes = b * (sharded.parameters() ? shard_numel : num_params);
-  bytes.gradient_bytes = b * (sharded.gradients() ? shard_numel : num_params);
+  bytes.gradient_bytes = grad_b * (sharded.gradients() ? shard_numel : num_params);
   bytes.optimizer_state_bytes = k * (sharded.optimizer_state() ? shard_numel : num_params);
   if (precision == Precision::kBf16Wire && sharded.optimizer_state() && !sharded.parameters()) {
     bytes.optimizer_state_bytes += kFp32Bytes * shard_numel;  // the fp32 master shard

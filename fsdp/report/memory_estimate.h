@@ -45,9 +45,15 @@ enum class Precision {
   // shard_grad_op, and every collective staged through bf16 copies (half the
   // bytes on the wire, more in memory).
   kBf16Wire,
+  // What the runtime's --precision=bf16 does ([Note: bf16 parameter layout]
+  // in fsdp/train/unit_state.h): bf16 parameters (kept and gathered) and
+  // matrix products, an fp32 master for every strategy, fp32 gradients
+  // reduced in fp32, fp32 Adam state: 2 + 4 + 4 + 8 = 18 bytes per parameter.
+  // The GPT computes in bf16 (config.bf16_compute and bf16_params are set).
+  kBf16,
 };
-const char* PrecisionName(Precision precision);  // "fp32", "mixed", "bf16_wire"
-// "fp32", "mixed" or "bf16_wire"; InvalidArgument naming them otherwise.
+const char* PrecisionName(Precision precision);  // "fp32", "mixed", "bf16_wire", "bf16"
+// "fp32", "mixed", "bf16_wire" or "bf16"; InvalidArgument naming them otherwise.
 absl::StatusOr<Precision> ParsePrecision(absl::string_view name);
 
 // One training configuration, per rank.

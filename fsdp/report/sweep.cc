@@ -28,7 +28,8 @@ absl::StatusOr<SweepOptions> SweepPreset(absl::string_view name) {
   SweepOptions sweep;
   sweep.name = std::string(name);
   sweep.strategies = kAllStrategies;
-  sweep.precisions = {Precision::kFp32, Precision::kBf16Wire, Precision::kMixed};
+  sweep.precisions = {Precision::kFp32, Precision::kBf16Wire, Precision::kBf16,
+                      Precision::kMixed};
   if (name == "small") {
     sweep.widths = {32, 64};
     sweep.max_measured_width = 64;
@@ -117,11 +118,12 @@ absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int 
   if (point.precision == Precision::kMixed) {
     // [Note: runtime mixed precision] The runtime's --mixed_precision keeps
     // fp32 parameters, gradients and compute and narrows to bf16 only on the
-    // wire (Precision::kBf16Wire, measured as such), so it never allocates
-    // the ZeRO layout's 2-byte parameters and gradients that kMixed predicts.
+    // wire (Precision::kBf16Wire, measured as such); its --precision=bf16
+    // keeps 2-byte parameters but 4-byte gradients (Precision::kBf16). Neither
+    // allocates the ZeRO layout's 2-byte gradients that kMixed predicts.
     return absl::UnimplementedError(
-        "the runtime has no 2-byte parameters and gradients (its --mixed_precision is "
-        "bf16 on the wire only: see precision bf16_wire)");
+        "the runtime has no 2-byte gradients yet (its --precision=bf16 keeps 2-byte "
+        "parameters and 4-byte gradients: see precision bf16)");
   }
   if (point.optimizer != plan::OptimizerKind::kAdam) {
     return absl::UnimplementedError("the report measures AdamW runs only");
@@ -133,12 +135,16 @@ absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int 
   options.group_size = point.strategy == proto::HYBRID_SHARD ? point.group_size : 0;
   options.prefetch_depth = point.prefetch_depth;
   options.mixed_precision = point.precision == Precision::kBf16Wire;
+  if (point.config.bf16_compute && point.precision != Precision::kBf16) {
+    return absl::UnimplementedError(
+        "the runtime computes in bf16 only in its bf16 layout: use precision bf16");
+  }
   options.layers = point.config.layers;
   options.d_model = point.config.d_model;
   options.heads = point.config.heads;
   options.vocab = point.config.vocab;
   options.seq_len = point.config.seq_len;
-  options.precision = point.config.bf16_compute ? "bf16" : "fp32";
+  options.precision = point.precision == Precision::kBf16 ? "bf16" : "fp32";
   options.activation_checkpointing =
       ActivationCheckpointingName(point.config.activation_checkpoint_every);
   options.attention = point.config.flash_attention ? "flash" : "standard";

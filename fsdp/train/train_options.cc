@@ -78,6 +78,12 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--precision=", o.precision, " is not one of fp32, bf16"));
   }
+  if (o.precision == "bf16" && o.mixed_precision) {
+    return absl::InvalidArgumentError(
+        "--mixed_precision with --precision=bf16: under --precision=bf16 the parameters are "
+        "already all-gathered in bf16 and the gradients are reduced in fp32 (bf16 gradients "
+        "are not built yet); drop --mixed_precision");
+  }
   FSDP_RETURN_IF_ERROR(ParseActivationCheckpointing(o.activation_checkpointing, o.layers).status());
   if (o.attention != "standard" && o.attention != "flash") {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -190,6 +196,7 @@ GptConfig GptConfigOf(const TrainOptions& options) {
   config.vocab = options.vocab;
   config.seq_len = options.seq_len;
   config.bf16_compute = options.precision == "bf16";
+  config.bf16_params = config.bf16_compute;  // [Note: bf16 parameter layout]
   // Validated by ValidateTrainOptions; a bad mode here means none.
   config.activation_checkpoint_every =
       ParseActivationCheckpointing(options.activation_checkpointing, options.layers).value_or(0);

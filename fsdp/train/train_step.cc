@@ -93,7 +93,10 @@ absl::StatusOr<proto::ShardPlan> BuildTrainingPlan(const std::vector<UnitSpec>& 
   planner.min_unit_numel = options.min_unit_numel;
   planner.prefetch_depth = options.prefetch_depth;
   planner.max_gathers_in_flight = options.max_gathers_in_flight;
-  planner.mixed_precision = options.mixed_precision;
+  // The plan's dtypes: bf16 parameters for either bf16 mode; bf16 gradients
+  // only with the bf16 wire (the bf16 parameter layout keeps fp32 ones).
+  planner.mixed_precision = options.mixed_precision || options.bf16_params;
+  planner.fp32_gradients = options.bf16_params && !options.mixed_precision;
   planner.include_rank_ranges = true;
   return plan::BuildShardPlan(units, planner);
 }
@@ -113,6 +116,11 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
   if (model->num_units() == 0) {
     return absl::InvalidArgumentError("the model has no units to train");
   }
+  if (options.bf16_params && !model->accepts_bf16_params()) {
+    return absl::InvalidArgumentError(
+        "bf16_params: this model takes fp32 parameters only; train it in fp32 or give it a "
+        "bf16 compute path (Model::ForwardUnitBf16)");
+  }
   std::unique_ptr<DataParallelTrainer> trainer(
       new DataParallelTrainer(model, world, tracker, std::move(optimizer), options));
   DataParallelTrainer& t = *trainer;
@@ -124,7 +132,7 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
 
   const int group_size = t.plan_.shard_group_size();
   t.runtime_ = UnitRuntime::For(options.strategy, options.mixed_precision, world->size(),
-                                world->rank(), group_size);
+                                world->rank(), group_size, options.bf16_params);
   t.comms_.shard_group = world;
   t.comms_.replica_group = world;
   if (options.strategy == Strategy::kHybridShard && group_size < world->size()) {
@@ -280,10 +288,16 @@ absl::Status DataParallelTrainer::ForwardUnit(int u, const Batch& batch) {
   FSDP_RETURN_IF_ERROR(unit.WaitForUnshard(options_.comm_timeout, clock_));
   FSDP_RETURN_IF_ERROR(Prefetch(u, +1));
   NoteWorkingBuffers();
-  FSDP_ASSIGN_OR_RETURN(absl::Span<const float> params, unit.UnshardedParams());
   for (const proto::SourceUnit& source : unit.plan().source_units()) {
-    FSDP_RETURN_IF_ERROR(model_->ForwardUnit(
-        source.model_unit_index(), params.subspan(source.offset(), source.numel()), batch));
+    if (runtime_.bf16_params) {
+      FSDP_ASSIGN_OR_RETURN(absl::Span<const uint16_t> params, unit.UnshardedParamsBf16());
+      FSDP_RETURN_IF_ERROR(model_->ForwardUnitBf16(
+          source.model_unit_index(), params.subspan(source.offset(), source.numel()), batch));
+    } else {
+      FSDP_ASSIGN_OR_RETURN(absl::Span<const float> params, unit.UnshardedParams());
+      FSDP_RETURN_IF_ERROR(model_->ForwardUnit(
+          source.model_unit_index(), params.subspan(source.offset(), source.numel()), batch));
+    }
   }
   // The last unit's backward comes next: keep it gathered.
   if (runtime_.shard_params && u + 1 < num_units()) FSDP_RETURN_IF_ERROR(unit.Reshard());
@@ -297,13 +311,21 @@ absl::Status DataParallelTrainer::BackwardUnit(int u, float loss_scale) {
   FSDP_RETURN_IF_ERROR(Prefetch(u, -1));
   FSDP_ASSIGN_OR_RETURN(absl::Span<float> grads, unit.GradsForBackward());
   NoteWorkingBuffers();
-  FSDP_ASSIGN_OR_RETURN(absl::Span<const float> params, unit.UnshardedParams());
   const auto& sources = unit.plan().source_units();
   for (int s = sources.size() - 1; s >= 0; --s) {
     const proto::SourceUnit& source = sources[s];
-    FSDP_RETURN_IF_ERROR(model_->BackwardUnit(
-        source.model_unit_index(), params.subspan(source.offset(), source.numel()),
-        grads.subspan(source.offset(), source.numel()), loss_scale));
+    absl::Span<float> source_grads = grads.subspan(source.offset(), source.numel());
+    if (runtime_.bf16_params) {
+      FSDP_ASSIGN_OR_RETURN(absl::Span<const uint16_t> params, unit.UnshardedParamsBf16());
+      FSDP_RETURN_IF_ERROR(model_->BackwardUnitBf16(
+          source.model_unit_index(), params.subspan(source.offset(), source.numel()),
+          source_grads, loss_scale));
+    } else {
+      FSDP_ASSIGN_OR_RETURN(absl::Span<const float> params, unit.UnshardedParams());
+      FSDP_RETURN_IF_ERROR(model_->BackwardUnit(
+          source.model_unit_index(), params.subspan(source.offset(), source.numel()),
+          source_grads, loss_scale));
+    }
   }
   return unit.MarkBackwardDone();
 }

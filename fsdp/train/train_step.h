@@ -71,6 +71,11 @@ struct TrainStepOptions {
   // bf16 parameter all-gathers and gradient reduce-scatters; fp32 master
   // shards, optimizer state and compute.
   bool mixed_precision = false;
+  // [Note: bf16 parameter layout] in unit_state.h (--precision=bf16): the
+  // model gets bf16 parameters (Model::ForwardUnitBf16), gathered as bf16
+  // from fp32 masters; gradients and optimizer state fp32. The model must
+  // accept bf16 parameters.
+  bool bf16_params = false;
   // Merge consecutive model units into plan units of at least this many
   // elements (fewer, larger collectives); 0 = one plan unit per model unit.
   int64_t min_unit_numel = 0;

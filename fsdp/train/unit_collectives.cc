@@ -27,8 +27,8 @@ absl::Status CheckSplit(const comm::Communicator& comm, size_t full_numel, size_
   const size_t n = static_cast<size_t>(comm.size());
   if (shard_numel * n != full_numel) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, ": a buffer of ", full_numel, " floats and a shard of ", shard_numel,
-        " floats do not split over ", n,
+        what, ": a buffer of ", full_numel, " elements and a shard of ", shard_numel,
+        " elements do not split over ", n,
         " ranks; the unit must be padded to a multiple of the shard group size (its ShardPlan)"));
   }
   return absl::OkStatus();
@@ -118,6 +118,28 @@ absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator& comm,
   }
   FSDP_ASSIGN_OR_RETURN(const PendingCollective::Wire wire,
                         pending.StageForWire(shard, gathered, dtype, tracker, label));
+  if (comm.size() == 1) {
+    pending.FinishLocally(wire);
+    return pending;
+  }
+  comm::AllGatherOptions options;
+  options.input = wire.input;
+  options.output = wire.output;
+  FSDP_ASSIGN_OR_RETURN(pending.work_, comm.AllGather(options));
+  return pending;
+}
+
+absl::StatusOr<PendingCollective> PostAllGatherBf16(comm::Communicator& comm,
+                                                    absl::Span<const uint16_t> shard,
+                                                    absl::Span<uint16_t> gathered,
+                                                    absl::string_view label) {
+  FSDP_RETURN_IF_ERROR(CheckSplit(comm, gathered.size(), shard.size(), label));
+  PendingCollective pending;
+  if (gathered.empty()) {
+    pending.work_ = Finished();
+    return pending;
+  }
+  const PendingCollective::Wire wire{comm::AsConstBytes(shard), comm::AsBytes(gathered)};
   if (comm.size() == 1) {
     pending.FinishLocally(wire);
     return pending;

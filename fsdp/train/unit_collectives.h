@@ -68,6 +68,10 @@ class PendingCollective {
                                                                 absl::string_view);
   friend absl::StatusOr<PendingCollective> PostAllReduceSum(comm::Communicator&,
                                                             absl::Span<float>);
+  friend absl::StatusOr<PendingCollective> PostAllGatherBf16(comm::Communicator&,
+                                                             absl::Span<const uint16_t>,
+                                                             absl::Span<uint16_t>,
+                                                             absl::string_view);
   void Drain();
 
   // The bytes a collective moves: the fp32 buffers themselves, or (bf16)
@@ -95,6 +99,13 @@ absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator& comm,
                                                 absl::Span<const float> shard,
                                                 absl::Span<float> gathered, comm::Dtype dtype,
                                                 MemoryTracker& tracker, absl::string_view label);
+
+// All-gather of bf16 values (the bf16 parameter layout, --precision=bf16):
+// bits moved as they are, nothing staged or widened.
+absl::StatusOr<PendingCollective> PostAllGatherBf16(comm::Communicator& comm,
+                                                    absl::Span<const uint16_t> shard,
+                                                    absl::Span<uint16_t> gathered,
+                                                    absl::string_view label);
 
 // Sum reduce-scatter: `full` (comm.size() * shard.size() floats) summed over
 // ranks, this rank's chunk into `shard`.

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "comm/dtype.h"
 #include "comm/status_macros.h"
+#include "fsdp/nn/bf16_convert.h"
 
 namespace fsdp {
 
@@ -45,15 +46,17 @@ const char* GradStateName(GradState state) {
 }
 
 UnitRuntime UnitRuntime::For(Strategy strategy, bool mixed_precision, int world_size,
-                             int world_rank, int shard_group_size) {
+                             int world_rank, int shard_group_size, bool bf16_params) {
   UnitRuntime r;
   r.strategy = strategy;
   r.shard_params = strategy == Strategy::kFullShard || strategy == Strategy::kHybridShard;
   r.shard_grads = r.shard_params || strategy == Strategy::kShardGradOp;
   r.shard_optimizer = strategy != Strategy::kNoShard;
-  r.master_shard = r.shard_params || (r.shard_optimizer && mixed_precision);
-  r.param_dtype = mixed_precision ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
-  r.reduce_dtype = r.param_dtype;
+  r.bf16_params = bf16_params;
+  r.master_shard = r.shard_params || (r.shard_optimizer && mixed_precision) || bf16_params;
+  r.param_dtype =
+      mixed_precision || bf16_params ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
+  r.reduce_dtype = mixed_precision ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
   r.world_size = world_size;
   r.shard_group_size = shard_group_size;
   r.shard_rank = world_rank % shard_group_size;
@@ -66,25 +69,10 @@ absl::StatusOr<std::unique_ptr<ShardedUnit>> ShardedUnit::Create(
     UnitOptimizer& optimizer, const std::function<void(absl::Span<float>)>& init) {
   std::unique_ptr<ShardedUnit> unit(new ShardedUnit(plan, runtime, tracker));
   const std::string label = unit->Label();
-  FSDP_ASSIGN_OR_RETURN(unit->params_,
-                        tracker.Allocate<float>(MemoryCategory::kParameters, plan.padded_numel(),
-                                                absl::StrCat(label, " unsharded params")));
-  init(unit->params_.span());
-  if (runtime.master_shard) {
-    FSDP_ASSIGN_OR_RETURN(unit->master_,
-                          tracker.Allocate<float>(MemoryCategory::kParameters, plan.shard_numel(),
-                                                  absl::StrCat(label, " fp32 param shard")));
-    auto slice = unit->params_.span().subspan(
-        int64_t{runtime.shard_rank} * plan.shard_numel(), plan.shard_numel());
-    std::copy(slice.begin(), slice.end(), unit->master_.span().begin());
-  }
-  if (runtime.shard_params) {
-    unit->params_.Reset();
-    unit->param_state_ = ParamState::kSharded;
-  } else if (runtime.master_shard) {
-    // The unsharded copy holds what a bf16 all-gather would deliver, from
-    // the first step on (see [Note: wire dtype] in unit_collectives.h).
-    for (float& v : unit->params_.span()) v = comm::BFloat16ToFloat(comm::FloatToBFloat16(v));
+  if (runtime.bf16_params) {
+    FSDP_RETURN_IF_ERROR(unit->CreateBf16Params(init));
+  } else {
+    FSDP_RETURN_IF_ERROR(unit->CreateFp32Params(init));
   }
   if (!runtime.shard_grads) {
     FSDP_ASSIGN_OR_RETURN(unit->grads_,
@@ -101,6 +89,87 @@ absl::StatusOr<std::unique_ptr<ShardedUnit>> ShardedUnit::Create(
   return unit;
 }
 
+absl::Status ShardedUnit::CreateFp32Params(const std::function<void(absl::Span<float>)>& init) {
+  const std::string label = Label();
+  FSDP_ASSIGN_OR_RETURN(params_,
+                        tracker_.Allocate<float>(MemoryCategory::kParameters, plan_.padded_numel(),
+                                                 absl::StrCat(label, " unsharded params")));
+  init(params_.span());
+  if (runtime_.master_shard) {
+    FSDP_ASSIGN_OR_RETURN(master_,
+                          tracker_.Allocate<float>(MemoryCategory::kParameters, plan_.shard_numel(),
+                                                   absl::StrCat(label, " fp32 param shard")));
+    auto slice = params_.span().subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(),
+                                        plan_.shard_numel());
+    std::copy(slice.begin(), slice.end(), master_.span().begin());
+  }
+  if (runtime_.shard_params) {
+    params_.Reset();
+    param_state_ = ParamState::kSharded;
+  } else if (runtime_.master_shard) {
+    // The unsharded copy holds what a bf16 all-gather would deliver, from
+    // the first step on (see [Note: wire dtype] in unit_collectives.h).
+    for (float& v : params_.span()) v = comm::BFloat16ToFloat(comm::FloatToBFloat16(v));
+  }
+  return absl::OkStatus();
+}
+
+// [Note: bf16 parameter layout] The master holds the fp32 values; the bf16
+// buffers are derived from it (RefreshBf16Params), here and after every
+// optimizer step or checkpoint load.
+absl::Status ShardedUnit::CreateBf16Params(const std::function<void(absl::Span<float>)>& init) {
+  const std::string label = Label();
+  const int64_t padded = plan_.padded_numel();
+  FloatBuffer staging;  // the whole unit's fp32 values when the master is a shard
+  if (!runtime_.shard_optimizer) {
+    // no_shard: the master is the whole unit; initialize it in place.
+    FSDP_ASSIGN_OR_RETURN(master_, tracker_.Allocate<float>(MemoryCategory::kParameters, padded,
+                                                           absl::StrCat(label, " fp32 master")));
+    init(master_.span());
+  } else {
+    FSDP_ASSIGN_OR_RETURN(
+        staging,
+        tracker_.Allocate<float>(MemoryCategory::kGradients, padded,
+                                 absl::StrCat(label, " initialization staging (gradient memory, "
+                                                     "unused before the first backward)")));
+    init(staging.span());
+    FSDP_ASSIGN_OR_RETURN(master_,
+                          tracker_.Allocate<float>(MemoryCategory::kParameters, plan_.shard_numel(),
+                                                   absl::StrCat(label, " fp32 param shard")));
+    auto slice = staging.span().subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(),
+                                        plan_.shard_numel());
+    std::copy(slice.begin(), slice.end(), master_.span().begin());
+  }
+  if (runtime_.shard_params) {
+    FSDP_ASSIGN_OR_RETURN(shard16_, tracker_.Allocate<uint16_t>(
+                                        MemoryCategory::kParameters, plan_.shard_numel(),
+                                        absl::StrCat(label, " bf16 param shard")));
+    RefreshBf16Params();
+    param_state_ = ParamState::kSharded;
+    return absl::OkStatus();
+  }
+  FSDP_ASSIGN_OR_RETURN(params16_,
+                        tracker_.Allocate<uint16_t>(MemoryCategory::kParameters, padded,
+                                                    absl::StrCat(label, " bf16 params")));
+  // Whole from the start (kUnsharded), as in the fp32 layout: every rank
+  // initialized the same values, so every slot is what a gather would bring.
+  const FloatBuffer& whole = runtime_.shard_optimizer ? staging : master_;
+  ToBf16(params16_.data(), whole.data(), padded);
+  return absl::OkStatus();
+}
+
+void ShardedUnit::RefreshBf16Params() {
+  const absl::Span<const float> master = master_.span();
+  if (runtime_.shard_params) {
+    ToBf16(shard16_.data(), master.data(), static_cast<int64_t>(master.size()));
+  } else if (!runtime_.shard_optimizer) {
+    ToBf16(params16_.data(), master.data(), static_cast<int64_t>(master.size()));
+  } else {
+    ToBf16(params16_.data() + int64_t{runtime_.shard_rank} * plan_.shard_numel(), master.data(),
+           static_cast<int64_t>(master.size()));
+  }
+}
+
 std::string ShardedUnit::Label() const {
   return absl::StrCat("unit ", plan_.index(), " (", plan_.name(), ")");
 }
@@ -111,9 +180,11 @@ absl::Status ShardedUnit::Fail(const char* call, const char* needed, const char*
 }
 
 absl::Span<float> ShardedUnit::MutableParamShard() {
-  if (runtime_.master_shard) return master_.span();
-  return params_.span().subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(),
-                                plan_.shard_numel());
+  const int64_t begin = int64_t{runtime_.shard_rank} * plan_.shard_numel();
+  if (!runtime_.master_shard) return params_.span().subspan(begin, plan_.shard_numel());
+  // no_shard's master (bf16_params) is the whole unit.
+  if (!runtime_.shard_optimizer) return master_.span().subspan(begin, plan_.shard_numel());
+  return master_.span();
 }
 
 absl::Span<const float> ShardedUnit::ParamShard() const {
@@ -125,6 +196,27 @@ absl::Span<const float> ShardedUnit::ParamShard() const {
 
 absl::Status ShardedUnit::Unshard(const UnitComms& comms) {
   if (param_state_ != ParamState::kSharded) return absl::OkStatus();  // done or pending
+  if (runtime_.bf16_params) {
+    // full_shard / hybrid: the kept bf16 shard into a fresh gathered buffer;
+    // shard_optimizer / shard_grad_op: in place, this rank's slot refreshed
+    // by the optimizer step.
+    absl::Span<const uint16_t> shard;
+    if (runtime_.shard_params) {
+      FSDP_ASSIGN_OR_RETURN(params16_, tracker_.Allocate<uint16_t>(
+                                           MemoryCategory::kParameters, plan_.padded_numel(),
+                                           absl::StrCat(Label(), " gathered bf16 params")));
+      shard = shard16_.span();
+    } else {
+      shard = absl::Span<const uint16_t>(params16_.span())
+                  .subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(),
+                           plan_.shard_numel());
+    }
+    FSDP_ASSIGN_OR_RETURN(param_gather_,
+                          PostAllGatherBf16(*comms.shard_group, shard, params16_.span(),
+                                            absl::StrCat(Label(), " parameter all-gather")));
+    param_state_ = ParamState::kGathering;
+    return absl::OkStatus();
+  }
   if (runtime_.shard_params) {
     FSDP_ASSIGN_OR_RETURN(params_, tracker_.Allocate<float>(
                                        MemoryCategory::kParameters, plan_.padded_numel(),
@@ -154,7 +246,10 @@ absl::Status ShardedUnit::Reshard() {
   if (param_state_ != ParamState::kUnsharded) {
     return Fail("Reshard", "parameter state kUnsharded", ParamStateName(param_state_));
   }
-  if (runtime_.shard_params) params_.Reset();
+  if (runtime_.shard_params) {
+    params_.Reset();
+    params16_.Reset();
+  }
   param_state_ = ParamState::kSharded;
   return absl::OkStatus();
 }
@@ -293,8 +388,16 @@ absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index
     if (param_state_ != ParamState::kUnsharded) {
       return Fail("StepOptimizer", "parameter state kUnsharded", ParamStateName(param_state_));
     }
-    return optimizer.StepUnit(unit_index, params_.span().subspan(0, plan_.flat_numel()),
-                              grads_.span().subspan(0, plan_.flat_numel()), lr, step);
+    if (!runtime_.bf16_params) {
+      return optimizer.StepUnit(unit_index, params_.span().subspan(0, plan_.flat_numel()),
+                                grads_.span().subspan(0, plan_.flat_numel()), lr, step);
+    }
+    FSDP_RETURN_IF_ERROR(optimizer.StepUnit(unit_index,
+                                            master_.span().subspan(0, plan_.flat_numel()),
+                                            grads_.span().subspan(0, plan_.flat_numel()), lr,
+                                            step));
+    RefreshBf16Params();
+    return absl::OkStatus();
   }
   const ParamState needed = runtime_.shard_params ? ParamState::kSharded : ParamState::kUnsharded;
   if (param_state_ != needed) {
@@ -305,6 +408,7 @@ absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index
   }
   FSDP_RETURN_IF_ERROR(
       optimizer.StepUnit(unit_index, MutableParamShard(), grad_shard_.span(), lr, step));
+  if (runtime_.bf16_params) RefreshBf16Params();
   // shard_optimizer / shard_grad_op: the unsharded copy is stale outside this
   // rank's shard until the all-gather of the updated shards.
   param_state_ = ParamState::kSharded;
@@ -349,7 +453,8 @@ absl::StatusOr<std::vector<StateRegion>> ShardedUnit::LoadRegions(UnitOptimizer&
   if (runtime_.shard_optimizer) return SaveRegions(optimizer, model_offset);
   // no_shard: every rank holds the whole unit.
   std::vector<StateRegion> regions;
-  regions.push_back({"param", model_offset, params_.span().subspan(0, plan_.flat_numel())});
+  FloatBuffer& whole = runtime_.bf16_params ? master_ : params_;
+  regions.push_back({"param", model_offset, whole.span().subspan(0, plan_.flat_numel())});
   FSDP_ASSIGN_OR_RETURN(std::vector<absl::Span<float>> state,
                         optimizer.MutableUnitState(plan_.index()));
   const std::vector<std::string> names = optimizer.StateNames();
@@ -371,8 +476,10 @@ absl::Status ShardedUnit::FinishLoad(UnitOptimizer& optimizer, int64_t optimizer
                           optimizer.MutableUnitState(plan_.index()));
     for (absl::Span<float> s : state) std::fill(s.begin() + n, s.end(), 0.0f);
   } else {
-    std::fill(params_.span().begin() + plan_.flat_numel(), params_.span().end(), 0.0f);
+    FloatBuffer& whole = runtime_.bf16_params ? master_ : params_;
+    std::fill(whole.span().begin() + plan_.flat_numel(), whole.span().end(), 0.0f);
   }
+  if (runtime_.bf16_params) RefreshBf16Params();
   FSDP_RETURN_IF_ERROR(optimizer.SetUnitStep(plan_.index(), optimizer_step));
   // Only the shard is current: shard_optimizer / shard_grad_op gather the
   // rest at the next forward, as after any optimizer step.
@@ -387,11 +494,29 @@ absl::StatusOr<absl::Span<const float>> ShardedUnit::UnshardedParams() const {
   if (param_state_ != ParamState::kUnsharded) {
     return Fail("UnshardedParams", "parameter state kUnsharded", ParamStateName(param_state_));
   }
+  if (runtime_.bf16_params) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(Label(), ": UnshardedParams: the parameters are bf16 (bf16_params); use "
+                              "UnshardedParamsBf16"));
+  }
   return absl::Span<const float>(params_.span()).subspan(0, plan_.flat_numel());
 }
 
+absl::StatusOr<absl::Span<const uint16_t>> ShardedUnit::UnshardedParamsBf16() const {
+  if (param_state_ != ParamState::kUnsharded) {
+    return Fail("UnshardedParamsBf16", "parameter state kUnsharded",
+                ParamStateName(param_state_));
+  }
+  if (!runtime_.bf16_params) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        Label(), ": UnshardedParamsBf16: the parameters are fp32; use UnshardedParams"));
+  }
+  return absl::Span<const uint16_t>(params16_.span()).subspan(0, plan_.flat_numel());
+}
+
 int64_t ShardedUnit::gathered_param_numel() const {
-  return runtime_.shard_params ? params_.size() : 0;
+  if (!runtime_.shard_params) return 0;
+  return runtime_.bf16_params ? params16_.size() : params_.size();
 }
 
 int64_t ShardedUnit::unsharded_grad_numel() const {

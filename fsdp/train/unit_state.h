@@ -97,8 +97,16 @@ struct UnitRuntime {
   // every strategy but no_shard: the optimizer steps this rank's shard.
   bool shard_optimizer = false;
   // Separate fp32 master shard: shard_params, or a sharded optimizer in mixed
-  // precision (the unsharded buffer then holds bf16-rounded values).
+  // precision (the unsharded buffer then holds bf16-rounded values), or
+  // bf16_params (no_shard: a master of the whole unit).
   bool master_shard = false;
+  // [Note: bf16 parameter layout] --precision=bf16: the parameters the model
+  // computes with are bf16 (2 bytes: the whole unit for no_shard,
+  // shard_optimizer and shard_grad_op; a kept bf16 shard plus the gathered
+  // window for full_shard and hybrid_shard), all-gathered as bf16, and
+  // refreshed from the fp32 master once per optimizer step. Gradients,
+  // optimizer state and the master stay fp32.
+  bool bf16_params = false;
   comm::Dtype param_dtype = comm::Dtype::kFloat32;   // parameter all-gathers
   comm::Dtype reduce_dtype = comm::Dtype::kFloat32;  // gradient reduce-scatters
   int world_size = 1;
@@ -109,7 +117,7 @@ struct UnitRuntime {
   int replica_group_count = 1;
 
   static UnitRuntime For(Strategy strategy, bool mixed_precision, int world_size, int world_rank,
-                         int shard_group_size);
+                         int shard_group_size, bool bf16_params = false);
 };
 
 // The communicators a unit's collectives run on.
@@ -124,7 +132,11 @@ class ShardedUnit {
   // parameters from `init` (called once with the unsharded padded buffer,
   // zeroed, for the caller to write the real elements; only this rank's
   // shard of it is kept when parameters are sharded). Registers the
-  // optimizer state for the unit's numel (no_shard) or shard.
+  // optimizer state for the unit's numel (no_shard) or shard. With
+  // bf16_params and a sharded optimizer the fp32 values are staged in
+  // gradient memory (MemoryCategory::kGradients, free until the first
+  // backward, and at least one unit's padded fp32 in every such strategy's
+  // predicted peak).
   static absl::StatusOr<std::unique_ptr<ShardedUnit>> Create(
       const proto::UnitPlan& plan, const UnitRuntime& runtime, MemoryTracker& tracker,
       UnitOptimizer& optimizer, const std::function<void(absl::Span<float>)>& init);
@@ -188,8 +200,10 @@ class ShardedUnit {
   absl::Status FinishLoad(UnitOptimizer& optimizer, int64_t optimizer_step);
 
   // --- Views --------------------------------------------------------------
-  // The real elements of the unsharded parameters (needs kUnsharded).
+  // The real elements of the unsharded parameters (needs kUnsharded), fp32
+  // or (bf16_params) bf16.
   absl::StatusOr<absl::Span<const float>> UnshardedParams() const;
+  absl::StatusOr<absl::Span<const uint16_t>> UnshardedParamsBf16() const;
   // This rank's current parameter shard (master or slice), any state but
   // kGathering.
   absl::Span<const float> ParamShard() const;
@@ -206,6 +220,13 @@ class ShardedUnit {
   absl::Status Fail(const char* call, const char* needed, const char* current) const;
   std::string Label() const;
   absl::Span<float> MutableParamShard();
+  // Create's parameter half, per layout ([Note: bf16 parameter layout]).
+  absl::Status CreateFp32Params(const std::function<void(absl::Span<float>)>& init);
+  absl::Status CreateBf16Params(const std::function<void(absl::Span<float>)>& init);
+  // bf16_params: the bf16 values of this rank's shard from the master (the
+  // kept bf16 shard, or this rank's slot of the whole bf16 buffer; no_shard:
+  // the whole unit).
+  void RefreshBf16Params();
 
   proto::UnitPlan plan_;
   UnitRuntime runtime_;
@@ -216,8 +237,14 @@ class ShardedUnit {
   // Unsharded parameters (padded_numel, kParameters): persistent unless
   // shard_params, then allocated by Unshard and freed by Reshard.
   FloatBuffer params_;
-  // fp32 master shard (shard_numel, kParameters) when runtime_.master_shard.
+  // fp32 master shard (shard_numel, kParameters) when runtime_.master_shard;
+  // no_shard with bf16_params: the whole unit (padded_numel).
   FloatBuffer master_;
+  // bf16_params: the unsharded bf16 parameters (padded_numel, kParameters;
+  // allocated as params_ is) and, when parameters are sharded, the kept bf16
+  // shard the all-gather sends (shard_numel, kParameters).
+  TrackedBuffer<uint16_t> params16_;
+  TrackedBuffer<uint16_t> shard16_;
   // Unsharded gradients (padded_numel, kGradients): persistent unless
   // shard_grads, then from the first backward to the reduce-scatter.
   FloatBuffer grads_;

@@ -93,14 +93,15 @@ StepResult TwoMicroBatches(const GptConfig& config, int micro_batch) {
   return r;
 }
 
-class CheckpointingTest : public testing::TestWithParam<std::tuple<bool, bool>> {};
+class CheckpointingTest : public testing::TestWithParam<std::tuple<int, bool>> {};
 
 // Same kernels, same inputs, same order: checkpointing changes no bit, for
 // every K, in both precisions and both attentions.
 TEST_P(CheckpointingTest, LossAndGradientsAreBitIdenticalToNoCheckpointing) {
-  const auto [bf16, flash] = GetParam();
+  const auto [precision, flash] = GetParam();
   GptConfig base = SmallConfig();
-  base.bf16_compute = bf16;
+  base.bf16_compute = precision >= 1;  // 1: bf16 products, 2: and bf16 parameters
+  base.bf16_params = precision == 2;
   base.flash_attention = flash;
   const StepResult reference = TwoMicroBatches(base, 3);
   ASSERT_FALSE(reference.grads.empty());
@@ -114,10 +115,7 @@ TEST_P(CheckpointingTest, LossAndGradientsAreBitIdenticalToNoCheckpointing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PrecisionAndAttention, CheckpointingTest,
-                         testing::Values(std::make_tuple(false, false),
-                                         std::make_tuple(true, false),
-                                         std::make_tuple(false, true),
-                                         std::make_tuple(true, true)));
+                         testing::Combine(testing::Values(0, 1, 2), testing::Bool()));
 
 // Flash attention groups the softmax's sums differently: equal within fp32
 // rounding, not bit for bit. T = 130 spans two key blocks (not a multiple of
@@ -189,13 +187,19 @@ void ExpectEveryUnitAsPredicted(const GptConfig& config) {
     const Batch batch = RandomBatch(micro_batch, config.seq_len, config.vocab, step);
     int64_t expected = 0;
     for (int u = 0; u < units; ++u) {
-      ASSERT_TRUE((*model)->ForwardUnit(u, h.params[u], batch).ok());
+      ASSERT_TRUE((config.bf16_params ? (*model)->ForwardUnitBf16(u, h.Bf16Params(u), batch)
+                                      : (*model)->ForwardUnit(u, h.params[u], batch))
+                      .ok());
       expected += predicted.unit_saved_bytes(u);
       EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kActivations), expected) << u;
     }
     EXPECT_EQ(expected, predicted.saved_bytes());
     for (int u = units - 1; u >= 0; --u) {
-      ASSERT_TRUE((*model)->BackwardUnit(u, h.params[u], absl::MakeSpan(h.grads[u]), 1.0f).ok());
+      ASSERT_TRUE((config.bf16_params
+                       ? (*model)->BackwardUnitBf16(u, h.Bf16Params(u), absl::MakeSpan(h.grads[u]),
+                                                    1.0f)
+                       : (*model)->BackwardUnit(u, h.params[u], absl::MakeSpan(h.grads[u]), 1.0f))
+                      .ok());
       expected -= predicted.unit_saved_bytes(u);
       EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kActivations), expected) << u;
     }
@@ -207,11 +211,13 @@ void ExpectEveryUnitAsPredicted(const GptConfig& config) {
 }
 
 TEST(ActivationBytesTest, MeasuredBytesEqualThePredictionInEveryMode) {
-  for (bool bf16 : {false, true}) {
+  // fp32; bf16 products on fp32 parameters; bf16 parameters (--precision=bf16).
+  for (int precision : {0, 1, 2}) {
     for (bool flash : {false, true}) {
       for (int every = 0; every <= 4; ++every) {
         GptConfig config = SmallConfig();
-        config.bf16_compute = bf16;
+        config.bf16_compute = precision >= 1;
+        config.bf16_params = precision == 2;
         config.flash_attention = flash;
         config.activation_checkpoint_every = every;
         ASSERT_NO_FATAL_FAILURE(ExpectEveryUnitAsPredicted(config));

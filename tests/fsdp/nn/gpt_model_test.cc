@@ -305,6 +305,64 @@ TEST(GptModelBf16Test, MeasuredActivationAndWorkspacePeaksEqualThePrediction) {
   (void)H;
 }
 
+// The bf16 parameter layout (bf16_params: what --precision=bf16 trains with)
+// computes exactly what the bf16 compute mode computes from fp32 parameters
+// that hold the same bf16 values: loss and every gradient bit for bit. Its
+// memory is exactly GptActivationBytesByUnit's, the workspace holding an
+// fp32 copy of one unit's 1-D parameters instead of a bf16 copy of a unit.
+TEST(GptModelBf16Test, Bf16ParametersGiveTheBitsOfRoundedFp32Parameters) {
+  GptConfig rounded_config{2, 32, 4, 53, 24};
+  rounded_config.bf16_compute = true;
+  GptConfig bf16_config = rounded_config;
+  bf16_config.bf16_params = true;
+  MemoryTracker t_rounded, t_bf16;
+  auto rounded = GptModel::Create(rounded_config, 2, &t_rounded);
+  auto bf16 = GptModel::Create(bf16_config, 2, &t_bf16);
+  ASSERT_TRUE(rounded.ok() && bf16.ok());
+  EXPECT_FALSE((*rounded)->accepts_bf16_params());
+  EXPECT_TRUE((*bf16)->accepts_bf16_params());
+  ModelHarness h_rounded(rounded->get()), h_bf16(bf16->get());
+  h_bf16.Randomize(5, 0.2f);
+  h_rounded.params = h_bf16.params;
+  for (int u = 0; u < h_rounded.model->num_units(); ++u) {
+    const absl::Span<const uint16_t> bits = h_bf16.Bf16Params(u);
+    FromBf16(h_rounded.params[u].data(), bits.data(), static_cast<int64_t>(bits.size()));
+  }
+  const Batch batch = RandomBatch(2, 24, 53, 3);
+  for (int step = 0; step < 2; ++step) {
+    const absl::StatusOr<float> loss_rounded = h_rounded.Forward(batch);
+    const absl::StatusOr<float> loss_bf16 = h_bf16.Forward(batch);
+    ASSERT_TRUE(loss_rounded.ok() && loss_bf16.ok()) << loss_bf16.status();
+    EXPECT_EQ(*loss_bf16, *loss_rounded);
+    ASSERT_TRUE(h_rounded.Backward(1.0f).ok());
+    ASSERT_TRUE(h_bf16.Backward(1.0f).ok());
+    EXPECT_EQ(h_bf16.grads, h_rounded.grads);
+  }
+  // The fp32 entry points refuse a bf16-parameter model and vice versa.
+  EXPECT_EQ((*bf16)->ForwardUnit(0, h_bf16.params[0], batch).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*rounded)->ForwardUnitBf16(0, h_bf16.Bf16Params(0), batch).code(),
+            absl::StatusCode::kFailedPrecondition);
+  // bf16_params needs bf16_compute.
+  GptConfig bad = bf16_config;
+  bad.bf16_compute = false;
+  EXPECT_NE(ValidateGptConfig(bad).message().find("needs bf16_compute"), std::string::npos);
+}
+
+TEST(GptModelBf16Test, Bf16ParametersMeasuredPeaksEqualThePrediction) {
+  GptConfig config{3, 16, 4, 37, 12};
+  config.bf16_compute = true;
+  config.bf16_params = true;
+  ExpectMeasuredBytesEqualPrediction(config);
+  GptConfig converted = config;
+  converted.bf16_params = false;
+  const int64_t C = 16, max_unit = 12 * C * C + 13 * C;
+  // The bf16 copy of the largest unit gives way to an fp32 copy of a block's
+  // 13 C 1-D parameters.
+  EXPECT_EQ(GptActivationBytesByUnit(config, 3).workspace_bytes,
+            GptActivationBytesByUnit(converted, 3).workspace_bytes - 2 * max_unit + 4 * 13 * C);
+}
+
 // Same inputs, same bits: the bf16 path is deterministic.
 TEST(GptModelBf16Test, RepeatedStepsAreBitIdentical) {
   GptConfig config{2, 32, 4, 53, 24};

@@ -1,7 +1,9 @@
 // File: tests/fsdp/nn/model_harness.h
 //
 // Owns a full (unsharded) copy of every unit's parameters and gradients and
-// drives a Model through one step, as the training loop does on one rank.
+// drives a Model through one step, as the training loop does on one rank. A
+// model that takes bf16 parameters (accepts_bf16_params) gets `params`
+// rounded to bf16 on every call, as the trainer's bf16 layout hands them.
 #ifndef TESTS_FSDP_NN_MODEL_HARNESS_H_
 #define TESTS_FSDP_NN_MODEL_HARNESS_H_
 
@@ -10,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/model.h"
 
 namespace fsdp {
@@ -40,7 +43,9 @@ struct ModelHarness {
 
   absl::StatusOr<float> Forward(const Batch& batch) {
     for (int u = 0; u < model->num_units(); ++u) {
-      absl::Status s = model->ForwardUnit(u, params[u], batch);
+      absl::Status s = model->accepts_bf16_params()
+                           ? model->ForwardUnitBf16(u, Bf16Params(u), batch)
+                           : model->ForwardUnit(u, params[u], batch);
       if (!s.ok()) return s;
     }
     return model->loss();
@@ -48,10 +53,21 @@ struct ModelHarness {
 
   absl::Status Backward(float loss_scale) {
     for (int u = model->num_units() - 1; u >= 0; --u) {
-      absl::Status s = model->BackwardUnit(u, params[u], absl::MakeSpan(grads[u]), loss_scale);
+      absl::Status s =
+          model->accepts_bf16_params()
+              ? model->BackwardUnitBf16(u, Bf16Params(u), absl::MakeSpan(grads[u]), loss_scale)
+              : model->BackwardUnit(u, params[u], absl::MakeSpan(grads[u]), loss_scale);
       if (!s.ok()) return s;
     }
     return absl::OkStatus();
+  }
+
+  // params[u] rounded to bf16.
+  absl::Span<const uint16_t> Bf16Params(int u) {
+    params16.resize(params.size());
+    params16[u].resize(params[u].size());
+    ToBf16(params16[u].data(), params[u].data(), static_cast<int64_t>(params[u].size()));
+    return params16[u];
   }
 
   void ZeroGrads() {
@@ -61,6 +77,7 @@ struct ModelHarness {
   Model* model;
   std::vector<std::vector<float>> params;
   std::vector<std::vector<float>> grads;
+  std::vector<std::vector<uint16_t>> params16;
 };
 
 inline Batch RandomBatch(int batch_size, int seq_len, int vocab, uint32_t seed) {

@@ -338,8 +338,11 @@ TEST(MemoryEstimateTest, BadPointsAreClearErrors) {
   point.ranks = 6;
   point.group_size = 4;
   EXPECT_EQ(EstimateRankMemory(point).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_FALSE(ParsePrecision("bf16").ok());
+  EXPECT_FALSE(ParsePrecision("bfloat16").ok());
+  EXPECT_NE(ParsePrecision("fp16").status().message().find("bf16 (the runtime's --precision=bf16"),
+            std::string::npos);
   EXPECT_EQ(*ParsePrecision("mixed"), Precision::kMixed);
+  EXPECT_EQ(*ParsePrecision("bf16"), Precision::kBf16);
 }
 
 }  // namespace

@@ -64,8 +64,8 @@ TEST(SweepTest, PresetsCoverTheirGridAndStartNearAMillionParameters) {
   absl::StatusOr<SweepOptions> full = SweepPreset("full");
   ASSERT_TRUE(full.ok());
   const std::vector<MemoryPoint> points = SweepPoints(*full);
-  EXPECT_EQ(full->precisions.size(), 3u);
-  EXPECT_EQ(points.size(), full->widths.size() * full->ranks.size() * 5 * 3);
+  EXPECT_EQ(full->precisions.size(), 4u);
+  EXPECT_EQ(points.size(), full->widths.size() * full->ranks.size() * 5 * 4);
   absl::StatusOr<RankMemoryEstimate> first = EstimateRankMemory(points.front());
   ASSERT_TRUE(first.ok());
   EXPECT_GT(first->num_params, 500000);
@@ -90,13 +90,19 @@ TEST(SweepTest, TrainOptionsForPointSaysWhyThePointCannotBeTrained) {
   EXPECT_EQ(run->steps, 3);
   EXPECT_EQ(run->d_model, 32);
   point.precision = Precision::kMixed;
-  EXPECT_NE(TrainOptionsForPoint(point, 3).status().message().find("bf16 on the wire"),
+  EXPECT_NE(TrainOptionsForPoint(point, 3).status().message().find("no 2-byte gradients"),
             std::string::npos);
   point.precision = Precision::kBf16Wire;
   absl::StatusOr<TrainOptions> wire = TrainOptionsForPoint(point, 3);
   ASSERT_TRUE(wire.ok()) << wire.status();
   EXPECT_TRUE(wire->mixed_precision);
   EXPECT_FALSE(run->mixed_precision);
+  EXPECT_EQ(run->precision, "fp32");
+  point.precision = Precision::kBf16;  // the bf16 layout: 2-byte parameters, fp32 wire
+  absl::StatusOr<TrainOptions> bf16 = TrainOptionsForPoint(point, 3);
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  EXPECT_EQ(bf16->precision, "bf16");
+  EXPECT_FALSE(bf16->mixed_precision);
   point.precision = Precision::kFp32;
   point.strategy = proto::HYBRID_SHARD;
   point.group_size = 1;

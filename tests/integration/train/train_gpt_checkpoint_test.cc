@@ -123,7 +123,17 @@ INSTANTIATE_TEST_SUITE_P(
                       "--mixed_precision"}},
         StrategyCase{"hybrid_shard",
                      {"--nproc=4", "--strategy=hybrid_shard", "--group_size=2",
-                      "--micro_batch=2"}}),
+                      "--micro_batch=2"}},
+        // The bf16 parameter layout: the fp32 master is saved and loaded,
+        // the bf16 parameters rebuilt from it.
+        StrategyCase{"no_shard_precision_bf16",
+                     {"--nproc=2", "--strategy=no_shard", "--micro_batch=4", "--precision=bf16"}},
+        StrategyCase{"shard_grad_op_precision_bf16",
+                     {"--nproc=2", "--strategy=shard_grad_op", "--micro_batch=4",
+                      "--precision=bf16"}},
+        StrategyCase{"full_shard_precision_bf16",
+                     {"--nproc=2", "--strategy=full_shard", "--micro_batch=4",
+                      "--precision=bf16"}}),
     [](const testing::TestParamInfo<StrategyCase>& info) { return std::string(info.param.name); });
 
 // One checkpoint of 4 ranks x full_shard (global batch 12) for every

@@ -1,13 +1,15 @@
 // File: tests/integration/train/train_gpt_precision_test.cc
 //
-// --precision=bf16 (bf16 matrix products, fp32 accumulation, parameters and
-// optimizer; docs/compute.md) on real ranks over loopback:
+// --precision=bf16 (bf16 parameters gathered and consumed by bf16 matrix
+// products with fp32 accumulation; fp32 master, gradients and optimizer;
+// docs/compute.md) on real ranks over loopback:
 //   * over 200 steps on the default synthetic data its loss tracks fp32's
 //     within 2e-3 relative at every step (measured: at most 3e-4), and it
 //     learns (the loss falls below a third of its start);
 //   * it is really different arithmetic: the parameter digests differ;
-//   * the strategies stay bit-identical to each other under bf16 at 2 ranks,
-//     also with bf16 collectives (--mixed_precision).
+//   * all five strategies stay bit-identical to each other under bf16 at 2
+//     ranks;
+//   * --mixed_precision on top is refused before any rank starts.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -59,16 +61,26 @@ TEST(TrainGptPrecisionTest, StrategiesAreBitIdenticalUnderBf16) {
     return flags;
   };
   const TrainGptRun no_shard = RunJob("bf16_no_shard", with({"--strategy=no_shard"}));
+  const TrainGptRun optimizer =
+      RunJob("bf16_shard_optimizer", with({"--strategy=shard_optimizer"}));
   const TrainGptRun grad_op = RunJob("bf16_shard_grad_op", with({"--strategy=shard_grad_op"}));
   const TrainGptRun full = RunJob("bf16_full_shard", with({"--strategy=full_shard"}));
+  const TrainGptRun hybrid =
+      RunJob("bf16_hybrid_shard", with({"--strategy=hybrid_shard", "--group_size=1"}));
+  EXPECT_EQ(optimizer.param_sha256, no_shard.param_sha256);
   EXPECT_EQ(grad_op.param_sha256, no_shard.param_sha256);
   EXPECT_EQ(full.param_sha256, no_shard.param_sha256);
+  EXPECT_EQ(hybrid.param_sha256, no_shard.param_sha256);
   EXPECT_EQ(full.losses, no_shard.losses);
-  const TrainGptRun wire_full =
-      RunJob("bf16_wire_full_shard", with({"--strategy=full_shard", "--mixed_precision"}));
-  const TrainGptRun wire_grad_op =
-      RunJob("bf16_wire_shard_grad_op", with({"--strategy=shard_grad_op", "--mixed_precision"}));
-  EXPECT_EQ(wire_full.param_sha256, wire_grad_op.param_sha256);
+  EXPECT_EQ(hybrid.losses, no_shard.losses);
+}
+
+TEST(TrainGptPrecisionTest, MixedPrecisionOnTopOfBf16IsRefused) {
+  const TrainGptRun run = RunTrainGpt(
+      "bf16_and_wire", Flags({"--nproc=2", "--steps=1", "--precision=bf16", "--mixed_precision"}));
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("drop --mixed_precision"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("step    1"), std::string::npos) << run.output;
 }
 
 }  // namespace
