@@ -105,6 +105,18 @@ void PendingCollective::FinishLocally(const Wire& wire) {
   work_ = Finished();
 }
 
+absl::Status PendingCollective::StartAllGather(comm::Communicator& comm, const Wire& wire) {
+  if (comm.size() == 1) {
+    FinishLocally(wire);
+    return absl::OkStatus();
+  }
+  comm::AllGatherOptions options;
+  options.input = wire.input;
+  options.output = wire.output;
+  FSDP_ASSIGN_OR_RETURN(work_, comm.AllGather(options));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator& comm,
                                                 absl::Span<const float> shard,
                                                 absl::Span<float> gathered, comm::Dtype dtype,
@@ -118,14 +130,7 @@ absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator& comm,
   }
   FSDP_ASSIGN_OR_RETURN(const PendingCollective::Wire wire,
                         pending.StageForWire(shard, gathered, dtype, tracker, label));
-  if (comm.size() == 1) {
-    pending.FinishLocally(wire);
-    return pending;
-  }
-  comm::AllGatherOptions options;
-  options.input = wire.input;
-  options.output = wire.output;
-  FSDP_ASSIGN_OR_RETURN(pending.work_, comm.AllGather(options));
+  FSDP_RETURN_IF_ERROR(pending.StartAllGather(comm, wire));
   return pending;
 }
 
@@ -139,15 +144,8 @@ absl::StatusOr<PendingCollective> PostAllGatherBf16(comm::Communicator& comm,
     pending.work_ = Finished();
     return pending;
   }
-  const PendingCollective::Wire wire{comm::AsConstBytes(shard), comm::AsBytes(gathered)};
-  if (comm.size() == 1) {
-    pending.FinishLocally(wire);
-    return pending;
-  }
-  comm::AllGatherOptions options;
-  options.input = wire.input;
-  options.output = wire.output;
-  FSDP_ASSIGN_OR_RETURN(pending.work_, comm.AllGather(options));
+  FSDP_RETURN_IF_ERROR(pending.StartAllGather(
+      comm, PendingCollective::Wire{comm::AsConstBytes(shard), comm::AsBytes(gathered)}));
   return pending;
 }
 

@@ -86,6 +86,8 @@ class PendingCollective {
                                     absl::string_view label);
   // World size 1: the result is the input; no collective runs.
   void FinishLocally(const Wire& wire);
+  // Moves `wire` by an all-gather (or FinishLocally at world size 1).
+  absl::Status StartAllGather(comm::Communicator& comm, const Wire& wire);
 
   comm::WorkHandle work_;
   TrackedBuffer<uint16_t> send_staging_;  // bf16 input (kCommBuffers)
