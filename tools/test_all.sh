@@ -56,6 +56,7 @@ total_passed=0
 total_failed=0
 total_skipped=0
 skipped_names=()
+failed_names=()
 summaries=()
 overall_rc=0
 
@@ -68,6 +69,7 @@ run_suite() {
   # The denominator is every test target of the run, so a test that fails to
   # build counts as failed.
   mapfile -t targets < <(bazel query "${run_query[$name]}" 2>/dev/null | grep '^//')
+  local targets_of_run=("${targets[@]}")
   local total=${#targets[@]}
   local start=$SECONDS
   echo "=== ${name}: ${total} tests"
@@ -98,6 +100,16 @@ run_suite() {
     fi
   done < <(grep -oE '^//[^ ]+ +(\(cached\) )?PASSED' "$log" | awk '{print $1}')
   local failed=$((total - passed - skipped))
+  # Named at the end of the output too: CI keeps only its last lines.
+  local passed_targets
+  passed_targets=$(grep -oE '^//[^ ]+ +(\(cached\) )?PASSED' "$log" | awk '{print $1}' | sort -u)
+  for target in "${targets_of_run[@]}"; do
+    if ! grep -qxF "$target" <<<"$passed_targets"; then
+      local verdict
+      verdict=$(grep -m1 -oE "^${target} +[A-Z ]+[A-Z]" "$log" | awk '{$1=""; print substr($0,2)}')
+      failed_names+=("${target} (${name}): ${verdict:-no result (did not build or run)}")
+    fi
+  done
   summaries+=("${name}: ${passed} passed, ${failed} failed, ${skipped} skipped in $((SECONDS - start)) s")
   total_passed=$((total_passed + passed))
   total_failed=$((total_failed + failed))
@@ -118,6 +130,7 @@ done
 
 for summary in "${summaries[@]}"; do echo "$summary"; done
 for name in "${skipped_names[@]}"; do echo "skipped: $name"; done
+for name in "${failed_names[@]}"; do echo "failed: $name"; done
 echo "${total_skipped} skipped"
 echo "${total_passed} passed, ${total_failed} failed"
 exit "$overall_rc"

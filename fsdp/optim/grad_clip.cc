@@ -2,34 +2,93 @@
 #include "fsdp/optim/grad_clip.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "fsdp/nn/simd.h"
 
 namespace fsdp {
 namespace {
 using simd::D16;
+using simd::D8;
 using simd::F16;
+using simd::I16;
 using simd::kLanes;
 
-// 16 double lanes, element i into lane i % 16 counted from the start of the
-// span, one fixed tree at the end: the result depends on the span's values
-// and length only, identical in every ISA variant and for any alignment, so
-// each strategy's per-shard sums stay bit-identical ([Note: sharded norm] in
-// fsdp/train/train_step.cc).
-FSDP_SIMD_INLINE double SumOfSquaresBody(const float* grads, int64_t n) {
-  D16 sum{};
+typedef int64_t L8 __attribute__((vector_size(64)));
+
+constexpr int32_t kAbsMask = 0x7fffffff;
+
+// A non-negative float's bits, read as an integer, order like the float, and
+// NaN's (0x7f800001 and up) above +inf's (0x7f800000): the integer maximum of
+// |g|'s bits is the float maximum with NaN winning, in one compare per lane.
+FSDP_SIMD_INLINE I16 AbsBits(F16 v) {
+  I16 bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return bits & kAbsMask;
+}
+
+FSDP_SIMD_INLINE I16 MaxLanes(I16 a, I16 b) {
+  I16 r;
+  for (int j = 0; j < kLanes; ++j) r[j] = a[j] > b[j] ? a[j] : b[j];
+  return r;
+}
+
+FSDP_SIMD_INLINE float MaxAbsBody(const float* values, int64_t n) {
+  I16 best{};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) best = MaxLanes(best, AbsBits(simd::Load(values + i)));
+  if (i < n) best = MaxLanes(best, AbsBits(simd::LoadPartial(values + i, n - i, 0.0f)));
+  int32_t largest = 0;
+  for (int j = 0; j < kLanes; ++j) largest = best[j] > largest ? best[j] : largest;
+  float result;
+  std::memcpy(&result, &largest, sizeof(result));
+  return result;
+}
+
+// 2^52: adding it to a double in [0, 2^52) rounds it to an integer (to
+// nearest, ties to even: the ulp there is 1), which then sits in the low
+// mantissa bits (a sum rounded up to 2^53 reads as 2^52, also right). The same IEEE addition in every ISA variant, unlike a
+// double-to-int64 conversion instruction (avx512dq only).
+constexpr double kRoundToInteger = 4503599627370496.0;
+
+FSDP_SIMD_INLINE L8 Units(D8 g, double scale) {
+  const D8 rounded = (g * g) * scale + kRoundToInteger;
+  L8 bits, magic;
+  std::memcpy(&bits, &rounded, sizeof(bits));
+  const D8 zero_point = D8{} + kRoundToInteger;
+  std::memcpy(&magic, &zero_point, sizeof(magic));
+  return bits - magic;
+}
+
+// Each lane adds at most 2^52 per vector; 1024 of them stay below 2^63.
+constexpr int64_t kVectorsPerFlush = 1024;
+
+FSDP_SIMD_INLINE SquareUnits SumOfSquareUnitsBody(const float* values, int64_t n, int exponent) {
+  const double scale = std::ldexp(1.0, -exponent);
+  SquareUnits total = 0;
+  L8 lo{}, hi{};
+  int64_t pending = 0;
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    const D16 g = simd::ToDouble(simd::Load(grads + i));
-    sum.lo += g.lo * g.lo;
-    sum.hi += g.hi * g.hi;
+    const D16 g = simd::ToDouble(simd::Load(values + i));
+    lo += Units(g.lo, scale);
+    hi += Units(g.hi, scale);
+    if (++pending == kVectorsPerFlush) {
+      for (int j = 0; j < kLanes / 2; ++j) total += static_cast<uint64_t>(lo[j]);
+      for (int j = 0; j < kLanes / 2; ++j) total += static_cast<uint64_t>(hi[j]);
+      lo = L8{};
+      hi = L8{};
+      pending = 0;
+    }
   }
   if (i < n) {
-    const D16 g = simd::ToDouble(simd::LoadPartial(grads + i, n - i, 0.0f));
-    sum.lo += g.lo * g.lo;
-    sum.hi += g.hi * g.hi;
+    const D16 g = simd::ToDouble(simd::LoadPartial(values + i, n - i, 0.0f));
+    lo += Units(g.lo, scale);
+    hi += Units(g.hi, scale);
   }
-  return simd::ReduceAdd(sum);
+  for (int j = 0; j < kLanes / 2; ++j) total += static_cast<uint64_t>(lo[j]);
+  for (int j = 0; j < kLanes / 2; ++j) total += static_cast<uint64_t>(hi[j]);
+  return total;
 }
 
 FSDP_SIMD_INLINE void ScaleInPlaceBody(float* values, int64_t n, float scale) {
@@ -38,13 +97,55 @@ FSDP_SIMD_INLINE void ScaleInPlaceBody(float* values, int64_t n, float scale) {
   for (; i < n; ++i) values[i] *= scale;
 }
 
-FSDP_ISA_VARIANTS(double, SumOfSquares, (const float* grads, int64_t n), (grads, n))
+FSDP_ISA_VARIANTS(float, MaxAbs, (const float* values, int64_t n), (values, n))
+FSDP_ISA_VARIANTS(SquareUnits, SumOfSquareUnits, (const float* values, int64_t n, int exponent),
+                  (values, n, exponent))
 FSDP_ISA_VARIANTS(void, ScaleInPlace, (float* values, int64_t n, float scale), (values, n, scale))
 
 }  // namespace
 
-double SumOfSquares(KernelIsa isa, absl::Span<const float> grads) {
-  FSDP_ISA_DISPATCH(isa, SumOfSquares, (grads.data(), static_cast<int64_t>(grads.size())));
+float MaxAbs(KernelIsa isa, absl::Span<const float> values) {
+  FSDP_ISA_DISPATCH(isa, MaxAbs, (values.data(), static_cast<int64_t>(values.size())));
+}
+
+float MaxAbs(absl::Span<const float> values) { return MaxAbs(BestKernelIsa(), values); }
+
+float LargerMagnitude(float a, float b) {
+  int32_t a_bits, b_bits;
+  std::memcpy(&a_bits, &a, sizeof(a_bits));
+  std::memcpy(&b_bits, &b, sizeof(b_bits));
+  return (a_bits & kAbsMask) >= (b_bits & kAbsMask) ? std::fabs(a) : std::fabs(b);
+}
+
+int SquareUnitExponent(float max_abs) {
+  int m = 0;
+  std::frexp(max_abs, &m);  // 2^(m-1) <= max_abs < 2^m
+  return 2 * m - 52;
+}
+
+SquareUnits SumOfSquareUnits(KernelIsa isa, absl::Span<const float> values, int exponent) {
+  FSDP_ISA_DISPATCH(isa, SumOfSquareUnits,
+                    (values.data(), static_cast<int64_t>(values.size()), exponent));
+}
+
+SquareUnits SumOfSquareUnits(absl::Span<const float> values, int exponent) {
+  return SumOfSquareUnits(BestKernelIsa(), values, exponent);
+}
+
+double SquareSumFromUnits(SquareUnits units, int exponent) {
+  return std::ldexp(static_cast<double>(units), exponent);
+}
+
+double SumOfSquares(KernelIsa isa, absl::Span<const float> values) {
+  const float max_abs = MaxAbs(isa, values);
+  if (!std::isfinite(max_abs)) return static_cast<double>(max_abs) * max_abs;
+  if (max_abs == 0.0f) return 0.0;
+  const int exponent = SquareUnitExponent(max_abs);
+  return SquareSumFromUnits(SumOfSquareUnits(isa, values, exponent), exponent);
+}
+
+double SumOfSquares(absl::Span<const float> values) {
+  return SumOfSquares(BestKernelIsa(), values);
 }
 
 void ScaleInPlace(KernelIsa isa, absl::Span<float> values, float scale) {
@@ -52,17 +153,15 @@ void ScaleInPlace(KernelIsa isa, absl::Span<float> values, float scale) {
   FSDP_ISA_DISPATCH(isa, ScaleInPlace, (values.data(), static_cast<int64_t>(values.size()), scale));
 }
 
-double SumOfSquares(absl::Span<const float> grads) { return SumOfSquares(BestKernelIsa(), grads); }
+void ScaleInPlace(absl::Span<float> values, float scale) {
+  ScaleInPlace(BestKernelIsa(), values, scale);
+}
 
 float ClipScale(double global_sq_norm, float max_norm) {
   if (max_norm <= 0.0f) return 1.0f;
   const double norm = std::sqrt(global_sq_norm);
   const double scale = max_norm / (norm + 1e-6);
   return scale < 1.0 ? static_cast<float>(scale) : 1.0f;
-}
-
-void ScaleInPlace(absl::Span<float> values, float scale) {
-  ScaleInPlace(BestKernelIsa(), values, scale);
 }
 
 }  // namespace fsdp

@@ -82,10 +82,10 @@ RankMemoryPrediction PredictRankMemory(const proto::ShardPlan& plan,
   // them: strategies that keep whole gradients (no_shard, shard_optimizer)
   // reduce-scatter every unit into a shard buffer of its own, kept for the
   // run (S in total); the gradient-sharding strategies reduce-scatter
-  // straight into their gradient shards and stage nothing. Plus one fp32
-  // scalar for the loss and gradient-norm all-reduces.
-  memory.communication_scratch_bytes =
-      (sharded.gradients() ? 0 : reduce_bytes * shard_numel) + kScalarAllReduceBytes;
+  // straight into their gradient shards and stage nothing. Plus the
+  // trainer's loss and gradient-norm exchange buffer.
+  memory.communication_scratch_bytes = (sharded.gradients() ? 0 : reduce_bytes * shard_numel) +
+                                       NormExchangeBytes(plan.shard_group_size());
 
   memory.activation_bytes = inputs.activation_bytes;
   memory.workspace_bytes = inputs.workspace_bytes;

@@ -94,8 +94,14 @@ struct MemoryModelInputs {
 };
 
 // One rank's predicted peak bytes, by category.
-// The fp32 scalar the runtime all-reduces for the loss and the gradient norm.
-inline constexpr int64_t kScalarAllReduceBytes = 4;
+// The trainer's one small communication buffer (fsdp/train/train_step.cc):
+// the loss all-reduce uses 4 bytes of it, the gradient-norm exchange one
+// 16-byte slot per shard-group rank (an exact 128-bit sum of squares from
+// each; [Note: exact sum of squares] in fsdp/optim/grad_clip.h).
+inline constexpr int64_t kNormExchangeBytesPerRank = 16;
+inline constexpr int64_t NormExchangeBytes(int shard_group_size) {
+  return kNormExchangeBytesPerRank * shard_group_size;
+}
 
 struct RankMemoryPrediction {
   // Model state.

@@ -54,11 +54,14 @@
 #include "fsdp/train/train_step.h"
 
 #include <cmath>
+#include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "comm/status_macros.h"
 #include "fsdp/optim/grad_clip.h"
+#include "fsdp/plan/memory_model.h"
 #include "fsdp/plan/shard_planner.h"
 #include "fsdp/train/plan_agreement.h"
 
@@ -160,9 +163,11 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
                                               init));
     t.units_.push_back(std::move(unit));
   }
-  FSDP_ASSIGN_OR_RETURN(t.scalar_comm_buffer_,
-                        tracker->Allocate<float>(MemoryCategory::kCommBuffers, 1,
-                                                 "loss/norm all-reduce scalar"));
+  FSDP_ASSIGN_OR_RETURN(
+      t.scalar_comm_buffer_,
+      tracker->Allocate<float>(MemoryCategory::kCommBuffers,
+                               plan::NormExchangeBytes(t.comms_.shard_group->size()) / sizeof(float),
+                               "loss all-reduce and gradient-norm exchange"));
   return trainer;
 }
 
@@ -345,7 +350,7 @@ absl::StatusOr<float> DataParallelTrainer::AverageLossAcrossRanks(float local_lo
   if (world_->size() == 1) return local_loss;
   scalar_comm_buffer_[0] = local_loss;
   comm::AllReduceOptions options;
-  options.buffer = comm::AsBytes(scalar_comm_buffer_.span());
+  options.buffer = comm::AsBytes(scalar_comm_buffer_.span().subspan(0, 1));
   options.dtype = comm::Dtype::kFloat32;
   options.op = comm::ReduceOp::kSum;
   FSDP_ASSIGN_OR_RETURN(comm::WorkHandle work, world_->AllReduce(options));
@@ -353,27 +358,61 @@ absl::StatusOr<float> DataParallelTrainer::AverageLossAcrossRanks(float local_lo
   return scalar_comm_buffer_[0] / static_cast<float>(world_->size());
 }
 
-// [Note: sharded norm] Each rank sums the squares of ITS SHARD of every unit
-// only, and one scalar all-reduce over the shard group (which holds every
-// shard exactly once; for hybrid_shard each group holds a full copy) adds
-// the partial sums. no_shard does the same over its slice of the full
-// gradients, so the clip scale agrees bit for bit across strategies.
+// [Note: sharded norm] Each rank takes ITS SHARD of every unit only; the
+// shard group (which holds every shard exactly once; for hybrid_shard each
+// group holds a full copy) combines the ranks' parts. no_shard does the same
+// over its slice of the full gradients. The parts are an exact maximum and
+// exact integer sums ([Note: exact sum of squares] in fsdp/optim/grad_clip.h),
+// exchanged by two small all-gathers and combined in rank order, so the clip
+// scale agrees bit for bit across strategies and world sizes.
 absl::StatusOr<double> DataParallelTrainer::GlobalGradSumOfSquares(CommWaitClock& clock) {
-  double local = 0.0;
+  std::vector<absl::Span<const float>> owned;
   for (const auto& unit : units_) {
-    FSDP_ASSIGN_OR_RETURN(absl::Span<const float> owned, unit->OwnedReducedGrads());
-    local += SumOfSquares(owned);
+    FSDP_ASSIGN_OR_RETURN(absl::Span<const float> shard, unit->OwnedReducedGrads());
+    owned.push_back(shard);
   }
+  float max_abs = 0.0f;
+  for (absl::Span<const float> shard : owned) max_abs = LargerMagnitude(max_abs, MaxAbs(shard));
+  FSDP_ASSIGN_OR_RETURN(
+      const std::vector<float> maxima,
+      GatherFromShardGroup<float>(max_abs, clock, "gradient-norm all-gather (largest |g|)"));
+  for (float m : maxima) max_abs = LargerMagnitude(max_abs, m);
+  if (!std::isfinite(max_abs)) return static_cast<double>(max_abs) * max_abs;  // NaN or +inf
+  if (max_abs == 0.0f) return 0.0;
+
+  const int exponent = SquareUnitExponent(max_abs);
+  SquareUnits units = 0;
+  for (absl::Span<const float> shard : owned) units += SumOfSquareUnits(shard, exponent);
+  FSDP_ASSIGN_OR_RETURN(
+      const std::vector<SquareUnits> parts,
+      GatherFromShardGroup<SquareUnits>(units, clock, "gradient-norm all-gather (squares)"));
+  SquareUnits total = 0;
+  for (SquareUnits part : parts) total += part;
+  return SquareSumFromUnits(total, exponent);
+}
+
+// Every shard-group rank's `mine`, in group-rank order, through the norm
+// exchange buffer (bytes moved, never added: any trivially copyable T).
+template <typename T>
+absl::StatusOr<std::vector<T>> DataParallelTrainer::GatherFromShardGroup(
+    const T& mine, CommWaitClock& clock, absl::string_view what) {
+  static_assert(sizeof(T) <= plan::kNormExchangeBytesPerRank, "the norm exchange holds 16 bytes a rank");
   comm::Communicator& group = *comms_.shard_group;
-  if (group.size() == 1) return static_cast<double>(static_cast<float>(local));
-  scalar_comm_buffer_[0] = static_cast<float>(local);
-  comm::AllReduceOptions options;
-  options.buffer = comm::AsBytes(scalar_comm_buffer_.span());
-  options.dtype = comm::Dtype::kFloat32;
-  options.op = comm::ReduceOp::kSum;
-  FSDP_ASSIGN_OR_RETURN(comm::WorkHandle work, group.AllReduce(options));
-  FSDP_RETURN_IF_ERROR(clock.Wait(*work, options_.comm_timeout, "gradient-norm all-reduce"));
-  return scalar_comm_buffer_[0];
+  std::vector<T> gathered(group.size());
+  if (group.size() == 1) {
+    gathered[0] = mine;
+    return gathered;
+  }
+  const absl::Span<std::byte> output =
+      comm::AsBytes(scalar_comm_buffer_.span()).subspan(0, sizeof(T) * group.size());
+  std::memcpy(output.data() + sizeof(T) * group.rank(), &mine, sizeof(T));
+  comm::AllGatherOptions options;
+  options.input = output.subspan(sizeof(T) * group.rank(), sizeof(T));  // in place
+  options.output = output;
+  FSDP_ASSIGN_OR_RETURN(comm::WorkHandle work, group.AllGather(options));
+  FSDP_RETURN_IF_ERROR(clock.Wait(*work, options_.comm_timeout, what));
+  std::memcpy(gathered.data(), output.data(), output.size());
+  return gathered;
 }
 
 // ---------------------------------------------------------------------------

@@ -39,6 +39,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "comm/communicator.h"
@@ -173,6 +174,9 @@ class DataParallelTrainer {
   void NoteWorkingBuffers();
   absl::StatusOr<float> AverageLossAcrossRanks(float local_loss, CommWaitClock& clock);
   absl::StatusOr<double> GlobalGradSumOfSquares(CommWaitClock& clock);
+  template <typename T>
+  absl::StatusOr<std::vector<T>> GatherFromShardGroup(const T& mine, CommWaitClock& clock,
+                                                      absl::string_view what);
   // Unit u's first element in the model vector.
   int64_t ModelOffset(int u) const;
 
@@ -189,7 +193,9 @@ class DataParallelTrainer {
   std::unique_ptr<comm::Communicator> replica_group_;
   UnitComms comms_;
   std::vector<std::unique_ptr<ShardedUnit>> units_;
-  FloatBuffer scalar_comm_buffer_;  // 1 float: the loss / norm all-reduces
+  // The loss all-reduce (1 float) and the gradient-norm exchange
+  // (NormExchangeBytes(shard group size), fsdp/plan/memory_model.h).
+  FloatBuffer scalar_comm_buffer_;
   CommWaitClock clock_;             // this step's blocked time
   int steps_taken_ = 0;
   int64_t peak_gathered_param_numel_ = 0;

@@ -10,6 +10,7 @@
 //  - the exact kernels (residual, embedding, AdamW) bit for bit against the
 //    old scalar code (tests/fsdp/nn/reference_kernels.h).
 // Sizes include 1, non-multiples of the 16-lane width and more than one block.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -335,6 +336,18 @@ TEST_P(KernelsTest, SumOfSquaresMatchesDoubleAndDependsOnValuesOnly) {
     EXPECT_NEAR(sum, static_cast<double>(ref), 1e-14 * static_cast<double>(ref)) << n;
     const double generic = SumOfSquares(KernelIsa::kGeneric, g);
     EXPECT_EQ(std::memcmp(&sum, &generic, sizeof(sum)), 0) << n;
+    // Its two kernels ([Note: exact sum of squares]) alike in every variant.
+    const float max_abs = MaxAbs(isa(), g);
+    float max_ref = 0.0f;
+    for (float x : g) max_ref = std::max(max_ref, std::fabs(x));
+    EXPECT_EQ(max_abs, max_ref) << n;
+    EXPECT_EQ(MaxAbs(KernelIsa::kGeneric, g), max_abs) << n;
+    if (max_abs > 0.0f) {
+      const int exponent = SquareUnitExponent(max_abs);
+      EXPECT_TRUE(SumOfSquareUnits(isa(), g, exponent) ==
+                  SumOfSquareUnits(KernelIsa::kGeneric, g, exponent))
+          << n;
+    }
     Shifted shifted(g, 1);
     const double moved = SumOfSquares(isa(), absl::MakeConstSpan(shifted.data(), n));
     EXPECT_EQ(std::memcmp(&sum, &moved, sizeof(sum)), 0) << n;

@@ -1,5 +1,7 @@
 // File: tests/fsdp/optim/optimizers_test.cc
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -126,13 +128,103 @@ TEST(SgdTest, MomentumMatchesReferenceAndSlicingIsBitIdentical) {
   EXPECT_EQ(plain_tracker.Snapshot().current_total_bytes, 0);
 }
 
-TEST(GradClipTest, ShardedSumOfSquaresAndScale) {
+// The sharded form of [Note: exact sum of squares]: the ranks' shards of
+// one vector, the maximum and the integer sums combined across them.
+double ShardedSumOfSquares(const std::vector<absl::Span<const float>>& shards) {
+  float max_abs = 0.0f;
+  for (auto shard : shards) max_abs = LargerMagnitude(max_abs, MaxAbs(shard));
+  if (!std::isfinite(max_abs)) return static_cast<double>(max_abs) * max_abs;
+  if (max_abs == 0.0f) return 0.0;
+  const int exponent = SquareUnitExponent(max_abs);
+  SquareUnits total = 0;
+  for (auto shard : shards) total += SumOfSquareUnits(shard, exponent);
+  return SquareSumFromUnits(total, exponent);
+}
+
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof(a)) == 0; }
+
+TEST(GradClipTest, SumOfSquaresIsTheSameForEverySplit) {
+  // Magnitudes over 12 binades, so the partial sums round differently.
+  std::vector<float> g = Random(1000, 4);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = std::ldexp(g[i], static_cast<int>(i % 12) - 6);
+  const absl::Span<const float> all(g);
+  const double whole = SumOfSquares(all);
+  long double exact = 0.0L;
+  for (float x : g) exact += static_cast<long double>(x) * x;
+  // Within n 2^-51 of the largest square (the documented bound).
+  const double max_sq = double{MaxAbs(all)} * MaxAbs(all);
+  EXPECT_NEAR(whole, static_cast<double>(exact), 1000 * std::ldexp(max_sq, -51));
+  // Two, three and many shards, every cut point: bit-identical, where the
+  // double sums of the old kernel added as floats differed.
+  int float_sums_differ = 0;
+  for (int cut = 0; cut <= 1000; ++cut) {
+    const double two = ShardedSumOfSquares({all.subspan(0, cut), all.subspan(cut)});
+    ASSERT_TRUE(SameBits(two, whole)) << "cut at " << cut;
+    const int third = cut / 3;
+    ASSERT_TRUE(SameBits(ShardedSumOfSquares({all.subspan(0, third),
+                                              all.subspan(third, cut - third),
+                                              all.subspan(cut)}),
+                         whole))
+        << "cuts at " << third << ", " << cut;
+    double head = 0.0, tail = 0.0;
+    for (int i = 0; i < cut; ++i) head += double{g[i]} * g[i];
+    for (int i = cut; i < 1000; ++i) tail += double{g[i]} * g[i];
+    const float as_floats = static_cast<float>(head) + static_cast<float>(tail);
+    if (as_floats != static_cast<float>(head + tail)) ++float_sums_differ;
+  }
+  EXPECT_GT(float_sums_differ, 0) << "the split this test guards against never mattered";
+  std::vector<absl::Span<const float>> singles;
+  for (size_t i = 0; i < g.size(); ++i) singles.push_back(all.subspan(i, 1));
+  EXPECT_TRUE(SameBits(ShardedSumOfSquares(singles), whole));
+}
+
+TEST(GradClipTest, LongSpansFlushTheLaneSums) {
+  // 1024 vectors of 16 per flush: 300,001 elements flush 18 times, with
+  // every square close to the largest one (the lanes' worst case).
+  std::vector<float> g(300001);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = (i % 2 ? -1.0f : 1.0f) * (1.0f - 1e-7f * (i % 7));
+  const absl::Span<const float> all(g);
+  // The exact sum, in integers: every |g_i| is k 2^-24 with k < 2^24, so
+  // g_i^2 = k^2 2^-48 (a long double sum would be off by up to 4e-9 here).
+  unsigned __int128 k_squares = 0;
+  for (float x : g) {
+    const auto k = static_cast<uint64_t>(std::ldexp(std::fabs(x), 24));
+    k_squares += static_cast<unsigned __int128>(k * k);
+  }
+  const long double exact = std::ldexp(static_cast<long double>(k_squares), -48);
+  const double whole = SumOfSquares(all);
+  EXPECT_NEAR(whole, static_cast<double>(exact), 300001 * std::ldexp(1.0, -51));
+  for (int cut : {1, 16384, 16385, 150000, 299999}) {
+    EXPECT_TRUE(SameBits(ShardedSumOfSquares({all.subspan(0, cut), all.subspan(cut)}), whole))
+        << "cut at " << cut;
+  }
+}
+
+TEST(GradClipTest, LargestMagnitudeAndSpecialValues) {
+  const float nan = std::nanf("");
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> g = {1.0f, -3.0f, 2.0f};
+  EXPECT_EQ(MaxAbs(g), 3.0f);
+  EXPECT_EQ(MaxAbs(absl::Span<const float>()), 0.0f);
+  EXPECT_EQ(LargerMagnitude(-5.0f, 4.0f), 5.0f);
+  EXPECT_EQ(LargerMagnitude(inf, 4.0f), inf);
+  EXPECT_TRUE(std::isnan(LargerMagnitude(inf, nan)));
+  EXPECT_TRUE(std::isnan(LargerMagnitude(nan, inf)));
+  EXPECT_TRUE(std::isnan(SumOfSquares(std::vector<float>{1.0f, nan, -inf})));
+  EXPECT_EQ(SumOfSquares(std::vector<float>{1.0f, -inf}), inf);
+  EXPECT_EQ(SumOfSquares(std::vector<float>{0.0f, -0.0f}), 0.0);
+  // The extremes of the float range keep their squares.
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  EXPECT_EQ(SumOfSquares(std::vector<float>{tiny, -tiny}), 2.0 * tiny * tiny);
+  const float huge = std::numeric_limits<float>::max();
+  EXPECT_EQ(SumOfSquares(std::vector<float>{huge}), double{huge} * huge);
+  // Squares (0.75^2 = 0.5625) exactly representable in the units come out exact.
+  EXPECT_EQ(SumOfSquares(std::vector<float>{0.75f, -0.5f, 0.25f}), 0.5625 + 0.25 + 0.0625);
+}
+
+TEST(GradClipTest, ClipScale) {
   const std::vector<float> g = Random(100, 4);
-  double whole = 0;
-  for (float x : g) whole += double{x} * x;
-  const double sharded = SumOfSquares(absl::MakeConstSpan(g).subspan(0, 37)) +
-                         SumOfSquares(absl::MakeConstSpan(g).subspan(37));
-  EXPECT_NEAR(sharded, whole, 1e-9 * whole);
+  const double whole = SumOfSquares(g);
   const double norm = std::sqrt(whole);
   EXPECT_EQ(ClipScale(whole, static_cast<float>(norm * 2)), 1.0f);
   EXPECT_NEAR(ClipScale(whole, static_cast<float>(norm / 4)), 0.25f, 1e-5);

@@ -247,8 +247,8 @@ TEST(MemoryModelWorkingBuffersTest, GatheredParametersMatchASimulatedSchedule) {
     EXPECT_EQ(memory.unsharded_gradient_bytes,
               element_bytes * SimulatedPeakGathered(*plan, /*ahead=*/1));
     // full_shard reduce-scatters straight into its gradient shards: only
-    // the loss/norm scalar is staged.
-    EXPECT_EQ(memory.communication_scratch_bytes, kScalarAllReduceBytes);
+    // the loss/norm exchange buffer, 16 bytes a rank, is staged.
+    EXPECT_EQ(memory.communication_scratch_bytes, 16 * world_size);
   }
 }
 
@@ -265,12 +265,13 @@ TEST(MemoryModelWorkingBuffersTest, OnlyShardedStateNeedsUnshardedBuffers) {
   EXPECT_EQ(grad_op.unsharded_gradient_bytes, 4 * (300 + 200));
   const RankMemoryPrediction hybrid =
       Predict(units, OptionsFor(proto::HYBRID_SHARD, 4, 2, false), OptimizerKind::kAdam);
-  // Gradient-sharding strategies stage nothing but the loss/norm scalar.
-  EXPECT_EQ(hybrid.communication_scratch_bytes, kScalarAllReduceBytes);
-  EXPECT_EQ(grad_op.communication_scratch_bytes, kScalarAllReduceBytes);
+  // Gradient-sharding strategies stage nothing but the loss/norm exchange:
+  // 16 bytes a rank of the shard group (2 for this hybrid, 4 otherwise).
+  EXPECT_EQ(hybrid.communication_scratch_bytes, 16 * 2);
+  EXPECT_EQ(grad_op.communication_scratch_bytes, 16 * 4);
   // Whole-gradient strategies keep one reduce-scatter output (a shard) per
   // unit: 100, 300 and 200 elements over 4 ranks need no padding.
-  EXPECT_EQ(no_shard.communication_scratch_bytes, 4 * (100 + 300 + 200) / 4 + kScalarAllReduceBytes);
+  EXPECT_EQ(no_shard.communication_scratch_bytes, 4 * (100 + 300 + 200) / 4 + 16 * 4);
   const RankMemoryPrediction shard_optimizer =
       Predict(units, OptionsFor(proto::SHARD_OPTIMIZER, 4, 0, false), OptimizerKind::kAdam);
   EXPECT_EQ(shard_optimizer.communication_scratch_bytes,

@@ -281,8 +281,9 @@ TEST(TrainStepMemoryTest, FlatBuffersAreTrackedByCategory) {
   MemorySnapshot s = tracker.Snapshot();
   EXPECT_EQ(s.current(MemoryCategory::kParameters), 4 * numel);
   EXPECT_EQ(s.current(MemoryCategory::kGradients), 4 * numel);
-  // One grad shard per unit (the whole unit for one rank) + the scalar.
-  EXPECT_EQ(s.current(MemoryCategory::kCommBuffers), 4 * (numel + 1));
+  // One grad shard per unit (the whole unit for one rank) + the loss/norm
+  // exchange (16 bytes a rank).
+  EXPECT_EQ(s.current(MemoryCategory::kCommBuffers), 4 * numel + 16);
 }
 
 }  // namespace
