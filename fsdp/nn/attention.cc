@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/matmul.h"
+#include "fsdp/nn/residual.h"
 #include "fsdp/nn/softmax_row.h"
 
 namespace fsdp {
@@ -155,59 +157,117 @@ void AttentionBackward(KernelIsa isa, float* dqkv, float* scratch, const float* 
   }
 }
 
-void AttentionForwardBf16(float* out, float* probs, uint16_t* p_bf16, const uint16_t* qkv,
-                          int batch, int seq_len, int channels, int heads) {
+// [Note: contiguous bf16 heads] oneDNN 2.6 runs a bf16 product on AMX or
+// AVX512_BF16 (brg kernels) only when every operand and the destination are
+// dense; one strided operand (a head inside the (B, T, 3C) qkv rows) sends it
+// to its gemm:jit path, which with an output scale took 0.8-1.1 ms for one
+// head's 256 x 256 x 64 scores against 37-47 us dense (Xeon with AMX,
+// 2026-12-03; a quarter of a bf16 GPT step went there). So each head's q, k,
+// v and output gradient are first copied into dense T x hs blocks (a few KB,
+// once per head), products write dense fp32 blocks, and those are copied or
+// added into the strided rows. fp32 keeps the strided products: there
+// gemm:jit is as fast as the dense brg kernel.
+namespace {
+
+// rows x cols at a row stride of `ld` into a dense block, and back.
+void GatherRows(uint16_t* dense, const uint16_t* strided, int rows, int cols, int ld) {
+  for (int r = 0; r < rows; ++r) {
+    std::memcpy(dense + static_cast<long>(r) * cols, strided + static_cast<long>(r) * ld,
+                sizeof(uint16_t) * cols);
+  }
+}
+
+void ScatterRows(float* strided, int ld, const float* dense, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    std::memcpy(strided + static_cast<long>(r) * ld, dense + static_cast<long>(r) * cols,
+                sizeof(float) * cols);
+  }
+}
+
+void AddRows(KernelIsa isa, float* strided, int ld, const float* dense, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    float* row = strided + static_cast<long>(r) * ld;
+    ResidualForward(isa, row, row, dense + static_cast<long>(r) * cols, cols);
+  }
+}
+
+// One head's dense bf16 blocks inside the bf16 scratch.
+struct DenseHead {
+  uint16_t* p;  // T x T: probabilities, then d scores
+  uint16_t* q;  // T x hs each
+  uint16_t* k;
+  uint16_t* v;
+  uint16_t* d_o;
+};
+
+DenseHead CarveHead(uint16_t* scratch_bf16, int T, int hs) {
+  const long tt = static_cast<long>(T) * T, th = static_cast<long>(T) * hs;
+  return DenseHead{scratch_bf16, scratch_bf16 + tt, scratch_bf16 + tt + th,
+                   scratch_bf16 + tt + 2 * th, scratch_bf16 + tt + 3 * th};
+}
+
+}  // namespace
+
+void AttentionForwardBf16(float* out, float* probs, float* scratch, uint16_t* scratch_bf16,
+                          const uint16_t* qkv, int batch, int seq_len, int channels, int heads) {
   const KernelIsa isa = BestKernelIsa();
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const DenseHead d = CarveHead(scratch_bf16, T, hs);
+  float* head_out = scratch;  // T x hs
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < heads; ++h) {
       const uint16_t* q = qkv + static_cast<long>(b) * T * ld + h * hs;
-      const uint16_t* k = q + C;
-      const uint16_t* v = q + 2 * C;
+      GatherRows(d.q, q, T, hs, ld);
+      GatherRows(d.k, q + C, T, hs, ld);
+      GatherRows(d.v, q + 2 * C, T, hs, ld);
       float* p = probs + (static_cast<long>(b) * heads + h) * T * T;
-      Matmul({.m = T, .n = T, .k = hs, .a = {q, NumType::kBF16, ld},
-              .b = {k, NumType::kBF16, ld, /*transposed=*/true}, .c = p, .ldc = T,
+      Matmul({.m = T, .n = T, .k = hs, .a = {d.q, NumType::kBF16, hs},
+              .b = {d.k, NumType::kBF16, hs, /*transposed=*/true}, .c = p, .ldc = T,
               .alpha = scale});
       CausalSoftmaxRows(isa, p, T);
-      ToBf16(p_bf16, p, int64_t{T} * T);
-      Matmul({.m = T, .n = hs, .k = T, .a = {p_bf16, NumType::kBF16, T},
-              .b = {v, NumType::kBF16, ld}, .c = out + static_cast<long>(b) * T * C + h * hs,
-              .ldc = C});
+      ToBf16(d.p, p, int64_t{T} * T);
+      Matmul({.m = T, .n = hs, .k = T, .a = {d.p, NumType::kBF16, T},
+              .b = {d.v, NumType::kBF16, hs}, .c = head_out, .ldc = hs});
+      ScatterRows(out + static_cast<long>(b) * T * C + h * hs, C, head_out, T, hs);
     }
   }
 }
 
-void AttentionBackwardBf16(float* dqkv, float* dp, uint16_t* p_bf16, const uint16_t* dout,
-                           const uint16_t* qkv, const float* probs, int batch, int seq_len,
-                           int channels, int heads) {
+void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
+                           const uint16_t* dout, const uint16_t* qkv, const float* probs,
+                           int batch, int seq_len, int channels, int heads) {
   const KernelIsa isa = BestKernelIsa();
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const DenseHead d = CarveHead(scratch_bf16, T, hs);
+  float* dp = scratch;                                 // T x T
+  float* head_grad = scratch + static_cast<long>(T) * T;  // T x hs
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < heads; ++h) {
       const long qkv_offset = static_cast<long>(b) * T * ld + h * hs;
-      const uint16_t* q = qkv + qkv_offset;
-      const uint16_t* k = q + C;
-      const uint16_t* v = q + 2 * C;
+      GatherRows(d.q, qkv + qkv_offset, T, hs, ld);
+      GatherRows(d.k, qkv + qkv_offset + C, T, hs, ld);
+      GatherRows(d.v, qkv + qkv_offset + 2 * C, T, hs, ld);
+      GatherRows(d.d_o, dout + static_cast<long>(b) * T * C + h * hs, T, hs, C);
       float* dq = dqkv + qkv_offset;
       float* dk = dq + C;
       float* dv = dq + 2 * C;
       const float* p = probs + (static_cast<long>(b) * heads + h) * T * T;
-      const uint16_t* d_o = dout + static_cast<long>(b) * T * C + h * hs;
-      ToBf16(p_bf16, p, int64_t{T} * T);
-      Matmul({.m = T, .n = hs, .k = T, .a = {p_bf16, NumType::kBF16, T, /*transposed=*/true},
-              .b = {d_o, NumType::kBF16, C}, .c = dv, .ldc = ld, .accumulate = true});
-      Matmul({.m = T, .n = T, .k = hs, .a = {d_o, NumType::kBF16, C},
-              .b = {v, NumType::kBF16, ld, /*transposed=*/true}, .c = dp, .ldc = T});
+      ToBf16(d.p, p, int64_t{T} * T);
+      Matmul({.m = T, .n = hs, .k = T, .a = {d.p, NumType::kBF16, T, /*transposed=*/true},
+              .b = {d.d_o, NumType::kBF16, hs}, .c = head_grad, .ldc = hs});
+      AddRows(isa, dv, ld, head_grad, T, hs);
+      Matmul({.m = T, .n = T, .k = hs, .a = {d.d_o, NumType::kBF16, hs},
+              .b = {d.v, NumType::kBF16, hs, /*transposed=*/true}, .c = dp, .ldc = T});
       CausalSoftmaxBackwardRows(isa, dp, p, T);
-      ToBf16(p_bf16, dp, int64_t{T} * T);  // now d scores
-      Matmul({.m = T, .n = hs, .k = T, .a = {p_bf16, NumType::kBF16, T},
-              .b = {k, NumType::kBF16, ld}, .c = dq, .ldc = ld, .alpha = scale,
-              .accumulate = true});
-      Matmul({.m = T, .n = hs, .k = T, .a = {p_bf16, NumType::kBF16, T, /*transposed=*/true},
-              .b = {q, NumType::kBF16, ld}, .c = dk, .ldc = ld, .alpha = scale,
-              .accumulate = true});
+      ToBf16(d.p, dp, int64_t{T} * T);  // now d scores
+      Matmul({.m = T, .n = hs, .k = T, .a = {d.p, NumType::kBF16, T},
+              .b = {d.k, NumType::kBF16, hs}, .c = head_grad, .ldc = hs, .alpha = scale});
+      AddRows(isa, dq, ld, head_grad, T, hs);
+      Matmul({.m = T, .n = hs, .k = T, .a = {d.p, NumType::kBF16, T, /*transposed=*/true},
+              .b = {d.q, NumType::kBF16, hs}, .c = head_grad, .ldc = hs, .alpha = scale});
+      AddRows(isa, dk, ld, head_grad, T, hs);
     }
   }
 }

@@ -6,8 +6,9 @@
 // of each, hs = C / heads. Per (b, h), with scale = 1/sqrt(hs):
 //   probs = softmax(scale * q k^T, causal: key t2 > query t is excluded)   (T, T)
 //   out   = probs v                                                         (T, hs)
-// Both products run as fsdp::Matmul directly on the strided qkv layout (leading
-// dimension 3C), so nothing is gathered or copied per head.
+// In fp32 both products run as fsdp::Matmul directly on the strided qkv
+// layout (leading dimension 3C), so nothing is gathered or copied per head;
+// bf16 copies each head into dense blocks (see below).
 //
 // Forward saves probs (B, heads, T, T) for backward. Backward ADDS into dqkv
 // and needs a scratch of T*T floats (AttentionBackwardScratchFloats).
@@ -19,6 +20,7 @@
 
 #include <cstdint>
 
+#include "fsdp/nn/attention_layout.h"
 #include "fsdp/nn/kernel_isa.h"
 
 namespace fsdp {
@@ -36,14 +38,18 @@ void AttentionForward(KernelIsa isa, float* out, float* probs, const float* qkv,
 
 // The bf16 compute mode: the same attention with its four products on bf16
 // operands (fp32 accumulation), qkv and the output gradient in bf16; the
-// softmax and the saved probabilities stay fp32. `p_bf16` is T*T scratch for
-// one head's probabilities (then d scores) in bf16; `dp` is the fp32 scratch
-// of AttentionBackwardScratchFloats. Backward ADDS into the fp32 dqkv.
-void AttentionForwardBf16(float* out, float* probs, uint16_t* p_bf16, const uint16_t* qkv,
-                          int batch, int seq_len, int channels, int heads);
-void AttentionBackwardBf16(float* dqkv, float* dp, uint16_t* p_bf16, const uint16_t* dout,
-                           const uint16_t* qkv, const float* probs, int batch, int seq_len,
-                           int channels, int heads);
+// softmax and the saved probabilities stay fp32. Each head's operands are
+// copied into dense blocks first ([Note: contiguous bf16 heads] in the .cc):
+// `scratch_bf16` holds AttentionBf16ScratchElements (one head's
+// probabilities, then d scores, and its q, k, v and output gradient),
+// `scratch` AttentionBf16ScratchFloats (d probabilities and one dense T x hs
+// result); both sizes are in fsdp/nn/attention_layout.h. Backward ADDS into
+// the fp32 dqkv.
+void AttentionForwardBf16(float* out, float* probs, float* scratch, uint16_t* scratch_bf16,
+                          const uint16_t* qkv, int batch, int seq_len, int channels, int heads);
+void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
+                           const uint16_t* dout, const uint16_t* qkv, const float* probs,
+                           int batch, int seq_len, int channels, int heads);
 
 void AttentionBackward(KernelIsa isa, float* dqkv, float* scratch, const float* dout,
                        const float* qkv, const float* probs, int batch, int seq_len, int channels,

@@ -70,10 +70,11 @@ GptModel::GptModel(const GptConfig& config, int micro_batch, MemoryTracker* trac
 absl::Status GptModel::AllocateWorkspace() {
   const int64_t btc = int64_t{micro_batch_} * config_.seq_len * config_.d_model;
   const int64_t tt = AttentionBackwardScratchFloats(config_.seq_len);
+  const int head_size = config_.d_model / config_.heads;
   const int64_t attention_scratch =
-      config_.flash_attention
-          ? FlashAttentionScratchFloats(config_.seq_len, config_.d_model / config_.heads)
-          : tt;
+      config_.flash_attention  ? FlashAttentionScratchFloats(config_.seq_len, head_size)
+      : config_.bf16_compute ? AttentionBf16ScratchFloats(config_.seq_len, head_size)
+                             : tt;
   const MemoryCategory ws = MemoryCategory::kWorkspace;
   FSDP_ASSIGN_OR_RETURN(d_residual_, tracker_->Allocate<float>(ws, btc, "gpt d_residual"));
   FSDP_ASSIGN_OR_RETURN(d_narrow_, tracker_->Allocate<float>(ws, btc, "gpt d_narrow"));
@@ -96,7 +97,9 @@ absl::Status GptModel::AllocateWorkspace() {
     }
     FSDP_ASSIGN_OR_RETURN(dout_bf16_,
                           tracker_->Allocate<uint16_t>(ws, 4 * btc, "gpt dout bf16"));
-    const int64_t probs_bf16 = config_.flash_attention ? FlashAttentionBf16ScratchElements() : tt;
+    const int64_t probs_bf16 = config_.flash_attention
+                                   ? FlashAttentionBf16ScratchElements()
+                                   : AttentionBf16ScratchElements(config_.seq_len, head_size);
     FSDP_ASSIGN_OR_RETURN(probs_bf16_,
                           tracker_->Allocate<uint16_t>(ws, probs_bf16, "gpt probs bf16"));
   }
@@ -485,7 +488,8 @@ void GptModel::BlockForwardComputeBf16(int layer, const Bf16UnitParams& p, bool 
     FlashAttentionForwardBf16(staging, a.lse.data(), attention_scratch_.data(), probs_bf16_.data(),
                               a.qkv_bf16.data(), batch_, seq_, C, config_.heads);
   } else {
-    AttentionForwardBf16(staging, a.att_probs.data(), probs_bf16_.data(), a.qkv_bf16.data(),
+    AttentionForwardBf16(staging, a.att_probs.data(), attention_scratch_.data(),
+                         probs_bf16_.data(), a.qkv_bf16.data(),
                          batch_, seq_, C, config_.heads);
   }
   ToBf16(a.att_bf16.data(), staging, nc);

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "fsdp/nn/attention_layout.h"
 #include "fsdp/nn/flash_attention_layout.h"
 
 namespace fsdp {
@@ -126,9 +127,10 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
   const int64_t kBf16 = 2;
   // What attention saves per block and the scratch its backward needs.
   const int64_t attention_saved = config.flash_attention ? B * H * T : B * H * T * T;
+  const int head_size = config.d_model / config.heads;
   const int64_t attention_scratch =
-      config.flash_attention ? FlashAttentionScratchFloats(config.seq_len, config.d_model /
-                                                                                config.heads)
+      config.flash_attention ? FlashAttentionScratchFloats(config.seq_len, head_size)
+      : config.bf16_compute  ? AttentionBf16ScratchFloats(config.seq_len, head_size)
                              : T * T;
   GptActivationBreakdown r;
   r.layers = config.layers;
@@ -149,9 +151,11 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
     }
     // bf16 copies: one unit's parameters (unless they come in bf16; then an
     // fp32 copy of its 1-D ones), an output gradient, and one head's
-    // probabilities (standard) or one block pair's (flash).
-    const int64_t probs_bf16 =
-        config.flash_attention ? FlashAttentionBf16ScratchElements() : T * T;
+    // probabilities and dense q, k, v, output gradient (standard) or one
+    // block pair's (flash).
+    const int64_t probs_bf16 = config.flash_attention
+                                   ? FlashAttentionBf16ScratchElements()
+                                   : AttentionBf16ScratchElements(config.seq_len, head_size);
     const int64_t params_copy = config.bf16_params ? kFloat * max_small : kBf16 * max_unit;
     r.workspace_bytes = kFloat * (10 * B * T * C + attention_scratch) + params_copy +
                         kBf16 * (4 * B * T * C + probs_bf16);

@@ -137,9 +137,10 @@ TEST(FlashAttentionBf16Test, MatchesTheStandardBf16AttentionWithinBf16Rounding) 
     ToBf16(dout.data(), dout32.data(), dout32.size());
 
     std::vector<float> ref_out(B * T * C), probs(int64_t{B} * H * T * T),
-        dp(AttentionBackwardScratchFloats(T)), ref_dqkv(qkv.size());
-    std::vector<uint16_t> p16(int64_t{T} * T);
-    AttentionForwardBf16(ref_out.data(), probs.data(), p16.data(), qkv.data(), B, T, C, H);
+        dp(AttentionBf16ScratchFloats(T, C / H)), ref_dqkv(qkv.size());
+    std::vector<uint16_t> p16(AttentionBf16ScratchElements(T, C / H));
+    AttentionForwardBf16(ref_out.data(), probs.data(), dp.data(), p16.data(), qkv.data(), B, T,
+                         C, H);
     AttentionBackwardBf16(ref_dqkv.data(), dp.data(), p16.data(), dout.data(), qkv.data(),
                           probs.data(), B, T, C, H);
 
