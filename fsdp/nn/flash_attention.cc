@@ -29,6 +29,7 @@
 #include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/kernel_isa.h"
 #include "fsdp/nn/matmul.h"
+#include "fsdp/nn/residual.h"
 #include "fsdp/nn/simd.h"
 #include "fsdp/nn/softmax_row.h"
 
@@ -217,6 +218,47 @@ void HeadRowDots(KernelIsa isa, float* d, const In* dout, const In* out, int row
   }
 }
 
+// One head's q, k, v (and output gradient) as the products read them: in
+// place at a row stride of 3C (C) for fp32, whose strided products are as
+// fast as dense ones; copied into dense T x hs blocks of the bf16 scratch for
+// bf16 ([Note: contiguous bf16 heads] in fsdp/nn/attention.cc).
+template <typename In>
+struct HeadOperands {
+  const In* q;
+  const In* k;
+  const In* v;
+  const In* d_o;
+  int ld;     // of q, k, v
+  int ld_do;  // of d_o
+};
+
+void GatherRows(uint16_t* dense, const uint16_t* strided, int rows, int cols, int ld) {
+  for (int r = 0; r < rows; ++r) {
+    std::memcpy(dense + static_cast<long>(r) * cols, strided + static_cast<long>(r) * ld,
+                sizeof(uint16_t) * cols);
+  }
+}
+
+// `dout_head` may be null (forward).
+template <typename In>
+HeadOperands<In> Head(const In* q, const In* dout_head, int T, int C, int hs,
+                      uint16_t* dense_bf16) {
+  if constexpr (std::is_same_v<In, uint16_t>) {
+    const long th = static_cast<long>(T) * hs;
+    uint16_t* dq = dense_bf16;
+    GatherRows(dq, q, T, hs, 3 * C);
+    GatherRows(dq + th, q + C, T, hs, 3 * C);
+    GatherRows(dq + 2 * th, q + 2 * C, T, hs, 3 * C);
+    if (dout_head != nullptr) GatherRows(dq + 3 * th, dout_head, T, hs, C);
+    return {dq, dq + th, dq + 2 * th, dq + 3 * th, hs, hs};
+  } else {
+    (void)T;
+    (void)hs;
+    (void)dense_bf16;
+    return {q, q + C, q + 2 * C, dout_head, 3 * C, C};
+  }
+}
+
 template <typename In>
 void Forward(float* out, float* lse, float* scratch, uint16_t* scratch_bf16, const In* qkv,
              int batch, int seq_len, int channels, int heads) {
@@ -225,11 +267,11 @@ void Forward(float* out, float* lse, float* scratch, uint16_t* scratch_bf16, con
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const Scratch w = Carve(scratch, hs);
   const KernelIsa isa = BestKernelIsa();
+  uint16_t* dense_bf16 = scratch_bf16 + int64_t{kFlashBlock} * kFlashBlock;
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < heads; ++h) {
-      const In* q = qkv + static_cast<long>(b) * T * ld + h * hs;
-      const In* k = q + C;
-      const In* v = q + 2 * C;
+      const HeadOperands<In> head =
+          Head<In>(qkv + static_cast<long>(b) * T * ld + h * hs, nullptr, T, C, hs, dense_bf16);
       float* row_lse = lse + (static_cast<long>(b) * heads + h) * T;
       for (int i0 = 0; i0 < T; i0 += kFlashBlock) {
         const int bq = std::min(kFlashBlock, T - i0);
@@ -240,14 +282,15 @@ void Forward(float* out, float* lse, float* scratch, uint16_t* scratch_bf16, con
           const int bk = std::min(kFlashBlock, T - j0);
           // S[bq, bk] = scale * q_rows[bq, hs] @ k_rows[bk, hs]^T
           Matmul({.m = bq, .n = bk, .k = hs,
-                  .a = {q + static_cast<long>(i0) * ld, kIn, ld},
-                  .b = {k + static_cast<long>(j0) * ld, kIn, ld, /*transposed=*/true},
+                  .a = {head.q + static_cast<long>(i0) * head.ld, kIn, head.ld},
+                  .b = {head.k + static_cast<long>(j0) * head.ld, kIn, head.ld,
+                        /*transposed=*/true},
                   .c = w.s, .c_type = NumType::kF32, .ldc = bk, .alpha = scale});
           OnlineSoftmaxBlock(isa, w.s, w.m, w.l, w.acc, bq, bk, hs, i0, j0);
           // acc[bq, hs] += P[bq, bk] @ v_rows[bk, hs]
           Matmul({.m = bq, .n = hs, .k = bk,
                   .a = {Operand<In>(w.s, scratch_bf16, int64_t{bq} * bk), kIn, bk},
-                  .b = {v + static_cast<long>(j0) * ld, kIn, ld},
+                  .b = {head.v + static_cast<long>(j0) * head.ld, kIn, head.ld},
                   .c = w.acc, .c_type = NumType::kF32, .ldc = hs, .accumulate = true});
         }
         for (int r = 0; r < bq; ++r) {
@@ -270,45 +313,52 @@ void Backward(float* dqkv, float* scratch, uint16_t* scratch_bf16, const In* dou
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const Scratch w = Carve(scratch, hs);
   const KernelIsa isa = BestKernelIsa();
+  constexpr bool kDense = std::is_same_v<In, uint16_t>;
+  uint16_t* dense_bf16 = kDense ? scratch_bf16 + int64_t{kFlashBlock} * kFlashBlock : nullptr;
+  // bf16: the head's dq, dk, dv as dense blocks after the fp32 scratch,
+  // added into the strided dqkv once the head is done.
+  const long th = static_cast<long>(T) * hs;
+  float* dense_grads = kDense ? scratch + FlashAttentionScratchFloats(T, hs) : nullptr;
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < heads; ++h) {
       const long qkv_offset = static_cast<long>(b) * T * ld + h * hs;
-      const In* q = qkv + qkv_offset;
-      const In* k = q + C;
-      const In* v = q + 2 * C;
-      float* dq = dqkv + qkv_offset;
-      float* dk = dq + C;
-      float* dv = dq + 2 * C;
       const long o_offset = static_cast<long>(b) * T * C + h * hs;
       const In* o = out + o_offset;
       const In* d_o = dout + o_offset;
+      const HeadOperands<In> head = Head<In>(qkv + qkv_offset, d_o, T, C, hs, dense_bf16);
+      float* const strided_dq = dqkv + qkv_offset;
+      float* dq = kDense ? dense_grads : strided_dq;
+      float* dk = kDense ? dense_grads + th : strided_dq + C;
+      float* dv = kDense ? dense_grads + 2 * th : strided_dq + 2 * C;
+      const int ldg = kDense ? hs : ld;
+      if (kDense) std::fill(dense_grads, dense_grads + 3 * th, 0.0f);
       const float* row_lse = lse + (static_cast<long>(b) * heads + h) * T;
       // The forward's accumulator is idle in the backward: it widens rows.
       HeadRowDots<In>(isa, w.d, d_o, o, T, hs, C, w.acc);
       for (int i0 = 0; i0 < T; i0 += kFlashBlock) {
         const int bq = std::min(kFlashBlock, T - i0);
-        const In* q_rows = q + static_cast<long>(i0) * ld;
-        const In* do_rows = d_o + static_cast<long>(i0) * C;
+        const In* q_rows = head.q + static_cast<long>(i0) * head.ld;
+        const In* do_rows = head.d_o + static_cast<long>(i0) * head.ld_do;
         for (int j0 = 0; j0 <= i0 + bq - 1; j0 += kFlashBlock) {
           const int bk = std::min(kFlashBlock, T - j0);
-          const In* k_rows = k + static_cast<long>(j0) * ld;
-          const In* v_rows = v + static_cast<long>(j0) * ld;
+          const In* k_rows = head.k + static_cast<long>(j0) * head.ld;
+          const In* v_rows = head.v + static_cast<long>(j0) * head.ld;
           const int64_t block = int64_t{bq} * bk;
           Matmul({.m = bq, .n = bk, .k = hs,
-                  .a = {q_rows, kIn, ld},
-                  .b = {k_rows, kIn, ld, /*transposed=*/true},
+                  .a = {q_rows, kIn, head.ld},
+                  .b = {k_rows, kIn, head.ld, /*transposed=*/true},
                   .c = w.s, .c_type = NumType::kF32, .ldc = bk, .alpha = scale});
           ProbabilitiesFromLse(isa, w.s, row_lse, bq, bk, i0, j0);
           // dv_rows[bk, hs] += P^T[bk, bq] @ dout_rows[bq, hs]
           Matmul({.m = bk, .n = hs, .k = bq,
                   .a = {Operand<In>(w.s, scratch_bf16, block), kIn, bk, /*transposed=*/true},
-                  .b = {do_rows, kIn, C},
-                  .c = dv + static_cast<long>(j0) * ld, .c_type = NumType::kF32, .ldc = ld,
+                  .b = {do_rows, kIn, head.ld_do},
+                  .c = dv + static_cast<long>(j0) * ldg, .c_type = NumType::kF32, .ldc = ldg,
                   .accumulate = true});
           // dP[bq, bk] = dout_rows[bq, hs] @ v_rows[bk, hs]^T
           Matmul({.m = bq, .n = bk, .k = hs,
-                  .a = {do_rows, kIn, C},
-                  .b = {v_rows, kIn, ld, /*transposed=*/true},
+                  .a = {do_rows, kIn, head.ld_do},
+                  .b = {v_rows, kIn, head.ld, /*transposed=*/true},
                   .c = w.dp, .c_type = NumType::kF32, .ldc = bk});
           // dS = P (dP - D): masked entries have P = 0, so dS = 0 there.
           ScoreGradientBlock(isa, w.dp, w.s, w.d + i0, bq, bk);
@@ -317,15 +367,24 @@ void Backward(float* dqkv, float* scratch, uint16_t* scratch_bf16, const In* dou
           // dq_rows[bq, hs] += scale dS[bq, bk] @ k_rows[bk, hs]
           Matmul({.m = bq, .n = hs, .k = bk,
                   .a = {ds, kIn, bk},
-                  .b = {k_rows, kIn, ld},
-                  .c = dq + static_cast<long>(i0) * ld, .c_type = NumType::kF32, .ldc = ld,
+                  .b = {k_rows, kIn, head.ld},
+                  .c = dq + static_cast<long>(i0) * ldg, .c_type = NumType::kF32, .ldc = ldg,
                   .alpha = scale, .accumulate = true});
           // dk_rows[bk, hs] += scale dS^T[bk, bq] @ q_rows[bq, hs]
           Matmul({.m = bk, .n = hs, .k = bq,
                   .a = {ds, kIn, bk, /*transposed=*/true},
-                  .b = {q_rows, kIn, ld},
-                  .c = dk + static_cast<long>(j0) * ld, .c_type = NumType::kF32, .ldc = ld,
+                  .b = {q_rows, kIn, head.ld},
+                  .c = dk + static_cast<long>(j0) * ldg, .c_type = NumType::kF32, .ldc = ldg,
                   .alpha = scale, .accumulate = true});
+        }
+      }
+      if (kDense) {
+        for (int r = 0; r < T; ++r) {
+          for (int part = 0; part < 3; ++part) {  // q, k, v
+            float* row = strided_dq + static_cast<long>(r) * ld + part * C;
+            ResidualForward(isa, row, row, dense_grads + part * th + static_cast<long>(r) * hs,
+                            hs);
+          }
         }
       }
     }

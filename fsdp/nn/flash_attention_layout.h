@@ -22,9 +22,17 @@ inline int64_t FlashAttentionScratchFloats(int seq_len, int head_size) {
 }
 
 // bf16 scratch of the bf16 compute mode: one block pair's probabilities
-// (then d scores) as a product's operand.
-inline int64_t FlashAttentionBf16ScratchElements() {
-  return int64_t{kFlashBlock} * kFlashBlock;
+// (then d scores) as a product's operand, and one head's q, k, v and output
+// gradient as dense T x hs blocks ([Note: contiguous bf16 heads] in
+// fsdp/nn/attention.cc: oneDNN's bf16 kernels want dense operands).
+inline int64_t FlashAttentionBf16ScratchElements(int seq_len, int head_size) {
+  return int64_t{kFlashBlock} * kFlashBlock + 4 * int64_t{seq_len} * head_size;
+}
+
+// fp32 scratch of the bf16 compute mode: FlashAttentionScratchFloats and one
+// head's dense dq, dk, dv (T x hs each), added into dqkv after the head.
+inline int64_t FlashAttentionBf16ScratchFloats(int seq_len, int head_size) {
+  return FlashAttentionScratchFloats(seq_len, head_size) + 3 * int64_t{seq_len} * head_size;
 }
 
 }  // namespace fsdp

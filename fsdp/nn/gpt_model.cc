@@ -72,7 +72,9 @@ absl::Status GptModel::AllocateWorkspace() {
   const int64_t tt = AttentionBackwardScratchFloats(config_.seq_len);
   const int head_size = config_.d_model / config_.heads;
   const int64_t attention_scratch =
-      config_.flash_attention  ? FlashAttentionScratchFloats(config_.seq_len, head_size)
+      config_.flash_attention
+          ? (config_.bf16_compute ? FlashAttentionBf16ScratchFloats(config_.seq_len, head_size)
+                                  : FlashAttentionScratchFloats(config_.seq_len, head_size))
       : config_.bf16_compute ? AttentionBf16ScratchFloats(config_.seq_len, head_size)
                              : tt;
   const MemoryCategory ws = MemoryCategory::kWorkspace;
@@ -98,7 +100,7 @@ absl::Status GptModel::AllocateWorkspace() {
     FSDP_ASSIGN_OR_RETURN(dout_bf16_,
                           tracker_->Allocate<uint16_t>(ws, 4 * btc, "gpt dout bf16"));
     const int64_t probs_bf16 = config_.flash_attention
-                                   ? FlashAttentionBf16ScratchElements()
+                                   ? FlashAttentionBf16ScratchElements(config_.seq_len, head_size)
                                    : AttentionBf16ScratchElements(config_.seq_len, head_size);
     FSDP_ASSIGN_OR_RETURN(probs_bf16_,
                           tracker_->Allocate<uint16_t>(ws, probs_bf16, "gpt probs bf16"));

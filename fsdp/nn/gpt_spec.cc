@@ -129,9 +129,11 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
   const int64_t attention_saved = config.flash_attention ? B * H * T : B * H * T * T;
   const int head_size = config.d_model / config.heads;
   const int64_t attention_scratch =
-      config.flash_attention ? FlashAttentionScratchFloats(config.seq_len, head_size)
-      : config.bf16_compute  ? AttentionBf16ScratchFloats(config.seq_len, head_size)
-                             : T * T;
+      config.flash_attention
+          ? (config.bf16_compute ? FlashAttentionBf16ScratchFloats(config.seq_len, head_size)
+                                 : FlashAttentionScratchFloats(config.seq_len, head_size))
+      : config.bf16_compute ? AttentionBf16ScratchFloats(config.seq_len, head_size)
+                            : T * T;
   GptActivationBreakdown r;
   r.layers = config.layers;
   r.embedding_bytes = kFloat * B * T * C + kInt32 * B * T;
@@ -154,7 +156,7 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
     // probabilities and dense q, k, v, output gradient (standard) or one
     // block pair's (flash).
     const int64_t probs_bf16 = config.flash_attention
-                                   ? FlashAttentionBf16ScratchElements()
+                                   ? FlashAttentionBf16ScratchElements(config.seq_len, head_size)
                                    : AttentionBf16ScratchElements(config.seq_len, head_size);
     const int64_t params_copy = config.bf16_params ? kFloat * max_small : kBf16 * max_unit;
     r.workspace_bytes = kFloat * (10 * B * T * C + attention_scratch) + params_copy +

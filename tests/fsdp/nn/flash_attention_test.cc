@@ -145,8 +145,8 @@ TEST(FlashAttentionBf16Test, MatchesTheStandardBf16AttentionWithinBf16Rounding) 
                           probs.data(), B, T, C, H);
 
     std::vector<float> out(B * T * C), lse(B * H * T),
-        scratch(FlashAttentionScratchFloats(T, C / H)), dqkv(qkv.size());
-    std::vector<uint16_t> s16(FlashAttentionBf16ScratchElements()), out16(out.size());
+        scratch(FlashAttentionBf16ScratchFloats(T, C / H)), dqkv(qkv.size());
+    std::vector<uint16_t> s16(FlashAttentionBf16ScratchElements(T, C / H)), out16(out.size());
     FlashAttentionForwardBf16(out.data(), lse.data(), scratch.data(), s16.data(), qkv.data(), B,
                               T, C, H);
     ToBf16(out16.data(), out.data(), out.size());  // saved in bf16, as the model does
