@@ -3,11 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "fsdp/nn/bf16_convert.h"
+#include "fsdp/nn/dense_rows.h"
 #include "fsdp/nn/matmul.h"
-#include "fsdp/nn/residual.h"
 #include "fsdp/nn/softmax_row.h"
 
 namespace fsdp {
@@ -168,28 +167,6 @@ void AttentionBackward(KernelIsa isa, float* dqkv, float* scratch, const float* 
 // added into the strided rows. fp32 keeps the strided products: there
 // gemm:jit is as fast as the dense brg kernel.
 namespace {
-
-// rows x cols at a row stride of `ld` into a dense block, and back.
-void GatherRows(uint16_t* dense, const uint16_t* strided, int rows, int cols, int ld) {
-  for (int r = 0; r < rows; ++r) {
-    std::memcpy(dense + static_cast<long>(r) * cols, strided + static_cast<long>(r) * ld,
-                sizeof(uint16_t) * cols);
-  }
-}
-
-void ScatterRows(float* strided, int ld, const float* dense, int rows, int cols) {
-  for (int r = 0; r < rows; ++r) {
-    std::memcpy(strided + static_cast<long>(r) * ld, dense + static_cast<long>(r) * cols,
-                sizeof(float) * cols);
-  }
-}
-
-void AddRows(KernelIsa isa, float* strided, int ld, const float* dense, int rows, int cols) {
-  for (int r = 0; r < rows; ++r) {
-    float* row = strided + static_cast<long>(r) * ld;
-    ResidualForward(isa, row, row, dense + static_cast<long>(r) * cols, cols);
-  }
-}
 
 // One head's dense bf16 blocks inside the bf16 scratch.
 struct DenseHead {

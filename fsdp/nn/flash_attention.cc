@@ -28,8 +28,8 @@
 
 #include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/kernel_isa.h"
+#include "fsdp/nn/dense_rows.h"
 #include "fsdp/nn/matmul.h"
-#include "fsdp/nn/residual.h"
 #include "fsdp/nn/simd.h"
 #include "fsdp/nn/softmax_row.h"
 
@@ -232,13 +232,6 @@ struct HeadOperands {
   int ld_do;  // of d_o
 };
 
-void GatherRows(uint16_t* dense, const uint16_t* strided, int rows, int cols, int ld) {
-  for (int r = 0; r < rows; ++r) {
-    std::memcpy(dense + static_cast<long>(r) * cols, strided + static_cast<long>(r) * ld,
-                sizeof(uint16_t) * cols);
-  }
-}
-
 // `dout_head` may be null (forward).
 template <typename In>
 HeadOperands<In> Head(const In* q, const In* dout_head, int T, int C, int hs,
@@ -379,12 +372,8 @@ void Backward(float* dqkv, float* scratch, uint16_t* scratch_bf16, const In* dou
         }
       }
       if (kDense) {
-        for (int r = 0; r < T; ++r) {
-          for (int part = 0; part < 3; ++part) {  // q, k, v
-            float* row = strided_dq + static_cast<long>(r) * ld + part * C;
-            ResidualForward(isa, row, row, dense_grads + part * th + static_cast<long>(r) * hs,
-                            hs);
-          }
+        for (int part = 0; part < 3; ++part) {  // q, k, v
+          AddRows(isa, strided_dq + part * C, ld, dense_grads + part * th, T, hs);
         }
       }
     }

@@ -1,0 +1,44 @@
+// File: fsdp/nn/dense_rows.h
+//
+// Copies between a block of rows at a row stride (one head inside the
+// (B, T, 3C) qkv rows) and a dense block, for the bf16 attentions' dense
+// operands ([Note: contiguous bf16 heads] in fsdp/nn/attention.cc).
+#ifndef FSDP_NN_DENSE_ROWS_H_
+#define FSDP_NN_DENSE_ROWS_H_
+
+#include <cstdint>
+#include <cstring>
+
+#include "fsdp/nn/kernel_isa.h"
+#include "fsdp/nn/residual.h"
+
+namespace fsdp {
+
+// rows x cols at a row stride of `ld` into the dense `dense`.
+inline void GatherRows(uint16_t* dense, const uint16_t* strided, int rows, int cols, int ld) {
+  for (int r = 0; r < rows; ++r) {
+    std::memcpy(dense + static_cast<long>(r) * cols, strided + static_cast<long>(r) * ld,
+                sizeof(uint16_t) * cols);
+  }
+}
+
+// The dense rows x cols block into rows at a stride of `ld`.
+inline void ScatterRows(float* strided, int ld, const float* dense, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    std::memcpy(strided + static_cast<long>(r) * ld, dense + static_cast<long>(r) * cols,
+                sizeof(float) * cols);
+  }
+}
+
+// strided += dense, row by row (the vectorized residual add).
+inline void AddRows(KernelIsa isa, float* strided, int ld, const float* dense, int rows,
+                    int cols) {
+  for (int r = 0; r < rows; ++r) {
+    float* row = strided + static_cast<long>(r) * ld;
+    ResidualForward(isa, row, row, dense + static_cast<long>(r) * cols, cols);
+  }
+}
+
+}  // namespace fsdp
+
+#endif  // FSDP_NN_DENSE_ROWS_H_
