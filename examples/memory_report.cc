@@ -78,8 +78,9 @@ ABSL_FLAG(std::string, strategy, "all",
           "full_shard, hybrid_shard");
 ABSL_FLAG(std::string, precision, "fp32,bf16_wire,bf16,mixed",
           "comma-separated: fp32, bf16_wire (the runtime's --mixed_precision), bf16 (the "
-          "runtime's --precision=bf16: 2-byte parameters and compute, 4-byte gradients, fp32 "
-          "master), mixed (ZeRO's 2-byte parameters and gradients; predicted only)");
+          "runtime's --precision=bf16 --reduce_dtype=fp32: 2-byte parameters and compute, "
+          "4-byte gradients, fp32 master), mixed (the runtime's --precision=bf16: ZeRO's "
+          "2-byte parameters and gradients, fp32 master)");
 ABSL_FLAG(std::string, ranks, "",
           "comma-separated rank counts (default: the preset's; with --predict_only 1,8,64,1024)");
 ABSL_FLAG(int, group_size, 0,
@@ -749,7 +750,7 @@ absl::Status PredictOnly() {
   std::printf("per-rank peak for %s micro_batch=%d, Adam (GB = 1e9 B)\n",
               fsdp::GptConfigToString(base.config).c_str(), base.micro_batch);
   std::printf("%-16s %-6s %7s %6s %-13s %18s %16s %16s %16s %18s %10s %10s%s\n", "strategy",
-              "prec", "ranks", "group", "activations", "model state B", "gathered B", "comm B",
+              "prec", "ranks", "group", "activations", "model state B", "working B", "comm B",
               "activ+work B", "total B", "state GB", "total GB",
               budget > 0 ? "  fits budget" : "");
   for (Precision precision : precisions) {
@@ -776,7 +777,9 @@ absl::Status PredictOnly() {
                       point.group_size > 0 ? absl::StrCat(point.group_size).c_str() : "-",
                       fsdp::report::ActivationModeName(mode).c_str(),
                       static_cast<long long>(e->model_state_bytes()),
-                      static_cast<long long>(e->gathered_bytes),
+                      // working: units in flight, bf16 staging, the fp32 gradient workspace
+                      static_cast<long long>(e->gathered_bytes + e->staging_bytes +
+                                             e->grad_workspace_bytes),
                       static_cast<long long>(e->comm_buffer_bytes),
                       static_cast<long long>(e->activation_bytes + e->workspace_bytes),
                       static_cast<long long>(e->total_bytes()), e->model_state_bytes() / 1e9,

@@ -57,7 +57,8 @@
 
 ABSL_FLAG(int, nproc, 2, "ranks per job (1 compute thread each)");
 ABSL_FLAG(int, steps, 6, "optimizer steps per job; the first is not timed");
-ABSL_FLAG(std::string, precisions, "fp32,bf16", "comma-separated: fp32, bf16");
+ABSL_FLAG(std::string, precisions, "fp32,bf16",
+          "comma-separated: fp32, bf16 (2-byte gradients), bf16_fp32grad (--reduce_dtype=fp32)");
 ABSL_FLAG(std::string, strategies, "no_shard,full_shard", "comma-separated strategies");
 ABSL_FLAG(std::string, matmul_backend, "auto", "auto, onednn or openblas (as train_gpt)");
 ABSL_FLAG(int, layers, 8, "model layers");
@@ -88,11 +89,17 @@ fsdp::TrainOptions ModelOptions() {
   return o;
 }
 
-// What train_gpt's --precision sets.
+// What train_gpt's --precision (and --reduce_dtype) set: fp32, bf16 (2-byte
+// gradients), or bf16_fp32grad (--precision=bf16 --reduce_dtype=fp32).
 absl::Status ApplyPrecision(const std::string& precision, fsdp::TrainOptions& o) {
+  if (precision == "bf16_fp32grad") {
+    o.precision = "bf16";
+    o.reduce_dtype = "fp32";
+    return absl::OkStatus();
+  }
   if (precision != "fp32" && precision != "bf16") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("precision '", precision, "' is not one of fp32, bf16"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "precision '", precision, "' is not one of fp32, bf16, bf16_fp32grad"));
   }
   o.precision = precision;
   return absl::OkStatus();
@@ -327,13 +334,13 @@ int main(int argc, char** argv) {
               model.steps - 1);
   const double tokens_per_rank_step = double(model.micro_batch) * model.seq_len;
 
-  std::printf("\n%-6s %-11s %9s %9s %8s %9s %9s %9s %9s %11s %12s\n", "prec", "strategy",
+  std::printf("\n%-13s %-11s %9s %9s %8s %9s %9s %9s %9s %11s %12s\n", "prec", "strategy",
               "tok/s", "step ms", "matmul", "GFLOP/s", "of peak", "of floor", "vs no_sh",
               "tracked/GiB", "RSS/GiB");
   bool ok = true;
   for (const std::string& precision : precisions) {
     const Floor floor = MeasureFloor(
-        model, precision == "bf16" ? fsdp::NumType::kBF16 : fsdp::NumType::kF32);
+        model, precision.rfind("bf16", 0) == 0 ? fsdp::NumType::kBF16 : fsdp::NumType::kF32);
     const double floor_tokens_per_s = nproc * tokens_per_rank_step / floor.seconds;
     std::printf("# %s GEMM floor: %.0f ms per step per rank (%.1f GFLOP of Linear products at "
                 "%.0f GFLOP/s) = %.0f tok/s at %d ranks\n",
@@ -348,7 +355,7 @@ int main(int argc, char** argv) {
       }
       const double step_ms = 1e3 * nproc * tokens_per_rank_step / r.tokens_per_s;
       if (strategy == "no_shard") no_shard_ms = step_ms;
-      std::printf("%-6s %-11s %9.0f %9.0f %7.1f%% %9.0f %8.0f%% %8.0f%% %8.2fx %11s %5s-%s\n",
+      std::printf("%-13s %-11s %9.0f %9.0f %7.1f%% %9.0f %8.0f%% %8.0f%% %8.2fx %11s %5s-%s\n",
                   precision.c_str(), strategy.c_str(), r.tokens_per_s, step_ms,
                   100 * r.matmul_share, r.matmul_gflops, 100 * r.matmul_gflops / floor.gflops(),
                   100 * r.tokens_per_s / floor_tokens_per_s,

@@ -66,9 +66,11 @@ ABSL_FLAG(bool, mixed_precision, false,
           "bf16 parameter all-gathers and gradient reduce-scatters; fp32 master shards, "
           "optimizer state and compute");
 ABSL_FLAG(std::string, precision, kDefaults.precision,
-          "matrix products: fp32, or bf16 (bf16 operands with fp32 accumulation; "
-          "parameters, gradients and optimizer fp32; combine with --mixed_precision for bf16 "
-          "collectives)");
+          "fp32, or bf16: bf16 parameters (all-gathered in bf16) and matrix products with "
+          "fp32 accumulation, fp32 master and optimizer state; gradients per --reduce_dtype");
+ABSL_FLAG(std::string, reduce_dtype, "",
+          "gradients under --precision=bf16: bf16 (the default: 2-byte gradients, reduced in "
+          "bf16 with fp32 additions) or fp32 (4-byte gradients reduced in fp32)");
 ABSL_FLAG(int64_t, min_unit_numel, 0,
           "merge consecutive model units into plan units of at least this many elements; "
           "0 = one plan unit per model unit");
@@ -185,6 +187,7 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   o.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
   o.mixed_precision = absl::GetFlag(FLAGS_mixed_precision);
   o.precision = absl::GetFlag(FLAGS_precision);
+  o.reduce_dtype = absl::GetFlag(FLAGS_reduce_dtype);
   o.activation_checkpointing = absl::GetFlag(FLAGS_activation_checkpointing);
   o.attention = absl::GetFlag(FLAGS_attention);
   o.min_unit_numel = absl::GetFlag(FLAGS_min_unit_numel);

@@ -89,4 +89,26 @@ void FromBf16(float* out, const uint16_t* in, int64_t n) {
   }
 }
 
+// Both in blocks through a small fp32 buffer, so the rounding is ToBf16's.
+constexpr int64_t kBlock = 1024;
+
+void AccumulateToBf16(uint16_t* acc, const float* add, int64_t n) {
+  float sum[kBlock];
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t m = n - begin < kBlock ? n - begin : kBlock;
+    FromBf16(sum, acc + begin, m);
+    for (int64_t i = 0; i < m; ++i) sum[i] += add[begin + i];
+    ToBf16(acc + begin, sum, m);
+  }
+}
+
+void RoundThroughBf16(float* data, int64_t n) {
+  uint16_t rounded[kBlock];
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t m = n - begin < kBlock ? n - begin : kBlock;
+    ToBf16(rounded, data + begin, m);
+    FromBf16(data + begin, rounded, m);
+  }
+}
+
 }  // namespace fsdp

@@ -22,6 +22,15 @@ void ToBf16InPlace(float* data, int64_t n);
 // Widens `n` bf16 values to fp32 (exact).
 void FromBf16(float* out, const uint16_t* in, int64_t n);
 
+// acc[i] = bf16(fp32(acc[i]) + add[i]): a bf16 accumulator (the 2-byte
+// gradients of --reduce_dtype=bf16) takes one fp32 addition per element and
+// one rounding, the same bits in every ISA path.
+void AccumulateToBf16(uint16_t* acc, const float* add, int64_t n);
+
+// data[i] = fp32(bf16(data[i])): the values a bf16 buffer would hold, kept
+// as floats.
+void RoundThroughBf16(float* data, int64_t n);
+
 }  // namespace fsdp
 
 #endif  // FSDP_NN_BF16_CONVERT_H_

@@ -84,8 +84,16 @@ RankMemoryPrediction PredictRankMemory(const proto::ShardPlan& plan,
   // run (S in total); the gradient-sharding strategies reduce-scatter
   // straight into their gradient shards and stage nothing. Plus the
   // trainer's loss and gradient-norm exchange buffer.
-  memory.communication_scratch_bytes = (sharded.gradients() ? 0 : reduce_bytes * shard_numel) +
+  // With 2-byte gradients (the bf16 layout's) they reduce-scatter in place
+  // and one fp32 workspace of the largest unit serves every unit.
+  const bool two_byte_gradients =
+      plan.options().mixed_precision() && !plan.options().fp32_gradients();
+  const bool reduce_in_place = sharded.gradients() || two_byte_gradients;
+  memory.communication_scratch_bytes = (reduce_in_place ? 0 : reduce_bytes * shard_numel) +
                                        NormExchangeBytes(plan.shard_group_size());
+  if (two_byte_gradients) {
+    memory.gradient_workspace_bytes = 4 * LargestWindowPaddedNumel(plan, 1);
+  }
 
   memory.activation_bytes = inputs.activation_bytes;
   memory.workspace_bytes = inputs.workspace_bytes;
@@ -112,6 +120,7 @@ std::string RankMemoryPredictionToText(const RankMemoryPrediction& memory) {
                   BytesLine("gathered parameters", memory.gathered_parameter_bytes),
                   BytesLine("unsharded gradients", memory.unsharded_gradient_bytes),
                   BytesLine("communication scratch", memory.communication_scratch_bytes),
+                  BytesLine("gradient workspace (fp32)", memory.gradient_workspace_bytes),
                   BytesLine("activations", memory.activation_bytes),
                   BytesLine("workspace", memory.workspace_bytes),
                   BytesLine("= total", memory.total_bytes()));

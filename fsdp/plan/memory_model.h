@@ -41,12 +41,21 @@
 //                         padded_numel over 2 consecutive units, x g (the
 //                         unit in backward and the previous one still being
 //                         reduce-scattered); others: 0, they reduce in place.
-//   communication scratch one shard of the largest unit in the reduce dtype
-//                         (the reduce-scatter's receive chunk), twice for
-//                         hybrid_shard (plus the cross-replica all-reduce).
+//   communication scratch no_shard, shard_optimizer: the reduce-scatter's
+//                         output shards, S x g (none with 2-byte gradients:
+//                         they reduce in place); plus the loss and norm
+//                         exchange buffer.
+//   gradient workspace    2-byte gradients (mixed_precision without
+//                         fp32_gradients: the runtime's --precision=bf16
+//                         --reduce_dtype=bf16): one fp32 buffer of the
+//                         largest unit's padded_numel, which the backward
+//                         writes and the norm and optimizer read widened
+//                         gradients from ([Note: bf16 gradients] in
+//                         fsdp/train/unit_state.h).
 //
 // Mapping to fsdp/memory/memory_tracker.h categories: parameters =
-// parameter + master + gathered; gradients = gradient + unsharded gradient;
+// parameter + master + gathered; gradients = gradient + unsharded gradient
+// + gradient workspace;
 // optimizer_state; comm_buffers = communication scratch; activations and
 // workspace = the inputs.
 //
@@ -113,6 +122,7 @@ struct RankMemoryPrediction {
   int64_t gathered_parameter_bytes = 0;    // unsharded units beyond parameter_bytes
   int64_t unsharded_gradient_bytes = 0;    // unsharded unit gradients beyond gradient_bytes
   int64_t communication_scratch_bytes = 0; // reduce-scatter outputs + the loss/norm scalar
+  int64_t gradient_workspace_bytes = 0;    // 2-byte gradients: one unit's fp32 gradients
   // Inputs, copied from MemoryModelInputs.
   int64_t activation_bytes = 0;
   int64_t workspace_bytes = 0;
@@ -123,7 +133,8 @@ struct RankMemoryPrediction {
     return parameter_bytes + gradient_bytes + master_parameter_bytes + optimizer_state_bytes;
   }
   int64_t working_buffer_bytes() const {
-    return gathered_parameter_bytes + unsharded_gradient_bytes + communication_scratch_bytes;
+    return gathered_parameter_bytes + unsharded_gradient_bytes + communication_scratch_bytes +
+           gradient_workspace_bytes;
   }
   int64_t total_bytes() const {
     return model_state_bytes() + working_buffer_bytes() + activation_bytes + workspace_bytes;

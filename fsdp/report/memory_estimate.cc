@@ -41,9 +41,10 @@ absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
   if (name == "bf16") return Precision::kBf16;
   return absl::InvalidArgumentError(absl::StrCat(
       "precision '", name, "' is not one of: fp32 (4-byte parameters, gradients and Adam state), "
-      "mixed (bf16 parameters and gradients, fp32 master and Adam state), bf16_wire (the "
-      "runtime's --mixed_precision: fp32 buffers, bf16 collectives), bf16 (the runtime's "
-      "--precision=bf16: bf16 parameters and compute, fp32 master, gradients and Adam state)"));
+      "mixed (the runtime's --precision=bf16: bf16 parameters, gradients and compute, fp32 "
+      "master and Adam state), bf16_wire (the runtime's --mixed_precision: fp32 buffers, bf16 "
+      "collectives), bf16 (the runtime's --precision=bf16 --reduce_dtype=fp32: bf16 "
+      "parameters and compute, fp32 master, gradients and Adam state)"));
 }
 
 std::string MemoryPointToString(const MemoryPoint& point) {
@@ -64,7 +65,7 @@ int64_t RankMemoryEstimate::tracker_bytes(MemoryCategory category) const {
     case MemoryCategory::kParameters:
       return parameter_bytes + master_parameter_bytes + gathered_parameter_bytes;
     case MemoryCategory::kGradients:
-      return gradient_bytes + unsharded_gradient_bytes;
+      return gradient_bytes + unsharded_gradient_bytes + grad_workspace_bytes;
     case MemoryCategory::kOptimizerState:
       return optimizer_state_bytes;
     case MemoryCategory::kActivations:
@@ -85,6 +86,7 @@ std::vector<NamedBytes> EstimateParts(const RankMemoryEstimate& e) {
           {"gathered", e.gathered_bytes},
           {"comm_buffers", e.comm_buffer_bytes},
           {"bf16_staging", e.staging_bytes},
+          {"grad_workspace", e.grad_workspace_bytes},
           {"activations", e.activation_bytes},
           {"workspace", e.workspace_bytes}};
 }
@@ -134,7 +136,7 @@ ScheduleInputs ScheduleOf(const proto::ShardPlan& plan, const GptActivationBreak
 
 absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& given) {
   MemoryPoint point = given;
-  if (point.precision == Precision::kBf16) {
+  if (point.precision == Precision::kBf16 || point.precision == Precision::kMixed) {
     point.config.bf16_compute = true;
     point.config.bf16_params = true;
   }
@@ -176,6 +178,7 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& given) 
   e.unsharded_gradient_bytes = planned.unsharded_gradient_bytes;
   e.gathered_bytes = e.gathered_parameter_bytes + e.unsharded_gradient_bytes;
   e.comm_buffer_bytes = planned.communication_scratch_bytes;
+  e.grad_workspace_bytes = planned.gradient_workspace_bytes;
   e.activation_bytes = planned.activation_bytes;
   e.workspace_bytes = planned.workspace_bytes;
   const ScheduleInputs schedule = ScheduleOf(plan, activations, point);
@@ -197,7 +200,8 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& given) 
     }
     e.staging_bytes = PeakTransientBytes(staging_only);
   }
-  const int64_t held = e.model_state_bytes() + e.comm_buffer_bytes + e.workspace_bytes;
+  const int64_t held =
+      e.model_state_bytes() + e.comm_buffer_bytes + e.grad_workspace_bytes + e.workspace_bytes;
   e.peak_total_bytes = held + PeakTransientBytes(schedule);
   return e;
 }

@@ -39,17 +39,23 @@ namespace report {
 
 enum class Precision {
   kFp32,   // 4-byte parameters, gradients, Adam moments (K = 8: 4 + 4 + 8 bytes/param)
-  kMixed,  // bf16 parameters and gradients, fp32 master + Adam state (K = 12), as in ZeRO
+  // bf16 parameters and gradients, fp32 master + Adam state (K = 12), as in
+  // ZeRO: what the runtime's --precision=bf16 does with its default
+  // --reduce_dtype=bf16 ([Note: bf16 gradients] in fsdp/train/unit_state.h):
+  // 2 + 2 + 4 + 8 = 16 bytes per parameter, plus one unit's fp32 gradient
+  // workspace. The GPT computes in bf16.
+  kMixed,
   // What the runtime's --mixed_precision does: fp32 parameters, gradients,
   // Adam state and compute, an fp32 master shard for shard_optimizer and
   // shard_grad_op, and every collective staged through bf16 copies (half the
   // bytes on the wire, more in memory).
   kBf16Wire,
-  // What the runtime's --precision=bf16 does ([Note: bf16 parameter layout]
-  // in fsdp/train/unit_state.h): bf16 parameters (kept and gathered) and
-  // matrix products, an fp32 master for every strategy, fp32 gradients
-  // reduced in fp32, fp32 Adam state: 2 + 4 + 4 + 8 = 18 bytes per parameter.
-  // The GPT computes in bf16 (config.bf16_compute and bf16_params are set).
+  // What the runtime's --precision=bf16 --reduce_dtype=fp32 does ([Note:
+  // bf16 parameter layout] in fsdp/train/unit_state.h): bf16 parameters
+  // (kept and gathered) and matrix products, an fp32 master for every
+  // strategy, fp32 gradients reduced in fp32, fp32 Adam state: 2 + 4 + 4 + 8
+  // = 18 bytes per parameter. The GPT computes in bf16 (config.bf16_compute
+  // and bf16_params are set), as under kMixed.
   kBf16,
 };
 const char* PrecisionName(Precision precision);  // "fp32", "mixed", "bf16_wire", "bf16"
@@ -90,6 +96,7 @@ struct RankMemoryEstimate {
                                    // gradients beyond the kept state above
   int64_t comm_buffer_bytes = 0;   // collectives' buffers held for the run
   int64_t staging_bytes = 0;       // bf16_wire: peak of the transient bf16 staging copies
+  int64_t grad_workspace_bytes = 0;  // mixed: one unit's fp32 gradients, held for the run
   // Model-dependent.
   int64_t activation_bytes = 0;    // peak of one micro-batch's activations (saved, and a
                                    // checkpointed block's recomputation on top)
@@ -107,7 +114,7 @@ struct RankMemoryEstimate {
   // The sum of the category peaks (an upper bound on the total's peak).
   int64_t sum_of_parts_bytes() const {
     return model_state_bytes() + gathered_bytes + comm_buffer_bytes + staging_bytes +
-           activation_bytes + workspace_bytes;
+           grad_workspace_bytes + activation_bytes + workspace_bytes;
   }
   // The predicted peak of the total: what the tracker's peak_total_bytes
   // measures, and what budgets are checked against.
@@ -115,15 +122,15 @@ struct RankMemoryEstimate {
   int64_t total_bytes() const { return peak_total_bytes; }
   // The same bytes as MemoryTracker counts them (the planner's mapping):
   // kParameters = parameters + master + gathered parameters, kGradients =
-  // gradients + unsharded gradients, kCommBuffers = comm buffers + bf16
+  // gradients + unsharded gradients + gradient workspace, kCommBuffers = comm buffers + bf16
   // staging, and the rest one to one.
   int64_t tracker_bytes(MemoryCategory category) const;
 };
 
 // The estimate's parts in report order, with the names the CSV and the
 // budget messages use: parameters, gradients, master_parameters,
-// optimizer_state, gathered, comm_buffers, bf16_staging, activations,
-// workspace.
+// optimizer_state, gathered, comm_buffers, bf16_staging, grad_workspace,
+// activations, workspace.
 struct NamedBytes {
   const char* name;
   int64_t bytes;

@@ -115,16 +115,12 @@ std::vector<MemoryPoint> SeqLenSweepPoints(const SweepOptions& sweep) {
 }
 
 absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int steps) {
-  if (point.precision == Precision::kMixed) {
-    // [Note: runtime mixed precision] The runtime's --mixed_precision keeps
-    // fp32 parameters, gradients and compute and narrows to bf16 only on the
-    // wire (Precision::kBf16Wire, measured as such); its --precision=bf16
-    // keeps 2-byte parameters but 4-byte gradients (Precision::kBf16). Neither
-    // allocates the ZeRO layout's 2-byte gradients that kMixed predicts.
-    return absl::UnimplementedError(
-        "the runtime has no 2-byte gradients yet (its --precision=bf16 keeps 2-byte "
-        "parameters and 4-byte gradients: see precision bf16)");
-  }
+  // [Note: runtime mixed precision] The runtime's --mixed_precision keeps
+  // fp32 parameters, gradients and compute and narrows to bf16 only on the
+  // wire (Precision::kBf16Wire); its --precision=bf16 is the ZeRO layout
+  // with 2-byte parameters and gradients (Precision::kMixed), or with
+  // --reduce_dtype=fp32 2-byte parameters and 4-byte gradients
+  // (Precision::kBf16).
   if (point.optimizer != plan::OptimizerKind::kAdam) {
     return absl::UnimplementedError("the report measures AdamW runs only");
   }
@@ -135,7 +131,9 @@ absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int 
   options.group_size = point.strategy == proto::HYBRID_SHARD ? point.group_size : 0;
   options.prefetch_depth = point.prefetch_depth;
   options.mixed_precision = point.precision == Precision::kBf16Wire;
-  if (point.config.bf16_compute && point.precision != Precision::kBf16) {
+  const bool bf16_layout =
+      point.precision == Precision::kBf16 || point.precision == Precision::kMixed;
+  if (point.config.bf16_compute && !bf16_layout) {
     return absl::UnimplementedError(
         "the runtime computes in bf16 only in its bf16 layout: use precision bf16");
   }
@@ -144,7 +142,8 @@ absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int 
   options.heads = point.config.heads;
   options.vocab = point.config.vocab;
   options.seq_len = point.config.seq_len;
-  options.precision = point.precision == Precision::kBf16 ? "bf16" : "fp32";
+  options.precision = bf16_layout ? "bf16" : "fp32";
+  if (bf16_layout) options.reduce_dtype = point.precision == Precision::kMixed ? "bf16" : "fp32";
   options.activation_checkpointing =
       ActivationCheckpointingName(point.config.activation_checkpoint_every);
   options.attention = point.config.flash_attention ? "flash" : "standard";

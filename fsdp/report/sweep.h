@@ -97,9 +97,10 @@ std::vector<MemoryPoint> SeqLenSweepPoints(const SweepOptions& sweep);
 // ranks (and hybrid group size), prefetch depth, min_unit_numel,
 // activation checkpointing and attention, `steps` steps, AdamW, one
 // micro-batch per step. Errors say why the runtime cannot train it, so the
-// report can print "not measured: <why>": kUnimplemented for Precision::kMixed
-// (see [Note: runtime mixed precision] in sweep.cc), and
-// ValidateTrainOptions' errors (e.g. a strategy the runtime does not run).
+// report can print "not measured: <why>": kUnimplemented for optimizers
+// other than AdamW and for bf16 compute outside the bf16 layouts (see
+// [Note: runtime mixed precision] in sweep.cc), and ValidateTrainOptions'
+// errors (e.g. a strategy the runtime does not run).
 absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int steps);
 
 // "small" / "full" sweep summary for titles: "vocab=2048 seq_len=128 micro_batch=2, 2 steps".

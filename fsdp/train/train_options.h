@@ -40,6 +40,11 @@ struct TrainOptions {
   // Matrix products: "fp32", or "bf16" (bf16 operands, fp32 accumulation;
   // parameters, gradients and optimizer stay fp32; docs/compute.md).
   std::string precision = "fp32";
+  // Gradients under --precision=bf16: "bf16" (2-byte gradients, reduced in
+  // bf16 with fp32 additions; [Note: bf16 gradients] in unit_state.h) or
+  // "fp32" (4-byte gradients reduced in fp32). "" = bf16 under
+  // --precision=bf16, fp32 otherwise (fp32 training reduces in fp32).
+  std::string reduce_dtype;
   // Activation memory (docs/memory.md): "none", "all" or "every:K" blocks
   // checkpointed (recomputed in the backward), and "standard" or "flash"
   // (memory-efficient) attention.
@@ -130,6 +135,8 @@ struct TrainOptions {
 
   int64_t global_batch() const { return int64_t{micro_batch} * accum * nproc; }
   int64_t tokens_per_step() const { return global_batch() * seq_len; }
+  // 2-byte gradients: --precision=bf16 unless --reduce_dtype=fp32.
+  bool bf16_grads() const { return precision == "bf16" && reduce_dtype != "fp32"; }
 };
 
 // The model these options describe (shape and compute precision).

@@ -53,6 +53,7 @@
 // alternative (a reduce-scatter per micro-batch into the shard).
 #include "fsdp/train/train_step.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -97,9 +98,10 @@ absl::StatusOr<proto::ShardPlan> BuildTrainingPlan(const std::vector<UnitSpec>& 
   planner.prefetch_depth = options.prefetch_depth;
   planner.max_gathers_in_flight = options.max_gathers_in_flight;
   // The plan's dtypes: bf16 parameters for either bf16 mode; bf16 gradients
-  // only with the bf16 wire (the bf16 parameter layout keeps fp32 ones).
+  // with the bf16 wire or the bf16 layout's 2-byte gradients.
   planner.mixed_precision = options.mixed_precision || options.bf16_params;
-  planner.fp32_gradients = options.bf16_params && !options.mixed_precision;
+  planner.fp32_gradients =
+      options.bf16_params && !options.mixed_precision && !options.bf16_grads;
   planner.include_rank_ranges = true;
   return plan::BuildShardPlan(units, planner);
 }
@@ -119,6 +121,11 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
   if (model->num_units() == 0) {
     return absl::InvalidArgumentError("the model has no units to train");
   }
+  if (options.bf16_grads && !options.bf16_params) {
+    return absl::InvalidArgumentError(
+        "bf16_grads needs bf16_params: the 2-byte gradients come with the bf16 parameter "
+        "layout (--precision=bf16)");
+  }
   if (options.bf16_params && !model->accepts_bf16_params()) {
     return absl::InvalidArgumentError(
         "bf16_params: this model takes fp32 parameters only; train it in fp32 or give it a "
@@ -135,7 +142,8 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
 
   const int group_size = t.plan_.shard_group_size();
   t.runtime_ = UnitRuntime::For(options.strategy, options.mixed_precision, world->size(),
-                                world->rank(), group_size, options.bf16_params);
+                                world->rank(), group_size, options.bf16_params,
+                                options.bf16_grads);
   t.comms_.shard_group = world;
   t.comms_.replica_group = world;
   if (options.strategy == Strategy::kHybridShard && group_size < world->size()) {
@@ -151,6 +159,15 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
     t.comms_.replica_group = t.replica_group_.get();
   }
 
+  if (t.runtime_.bf16_grads) {
+    int64_t largest = 0;
+    for (const proto::UnitPlan& unit_plan : t.plan_.units()) {
+      largest = std::max(largest, unit_plan.padded_numel());
+    }
+    FSDP_ASSIGN_OR_RETURN(t.grad_workspace_,
+                          tracker->Allocate<float>(MemoryCategory::kGradients, largest,
+                                                   "fp32 gradient workspace (bf16 gradients)"));
+  }
   for (const proto::UnitPlan& unit_plan : t.plan_.units()) {
     auto init = [&](absl::Span<float> padded) {
       for (const proto::SourceUnit& source : unit_plan.source_units()) {
@@ -160,7 +177,7 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
     };
     FSDP_ASSIGN_OR_RETURN(std::unique_ptr<ShardedUnit> unit,
                           ShardedUnit::Create(unit_plan, t.runtime_, *tracker, *t.optimizer_,
-                                              init));
+                                              init, t.grad_workspace_.span()));
     t.units_.push_back(std::move(unit));
   }
   FSDP_ASSIGN_OR_RETURN(
@@ -365,14 +382,15 @@ absl::StatusOr<float> DataParallelTrainer::AverageLossAcrossRanks(float local_lo
 // exact integer sums ([Note: exact sum of squares] in fsdp/optim/grad_clip.h),
 // exchanged by two small all-gathers and combined in rank order, so the clip
 // scale agrees bit for bit across strategies and world sizes.
+//
+// Each pass asks every unit for its part again: with bf16 gradients the
+// part is widened into the one shared workspace, valid until the next unit's.
 absl::StatusOr<double> DataParallelTrainer::GlobalGradSumOfSquares(CommWaitClock& clock) {
-  std::vector<absl::Span<const float>> owned;
+  float max_abs = 0.0f;
   for (const auto& unit : units_) {
     FSDP_ASSIGN_OR_RETURN(absl::Span<const float> shard, unit->OwnedReducedGrads());
-    owned.push_back(shard);
+    max_abs = LargerMagnitude(max_abs, MaxAbs(shard));
   }
-  float max_abs = 0.0f;
-  for (absl::Span<const float> shard : owned) max_abs = LargerMagnitude(max_abs, MaxAbs(shard));
   FSDP_ASSIGN_OR_RETURN(
       const std::vector<float> maxima,
       GatherFromShardGroup<float>(max_abs, clock, "gradient-norm all-gather (largest |g|)"));
@@ -382,7 +400,10 @@ absl::StatusOr<double> DataParallelTrainer::GlobalGradSumOfSquares(CommWaitClock
 
   const int exponent = SquareUnitExponent(max_abs);
   SquareUnits units = 0;
-  for (absl::Span<const float> shard : owned) units += SumOfSquareUnits(shard, exponent);
+  for (const auto& unit : units_) {
+    FSDP_ASSIGN_OR_RETURN(absl::Span<const float> shard, unit->OwnedReducedGrads());
+    units += SumOfSquareUnits(shard, exponent);
+  }
   FSDP_ASSIGN_OR_RETURN(
       const std::vector<SquareUnits> parts,
       GatherFromShardGroup<SquareUnits>(units, clock, "gradient-norm all-gather (squares)"));

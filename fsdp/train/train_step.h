@@ -77,6 +77,9 @@ struct TrainStepOptions {
   // from fp32 masters; gradients and optimizer state fp32. The model must
   // accept bf16 parameters.
   bool bf16_params = false;
+  // [Note: bf16 gradients] in unit_state.h (--reduce_dtype=bf16, needs
+  // bf16_params): 2-byte gradients reduced in bf16; false keeps them fp32.
+  bool bf16_grads = false;
   // Merge consecutive model units into plan units of at least this many
   // elements (fewer, larger collectives); 0 = one plan unit per model unit.
   int64_t min_unit_numel = 0;
@@ -196,6 +199,9 @@ class DataParallelTrainer {
   // The loss all-reduce (1 float) and the gradient-norm exchange
   // (NormExchangeBytes(shard group size), fsdp/plan/memory_model.h).
   FloatBuffer scalar_comm_buffer_;
+  // bf16_grads: the fp32 gradient workspace every unit shares (the largest
+  // unit's padded numel, kGradients; [Note: bf16 gradients]).
+  FloatBuffer grad_workspace_;
   CommWaitClock clock_;             // this step's blocked time
   int steps_taken_ = 0;
   int64_t peak_gathered_param_numel_ = 0;

@@ -190,4 +190,38 @@ absl::StatusOr<PendingCollective> PostAllReduceSum(comm::Communicator& comm,
   return pending;
 }
 
+absl::StatusOr<PendingCollective> PostReduceScatterSumBf16InPlace(comm::Communicator& comm,
+                                                                  absl::Span<uint16_t> full,
+                                                                  absl::string_view label) {
+  const size_t shard_numel = full.size() / static_cast<size_t>(comm.size());
+  FSDP_RETURN_IF_ERROR(CheckSplit(comm, full.size(), shard_numel, label));
+  PendingCollective pending;
+  if (full.empty() || comm.size() == 1) {  // one rank: its chunk is the sum already
+    pending.work_ = Finished();
+    return pending;
+  }
+  comm::ReduceScatterOptions options;
+  options.input = comm::AsConstBytes(absl::Span<const uint16_t>(full));
+  options.output = comm::AsBytes(full.subspan(shard_numel * comm.rank(), shard_numel));
+  options.op = comm::ReduceOp::kSum;
+  options.dtype = comm::Dtype::kBFloat16;
+  FSDP_ASSIGN_OR_RETURN(pending.work_, comm.ReduceScatter(options));
+  return pending;
+}
+
+absl::StatusOr<PendingCollective> PostAllReduceSumBf16(comm::Communicator& comm,
+                                                       absl::Span<uint16_t> values) {
+  PendingCollective pending;
+  if (values.empty() || comm.size() == 1) {
+    pending.work_ = Finished();
+    return pending;
+  }
+  comm::AllReduceOptions options;
+  options.buffer = comm::AsBytes(values);
+  options.dtype = comm::Dtype::kBFloat16;
+  options.op = comm::ReduceOp::kSum;
+  FSDP_ASSIGN_OR_RETURN(pending.work_, comm.AllReduce(options));
+  return pending;
+}
+
 }  // namespace fsdp

@@ -72,6 +72,10 @@ class PendingCollective {
                                                              absl::Span<const uint16_t>,
                                                              absl::Span<uint16_t>,
                                                              absl::string_view);
+  friend absl::StatusOr<PendingCollective> PostReduceScatterSumBf16InPlace(
+      comm::Communicator&, absl::Span<uint16_t>, absl::string_view);
+  friend absl::StatusOr<PendingCollective> PostAllReduceSumBf16(comm::Communicator&,
+                                                                absl::Span<uint16_t>);
   void Drain();
 
   // The bytes a collective moves: the fp32 buffers themselves, or (bf16)
@@ -120,6 +124,18 @@ absl::StatusOr<PendingCollective> PostReduceScatterSum(comm::Communicator& comm,
 // Sum all-reduce of `values` in place, in fp32.
 absl::StatusOr<PendingCollective> PostAllReduceSum(comm::Communicator& comm,
                                                    absl::Span<float> values);
+
+// The 2-byte gradients (--reduce_dtype=bf16, [Note: bf16 gradients] in
+// unit_state.h): bf16 collectives on bf16 buffers, nothing staged or
+// widened; each addition in fp32, rounded to bf16 per hop.
+// Sum reduce-scatter in place: `full` (comm.size() chunks) summed over
+// ranks; this rank's chunk of `full` receives its sum.
+absl::StatusOr<PendingCollective> PostReduceScatterSumBf16InPlace(comm::Communicator& comm,
+                                                                  absl::Span<uint16_t> full,
+                                                                  absl::string_view label);
+// Sum all-reduce of bf16 `values` in place.
+absl::StatusOr<PendingCollective> PostAllReduceSumBf16(comm::Communicator& comm,
+                                                       absl::Span<uint16_t> values);
 
 }  // namespace fsdp
 

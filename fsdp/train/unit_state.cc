@@ -46,17 +46,20 @@ const char* GradStateName(GradState state) {
 }
 
 UnitRuntime UnitRuntime::For(Strategy strategy, bool mixed_precision, int world_size,
-                             int world_rank, int shard_group_size, bool bf16_params) {
+                             int world_rank, int shard_group_size, bool bf16_params,
+                             bool bf16_grads) {
   UnitRuntime r;
   r.strategy = strategy;
   r.shard_params = strategy == Strategy::kFullShard || strategy == Strategy::kHybridShard;
   r.shard_grads = r.shard_params || strategy == Strategy::kShardGradOp;
   r.shard_optimizer = strategy != Strategy::kNoShard;
   r.bf16_params = bf16_params;
+  r.bf16_grads = bf16_params && bf16_grads;
   r.master_shard = r.shard_params || (r.shard_optimizer && mixed_precision) || bf16_params;
   r.param_dtype =
       mixed_precision || bf16_params ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
-  r.reduce_dtype = mixed_precision ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
+  r.reduce_dtype =
+      mixed_precision || r.bf16_grads ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
   r.world_size = world_size;
   r.shard_group_size = shard_group_size;
   r.shard_rank = world_rank % shard_group_size;
@@ -66,13 +69,40 @@ UnitRuntime UnitRuntime::For(Strategy strategy, bool mixed_precision, int world_
 
 absl::StatusOr<std::unique_ptr<ShardedUnit>> ShardedUnit::Create(
     const proto::UnitPlan& plan, const UnitRuntime& runtime, MemoryTracker& tracker,
-    UnitOptimizer& optimizer, const std::function<void(absl::Span<float>)>& init) {
+    UnitOptimizer& optimizer, const std::function<void(absl::Span<float>)>& init,
+    absl::Span<float> grad_workspace) {
   std::unique_ptr<ShardedUnit> unit(new ShardedUnit(plan, runtime, tracker));
   const std::string label = unit->Label();
+  if (runtime.bf16_grads) {
+    if (static_cast<int64_t>(grad_workspace.size()) < plan.padded_numel()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          label, ": bf16 gradients need an fp32 gradient workspace of at least the unit's ",
+          plan.padded_numel(), " padded elements; got ", grad_workspace.size()));
+    }
+    unit->grad_workspace_ = grad_workspace;
+  }
   if (runtime.bf16_params) {
     FSDP_RETURN_IF_ERROR(unit->CreateBf16Params(init));
   } else {
     FSDP_RETURN_IF_ERROR(unit->CreateFp32Params(init));
+  }
+  if (runtime.bf16_grads) {
+    // [Note: bf16 gradients] The reduced shard is bf16 too: its own home
+    // when gradients are sharded, else this rank's slot of the whole ones.
+    if (runtime.shard_grads) {
+      FSDP_ASSIGN_OR_RETURN(unit->grad_shard16_, tracker.Allocate<uint16_t>(
+                                                     MemoryCategory::kGradients,
+                                                     plan.shard_numel(),
+                                                     absl::StrCat(label, " bf16 grad shard")));
+    } else {
+      FSDP_ASSIGN_OR_RETURN(unit->grads16_, tracker.Allocate<uint16_t>(
+                                                MemoryCategory::kGradients, plan.padded_numel(),
+                                                absl::StrCat(label, " bf16 unsharded grads")));
+    }
+    FSDP_RETURN_IF_ERROR(unit->ZeroGrads());
+    FSDP_RETURN_IF_ERROR(optimizer.AddUnit(
+        plan.index(), runtime.shard_optimizer ? plan.shard_numel() : plan.flat_numel(), tracker));
+    return unit;
   }
   if (!runtime.shard_grads) {
     FSDP_ASSIGN_OR_RETURN(unit->grads_,
@@ -121,24 +151,36 @@ absl::Status ShardedUnit::CreateBf16Params(const std::function<void(absl::Span<f
   const std::string label = Label();
   const int64_t padded = plan_.padded_numel();
   FloatBuffer staging;  // the whole unit's fp32 values when the master is a shard
+  absl::Span<const float> whole;  // the whole unit's fp32 values
   if (!runtime_.shard_optimizer) {
     // no_shard: the master is the whole unit; initialize it in place.
     FSDP_ASSIGN_OR_RETURN(master_, tracker_.Allocate<float>(MemoryCategory::kParameters, padded,
                                                            absl::StrCat(label, " fp32 master")));
     init(master_.span());
+    whole = master_.span();
   } else {
-    FSDP_ASSIGN_OR_RETURN(
-        staging,
-        tracker_.Allocate<float>(MemoryCategory::kGradients, padded,
-                                 absl::StrCat(label, " initialization staging (gradient memory, "
-                                                     "unused before the first backward)")));
-    init(staging.span());
+    absl::Span<float> values;
+    if (runtime_.bf16_grads) {
+      // The gradient workspace, free until the first backward.
+      values = grad_workspace_.subspan(0, padded);
+      std::fill(values.begin(), values.end(), 0.0f);
+    } else {
+      FSDP_ASSIGN_OR_RETURN(
+          staging,
+          tracker_.Allocate<float>(MemoryCategory::kGradients, padded,
+                                   absl::StrCat(label, " initialization staging (gradient "
+                                                       "memory, unused before the first "
+                                                       "backward)")));
+      values = staging.span();
+    }
+    init(values);
     FSDP_ASSIGN_OR_RETURN(master_,
                           tracker_.Allocate<float>(MemoryCategory::kParameters, plan_.shard_numel(),
                                                    absl::StrCat(label, " fp32 param shard")));
-    auto slice = staging.span().subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(),
-                                        plan_.shard_numel());
+    auto slice = values.subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(),
+                                plan_.shard_numel());
     std::copy(slice.begin(), slice.end(), master_.span().begin());
+    whole = values;
   }
   if (runtime_.shard_params) {
     FSDP_ASSIGN_OR_RETURN(shard16_, tracker_.Allocate<uint16_t>(
@@ -153,7 +195,6 @@ absl::Status ShardedUnit::CreateBf16Params(const std::function<void(absl::Span<f
                                                     absl::StrCat(label, " bf16 params")));
   // Whole from the start (kUnsharded), as in the fp32 layout: every rank
   // initialized the same values, so every slot is what a gather would bring.
-  const FloatBuffer& whole = runtime_.shard_optimizer ? staging : master_;
   ToBf16(params16_.data(), whole.data(), padded);
   return absl::OkStatus();
 }
@@ -262,6 +303,16 @@ absl::StatusOr<absl::Span<float>> ShardedUnit::GradsForBackward() {
     return Fail("GradsForBackward", "gradient state kIdle or kAccumulated (a backward ran while "
                 "the unit's reduction was in flight)", GradStateName(grad_state_));
   }
+  if (runtime_.bf16_grads) {
+    if (grads16_.empty() && plan_.padded_numel() > 0) {
+      FSDP_ASSIGN_OR_RETURN(grads16_, tracker_.Allocate<uint16_t>(
+                                          MemoryCategory::kGradients, plan_.padded_numel(),
+                                          absl::StrCat(Label(), " bf16 unsharded grads")));
+    }
+    absl::Span<float> workspace = grad_workspace_.subspan(0, plan_.padded_numel());
+    std::fill(workspace.begin(), workspace.end(), 0.0f);
+    return workspace;
+  }
   if (grads_.empty() && plan_.padded_numel() > 0) {
     FSDP_ASSIGN_OR_RETURN(grads_, tracker_.Allocate<float>(
                                       MemoryCategory::kGradients, plan_.padded_numel(),
@@ -275,6 +326,16 @@ absl::Status ShardedUnit::MarkBackwardDone() {
     return Fail("MarkBackwardDone", "gradient state kIdle or kAccumulated",
                 GradStateName(grad_state_));
   }
+  if (runtime_.bf16_grads) {
+    // [Note: bf16 gradients] This micro-batch's fp32 gradients into the bf16
+    // ones: rounded (the first), or added in fp32 and rounded.
+    const int64_t n = plan_.padded_numel();
+    if (grad_state_ == GradState::kIdle) {
+      ToBf16(grads16_.data(), grad_workspace_.data(), n);
+    } else {
+      AccumulateToBf16(grads16_.data(), grad_workspace_.data(), n);
+    }
+  }
   grad_state_ = GradState::kAccumulated;
   return absl::OkStatus();
 }
@@ -282,6 +343,13 @@ absl::Status ShardedUnit::MarkBackwardDone() {
 absl::Status ShardedUnit::StartReduction(const UnitComms& comms) {
   if (grad_state_ != GradState::kAccumulated) {
     return Fail("StartReduction", "gradient state kAccumulated", GradStateName(grad_state_));
+  }
+  if (runtime_.bf16_grads) {
+    FSDP_ASSIGN_OR_RETURN(grad_reduction_, PostReduceScatterSumBf16InPlace(
+                                               *comms.shard_group, grads16_.span(),
+                                               absl::StrCat(Label(), " gradient reduce-scatter")));
+    grad_state_ = GradState::kReduceScattering;
+    return absl::OkStatus();
   }
   FSDP_ASSIGN_OR_RETURN(grad_reduction_,
                         PostReduceScatterSum(*comms.shard_group, grads_.span(),
@@ -299,6 +367,7 @@ absl::Status ShardedUnit::FinishReduceScatter(const UnitComms& comms, absl::Dura
   }
   FSDP_RETURN_IF_ERROR(grad_reduction_.Finish(
       timeout, clock, absl::StrCat(Label(), " gradient reduce-scatter")));
+  if (runtime_.bf16_grads) return FinishReduceScatterBf16(comms);
   const float average = 1.0f / static_cast<float>(runtime_.world_size);
   if (runtime_.shard_grads) grads_.Reset();  // the shard is their home now
   if (runtime_.strategy == Strategy::kNoShard) {
@@ -321,6 +390,56 @@ absl::Status ShardedUnit::FinishReduceScatter(const UnitComms& comms, absl::Dura
   return absl::OkStatus();
 }
 
+// [Note: bf16 gradients] This rank's chunk of grads16_ holds its sum.
+absl::Status ShardedUnit::FinishReduceScatterBf16(const UnitComms& comms) {
+  const absl::Span<uint16_t> own = grads16_.span().subspan(
+      int64_t{runtime_.shard_rank} * plan_.shard_numel(), plan_.shard_numel());
+  if (runtime_.shard_grads) {
+    std::copy(own.begin(), own.end(), grad_shard16_.span().begin());
+    grads16_.Reset();  // the shard is their home now
+  }
+  if (runtime_.strategy == Strategy::kNoShard) {
+    AverageBf16(own);
+    FSDP_ASSIGN_OR_RETURN(grad_reduction_,
+                          PostAllGatherBf16(*comms.shard_group, own, grads16_.span(),
+                                            absl::StrCat(Label(), " gradient all-gather")));
+    grad_state_ = GradState::kAllGathering;
+  } else if (runtime_.replica_group_count > 1) {
+    FSDP_ASSIGN_OR_RETURN(grad_reduction_,
+                          PostAllReduceSumBf16(*comms.replica_group, grad_shard16_.span()));
+    grad_state_ = GradState::kAllReducingAcrossGroups;
+  } else {
+    AverageBf16(ReducedShardBf16());
+    grad_state_ = GradState::kReduced;
+  }
+  return absl::OkStatus();
+}
+
+absl::Span<uint16_t> ShardedUnit::ReducedShardBf16() {
+  if (runtime_.shard_grads) return grad_shard16_.span();
+  return grads16_.span().subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(),
+                                 plan_.shard_numel());
+}
+
+void ShardedUnit::AverageBf16(absl::Span<uint16_t> shard) const {
+  const float average = 1.0f / static_cast<float>(runtime_.world_size);
+  const int64_t n = static_cast<int64_t>(shard.size());
+  float* widened = grad_workspace_.data();
+  FromBf16(widened, shard.data(), n);
+  for (int64_t i = 0; i < n; ++i) widened[i] *= average;
+  ToBf16(shard.data(), widened, n);
+}
+
+absl::Span<float> ShardedUnit::WidenForOptimizer(absl::Span<const uint16_t> grads) {
+  const int64_t n = static_cast<int64_t>(grads.size());
+  absl::Span<float> widened = grad_workspace_.subspan(0, n);
+  FromBf16(widened.data(), grads.data(), n);
+  if (grad_scale_pending_) {
+    for (float& v : widened) v *= pending_grad_scale_;
+  }
+  return widened;
+}
+
 absl::Status ShardedUnit::FinishReduction(absl::Duration timeout, CommWaitClock& clock) {
   switch (grad_state_) {
     case GradState::kReduced:
@@ -332,6 +451,10 @@ absl::Status ShardedUnit::FinishReduction(absl::Duration timeout, CommWaitClock&
     case GradState::kAllReducingAcrossGroups: {
       FSDP_RETURN_IF_ERROR(grad_reduction_.Finish(
           timeout, clock, absl::StrCat(Label(), " cross-group gradient all-reduce")));
+      if (runtime_.bf16_grads) {
+        AverageBf16(grad_shard16_.span());
+        break;
+      }
       const float average = 1.0f / static_cast<float>(runtime_.world_size);
       for (float& v : grad_shard_.span()) v *= average;
       break;
@@ -351,6 +474,10 @@ absl::Status ShardedUnit::ZeroGrads() {
   }
   std::fill(grads_.span().begin(), grads_.span().end(), 0.0f);
   std::fill(grad_shard_.span().begin(), grad_shard_.span().end(), 0.0f);
+  std::fill(grads16_.span().begin(), grads16_.span().end(), uint16_t{0});
+  std::fill(grad_shard16_.span().begin(), grad_shard16_.span().end(), uint16_t{0});
+  grad_scale_pending_ = false;
+  pending_grad_scale_ = 1.0f;
   grad_state_ = GradState::kIdle;
   return absl::OkStatus();
 }
@@ -358,9 +485,15 @@ absl::Status ShardedUnit::ZeroGrads() {
 // ---------------------------------------------------------------------------
 // Optimizer.
 
-absl::StatusOr<absl::Span<const float>> ShardedUnit::OwnedReducedGrads() const {
+absl::StatusOr<absl::Span<const float>> ShardedUnit::OwnedReducedGrads() {
   if (grad_state_ != GradState::kReduced) {
     return Fail("OwnedReducedGrads", "gradient state kReduced", GradStateName(grad_state_));
+  }
+  if (runtime_.bf16_grads) {
+    const absl::Span<const uint16_t> shard = ReducedShardBf16();
+    absl::Span<float> widened = grad_workspace_.subspan(0, shard.size());
+    FromBf16(widened.data(), shard.data(), static_cast<int64_t>(shard.size()));
+    return absl::Span<const float>(widened);
   }
   if (runtime_.strategy == Strategy::kNoShard) {
     return grads_.span().subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(),
@@ -372,6 +505,11 @@ absl::StatusOr<absl::Span<const float>> ShardedUnit::OwnedReducedGrads() const {
 absl::Status ShardedUnit::ScaleReducedGrads(float scale) {
   if (grad_state_ != GradState::kReduced) {
     return Fail("ScaleReducedGrads", "gradient state kReduced", GradStateName(grad_state_));
+  }
+  if (runtime_.bf16_grads) {  // applied to the optimizer's widened copy
+    pending_grad_scale_ = scale;
+    grad_scale_pending_ = true;
+    return absl::OkStatus();
   }
   absl::Span<float> grads =
       runtime_.strategy == Strategy::kNoShard ? grads_.span() : grad_shard_.span();
@@ -392,10 +530,13 @@ absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index
       return optimizer.StepUnit(unit_index, params_.span().subspan(0, plan_.flat_numel()),
                                 grads_.span().subspan(0, plan_.flat_numel()), lr, step);
     }
-    FSDP_RETURN_IF_ERROR(optimizer.StepUnit(unit_index,
-                                            master_.span().subspan(0, plan_.flat_numel()),
-                                            grads_.span().subspan(0, plan_.flat_numel()), lr,
-                                            step));
+    const absl::Span<float> grads =
+        runtime_.bf16_grads
+            ? WidenForOptimizer(absl::Span<const uint16_t>(grads16_.span())
+                                    .subspan(0, plan_.flat_numel()))
+            : grads_.span().subspan(0, plan_.flat_numel());
+    FSDP_RETURN_IF_ERROR(optimizer.StepUnit(
+        unit_index, master_.span().subspan(0, plan_.flat_numel()), grads, lr, step));
     RefreshBf16Params();
     return absl::OkStatus();
   }
@@ -406,8 +547,9 @@ absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index
                                       : "parameter state kUnsharded",
                 ParamStateName(param_state_));
   }
-  FSDP_RETURN_IF_ERROR(
-      optimizer.StepUnit(unit_index, MutableParamShard(), grad_shard_.span(), lr, step));
+  const absl::Span<float> grads =
+      runtime_.bf16_grads ? WidenForOptimizer(ReducedShardBf16()) : grad_shard_.span();
+  FSDP_RETURN_IF_ERROR(optimizer.StepUnit(unit_index, MutableParamShard(), grads, lr, step));
   if (runtime_.bf16_params) RefreshBf16Params();
   // shard_optimizer / shard_grad_op: the unsharded copy is stale outside this
   // rank's shard until the all-gather of the updated shards.
@@ -520,7 +662,8 @@ int64_t ShardedUnit::gathered_param_numel() const {
 }
 
 int64_t ShardedUnit::unsharded_grad_numel() const {
-  return runtime_.shard_grads ? grads_.size() : 0;
+  if (!runtime_.shard_grads) return 0;
+  return runtime_.bf16_grads ? grads16_.size() : grads_.size();
 }
 
 }  // namespace fsdp

@@ -107,6 +107,20 @@ struct UnitRuntime {
   // refreshed from the fp32 master once per optimizer step. Gradients,
   // optimizer state and the master stay fp32.
   bool bf16_params = false;
+  // [Note: bf16 gradients] --precision=bf16 with --reduce_dtype=bf16 (its
+  // default): the gradients are 2-byte as well. The model's backward writes
+  // a unit's fp32 gradients into the trainer's one fp32 gradient workspace
+  // (the largest unit's padded size); each micro-batch is then added into
+  // the unit's bf16 gradients (one fp32 addition, one rounding per element).
+  // The reduce-scatter runs in bf16 in place, its sum lands in this rank's
+  // slot, and the average is rounded to bf16 again: the reduced gradient
+  // shard is bf16 in every strategy (no_shard's whole gradients are the
+  // shards all-gathered in bf16). The clipping norm and the optimizer read
+  // a unit's bf16 gradients widened into the workspace, one unit at a time,
+  // and the clip scale is applied there, so every strategy multiplies the
+  // same widened values by the same scale. Per parameter with Adam: 2 + 2 +
+  // 4 (master) + 8 = 16 bytes, the ZeRO paper's K = 12 layout.
+  bool bf16_grads = false;
   comm::Dtype param_dtype = comm::Dtype::kFloat32;   // parameter all-gathers
   comm::Dtype reduce_dtype = comm::Dtype::kFloat32;  // gradient reduce-scatters
   int world_size = 1;
@@ -117,7 +131,8 @@ struct UnitRuntime {
   int replica_group_count = 1;
 
   static UnitRuntime For(Strategy strategy, bool mixed_precision, int world_size, int world_rank,
-                         int shard_group_size, bool bf16_params = false);
+                         int shard_group_size, bool bf16_params = false,
+                         bool bf16_grads = false);
 };
 
 // The communicators a unit's collectives run on.
@@ -137,9 +152,15 @@ class ShardedUnit {
   // gradient memory (MemoryCategory::kGradients, free until the first
   // backward, and at least one unit's padded fp32 in every such strategy's
   // predicted peak).
+  //
+  // With runtime.bf16_grads, `grad_workspace` is the trainer's fp32 gradient
+  // workspace ([Note: bf16 gradients]), at least plan.padded_numel() floats,
+  // shared by every unit and used by one call at a time; it also stages the
+  // bf16 layout's initialization. Empty otherwise.
   static absl::StatusOr<std::unique_ptr<ShardedUnit>> Create(
       const proto::UnitPlan& plan, const UnitRuntime& runtime, MemoryTracker& tracker,
-      UnitOptimizer& optimizer, const std::function<void(absl::Span<float>)>& init);
+      UnitOptimizer& optimizer, const std::function<void(absl::Span<float>)>& init,
+      absl::Span<float> grad_workspace = {});
   ~ShardedUnit() = default;
 
   const proto::UnitPlan& plan() const { return plan_; }
@@ -155,7 +176,8 @@ class ShardedUnit {
   // --- Gradient transitions ---------------------------------------------
   // The unsharded gradient buffer the next backward ADDS into (allocated on
   // the first backward of a step for gradient-sharding strategies). Needs
-  // kIdle or kAccumulated.
+  // kIdle or kAccumulated. bf16_grads: the zeroed fp32 workspace, added into
+  // the bf16 gradients by MarkBackwardDone.
   absl::StatusOr<absl::Span<float>> GradsForBackward();
   absl::Status MarkBackwardDone();
   absl::Status StartReduction(const UnitComms& comms);
@@ -170,8 +192,9 @@ class ShardedUnit {
   // --- Optimizer ----------------------------------------------------------
   // The averaged gradients this rank owns for clipping (its shard; no_shard:
   // its slice of the full gradients, so every element is counted once
-  // across ranks). Needs kReduced.
-  absl::StatusOr<absl::Span<const float>> OwnedReducedGrads() const;
+  // across ranks). Needs kReduced. bf16_grads: widened into the shared
+  // workspace, so valid until the next call on any unit.
+  absl::StatusOr<absl::Span<const float>> OwnedReducedGrads();
   // Multiplies the gradients the optimizer will read by `scale` (clipping).
   absl::Status ScaleReducedGrads(float scale);
   // One optimizer step: no_shard, on the full parameters; otherwise on this
@@ -207,7 +230,6 @@ class ShardedUnit {
   // This rank's current parameter shard (master or slice), any state but
   // kGathering.
   absl::Span<const float> ParamShard() const;
-  absl::Span<const float> grad_shard() const { return grad_shard_.span(); }
   // Bytes of the unsharded buffers currently allocated beyond the persistent
   // ones (the "gathered parameters" and "unsharded gradients" working
   // buffers of fsdp/plan/memory_model.h).
@@ -227,6 +249,15 @@ class ShardedUnit {
   // kept bf16 shard, or this rank's slot of the whole bf16 buffer; no_shard:
   // the whole unit).
   void RefreshBf16Params();
+  // bf16_grads: this rank's reduced bf16 gradient shard (its home, or its
+  // slot of the whole gradients), and `shard` averaged over the world in
+  // place (v = bf16(v * 1/world_size)).
+  absl::Span<uint16_t> ReducedShardBf16();
+  // FinishReduceScatter's second half under bf16_grads.
+  absl::Status FinishReduceScatterBf16(const UnitComms& comms);
+  void AverageBf16(absl::Span<uint16_t> shard) const;
+  // Widens `grads` into the workspace, times the pending clip scale.
+  absl::Span<float> WidenForOptimizer(absl::Span<const uint16_t> grads);
 
   proto::UnitPlan plan_;
   UnitRuntime runtime_;
@@ -252,6 +283,16 @@ class ShardedUnit {
   // sharded (it is their home), kCommBuffers otherwise (staging for the
   // optimizer's shard or no_shard's all-gather).
   FloatBuffer grad_shard_;
+  // bf16_grads ([Note: bf16 gradients]): the unsharded bf16 gradients
+  // (padded_numel, kGradients; lifetime as grads_), the gradient shard's
+  // home when gradients are sharded (shard_numel, kGradients; otherwise the
+  // reduced shard is this rank's slot of grads16_), the shared fp32
+  // workspace, and the clip scale the optimizer's widened copy takes.
+  TrackedBuffer<uint16_t> grads16_;
+  TrackedBuffer<uint16_t> grad_shard16_;
+  absl::Span<float> grad_workspace_;
+  float pending_grad_scale_ = 1.0f;
+  bool grad_scale_pending_ = false;
   PendingCollective param_gather_;
   PendingCollective grad_reduction_;
 };

@@ -205,5 +205,33 @@ TEST(Bf16Convert, MatchesTheScalarRoundingIncludingInPlace) {
   }
 }
 
+// The bf16 accumulator and the round-trip, element by element against the
+// scalar formula, across the 1024-element blocks they work in.
+TEST(Bf16Convert, AccumulateAndRoundThroughMatchTheScalarFormula) {
+  std::mt19937 rng(12);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t n : {0, 1, 17, 1023, 1024, 1025, 3000}) {
+    std::vector<uint16_t> acc(n);
+    std::vector<float> add(n);
+    for (int64_t i = 0; i < n; ++i) {
+      acc[i] = comm::FloatToBFloat16(normal(rng));
+      add[i] = normal(rng) * 1e-2f;
+    }
+    std::vector<uint16_t> expected(n);
+    for (int64_t i = 0; i < n; ++i) {
+      expected[i] = comm::FloatToBFloat16(comm::BFloat16ToFloat(acc[i]) + add[i]);
+    }
+    AccumulateToBf16(acc.data(), add.data(), n);
+    std::vector<float> round_trip = add;
+    RoundThroughBf16(round_trip.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(acc[i], expected[i]) << n << " " << i;
+      ASSERT_EQ(round_trip[i], comm::BFloat16ToFloat(comm::FloatToBFloat16(add[i])))
+          << n << " " << i;
+    }
+    if (n > 1) EXPECT_NE(round_trip, add);  // the rounding did something
+  }
+}
+
 }  // namespace
 }  // namespace fsdp

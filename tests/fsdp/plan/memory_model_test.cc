@@ -278,6 +278,37 @@ TEST(MemoryModelWorkingBuffersTest, OnlyShardedStateNeedsUnshardedBuffers) {
             no_shard.communication_scratch_bytes);
 }
 
+// [Note: bf16 gradients] The 2-byte gradient layout (mixed precision without
+// fp32_gradients, the runtime's --precision=bf16): gradients at 2 bytes,
+// reduce-scatters in place (no output shards), and one fp32 workspace of
+// the largest unit; with fp32_gradients neither.
+TEST(MemoryModelWorkingBuffersTest, TwoByteGradientsReduceInPlaceBesideOneFp32Workspace) {
+  const std::vector<UnitSpec> units = UnitsWithParamNumels({{100}, {300}, {200}});
+  for (proto::ShardingStrategy strategy :
+       {proto::NO_SHARD, proto::SHARD_OPTIMIZER, proto::SHARD_GRAD_OP, proto::FULL_SHARD}) {
+    PlannerOptions options = OptionsFor(strategy, 4, 0, true);
+    const RankMemoryPrediction two_byte = Predict(units, options, OptimizerKind::kAdam);
+    options.fp32_gradients = true;
+    const RankMemoryPrediction four_byte = Predict(units, options, OptimizerKind::kAdam);
+    const std::string what = proto::ShardingStrategy_Name(strategy);
+    EXPECT_EQ(2 * two_byte.gradient_bytes, four_byte.gradient_bytes) << what;
+    EXPECT_EQ(2 * two_byte.unsharded_gradient_bytes, four_byte.unsharded_gradient_bytes)
+        << what;
+    EXPECT_EQ(two_byte.gradient_workspace_bytes, 4 * 300) << what;  // the largest unit
+    EXPECT_EQ(four_byte.gradient_workspace_bytes, 0) << what;
+    EXPECT_EQ(two_byte.communication_scratch_bytes, 16 * 4) << what;  // the norm exchange only
+    EXPECT_EQ(two_byte.parameter_bytes, four_byte.parameter_bytes) << what;
+    EXPECT_EQ(two_byte.working_buffer_bytes(),
+              two_byte.gathered_parameter_bytes + two_byte.unsharded_gradient_bytes +
+                  two_byte.communication_scratch_bytes + 4 * 300)
+        << what;
+  }
+  // no_shard with Adam: 2 + 2 + 4 + 8 = 16 bytes per parameter of model state.
+  const RankMemoryPrediction no_shard =
+      Predict(units, OptionsFor(proto::NO_SHARD, 4, 0, true), OptimizerKind::kAdam);
+  EXPECT_EQ(no_shard.model_state_bytes(), 16 * 600);
+}
+
 // ---- Inputs, totals and the summary path --------------------------------------------
 
 TEST(MemoryModelTest, ActivationsAreAddedAsGiven) {

@@ -89,9 +89,12 @@ TEST(SweepTest, TrainOptionsForPointSaysWhyThePointCannotBeTrained) {
   EXPECT_EQ(run->nproc, 2);
   EXPECT_EQ(run->steps, 3);
   EXPECT_EQ(run->d_model, 32);
-  point.precision = Precision::kMixed;
-  EXPECT_NE(TrainOptionsForPoint(point, 3).status().message().find("no 2-byte gradients"),
-            std::string::npos);
+  point.precision = Precision::kMixed;  // the ZeRO layout: --precision=bf16, bf16 gradients
+  absl::StatusOr<TrainOptions> mixed = TrainOptionsForPoint(point, 3);
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  EXPECT_EQ(mixed->precision, "bf16");
+  EXPECT_TRUE(mixed->bf16_grads());
+  EXPECT_FALSE(mixed->mixed_precision);
   point.precision = Precision::kBf16Wire;
   absl::StatusOr<TrainOptions> wire = TrainOptionsForPoint(point, 3);
   ASSERT_TRUE(wire.ok()) << wire.status();
@@ -102,6 +105,8 @@ TEST(SweepTest, TrainOptionsForPointSaysWhyThePointCannotBeTrained) {
   absl::StatusOr<TrainOptions> bf16 = TrainOptionsForPoint(point, 3);
   ASSERT_TRUE(bf16.ok()) << bf16.status();
   EXPECT_EQ(bf16->precision, "bf16");
+  EXPECT_EQ(bf16->reduce_dtype, "fp32");
+  EXPECT_FALSE(bf16->bf16_grads());
   EXPECT_FALSE(bf16->mixed_precision);
   point.precision = Precision::kFp32;
   point.strategy = proto::HYBRID_SHARD;

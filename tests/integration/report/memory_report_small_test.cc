@@ -158,10 +158,10 @@ TEST(MemoryReportSmallTest, MeasuredPointsEqualTheirPredictions) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const std::vector<CsvRow> rows = ReadCsv(out_dir + "/memory.csv");
   const int measured = ExpectMeasuredRowsExact(rows);
-  // The runtime runs every strategy in fp32, on the bf16 wire and in its bf16
-  // layout: 2 models x 3 rank counts x 5 strategies x 3 precisions; mixed is
-  // predicted only.
-  EXPECT_EQ(measured, 90) << run.output;
+  // The runtime runs every strategy in every precision (fp32, the bf16 wire,
+  // the bf16 layout with fp32 gradients, and mixed: its 2-byte gradients):
+  // 2 models x 3 rank counts x 5 strategies x 4 precisions.
+  EXPECT_EQ(measured, 120) << run.output;
 
   // The sequence-length sweep: every (mode, seq_len) measured and exact.
   const std::vector<CsvRow> seq_rows = ReadCsv(out_dir + "/memory_seq_len.csv");
@@ -186,7 +186,7 @@ TEST(MemoryReportSmallTest, MeasuredPointsEqualTheirPredictions) {
   const size_t points = rows.size() + seq_rows.size();
   EXPECT_NE(run.output.find(absl::StrCat("[", points, "/", points, "]")), std::string::npos)
       << run.output;
-  EXPECT_NE(run.output.find("110 of 110 measured points equal their prediction"),
+  EXPECT_NE(run.output.find("140 of 140 measured points equal their prediction"),
             std::string::npos)
       << run.output;
   EXPECT_NE(run.output.find("largest GPT-family model (vocab=256 seq_len=32 micro_batch=2) "
