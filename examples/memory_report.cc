@@ -76,8 +76,8 @@ ABSL_FLAG(std::string, mem_budget, "",
 ABSL_FLAG(std::string, strategy, "all",
           "comma-separated strategies, or all: no_shard, shard_optimizer, shard_grad_op, "
           "full_shard, hybrid_shard");
-ABSL_FLAG(std::string, precision, "fp32,bf16_wire,bf16,mixed",
-          "comma-separated: fp32, bf16_wire (the runtime's --mixed_precision), bf16 (the "
+ABSL_FLAG(std::string, precision, "fp32,bf16,mixed",
+          "comma-separated: fp32, bf16 (the "
           "runtime's --precision=bf16 --reduce_dtype=fp32: 2-byte parameters and compute, "
           "4-byte gradients, fp32 master), mixed (the runtime's --precision=bf16: ZeRO's "
           "2-byte parameters and gradients, fp32 master)");
@@ -777,9 +777,8 @@ absl::Status PredictOnly() {
                       point.group_size > 0 ? absl::StrCat(point.group_size).c_str() : "-",
                       fsdp::report::ActivationModeName(mode).c_str(),
                       static_cast<long long>(e->model_state_bytes()),
-                      // working: units in flight, bf16 staging, the fp32 gradient workspace
-                      static_cast<long long>(e->gathered_bytes + e->staging_bytes +
-                                             e->grad_workspace_bytes),
+                      // working: units in flight and the fp32 gradient workspace
+                      static_cast<long long>(e->gathered_bytes + e->grad_workspace_bytes),
                       static_cast<long long>(e->comm_buffer_bytes),
                       static_cast<long long>(e->activation_bytes + e->workspace_bytes),
                       static_cast<long long>(e->total_bytes()), e->model_state_bytes() / 1e9,

@@ -63,8 +63,8 @@ ABSL_FLAG(int, prefetch_depth, kDefaults.prefetch_depth,
 ABSL_FLAG(int, max_gathers_in_flight, kDefaults.max_gathers_in_flight,
           "most parameter all-gathers outstanding at once (>= 1)");
 ABSL_FLAG(bool, mixed_precision, false,
-          "bf16 parameter all-gathers and gradient reduce-scatters; fp32 master shards, "
-          "optimizer state and compute");
+          "an alias of --precision=bf16 (it once meant fp32 buffers with bf16 collectives, "
+          "which the bf16 layout replaced)");
 ABSL_FLAG(std::string, precision, kDefaults.precision,
           "fp32, or bf16: bf16 parameters (all-gathered in bf16) and matrix products with "
           "fp32 accumulation, fp32 master and optimizer state; gradients per --reduce_dtype");
@@ -185,8 +185,14 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   o.group_size = absl::GetFlag(FLAGS_group_size);
   o.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
   o.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
-  o.mixed_precision = absl::GetFlag(FLAGS_mixed_precision);
   o.precision = absl::GetFlag(FLAGS_precision);
+  if (absl::GetFlag(FLAGS_mixed_precision)) {
+    if (!comm::IsLaunchedRank()) {
+      std::fprintf(stderr, "train_gpt: --mixed_precision is an alias of --precision=bf16 (bf16 "
+                           "parameters and gradients, fp32 master and optimizer state)\n");
+    }
+    o.precision = "bf16";
+  }
   o.reduce_dtype = absl::GetFlag(FLAGS_reduce_dtype);
   o.activation_checkpointing = absl::GetFlag(FLAGS_activation_checkpointing);
   o.attention = absl::GetFlag(FLAGS_attention);

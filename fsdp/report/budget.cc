@@ -202,11 +202,10 @@ absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& opti
   point.group_size = point.strategy == proto::HYBRID_SHARD ? options.group_size : 0;
   point.prefetch_depth = options.prefetch_depth;
   point.min_unit_numel = options.min_unit_numel;
-  // [Note: runtime mixed precision] in sweep.cc.
-  point.precision = options.precision == "bf16"
-                        ? (options.bf16_grads() ? Precision::kMixed : Precision::kBf16)
-                    : options.mixed_precision ? Precision::kBf16Wire
-                                              : Precision::kFp32;
+  // [Note: runtime precision] in sweep.cc.
+  point.precision = options.precision != "bf16" ? Precision::kFp32
+                    : options.bf16_grads()      ? Precision::kMixed
+                                                : Precision::kBf16;
   return point;
 }
 

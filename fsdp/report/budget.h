@@ -51,8 +51,8 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes);
 
 // The MemoryPoint a training run's options describe: its GPT, micro_batch,
 // activation mode, strategy, nproc ranks, group size, prefetch depth and
-// min_unit_numel, fp32 or (with
-// options.mixed_precision) bf16_wire, Adam for AdamW and SGD with momentum
+// min_unit_numel, fp32, or under --precision=bf16 mixed (bf16 gradients) or
+// bf16 (--reduce_dtype=fp32), Adam for AdamW and SGD with momentum
 // for SGD (fsdp/train/unit_optimizers.cc). InvalidArgument for a bad strategy.
 absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& options);
 

@@ -26,8 +26,6 @@ const char* PrecisionName(Precision precision) {
       return "fp32";
     case Precision::kMixed:
       return "mixed";
-    case Precision::kBf16Wire:
-      return "bf16_wire";
     case Precision::kBf16:
       return "bf16";
   }
@@ -37,13 +35,17 @@ const char* PrecisionName(Precision precision) {
 absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
   if (name == "fp32") return Precision::kFp32;
   if (name == "mixed") return Precision::kMixed;
-  if (name == "bf16_wire") return Precision::kBf16Wire;
+  if (name == "bf16_wire") {
+    return absl::InvalidArgumentError(
+        "precision 'bf16_wire' is gone: it was the runtime's old --mixed_precision (fp32 "
+        "buffers, bf16 collectives), which is now an alias of --precision=bf16: use mixed (or "
+        "bf16 for --reduce_dtype=fp32)");
+  }
   if (name == "bf16") return Precision::kBf16;
   return absl::InvalidArgumentError(absl::StrCat(
       "precision '", name, "' is not one of: fp32 (4-byte parameters, gradients and Adam state), "
       "mixed (the runtime's --precision=bf16: bf16 parameters, gradients and compute, fp32 "
-      "master and Adam state), bf16_wire (the runtime's --mixed_precision: fp32 buffers, bf16 "
-      "collectives), bf16 (the runtime's --precision=bf16 --reduce_dtype=fp32: bf16 "
+      "master and Adam state), bf16 (the runtime's --precision=bf16 --reduce_dtype=fp32: bf16 "
       "parameters and compute, fp32 master, gradients and Adam state)"));
 }
 
@@ -71,7 +73,7 @@ int64_t RankMemoryEstimate::tracker_bytes(MemoryCategory category) const {
     case MemoryCategory::kActivations:
       return activation_bytes;
     case MemoryCategory::kCommBuffers:
-      return comm_buffer_bytes + staging_bytes;
+      return comm_buffer_bytes;
     case MemoryCategory::kWorkspace:
       return workspace_bytes;
   }
@@ -85,7 +87,6 @@ std::vector<NamedBytes> EstimateParts(const RankMemoryEstimate& e) {
           {"optimizer_state", e.optimizer_state_bytes},
           {"gathered", e.gathered_bytes},
           {"comm_buffers", e.comm_buffer_bytes},
-          {"bf16_staging", e.staging_bytes},
           {"grad_workspace", e.grad_workspace_bytes},
           {"activations", e.activation_bytes},
           {"workspace", e.workspace_bytes}};
@@ -123,10 +124,8 @@ ScheduleInputs ScheduleOf(const proto::ShardPlan& plan, const GptActivationBreak
   in.shard_params = sharded.parameters();
   in.shard_grads = sharded.gradients();
   in.shard_optimizer = sharded.optimizer_state();
-  in.all_gather_grads = plan.strategy() == proto::NO_SHARD;
   in.param_bytes = plan.param_dtype() == proto::BF16 ? 2 : 4;
   in.grad_bytes = plan.reduce_dtype() == proto::BF16 ? 2 : 4;
-  in.bf16_wire = point.precision == Precision::kBf16Wire;
   in.prefetch_depth = point.prefetch_depth;
   in.max_gathers_in_flight = plan.options().max_gathers_in_flight();
   return in;
@@ -151,8 +150,7 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& given) 
   options.group_size = point.group_size;
   options.prefetch_depth = point.prefetch_depth;
   options.min_unit_numel = point.min_unit_numel;
-  // bf16_wire keeps fp32 buffers (the planner's fp32 layout) and only
-  // stages collectives through bf16; mixed is the ZeRO layout.
+  // mixed is the ZeRO layout; bf16 the same with fp32 gradients.
   options.mixed_precision =
       point.precision == Precision::kMixed || point.precision == Precision::kBf16;
   options.fp32_gradients = point.precision == Precision::kBf16;
@@ -182,24 +180,6 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& given) 
   e.activation_bytes = planned.activation_bytes;
   e.workspace_bytes = planned.workspace_bytes;
   const ScheduleInputs schedule = ScheduleOf(plan, activations, point);
-  if (point.precision == Precision::kBf16Wire) {
-    // [Note: runtime mixed precision] in sweep.cc: shard_optimizer and
-    // shard_grad_op keep an fp32 master shard beside their whole fp32
-    // parameters (full_shard's kept shard is its master already).
-    if (plan.sharded_state().optimizer_state() && !plan.sharded_state().parameters()) {
-      e.master_parameter_bytes = kFp32Bytes * plan.total_shard_numel();
-    }
-    // The staging buffers alone, at their own peak.
-    ScheduleInputs staging_only = schedule;
-    staging_only.param_bytes = 0;
-    staging_only.grad_bytes = 0;
-    for (ScheduleUnit& unit : staging_only.units) {
-      unit.activation_bytes = 0;
-      unit.forward_transient_bytes = 0;
-      unit.backward_transient_bytes = 0;
-    }
-    e.staging_bytes = PeakTransientBytes(staging_only);
-  }
   const int64_t held =
       e.model_state_bytes() + e.comm_buffer_bytes + e.grad_workspace_bytes + e.workspace_bytes;
   e.peak_total_bytes = held + PeakTransientBytes(schedule);
@@ -240,9 +220,6 @@ absl::StatusOr<ModelStateBytes> ZeroModelStateBytes(int64_t num_params,
   bytes.parameter_bytes = b * (sharded.parameters() ? shard_numel : num_params);
   bytes.gradient_bytes = grad_b * (sharded.gradients() ? shard_numel : num_params);
   bytes.optimizer_state_bytes = k * (sharded.optimizer_state() ? shard_numel : num_params);
-  if (precision == Precision::kBf16Wire && sharded.optimizer_state() && !sharded.parameters()) {
-    bytes.optimizer_state_bytes += kFp32Bytes * shard_numel;  // the fp32 master shard
-  }
   return bytes;
 }
 

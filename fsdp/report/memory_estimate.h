@@ -45,11 +45,6 @@ enum class Precision {
   // 2 + 2 + 4 + 8 = 16 bytes per parameter, plus one unit's fp32 gradient
   // workspace. The GPT computes in bf16.
   kMixed,
-  // What the runtime's --mixed_precision does: fp32 parameters, gradients,
-  // Adam state and compute, an fp32 master shard for shard_optimizer and
-  // shard_grad_op, and every collective staged through bf16 copies (half the
-  // bytes on the wire, more in memory).
-  kBf16Wire,
   // What the runtime's --precision=bf16 --reduce_dtype=fp32 does ([Note:
   // bf16 parameter layout] in fsdp/train/unit_state.h): bf16 parameters
   // (kept and gathered) and matrix products, an fp32 master for every
@@ -58,8 +53,9 @@ enum class Precision {
   // and bf16_params are set), as under kMixed.
   kBf16,
 };
-const char* PrecisionName(Precision precision);  // "fp32", "mixed", "bf16_wire", "bf16"
-// "fp32", "mixed", "bf16_wire" or "bf16"; InvalidArgument naming them otherwise.
+const char* PrecisionName(Precision precision);  // "fp32", "mixed", "bf16"
+// "fp32", "mixed" or "bf16"; InvalidArgument naming them otherwise (and
+// saying what became of "bf16_wire").
 absl::StatusOr<Precision> ParsePrecision(absl::string_view name);
 
 // One training configuration, per rank.
@@ -95,7 +91,6 @@ struct RankMemoryEstimate {
   int64_t gathered_bytes = 0;      // units in flight: gathered parameters and unsharded
                                    // gradients beyond the kept state above
   int64_t comm_buffer_bytes = 0;   // collectives' buffers held for the run
-  int64_t staging_bytes = 0;       // bf16_wire: peak of the transient bf16 staging copies
   int64_t grad_workspace_bytes = 0;  // mixed: one unit's fp32 gradients, held for the run
   // Model-dependent.
   int64_t activation_bytes = 0;    // peak of one micro-batch's activations (saved, and a
@@ -113,8 +108,8 @@ struct RankMemoryEstimate {
   }
   // The sum of the category peaks (an upper bound on the total's peak).
   int64_t sum_of_parts_bytes() const {
-    return model_state_bytes() + gathered_bytes + comm_buffer_bytes + staging_bytes +
-           grad_workspace_bytes + activation_bytes + workspace_bytes;
+    return model_state_bytes() + gathered_bytes + comm_buffer_bytes + grad_workspace_bytes +
+           activation_bytes + workspace_bytes;
   }
   // The predicted peak of the total: what the tracker's peak_total_bytes
   // measures, and what budgets are checked against.
@@ -122,14 +117,14 @@ struct RankMemoryEstimate {
   int64_t total_bytes() const { return peak_total_bytes; }
   // The same bytes as MemoryTracker counts them (the planner's mapping):
   // kParameters = parameters + master + gathered parameters, kGradients =
-  // gradients + unsharded gradients + gradient workspace, kCommBuffers = comm buffers + bf16
-  // staging, and the rest one to one.
+  // gradients + unsharded gradients + gradient workspace, and the rest one
+  // to one.
   int64_t tracker_bytes(MemoryCategory category) const;
 };
 
 // The estimate's parts in report order, with the names the CSV and the
 // budget messages use: parameters, gradients, master_parameters,
-// optimizer_state, gathered, comm_buffers, bf16_staging, grad_workspace,
+// optimizer_state, gathered, comm_buffers, grad_workspace,
 // activations, workspace.
 struct NamedBytes {
   const char* name;
@@ -150,9 +145,8 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& point);
 //   shard_optimizer b Psi + b Psi + K Psi / N
 //   shard_grad_op   b Psi + (b + K) Psi / N
 //   full_shard      (b + b + K) Psi / N
-// Divisions round up (whole elements per rank). bf16_wire counts as fp32
-// (b = 4, K = 8) plus its fp32 master shard, 4 Psi / N, for shard_optimizer
-// and shard_grad_op (in optimizer_state_bytes).
+// Divisions round up (whole elements per rank). bf16 (4-byte gradients)
+// takes b = 2 for the parameters and 4 for the gradients.
 struct ModelStateBytes {
   int64_t parameter_bytes = 0;
   int64_t gradient_bytes = 0;

@@ -20,8 +20,6 @@ class Replay {
         n_(static_cast<int>(in.units.size())),
         params_(n_, Params::kUnsharded),
         gathered_(n_, false),
-        param_staging_(n_, 0),
-        grad_staging_(n_, 0),
         unsharded_grads_(n_, false) {
     // Sharded parameters start as shards (fsdp/train/unit_state.cc).
     if (in.shard_params) std::fill(params_.begin(), params_.end(), Params::kSharded);
@@ -40,10 +38,6 @@ class Replay {
   void Free(int64_t bytes) { live_ -= bytes; }
   // Bytes held only for a moment: they count for the peak and are gone.
   void Touch(int64_t bytes) { peak_ = std::max(peak_, live_ + bytes); }
-  // bf16 copies of a collective's input and output (unit_collectives.cc).
-  int64_t Staging(int u) const {
-    return in_.bf16_wire ? 2 * (in_.units[u].padded_numel + in_.units[u].shard_numel) : 0;
-  }
 
   void Unshard(int u) {
     if (params_[u] != Params::kSharded) return;  // done or pending
@@ -51,14 +45,10 @@ class Replay {
       Alloc(in_.param_bytes * in_.units[u].padded_numel);
       gathered_[u] = true;
     }
-    param_staging_[u] = Staging(u);
-    Alloc(param_staging_[u]);
     params_[u] = Params::kGathering;
   }
   void WaitForUnshard(int u) {
     if (params_[u] != Params::kGathering) return;
-    Free(param_staging_[u]);
-    param_staging_[u] = 0;
     params_[u] = Params::kUnsharded;
   }
   void Reshard(int u) {
@@ -78,23 +68,11 @@ class Replay {
       ++in_flight;
     }
   }
-  void StartReduction(int u) {
-    grad_staging_[u] = Staging(u);
-    Alloc(grad_staging_[u]);
-  }
+  // The reductions move the caller's buffers; only the unsharded gradients
+  // of a gradient-sharding strategy come and go.
   void FinishReduceScatter(int u) {
-    Free(grad_staging_[u]);
-    grad_staging_[u] = 0;
     if (unsharded_grads_[u]) Free(in_.grad_bytes * in_.units[u].padded_numel);
     unsharded_grads_[u] = false;
-    if (in_.all_gather_grads) {  // no_shard: back to whole gradients
-      grad_staging_[u] = Staging(u);
-      Alloc(grad_staging_[u]);
-    }
-  }
-  void FinishReduction(int u) {
-    Free(grad_staging_[u]);
-    grad_staging_[u] = 0;
   }
 
   void Step() {
@@ -117,12 +95,10 @@ class Replay {
       }
       Touch(in_.units[u].backward_transient_bytes);
       Free(in_.units[u].activation_bytes);
-      StartReduction(u);
-      if (u + 1 < n_) FinishReduceScatter(u + 1);
+      if (u + 1 < n_) FinishReduceScatter(u + 1);  // u's reduce-scatter is now in flight
       if (in_.shard_params) Reshard(u);
     }
     FinishReduceScatter(0);
-    for (int u = n_ - 1; u >= 0; --u) FinishReduction(u);
     // Optimizer step on the shards: shard_optimizer and shard_grad_op leave
     // their whole parameters stale (sharded); the next forward gathers them
     // through Unshard and Prefetch like full_shard, into the same buffers.
@@ -135,8 +111,6 @@ class Replay {
   const int n_;
   std::vector<Params> params_;
   std::vector<bool> gathered_;
-  std::vector<int64_t> param_staging_;
-  std::vector<int64_t> grad_staging_;
   std::vector<bool> unsharded_grads_;
   int64_t live_ = 0;
   int64_t peak_ = 0;

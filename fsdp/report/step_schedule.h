@@ -5,9 +5,9 @@
 // (fsdp/train/train_step.cc, unit_state.cc, unit_collectives.cc) unit by
 // unit, without running anything. "Transient" is what comes and goes within
 // a step: saved activations, gathered parameters (sharded parameters),
-// unsharded gradients (sharded gradients) and bf16 staging buffers of the
-// collectives (bf16 on the wire). Everything else is held for the whole run
-// and is added by the caller.
+// unsharded gradients (sharded gradients). The collectives move the
+// caller's buffers and stage nothing. Everything else is held for the whole
+// run and is added by the caller.
 //
 //   ScheduleInputs in;
 //   in.units = {{/*padded_numel=*/66, /*shard_numel=*/22, /*activation_bytes=*/1024}, ...};
@@ -16,20 +16,20 @@
 //
 // [Note: the replayed step] Per step, forward over units u = 0..n-1:
 // gather u unless prefetched (allocate its parameters if sharded, post the
-// all-gather: bf16 staging 2 S_u + 2 P_u on the wire), wait for it (staging
-// freed), prefetch the next prefetch_depth units still sharded while fewer
+// all-gather), wait for it, prefetch the next prefetch_depth units still
+// sharded while fewer
 // than max_gathers_in_flight gathers are pending, save u's activations,
 // free u's parameters (sharded, except the last unit). Backward over
 // u = n-1..0: gather u and prefetch the previous ones the same way, allocate
 // u's unsharded gradients (sharded gradients), free u's activations, post
-// u's reduce-scatter (bf16 staging 2 P_u + 2 S_u), then finish unit u+1's:
-// free its staging and (sharded gradients) its unsharded gradients, and for
-// no_shard post its gradient all-gather (staging again); free u's
-// parameters (sharded). After the loop: finish unit 0's reduce-scatter the
-// same way, then every all-gather. After the optimizer step shard_optimizer
+// u's reduce-scatter, then finish unit u+1's: free (sharded gradients) its
+// unsharded gradients (no_shard posts its gradient all-gather, into the
+// whole gradients it keeps); free u's parameters (sharded). After the loop:
+// finish unit 0's reduce-scatter the same way, then every all-gather. After
+// the optimizer step shard_optimizer
 // and shard_grad_op hold stale whole parameters: the next forward gathers
 // each unit's updated shards into them through the same gather and
-// prefetch path (no new parameter buffer, but bf16 staging on the wire).
+// prefetch path (no new parameter buffer).
 //
 // [Note: activation transients] A unit's model units save their
 // activations in forward order, and a checkpointed block holds more than it
@@ -82,10 +82,8 @@ struct ScheduleInputs {
   bool shard_params = false;        // full_shard, hybrid_shard
   bool shard_grads = false;         // shard_grad_op, full_shard, hybrid_shard
   bool shard_optimizer = false;     // every strategy but no_shard
-  bool all_gather_grads = false;    // no_shard: reduce-scatter, then all-gather back
   int64_t param_bytes = 4;          // bytes per gathered parameter element
   int64_t grad_bytes = 4;           // bytes per unsharded gradient element
-  bool bf16_wire = false;           // collectives stage through bf16 copies
   int prefetch_depth = 1;
   int max_gathers_in_flight = 2;
   int steps = 2;                    // the report trains 2 steps

@@ -28,8 +28,7 @@ absl::StatusOr<SweepOptions> SweepPreset(absl::string_view name) {
   SweepOptions sweep;
   sweep.name = std::string(name);
   sweep.strategies = kAllStrategies;
-  sweep.precisions = {Precision::kFp32, Precision::kBf16Wire, Precision::kBf16,
-                      Precision::kMixed};
+  sweep.precisions = {Precision::kFp32, Precision::kBf16, Precision::kMixed};
   if (name == "small") {
     sweep.widths = {32, 64};
     sweep.max_measured_width = 64;
@@ -115,12 +114,10 @@ std::vector<MemoryPoint> SeqLenSweepPoints(const SweepOptions& sweep) {
 }
 
 absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int steps) {
-  // [Note: runtime mixed precision] The runtime's --mixed_precision keeps
-  // fp32 parameters, gradients and compute and narrows to bf16 only on the
-  // wire (Precision::kBf16Wire); its --precision=bf16 is the ZeRO layout
-  // with 2-byte parameters and gradients (Precision::kMixed), or with
-  // --reduce_dtype=fp32 2-byte parameters and 4-byte gradients
-  // (Precision::kBf16).
+  // [Note: runtime precision] The runtime's --precision=bf16 (and its alias
+  // --mixed_precision) is the ZeRO layout with 2-byte parameters and
+  // gradients (Precision::kMixed), or with --reduce_dtype=fp32 2-byte
+  // parameters and 4-byte gradients (Precision::kBf16).
   if (point.optimizer != plan::OptimizerKind::kAdam) {
     return absl::UnimplementedError("the report measures AdamW runs only");
   }
@@ -130,7 +127,6 @@ absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int 
                         ParseStrategy(plan::ShardingStrategyName(point.strategy)));
   options.group_size = point.strategy == proto::HYBRID_SHARD ? point.group_size : 0;
   options.prefetch_depth = point.prefetch_depth;
-  options.mixed_precision = point.precision == Precision::kBf16Wire;
   const bool bf16_layout =
       point.precision == Precision::kBf16 || point.precision == Precision::kMixed;
   if (point.config.bf16_compute && !bf16_layout) {

@@ -67,7 +67,7 @@ struct SweepOptions {
   double max_measured_rank_params = 2.5e8;
 };
 
-// Both presets: every strategy and precision (fp32, bf16_wire, mixed),
+// Both presets: every strategy and precision (fp32, bf16, mixed),
 // default activations (none, standard attention) in the model sweep, and a
 // sequence-length sweep under full_shard on 2 ranks in fp32 for the modes
 // none, every:2, all, flash and all+flash.

@@ -78,12 +78,6 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--precision=", o.precision, " is not one of fp32, bf16"));
   }
-  if (o.precision == "bf16" && o.mixed_precision) {
-    return absl::InvalidArgumentError(
-        "--mixed_precision with --precision=bf16: under --precision=bf16 the parameters are "
-        "already all-gathered in bf16 and the gradients reduced in bf16 (--reduce_dtype); "
-        "drop --mixed_precision");
-  }
   if (!o.reduce_dtype.empty() && o.reduce_dtype != "bf16" && o.reduce_dtype != "fp32") {
     return absl::InvalidArgumentError(absl::StrCat(
         "--reduce_dtype=", o.reduce_dtype,
@@ -92,7 +86,7 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.reduce_dtype == "bf16" && o.precision != "bf16") {
     return absl::InvalidArgumentError(
         "--reduce_dtype=bf16 needs --precision=bf16: 2-byte gradients come with the bf16 "
-        "parameter layout (for bf16 collectives on fp32 buffers use --mixed_precision)");
+        "parameter layout");
   }
   FSDP_RETURN_IF_ERROR(ParseActivationCheckpointing(o.activation_checkpointing, o.layers).status());
   if (o.attention != "standard" && o.attention != "flash") {
@@ -220,14 +214,13 @@ std::string TrainOptionsToString(const TrainOptions& o) {
       "micro_batch=%d accum=%d global_batch=%d steps=%d optimizer=%s lr=%g min_lr=%g "
       "warmup_steps=%d weight_decay=%g grad_clip=%g seed=%d threads=%d matmul_backend=%s "
       "data=%s group_size=%d "
-      "prefetch_depth=%d max_gathers_in_flight=%d mixed_precision=%s precision=%s "
+      "prefetch_depth=%d max_gathers_in_flight=%d precision=%s "
       "reduce_dtype=%s activation_checkpointing=%s attention=%s min_unit_numel=%d%s",
       StrategyName(o.strategy), o.nproc, o.layers, o.d_model, o.heads, o.vocab, o.seq_len,
       o.micro_batch, o.accum, o.global_batch(), o.steps, OptimizerKindName(o.optimizer), o.lr,
       o.min_lr, o.warmup_steps, o.weight_decay, o.grad_clip, o.seed, o.threads, o.matmul_backend,
       o.data.empty() ? "synthetic" : o.data, o.group_size, o.prefetch_depth,
-      o.max_gathers_in_flight, o.mixed_precision ? "true" : "false", o.precision,
-      o.bf16_grads() || o.mixed_precision ? "bf16" : "fp32",
+      o.max_gathers_in_flight, o.precision, o.bf16_grads() ? "bf16" : "fp32",
       o.activation_checkpointing, o.attention, o.min_unit_numel,
       o.checkpoint_dir.empty()
           ? ""

@@ -36,7 +36,6 @@ struct TrainOptions {
   int group_size = 0;
   int prefetch_depth = 1;         // units all-gathered ahead; 0 = no prefetch
   int max_gathers_in_flight = 2;  // outstanding parameter all-gathers, >= 1
-  bool mixed_precision = false;   // bf16 all-gather / reduce-scatter
   // Matrix products: "fp32", or "bf16" (bf16 operands, fp32 accumulation;
   // parameters, gradients and optimizer stay fp32; docs/compute.md).
   std::string precision = "fp32";

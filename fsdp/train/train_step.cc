@@ -97,11 +97,10 @@ absl::StatusOr<proto::ShardPlan> BuildTrainingPlan(const std::vector<UnitSpec>& 
   planner.min_unit_numel = options.min_unit_numel;
   planner.prefetch_depth = options.prefetch_depth;
   planner.max_gathers_in_flight = options.max_gathers_in_flight;
-  // The plan's dtypes: bf16 parameters for either bf16 mode; bf16 gradients
-  // with the bf16 wire or the bf16 layout's 2-byte gradients.
-  planner.mixed_precision = options.mixed_precision || options.bf16_params;
-  planner.fp32_gradients =
-      options.bf16_params && !options.mixed_precision && !options.bf16_grads;
+  // The plan's dtypes: the bf16 layout's parameters, and its gradients
+  // unless they stay fp32.
+  planner.mixed_precision = options.bf16_params;
+  planner.fp32_gradients = options.bf16_params && !options.bf16_grads;
   planner.include_rank_ranges = true;
   return plan::BuildShardPlan(units, planner);
 }
@@ -141,9 +140,8 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
   FSDP_RETURN_IF_ERROR(CheckPlansAgree(*world, t.plan_, options.comm_timeout));
 
   const int group_size = t.plan_.shard_group_size();
-  t.runtime_ = UnitRuntime::For(options.strategy, options.mixed_precision, world->size(),
-                                world->rank(), group_size, options.bf16_params,
-                                options.bf16_grads);
+  t.runtime_ = UnitRuntime::For(options.strategy, world->size(), world->rank(), group_size,
+                                options.bf16_params, options.bf16_grads);
   t.comms_.shard_group = world;
   t.comms_.replica_group = world;
   if (options.strategy == Strategy::kHybridShard && group_size < world->size()) {
@@ -489,7 +487,7 @@ absl::Status DataParallelTrainer::ForEachGatheredUnit(
                                   absl::StrCat("unit ", unit->plan().index(), " consolidated")));
     FSDP_ASSIGN_OR_RETURN(PendingCollective gather,
                           PostAllGather(*comms_.shard_group, unit->ParamShard(), whole.span(),
-                                        comm::Dtype::kFloat32, *tracker_, "consolidation"));
+                                        "consolidation"));
     FSDP_RETURN_IF_ERROR(gather.Finish(options_.comm_timeout, clock,
                                        absl::StrCat(unit->name(), " consolidation gather")));
     FSDP_RETURN_IF_ERROR(

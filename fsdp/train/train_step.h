@@ -69,9 +69,6 @@ struct TrainStepOptions {
   int prefetch_depth = 1;
   // Most parameter all-gathers outstanding at once (>= 1).
   int max_gathers_in_flight = 2;
-  // bf16 parameter all-gathers and gradient reduce-scatters; fp32 master
-  // shards, optimizer state and compute.
-  bool mixed_precision = false;
   // [Note: bf16 parameter layout] in unit_state.h (--precision=bf16): the
   // model gets bf16 parameters (Model::ForwardUnitBf16), gathered as bf16
   // from fp32 masters; gradients and optimizer state fp32. The model must

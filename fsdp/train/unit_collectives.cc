@@ -34,10 +34,6 @@ absl::Status CheckSplit(const comm::Communicator& comm, size_t full_numel, size_
   return absl::OkStatus();
 }
 
-void Narrow(absl::Span<const float> in, absl::Span<uint16_t> out) {
-  for (size_t i = 0; i < in.size(); ++i) out[i] = comm::FloatToBFloat16(in[i]);
-}
-
 }  // namespace
 
 PendingCollective& PendingCollective::operator=(PendingCollective&& other) {
@@ -45,9 +41,6 @@ PendingCollective& PendingCollective::operator=(PendingCollective&& other) {
     Drain();
     work_ = std::move(other.work_);
     other.work_ = nullptr;
-    send_staging_ = std::move(other.send_staging_);
-    recv_staging_ = std::move(other.recv_staging_);
-    unpack_into_ = other.unpack_into_;
   }
   return *this;
 }
@@ -68,35 +61,7 @@ absl::Status PendingCollective::Finish(absl::Duration timeout, CommWaitClock& cl
   const absl::Status status = clock.Wait(*work_, timeout, what);
   if (!status.ok()) return status;  // keep work_: the destructor drains it
   work_ = nullptr;
-  if (!recv_staging_.empty()) {
-    for (size_t i = 0; i < unpack_into_.size(); ++i) {
-      unpack_into_[i] = comm::BFloat16ToFloat(recv_staging_[static_cast<int64_t>(i)]);
-    }
-  }
-  send_staging_.Reset();
-  recv_staging_.Reset();
-  unpack_into_ = {};
   return absl::OkStatus();
-}
-
-absl::StatusOr<PendingCollective::Wire> PendingCollective::StageForWire(
-    absl::Span<const float> input, absl::Span<float> output, comm::Dtype dtype,
-    MemoryTracker& tracker, absl::string_view label) {
-  if (dtype == comm::Dtype::kFloat32) {
-    return Wire{comm::AsConstBytes(input), comm::AsBytes(output)};
-  }
-  FSDP_ASSIGN_OR_RETURN(send_staging_, tracker.Allocate<uint16_t>(
-                                           MemoryCategory::kCommBuffers,
-                                           static_cast<int64_t>(input.size()),
-                                           absl::StrCat(label, " bf16 send")));
-  FSDP_ASSIGN_OR_RETURN(recv_staging_, tracker.Allocate<uint16_t>(
-                                           MemoryCategory::kCommBuffers,
-                                           static_cast<int64_t>(output.size()),
-                                           absl::StrCat(label, " bf16 receive")));
-  Narrow(input, send_staging_.span());
-  unpack_into_ = output;
-  return Wire{comm::AsConstBytes(absl::Span<const uint16_t>(send_staging_.span())),
-              comm::AsBytes(recv_staging_.span())};
 }
 
 void PendingCollective::FinishLocally(const Wire& wire) {
@@ -119,8 +84,7 @@ absl::Status PendingCollective::StartAllGather(comm::Communicator& comm, const W
 
 absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator& comm,
                                                 absl::Span<const float> shard,
-                                                absl::Span<float> gathered, comm::Dtype dtype,
-                                                MemoryTracker& tracker,
+                                                absl::Span<float> gathered,
                                                 absl::string_view label) {
   FSDP_RETURN_IF_ERROR(CheckSplit(comm, gathered.size(), shard.size(), label));
   PendingCollective pending;
@@ -128,9 +92,8 @@ absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator& comm,
     pending.work_ = Finished();
     return pending;
   }
-  FSDP_ASSIGN_OR_RETURN(const PendingCollective::Wire wire,
-                        pending.StageForWire(shard, gathered, dtype, tracker, label));
-  FSDP_RETURN_IF_ERROR(pending.StartAllGather(comm, wire));
+  FSDP_RETURN_IF_ERROR(pending.StartAllGather(
+      comm, PendingCollective::Wire{comm::AsConstBytes(shard), comm::AsBytes(gathered)}));
   return pending;
 }
 
@@ -151,8 +114,7 @@ absl::StatusOr<PendingCollective> PostAllGatherBf16(comm::Communicator& comm,
 
 absl::StatusOr<PendingCollective> PostReduceScatterSum(comm::Communicator& comm,
                                                        absl::Span<const float> full,
-                                                       absl::Span<float> shard, comm::Dtype dtype,
-                                                       MemoryTracker& tracker,
+                                                       absl::Span<float> shard,
                                                        absl::string_view label) {
   FSDP_RETURN_IF_ERROR(CheckSplit(comm, full.size(), shard.size(), label));
   PendingCollective pending;
@@ -160,8 +122,7 @@ absl::StatusOr<PendingCollective> PostReduceScatterSum(comm::Communicator& comm,
     pending.work_ = Finished();
     return pending;
   }
-  FSDP_ASSIGN_OR_RETURN(const PendingCollective::Wire wire,
-                        pending.StageForWire(full, shard, dtype, tracker, label));
+  const PendingCollective::Wire wire{comm::AsConstBytes(full), comm::AsBytes(shard)};
   if (comm.size() == 1) {
     pending.FinishLocally(wire);
     return pending;
@@ -170,7 +131,7 @@ absl::StatusOr<PendingCollective> PostReduceScatterSum(comm::Communicator& comm,
   options.input = wire.input;
   options.output = wire.output;
   options.op = comm::ReduceOp::kSum;
-  options.dtype = dtype;
+  options.dtype = comm::Dtype::kFloat32;
   FSDP_ASSIGN_OR_RETURN(pending.work_, comm.ReduceScatter(options));
   return pending;
 }

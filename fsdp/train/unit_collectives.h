@@ -1,27 +1,21 @@
 // File: fsdp/train/unit_collectives.h
 //
 // What a unit sends, apart from when its state changes (unit_state.cc decides
-// that). Each Post* function issues one collective on fp32 buffers and
-// returns a PendingCollective; Finish() waits for it (with a deadline, the
-// time charged to a CommWaitClock) and, for a bf16 collective, unpacks the
-// received bf16 values into the fp32 output.
+// that). Each Post* function issues one collective on the caller's buffers,
+// fp32 or (the bf16 layout) bf16, moved as they are: nothing is staged or
+// converted. It returns a PendingCollective; Finish() waits for it (with a
+// deadline, the time charged to a CommWaitClock).
 //
 //   FSDP_ASSIGN_OR_RETURN(PendingCollective gather,
-//       PostAllGather(comm, shard, gathered, comm::Dtype::kBFloat16, tracker, "unit 3"));
+//       PostAllGather(comm, shard, gathered, "unit 3 parameter all-gather"));
 //   ... compute ...
 //   FSDP_RETURN_IF_ERROR(gather.Finish(timeout, clock, "unit 3 parameter all-gather"));
 //
-// [Note: wire dtype] With comm::Dtype::kFloat32 the collective reads and
-// writes the caller's buffers directly. With kBFloat16 (--mixed_precision)
-// the input is rounded to bf16 into a staging buffer, the collective moves
-// bf16 (each addition in fp32, rounded to bf16 per hop: comm/communicator.h),
-// and Finish() widens the bf16 result into the fp32 output. The staging
-// buffers are counted as MemoryCategory::kCommBuffers and live exactly as
-// long as the collective: posted -> Finish().
+// A bf16 reduction adds in fp32 and rounds to bf16 per hop
+// (comm/communicator.h).
 //
-// World size 1 has an explicit path: the collective is a copy (through the
-// same bf16 rounding when asked) and finishes when posted. Empty buffers (a
-// unit without parameters) post nothing.
+// World size 1 has an explicit path: the collective is a copy and finishes
+// when posted. Empty buffers (a unit without parameters) post nothing.
 #ifndef FSDP_TRAIN_UNIT_COLLECTIVES_H_
 #define FSDP_TRAIN_UNIT_COLLECTIVES_H_
 
@@ -52,19 +46,16 @@ class PendingCollective {
   bool in_flight() const { return work_ != nullptr; }
 
   // Waits up to `timeout` (blocked time charged to `clock`; errors prefixed
-  // with `what`), unpacks a bf16 result, frees the staging buffers.
-  // FailedPrecondition if nothing is in flight.
+  // with `what`). FailedPrecondition if nothing is in flight.
   absl::Status Finish(absl::Duration timeout, CommWaitClock& clock, absl::string_view what);
 
  private:
   friend absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator&,
                                                          absl::Span<const float>,
-                                                         absl::Span<float>, comm::Dtype,
-                                                         MemoryTracker&, absl::string_view);
+                                                         absl::Span<float>, absl::string_view);
   friend absl::StatusOr<PendingCollective> PostReduceScatterSum(comm::Communicator&,
                                                                 absl::Span<const float>,
-                                                                absl::Span<float>, comm::Dtype,
-                                                                MemoryTracker&,
+                                                                absl::Span<float>,
                                                                 absl::string_view);
   friend absl::StatusOr<PendingCollective> PostAllReduceSum(comm::Communicator&,
                                                             absl::Span<float>);
@@ -78,33 +69,25 @@ class PendingCollective {
                                                                 absl::Span<uint16_t>);
   void Drain();
 
-  // The bytes a collective moves: the fp32 buffers themselves, or (bf16)
-  // staging copies, `input` narrowed now and the result widened into
-  // `output` by Finish().
+  // The bytes a collective moves: the caller's buffers.
   struct Wire {
     absl::Span<const std::byte> input;
     absl::Span<std::byte> output;
   };
-  absl::StatusOr<Wire> StageForWire(absl::Span<const float> input, absl::Span<float> output,
-                                    comm::Dtype dtype, MemoryTracker& tracker,
-                                    absl::string_view label);
   // World size 1: the result is the input; no collective runs.
   void FinishLocally(const Wire& wire);
   // Moves `wire` by an all-gather (or FinishLocally at world size 1).
   absl::Status StartAllGather(comm::Communicator& comm, const Wire& wire);
 
   comm::WorkHandle work_;
-  TrackedBuffer<uint16_t> send_staging_;  // bf16 input (kCommBuffers)
-  TrackedBuffer<uint16_t> recv_staging_;  // bf16 output (kCommBuffers)
-  absl::Span<float> unpack_into_;         // where Finish() widens recv_staging_
 };
 
 // All-gather: every rank's `shard` into `gathered` (comm.size() * shard.size()
 // floats, rank-major). `shard` may alias its own slot of `gathered`.
 absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator& comm,
                                                 absl::Span<const float> shard,
-                                                absl::Span<float> gathered, comm::Dtype dtype,
-                                                MemoryTracker& tracker, absl::string_view label);
+                                                absl::Span<float> gathered,
+                                                absl::string_view label);
 
 // All-gather of bf16 values (the bf16 parameter layout, --precision=bf16):
 // bits moved as they are, nothing staged or widened.
@@ -117,8 +100,7 @@ absl::StatusOr<PendingCollective> PostAllGatherBf16(comm::Communicator& comm,
 // ranks, this rank's chunk into `shard`.
 absl::StatusOr<PendingCollective> PostReduceScatterSum(comm::Communicator& comm,
                                                        absl::Span<const float> full,
-                                                       absl::Span<float> shard, comm::Dtype dtype,
-                                                       MemoryTracker& tracker,
+                                                       absl::Span<float> shard,
                                                        absl::string_view label);
 
 // Sum all-reduce of `values` in place, in fp32.

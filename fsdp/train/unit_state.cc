@@ -45,9 +45,8 @@ const char* GradStateName(GradState state) {
   return "unknown";
 }
 
-UnitRuntime UnitRuntime::For(Strategy strategy, bool mixed_precision, int world_size,
-                             int world_rank, int shard_group_size, bool bf16_params,
-                             bool bf16_grads) {
+UnitRuntime UnitRuntime::For(Strategy strategy, int world_size, int world_rank,
+                             int shard_group_size, bool bf16_params, bool bf16_grads) {
   UnitRuntime r;
   r.strategy = strategy;
   r.shard_params = strategy == Strategy::kFullShard || strategy == Strategy::kHybridShard;
@@ -55,11 +54,7 @@ UnitRuntime UnitRuntime::For(Strategy strategy, bool mixed_precision, int world_
   r.shard_optimizer = strategy != Strategy::kNoShard;
   r.bf16_params = bf16_params;
   r.bf16_grads = bf16_params && bf16_grads;
-  r.master_shard = r.shard_params || (r.shard_optimizer && mixed_precision) || bf16_params;
-  r.param_dtype =
-      mixed_precision || bf16_params ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
-  r.reduce_dtype =
-      mixed_precision || r.bf16_grads ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
+  r.master_shard = r.shard_params || bf16_params;
   r.world_size = world_size;
   r.shard_group_size = shard_group_size;
   r.shard_rank = world_rank % shard_group_size;
@@ -136,10 +131,6 @@ absl::Status ShardedUnit::CreateFp32Params(const std::function<void(absl::Span<f
   if (runtime_.shard_params) {
     params_.Reset();
     param_state_ = ParamState::kSharded;
-  } else if (runtime_.master_shard) {
-    // The unsharded copy holds what a bf16 all-gather would deliver, from
-    // the first step on (see [Note: wire dtype] in unit_collectives.h).
-    for (float& v : params_.span()) v = comm::BFloat16ToFloat(comm::FloatToBFloat16(v));
   }
   return absl::OkStatus();
 }
@@ -265,7 +256,6 @@ absl::Status ShardedUnit::Unshard(const UnitComms& comms) {
   }
   FSDP_ASSIGN_OR_RETURN(param_gather_,
                         PostAllGather(*comms.shard_group, MutableParamShard(), params_.span(),
-                                      runtime_.param_dtype, tracker_,
                                       absl::StrCat(Label(), " parameter all-gather")));
   param_state_ = ParamState::kGathering;
   return absl::OkStatus();
@@ -353,7 +343,7 @@ absl::Status ShardedUnit::StartReduction(const UnitComms& comms) {
   }
   FSDP_ASSIGN_OR_RETURN(grad_reduction_,
                         PostReduceScatterSum(*comms.shard_group, grads_.span(),
-                                             grad_shard_.span(), runtime_.reduce_dtype, tracker_,
+                                             grad_shard_.span(),
                                              absl::StrCat(Label(), " gradient reduce-scatter")));
   grad_state_ = GradState::kReduceScattering;
   return absl::OkStatus();
@@ -376,7 +366,6 @@ absl::Status ShardedUnit::FinishReduceScatter(const UnitComms& comms, absl::Dura
     for (float& v : grad_shard_.span()) v *= average;
     FSDP_ASSIGN_OR_RETURN(grad_reduction_,
                           PostAllGather(*comms.shard_group, grad_shard_.span(), grads_.span(),
-                                        runtime_.reduce_dtype, tracker_,
                                         absl::StrCat(Label(), " gradient all-gather")));
     grad_state_ = GradState::kAllGathering;
   } else if (runtime_.replica_group_count > 1) {

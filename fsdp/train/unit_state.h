@@ -96,9 +96,8 @@ struct UnitRuntime {
   bool shard_grads = false;
   // every strategy but no_shard: the optimizer steps this rank's shard.
   bool shard_optimizer = false;
-  // Separate fp32 master shard: shard_params, or a sharded optimizer in mixed
-  // precision (the unsharded buffer then holds bf16-rounded values), or
-  // bf16_params (no_shard: a master of the whole unit).
+  // Separate fp32 master: shard_params (the kept shard), or bf16_params
+  // (no_shard: a master of the whole unit; the others a shard).
   bool master_shard = false;
   // [Note: bf16 parameter layout] --precision=bf16: the parameters the model
   // computes with are bf16 (2 bytes: the whole unit for no_shard,
@@ -121,8 +120,6 @@ struct UnitRuntime {
   // same widened values by the same scale. Per parameter with Adam: 2 + 2 +
   // 4 (master) + 8 = 16 bytes, the ZeRO paper's K = 12 layout.
   bool bf16_grads = false;
-  comm::Dtype param_dtype = comm::Dtype::kFloat32;   // parameter all-gathers
-  comm::Dtype reduce_dtype = comm::Dtype::kFloat32;  // gradient reduce-scatters
   int world_size = 1;
   // Ranks a unit is sharded over (world, or G for hybrid) and this rank's
   // place among them.
@@ -130,7 +127,7 @@ struct UnitRuntime {
   int shard_rank = 0;
   int replica_group_count = 1;
 
-  static UnitRuntime For(Strategy strategy, bool mixed_precision, int world_size, int world_rank,
+  static UnitRuntime For(Strategy strategy, int world_size, int world_rank,
                          int shard_group_size, bool bf16_params = false,
                          bool bf16_grads = false);
 };

@@ -139,14 +139,21 @@ TEST(BudgetTest, TrainOptionsAreCheckedAsTheirMemoryPoint) {
   const int64_t hybrid_total = EstimateRankMemory(point)->total_bytes();
   EXPECT_TRUE(CheckTrainingFitsBudget(options, hybrid_total).ok());
   EXPECT_FALSE(CheckTrainingFitsBudget(options, hybrid_total - 1).ok());
-  // --mixed_precision is the runtime's bf16-on-the-wire mode.
-  options.mixed_precision = true;
-  point.precision = Precision::kBf16Wire;
-  const int64_t wire_total = EstimateRankMemory(point)->total_bytes();
-  EXPECT_TRUE(CheckTrainingFitsBudget(options, wire_total).ok());
-  const absl::Status over_wire = CheckTrainingFitsBudget(options, wire_total - 1);
-  EXPECT_EQ(over_wire.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(over_wire.message().find("bf16_wire"), std::string::npos) << over_wire.message();
+  // --precision=bf16 is the report's mixed (2-byte gradients), and with
+  // --reduce_dtype=fp32 its bf16.
+  options.precision = "bf16";
+  point.precision = Precision::kMixed;
+  const int64_t mixed_total = EstimateRankMemory(point)->total_bytes();
+  EXPECT_TRUE(CheckTrainingFitsBudget(options, mixed_total).ok());
+  const absl::Status over_mixed = CheckTrainingFitsBudget(options, mixed_total - 1);
+  EXPECT_EQ(over_mixed.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(over_mixed.message().find("mixed"), std::string::npos) << over_mixed.message();
+  options.reduce_dtype = "fp32";
+  point.precision = Precision::kBf16;
+  const int64_t bf16_total = EstimateRankMemory(point)->total_bytes();
+  EXPECT_GT(bf16_total, mixed_total);  // 4-byte gradients
+  EXPECT_TRUE(CheckTrainingFitsBudget(options, bf16_total).ok());
+  EXPECT_FALSE(CheckTrainingFitsBudget(options, bf16_total - 1).ok());
 }
 
 TEST(BudgetTest, LargestFittingFamilyModelFitsAndTheNextDoesNot) {

@@ -345,6 +345,9 @@ TEST(MemoryEstimateTest, BadPointsAreClearErrors) {
             std::string::npos);
   EXPECT_EQ(*ParsePrecision("mixed"), Precision::kMixed);
   EXPECT_EQ(*ParsePrecision("bf16"), Precision::kBf16);
+  // The old runtime mode is named, with what replaced it.
+  EXPECT_NE(ParsePrecision("bf16_wire").status().message().find("alias of --precision=bf16"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -64,8 +64,8 @@ TEST(SweepTest, PresetsCoverTheirGridAndStartNearAMillionParameters) {
   absl::StatusOr<SweepOptions> full = SweepPreset("full");
   ASSERT_TRUE(full.ok());
   const std::vector<MemoryPoint> points = SweepPoints(*full);
-  EXPECT_EQ(full->precisions.size(), 4u);
-  EXPECT_EQ(points.size(), full->widths.size() * full->ranks.size() * 5 * 4);
+  EXPECT_EQ(full->precisions.size(), 3u);
+  EXPECT_EQ(points.size(), full->widths.size() * full->ranks.size() * 5 * 3);
   absl::StatusOr<RankMemoryEstimate> first = EstimateRankMemory(points.front());
   ASSERT_TRUE(first.ok());
   EXPECT_GT(first->num_params, 500000);
@@ -94,12 +94,6 @@ TEST(SweepTest, TrainOptionsForPointSaysWhyThePointCannotBeTrained) {
   ASSERT_TRUE(mixed.ok()) << mixed.status();
   EXPECT_EQ(mixed->precision, "bf16");
   EXPECT_TRUE(mixed->bf16_grads());
-  EXPECT_FALSE(mixed->mixed_precision);
-  point.precision = Precision::kBf16Wire;
-  absl::StatusOr<TrainOptions> wire = TrainOptionsForPoint(point, 3);
-  ASSERT_TRUE(wire.ok()) << wire.status();
-  EXPECT_TRUE(wire->mixed_precision);
-  EXPECT_FALSE(run->mixed_precision);
   EXPECT_EQ(run->precision, "fp32");
   point.precision = Precision::kBf16;  // the bf16 layout: 2-byte parameters, fp32 wire
   absl::StatusOr<TrainOptions> bf16 = TrainOptionsForPoint(point, 3);
@@ -107,7 +101,6 @@ TEST(SweepTest, TrainOptionsForPointSaysWhyThePointCannotBeTrained) {
   EXPECT_EQ(bf16->precision, "bf16");
   EXPECT_EQ(bf16->reduce_dtype, "fp32");
   EXPECT_FALSE(bf16->bf16_grads());
-  EXPECT_FALSE(bf16->mixed_precision);
   point.precision = Precision::kFp32;
   point.strategy = proto::HYBRID_SHARD;
   point.group_size = 1;

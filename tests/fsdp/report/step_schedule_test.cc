@@ -27,17 +27,11 @@ TEST(StepScheduleTest, PrefetchIsBoundedByGathersInFlight) {
   EXPECT_EQ(PeakTransientBytes(in), 40);      // one unit at a time
 }
 
-// no_shard on the wire: each unit's reduce-scatter stages 2 (P + S) bytes,
-// then its gradient all-gather stages 2 (P + S) again until the very end,
-// so after the backward every unit's all-gather staging is alive at once:
-// 2 (10 + 5) + 2 (20 + 10) = 90 B (activations of 1 and 2 B are gone).
-TEST(StepScheduleTest, NoShardOnTheWireHoldsEveryGradientAllGatherAtTheEnd) {
+// no_shard: the collectives stage nothing, so the forward's activations
+// (1 + 2 B) are the peak.
+TEST(StepScheduleTest, NoShardHoldsOnlyItsActivations) {
   ScheduleInputs in;
   in.units = {{10, 5, 1}, {20, 10, 2}};
-  in.all_gather_grads = true;
-  in.bf16_wire = true;
-  EXPECT_EQ(PeakTransientBytes(in), 90);
-  in.bf16_wire = false;  // fp32: nothing staged, the forward's activations are the peak
   EXPECT_EQ(PeakTransientBytes(in), 3);
 }
 

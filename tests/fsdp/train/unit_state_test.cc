@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "comm/dtype.h"
 #include "fsdp/plan/shard_planner.h"
 #include "gtest/gtest.h"
@@ -36,10 +37,9 @@ void InitCounting(absl::Span<float> padded, int64_t numel) {
   for (int64_t i = 0; i < numel; ++i) padded[i] = static_cast<float>(i + 1);
 }
 
-std::unique_ptr<ShardedUnit> Make(const proto::UnitPlan& plan, Strategy strategy, bool mixed,
-                                  int world, int rank, MemoryTracker& tracker,
-                                  UnitOptimizer& optimizer) {
-  const UnitRuntime runtime = UnitRuntime::For(strategy, mixed, world, rank, world);
+std::unique_ptr<ShardedUnit> Make(const proto::UnitPlan& plan, Strategy strategy, int world,
+                                  int rank, MemoryTracker& tracker, UnitOptimizer& optimizer) {
+  const UnitRuntime runtime = UnitRuntime::For(strategy, world, rank, world);
   auto unit = ShardedUnit::Create(plan, runtime, tracker, optimizer, [&](absl::Span<float> p) {
     InitCounting(p, plan.flat_numel());
   });
@@ -63,7 +63,7 @@ TEST(ShardedUnitTest, BuffersByStrategyAndCategory) {
   for (const Case& c : cases) {
     MemoryTracker tracker;
     fsdp_test::PlainSgd sgd;
-    auto unit = Make(PlanOfNumel(7, 4, c.plan_strategy), c.strategy, false, 4, 1, tracker, sgd);
+    auto unit = Make(PlanOfNumel(7, 4, c.plan_strategy), c.strategy, 4, 1, tracker, sgd);
     ASSERT_NE(unit, nullptr);
     MemorySnapshot s = tracker.Snapshot();
     EXPECT_EQ(s.current(MemoryCategory::kParameters), 4 * c.params) << StrategyName(c.strategy);
@@ -84,7 +84,7 @@ TEST(ShardedUnitTest, WrongTransitionsNameBothStates) {
   UnitComms c{comms[0].get(), comms[0].get()};
   MemoryTracker tracker;
   fsdp_test::PlainSgd sgd;
-  auto unit = Make(PlanOfNumel(3, 1, proto::FULL_SHARD), Strategy::kFullShard, false, 1, 0,
+  auto unit = Make(PlanOfNumel(3, 1, proto::FULL_SHARD), Strategy::kFullShard, 1, 0,
                    tracker, sgd);
   ASSERT_NE(unit, nullptr);
   ShardedUnit& u = *unit;
@@ -166,7 +166,7 @@ TEST(ShardedUnitTest, TwoRanksAverageTheirGradients) {
         MemoryTracker tracker;
         fsdp_test::PlainSgd sgd;
         UnitComms c{comms[r].get(), comms[r].get()};
-        auto unit = Make(PlanOfNumel(5, kWorld, plan_strategy), strategy, false, kWorld, r,
+        auto unit = Make(PlanOfNumel(5, kWorld, plan_strategy), strategy, kWorld, r,
                          tracker, sgd);
         ASSERT_NE(unit, nullptr);
         auto grads = unit->GradsForBackward();
@@ -194,9 +194,9 @@ TEST(ShardedUnitTest, TwoRanksAverageTheirGradients) {
   }
 }
 
-// Mixed precision: the all-gathered parameters are the bf16 rounding of the
+// The bf16 layout: the all-gathered bf16 parameters are the rounding of the
 // fp32 master shards, which stay exact.
-TEST(ShardedUnitTest, MixedPrecisionGathersBf16RoundedParameters) {
+TEST(ShardedUnitTest, Bf16LayoutGathersTheRoundedMaster) {
   constexpr int kWorld = 2;
   auto comms = fsdp_test::MakeThreadCommunicators(kWorld);
   std::vector<std::thread> threads;
@@ -206,26 +206,106 @@ TEST(ShardedUnitTest, MixedPrecisionGathersBf16RoundedParameters) {
       fsdp_test::PlainSgd sgd;
       UnitComms c{comms[r].get(), comms[r].get()};
       const proto::UnitPlan plan = PlanOfNumel(4, kWorld, proto::FULL_SHARD);
-      const UnitRuntime runtime = UnitRuntime::For(Strategy::kFullShard, true, kWorld, r, kWorld);
+      const UnitRuntime runtime =
+          UnitRuntime::For(Strategy::kFullShard, kWorld, r, kWorld, /*bf16_params=*/true);
       const float values[4] = {1.0f + 1.0f / 1024, 3.14159265f, -2.718281828f, 1e-3f};
       auto unit = ShardedUnit::Create(plan, runtime, tracker, sgd, [&](absl::Span<float> p) {
         for (int i = 0; i < 4; ++i) p[i] = values[i];
       });
-      ASSERT_TRUE(unit.ok());
+      ASSERT_TRUE(unit.ok()) << unit.status();
       CommWaitClock clock;
       ASSERT_TRUE((*unit)->Unshard(c).ok());
-      EXPECT_GT(tracker.Snapshot().current(MemoryCategory::kCommBuffers), 0);  // bf16 staging
       ASSERT_TRUE((*unit)->WaitForUnshard(absl::Seconds(10), clock).ok());
-      EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kCommBuffers), 0);
-      auto params = (*unit)->UnshardedParams();
-      ASSERT_TRUE(params.ok());
-      for (int i = 0; i < 4; ++i) {
-        EXPECT_EQ((*params)[i], comm::BFloat16ToFloat(comm::FloatToBFloat16(values[i]))) << i;
-      }
+      EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kCommBuffers), 0);  // nothing staged
+      auto params = (*unit)->UnshardedParamsBf16();
+      ASSERT_TRUE(params.ok()) << params.status();
+      for (int i = 0; i < 4; ++i) EXPECT_EQ((*params)[i], comm::FloatToBFloat16(values[i])) << i;
       EXPECT_EQ((*unit)->ParamShard()[0], values[2 * r]);  // the master is exact
     });
   }
   for (auto& t : threads) t.join();
+}
+
+// [Note: bf16 gradients] Two micro-batches into 2-byte gradients (the first
+// rounded, the second added in fp32 and rounded), the sum over two ranks
+// rounded, the average rounded: in every strategy the reduced shard holds
+// exactly those bf16 values, the gradients are 2 bytes an element, one fp32
+// workspace serves, and nothing is staged for the reduce-scatter.
+TEST(ShardedUnitTest, Bf16GradientsAccumulateAndReduceInBf16) {
+  constexpr int kWorld = 2;
+  constexpr int kNumel = 5;  // padded 6, shard 3
+  auto bf16 = [](float v) { return comm::BFloat16ToFloat(comm::FloatToBFloat16(v)); };
+  auto micro_batch = [](int r, int m, int i) {
+    return (r + 1) * (i + 1) * (1.0f + 1.0f / 512) + m * 0.3f * (i + 1);
+  };
+  const std::pair<Strategy, proto::ShardingStrategy> strategies[] = {
+      {Strategy::kNoShard, proto::NO_SHARD},
+      {Strategy::kShardOptimizer, proto::SHARD_OPTIMIZER},
+      {Strategy::kShardGradOp, proto::SHARD_GRAD_OP},
+      {Strategy::kFullShard, proto::FULL_SHARD},
+      {Strategy::kHybridShard, proto::HYBRID_SHARD}};
+  for (auto [strategy, plan_strategy] : strategies) {
+    auto comms = fsdp_test::MakeThreadCommunicators(kWorld);
+    std::vector<std::vector<float>> owned(kWorld);
+    std::vector<int64_t> gradient_bytes(kWorld), comm_bytes(kWorld);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kWorld; ++r) {
+      threads.emplace_back([&, r] {
+        MemoryTracker tracker;
+        fsdp_test::PlainSgd sgd;
+        UnitComms c{comms[r].get(), comms[r].get()};
+        const proto::UnitPlan plan = PlanOfNumel(kNumel, kWorld, plan_strategy);
+        auto workspace = tracker.Allocate<float>(MemoryCategory::kGradients, plan.padded_numel(),
+                                                 "workspace");
+        ASSERT_TRUE(workspace.ok());
+        const UnitRuntime runtime = UnitRuntime::For(strategy, kWorld, r, kWorld,
+                                                     /*bf16_params=*/true, /*bf16_grads=*/true);
+        auto unit = ShardedUnit::Create(
+            plan, runtime, tracker, sgd, [&](absl::Span<float> p) { InitCounting(p, kNumel); },
+            workspace->span());
+        ASSERT_TRUE(unit.ok()) << unit.status();
+        for (int m = 0; m < 2; ++m) {
+          auto grads = (*unit)->GradsForBackward();
+          ASSERT_TRUE(grads.ok()) << grads.status();
+          for (int i = 0; i < kNumel; ++i) (*grads)[i] += micro_batch(r, m, i);
+          ASSERT_TRUE((*unit)->MarkBackwardDone().ok());
+        }
+        CommWaitClock clock;
+        ASSERT_TRUE((*unit)->StartReduction(c).ok());
+        comm_bytes[r] = tracker.Snapshot().current(MemoryCategory::kCommBuffers);
+        ASSERT_TRUE((*unit)->FinishReduceScatter(c, absl::Seconds(10), clock).ok());
+        ASSERT_TRUE((*unit)->FinishReduction(absl::Seconds(10), clock).ok());
+        gradient_bytes[r] = tracker.Snapshot().current(MemoryCategory::kGradients);
+        auto mine = (*unit)->OwnedReducedGrads();
+        ASSERT_TRUE(mine.ok()) << mine.status();
+        owned[r].assign(mine->begin(), mine->end());
+      });
+    }
+    for (auto& t : threads) t.join();
+    const bool sharded_grads = strategy == Strategy::kShardGradOp ||
+                               strategy == Strategy::kFullShard ||
+                               strategy == Strategy::kHybridShard;
+    for (int r = 0; r < kWorld; ++r) {
+      const std::string what = absl::StrCat(StrategyName(strategy), " rank ", r);
+      // The workspace (6 floats) and the kept gradients: 2 bytes an element
+      // of the whole unit (6) or of the shard (3).
+      EXPECT_EQ(gradient_bytes[r], 4 * 6 + 2 * (sharded_grads ? 3 : 6)) << what;
+      EXPECT_EQ(comm_bytes[r], 0) << what;
+      ASSERT_EQ(owned[r].size(), 3u) << what;
+      for (int k = 0; k < 3; ++k) {
+        const int i = r * 3 + k;
+        float expected = 0.0f;
+        if (i < kNumel) {
+          float sum = 0.0f;
+          for (int rank = 0; rank < kWorld; ++rank) {
+            sum += bf16(bf16(micro_batch(rank, 0, i)) + micro_batch(rank, 1, i));
+          }
+          expected = bf16(bf16(sum) * 0.5f);
+        }
+        EXPECT_EQ(owned[r][k], expected) << what << " element " << i;
+      }
+    }
+  }
 }
 
 }  // namespace

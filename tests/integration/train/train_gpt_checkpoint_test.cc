@@ -120,7 +120,7 @@ INSTANTIATE_TEST_SUITE_P(
         StrategyCase{"full_shard", {"--nproc=2", "--strategy=full_shard", "--micro_batch=4"}},
         StrategyCase{"full_shard_bf16",
                      {"--nproc=2", "--strategy=full_shard", "--micro_batch=4",
-                      "--mixed_precision"}},
+                      "--precision=bf16"}},
         StrategyCase{"hybrid_shard",
                      {"--nproc=4", "--strategy=hybrid_shard", "--group_size=2",
                       "--micro_batch=2"}},

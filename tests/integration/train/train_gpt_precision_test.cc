@@ -13,8 +13,8 @@
 //     fp32's, and between the two gradient dtypes;
 //   * all five strategies stay bit-identical to each other under bf16 at 2
 //     ranks, with either gradient dtype and with accumulation;
-//   * --mixed_precision on top, and bad --reduce_dtype values, are refused
-//     before any rank starts.
+//   * --mixed_precision is an alias of --precision=bf16 (the same bits);
+//     bad --reduce_dtype values are refused before any rank starts.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -108,12 +108,21 @@ TEST(TrainGptPrecisionTest, StrategiesAreBitIdenticalUnderBf16) {
   }
 }
 
-TEST(TrainGptPrecisionTest, MixedPrecisionOnTopOfBf16IsRefused) {
-  const TrainGptRun run = RunTrainGpt(
-      "bf16_and_wire", Flags({"--nproc=2", "--steps=1", "--precision=bf16", "--mixed_precision"}));
-  EXPECT_NE(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("drop --mixed_precision"), std::string::npos) << run.output;
-  EXPECT_EQ(run.output.find("step    1"), std::string::npos) << run.output;
+TEST(TrainGptPrecisionTest, MixedPrecisionIsAnAliasOfPrecisionBf16) {
+  const std::vector<std::string> common = {"--nproc=2", "--steps=3", "--warmup_steps=1",
+                                           "--strategy=full_shard"};
+  auto with = [&](const std::string& flag) {
+    std::vector<std::string> flags = common;
+    flags.push_back(flag);
+    return flags;
+  };
+  const TrainGptRun alias = RunJob("mixed_alias", with("--mixed_precision"));
+  const TrainGptRun bf16 = RunJob("mixed_alias_bf16", with("--precision=bf16"));
+  EXPECT_EQ(alias.param_sha256, bf16.param_sha256);
+  EXPECT_EQ(alias.losses, bf16.losses);
+  EXPECT_NE(alias.output.find("--mixed_precision is an alias of --precision=bf16"),
+            std::string::npos)
+      << alias.output;
 }
 
 TEST(TrainGptPrecisionTest, BadReduceDtypesAreRefusedBeforeAnyRankStarts) {
