@@ -2,424 +2,559 @@
 set terminal pngcairo size 1400,1000 enhanced font 'sans,10'
 set output 'memory_mixed.png'
 $r1_no_shard_predicted << EOD
-1.33402e+06 3.72055e+07
-3.48058e+06 8.84347e+07
-7.39994e+06 1.76293e+08
-2.29164e+07 5.04364e+08
-5.26019e+07 1.10635e+09
-1.01175e+08 2.06719e+09
-1.73354e+08 3.47182e+09
-4.07407e+08 7.95218e+09
-1.3664e+09 2.59755e+10
-3.23158e+09 6.0612e+10
-1.08885e+10 2.01468e+11
-2.57939e+10 4.74007e+11
+1.33402e+06 3.33645e+07
+3.48058e+06 7.77907e+07
+7.39994e+06 1.54704e+08
+2.29164e+07 4.42777e+08
+5.26019e+07 9.72759e+08
+1.01175e+08 1.82015e+09
+1.73354e+08 3.06044e+09
+4.07407e+08 7.02174e+09
+1.3664e+09 2.29811e+10
+3.23158e+09 5.36826e+10
+1.08885e+10 1.7864e+11
+2.57939e+10 4.20547e+11
+EOD
+$r1_no_shard_measured << EOD
+1.33402e+06 3.33645e+07
+3.48058e+06 7.77907e+07
+7.39994e+06 1.54704e+08
+2.29164e+07 4.42777e+08
+5.26019e+07 9.72759e+08
 EOD
 $r1_no_shard_crossing << EOD
-1.04933e+08 2.14748e+09
-1.06636e+08 2.14748e+09
-1.10769e+08 2.14748e+09
-1.17349e+08 2.14748e+09
-1.17493e+08 2.14748e+09
+1.18622e+08 2.14748e+09
+1.21827e+08 2.14748e+09
+1.24864e+08 2.14748e+09
+1.3063e+08 2.14748e+09
+1.30725e+08 2.14748e+09
 EOD
 $r1_shard_optimizer_predicted << EOD
-1.33402e+06 3.72055e+07
-3.48058e+06 8.84347e+07
-7.39994e+06 1.76293e+08
-2.29164e+07 5.04364e+08
-5.26019e+07 1.10635e+09
-1.01175e+08 2.06719e+09
-1.73354e+08 3.47182e+09
-4.07407e+08 7.95218e+09
-1.3664e+09 2.59755e+10
-3.23158e+09 6.0612e+10
-1.08885e+10 2.01468e+11
-2.57939e+10 4.74007e+11
+1.33402e+06 3.33645e+07
+3.48058e+06 7.77907e+07
+7.39994e+06 1.54704e+08
+2.29164e+07 4.42777e+08
+5.26019e+07 9.72759e+08
+1.01175e+08 1.82015e+09
+1.73354e+08 3.06044e+09
+4.07407e+08 7.02174e+09
+1.3664e+09 2.29811e+10
+3.23158e+09 5.36826e+10
+1.08885e+10 1.7864e+11
+2.57939e+10 4.20547e+11
+EOD
+$r1_shard_optimizer_measured << EOD
+1.33402e+06 3.33645e+07
+3.48058e+06 7.77907e+07
+7.39994e+06 1.54704e+08
+2.29164e+07 4.42777e+08
+5.26019e+07 9.72759e+08
 EOD
 $r1_shard_optimizer_crossing << EOD
-1.04933e+08 2.14748e+09
-1.06636e+08 2.14748e+09
-1.10769e+08 2.14748e+09
-1.17349e+08 2.14748e+09
-1.17493e+08 2.14748e+09
+1.18622e+08 2.14748e+09
+1.21827e+08 2.14748e+09
+1.24864e+08 2.14748e+09
+1.3063e+08 2.14748e+09
+1.30725e+08 2.14748e+09
 EOD
 $r1_shard_grad_op_predicted << EOD
-1.33402e+06 3.50623e+07
-3.48058e+06 8.22607e+07
-7.39994e+06 1.62543e+08
-2.29164e+07 4.61161e+08
-5.26019e+07 1.00693e+09
-1.01175e+08 1.87456e+09
-1.73354e+08 3.13955e+09
-4.07407e+08 7.16572e+09
-1.3664e+09 2.3324e+10
-3.23158e+09 5.43083e+10
-1.08885e+10 1.80083e+11
-2.57939e+10 4.23143e+11
+1.33402e+06 3.38893e+07
+3.48058e+06 7.85779e+07
+7.39994e+06 1.55753e+08
+2.29164e+07 4.45603e+08
+5.26019e+07 9.78801e+08
+1.01175e+08 1.83019e+09
+1.73354e+08 3.07607e+09
+4.07407e+08 7.05586e+09
+1.3664e+09 2.30711e+10
+3.23158e+09 5.38536e+10
+1.08885e+10 1.79048e+11
+2.57939e+10 4.21294e+11
+EOD
+$r1_shard_grad_op_measured << EOD
+1.33402e+06 3.38893e+07
+3.48058e+06 7.85779e+07
+7.39994e+06 1.55753e+08
+2.29164e+07 4.45603e+08
+5.26019e+07 9.78801e+08
 EOD
 $r1_shard_grad_op_crossing << EOD
-1.15184e+08 2.14748e+09
-1.1827e+08 2.14748e+09
-1.22925e+08 2.14748e+09
-1.30551e+08 2.14748e+09
-1.30651e+08 2.14748e+09
+1.17904e+08 2.14748e+09
+1.21117e+08 2.14748e+09
+1.23823e+08 2.14748e+09
+1.29236e+08 2.14748e+09
+1.29337e+08 2.14748e+09
 EOD
 $r1_full_shard_predicted << EOD
-1.33402e+06 3.59836e+07
-3.48058e+06 8.39377e+07
-7.39994e+06 1.65172e+08
-2.29164e+07 4.68259e+08
-5.26019e+07 1.01954e+09
-1.01175e+08 1.89425e+09
-1.73354e+08 3.1679e+09
-4.07407e+08 7.21611e+09
-1.3664e+09 2.34373e+10
-3.23158e+09 5.45098e+10
-1.08885e+10 1.80536e+11
-2.57939e+10 4.23949e+11
+1.33402e+06 3.48106e+07
+3.48058e+06 8.02549e+07
+7.39994e+06 1.58383e+08
+2.29164e+07 4.52701e+08
+5.26019e+07 9.9141e+08
+1.01175e+08 1.84989e+09
+1.73354e+08 3.10442e+09
+4.07407e+08 7.10625e+09
+1.3664e+09 2.31844e+10
+3.23158e+09 5.4055e+10
+1.08885e+10 1.79501e+11
+2.57939e+10 4.221e+11
+EOD
+$r1_full_shard_measured << EOD
+1.33402e+06 3.48106e+07
+3.48058e+06 8.02549e+07
+7.39994e+06 1.58383e+08
+2.29164e+07 4.52701e+08
+5.26019e+07 9.9141e+08
 EOD
 $r1_full_shard_crossing << EOD
-1.14091e+08 2.14748e+09
-1.17024e+08 2.14748e+09
-1.21544e+08 2.14748e+09
-1.29114e+08 2.14748e+09
-1.2922e+08 2.14748e+09
+1.16581e+08 2.14748e+09
+1.1983e+08 2.14748e+09
+1.22437e+08 2.14748e+09
+1.27819e+08 2.14748e+09
+1.27927e+08 2.14748e+09
 EOD
 $r1_hybrid_shard_predicted << EOD
-1.33402e+06 3.59836e+07
-3.48058e+06 8.39377e+07
-7.39994e+06 1.65172e+08
-2.29164e+07 4.68259e+08
-5.26019e+07 1.01954e+09
-1.01175e+08 1.89425e+09
-1.73354e+08 3.1679e+09
-4.07407e+08 7.21611e+09
-1.3664e+09 2.34373e+10
-3.23158e+09 5.45098e+10
-1.08885e+10 1.80536e+11
-2.57939e+10 4.23949e+11
+1.33402e+06 3.48106e+07
+3.48058e+06 8.02549e+07
+7.39994e+06 1.58383e+08
+2.29164e+07 4.52701e+08
+5.26019e+07 9.9141e+08
+1.01175e+08 1.84989e+09
+1.73354e+08 3.10442e+09
+4.07407e+08 7.10625e+09
+1.3664e+09 2.31844e+10
+3.23158e+09 5.4055e+10
+1.08885e+10 1.79501e+11
+2.57939e+10 4.221e+11
+EOD
+$r1_hybrid_shard_measured << EOD
+1.33402e+06 3.48106e+07
+3.48058e+06 8.02549e+07
+7.39994e+06 1.58383e+08
+2.29164e+07 4.52701e+08
+5.26019e+07 9.9141e+08
 EOD
 $r1_hybrid_shard_crossing << EOD
-1.14091e+08 2.14748e+09
-1.17024e+08 2.14748e+09
-1.21544e+08 2.14748e+09
-1.29114e+08 2.14748e+09
-1.2922e+08 2.14748e+09
+1.16581e+08 2.14748e+09
+1.1983e+08 2.14748e+09
+1.22437e+08 2.14748e+09
+1.27819e+08 2.14748e+09
+1.27927e+08 2.14748e+09
 EOD
 $r2_no_shard_predicted << EOD
-1.33402e+06 3.58715e+07
-3.48058e+06 8.49541e+07
-7.39994e+06 1.68893e+08
-2.29164e+07 4.81447e+08
-5.26019e+07 1.05375e+09
-1.01175e+08 1.96602e+09
-1.73354e+08 3.29847e+09
-4.07407e+08 7.54477e+09
-1.3664e+09 2.46091e+10
-3.23158e+09 5.73804e+10
-1.08885e+10 1.9058e+11
-2.57939e+10 4.48213e+11
+1.33402e+06 3.33645e+07
+3.48058e+06 7.77908e+07
+7.39994e+06 1.54704e+08
+2.29164e+07 4.42777e+08
+5.26019e+07 9.72759e+08
+1.01175e+08 1.82015e+09
+1.73354e+08 3.06044e+09
+4.07407e+08 7.02174e+09
+1.3664e+09 2.29811e+10
+3.23158e+09 5.36826e+10
+1.08885e+10 1.7864e+11
+2.57939e+10 4.20547e+11
+EOD
+$r2_no_shard_measured << EOD
+1.33402e+06 3.33645e+07
+3.48058e+06 7.77908e+07
+7.39994e+06 1.54704e+08
+2.29164e+07 4.42777e+08
+5.26019e+07 9.72759e+08
 EOD
 $r2_no_shard_crossing << EOD
-1.10076e+08 2.14748e+09
-1.12429e+08 2.14748e+09
-1.16589e+08 2.14748e+09
-1.24226e+08 2.14748e+09
-1.24349e+08 2.14748e+09
+1.18622e+08 2.14748e+09
+1.21827e+08 2.14748e+09
+1.24864e+08 2.14748e+09
+1.3063e+08 2.14748e+09
+1.30725e+08 2.14748e+09
 EOD
 $r2_shard_optimizer_predicted << EOD
-1.33402e+06 2.78674e+07
-3.48058e+06 6.40707e+07
-7.39994e+06 1.24493e+08
-2.29164e+07 3.43949e+08
-5.26019e+07 7.38139e+08
-1.01175e+08 1.35897e+09
-1.73354e+08 2.25834e+09
-4.07407e+08 5.10033e+09
-1.3664e+09 1.64106e+10
-3.23158e+09 3.79909e+10
-1.08885e+10 1.25249e+11
-2.57939e+10 2.9345e+11
+1.33402e+06 2.53604e+07
+3.48058e+06 5.69073e+07
+7.39994e+06 1.10304e+08
+2.29164e+07 3.05278e+08
+5.26019e+07 6.57148e+08
+1.01175e+08 1.2131e+09
+1.73354e+08 2.02032e+09
+4.07407e+08 4.5773e+09
+1.3664e+09 1.47826e+10
+3.23158e+09 3.42931e+10
+1.08885e+10 1.13309e+11
+2.57939e+10 2.65784e+11
+EOD
+$r2_shard_optimizer_measured << EOD
+1.33402e+06 2.53604e+07
+3.48058e+06 5.69073e+07
+7.39994e+06 1.10304e+08
+2.29164e+07 3.05278e+08
+5.26019e+07 6.57148e+08
 EOD
 $r2_shard_optimizer_crossing << EOD
-1.62914e+08 2.14748e+09
-1.67321e+08 2.14748e+09
-1.77231e+08 2.14748e+09
-1.91198e+08 2.14748e+09
-1.91451e+08 2.14748e+09
+1.83245e+08 2.14748e+09
+1.88386e+08 2.14748e+09
+1.93923e+08 2.14748e+09
+2.07222e+08 2.14748e+09
+2.07456e+08 2.14748e+09
 EOD
 $r2_shard_grad_op_predicted << EOD
-1.33402e+06 2.57242e+07
-3.48058e+06 5.78967e+07
-7.39994e+06 1.10743e+08
-2.29164e+07 3.00746e+08
-5.26019e+07 6.38715e+08
-1.01175e+08 1.16633e+09
-1.73354e+08 1.92607e+09
-4.07407e+08 4.31388e+09
-1.3664e+09 1.37592e+10
-3.23158e+09 3.16873e+10
-1.08885e+10 1.03863e+11
-2.57939e+10 2.42586e+11
+1.33402e+06 2.45512e+07
+3.48058e+06 5.42139e+07
+7.39994e+06 1.03954e+08
+2.29164e+07 2.85189e+08
+5.26019e+07 6.10588e+08
+1.01175e+08 1.12197e+09
+1.73354e+08 1.86259e+09
+4.07407e+08 4.20401e+09
+1.3664e+09 1.35062e+10
+3.23158e+09 3.12325e+10
+1.08885e+10 1.02829e+11
+2.57939e+10 2.40737e+11
+EOD
+$r2_shard_grad_op_measured << EOD
+1.33402e+06 2.45512e+07
+3.48058e+06 5.42139e+07
+7.39994e+06 1.03954e+08
+2.29164e+07 2.85189e+08
+5.26019e+07 6.10588e+08
 EOD
 $r2_shard_grad_op_crossing << EOD
-1.91505e+08 2.14748e+09
-1.98629e+08 2.14748e+09
-2.10607e+08 2.14748e+09
-2.29591e+08 2.14748e+09
-2.29837e+08 2.14748e+09
+1.97876e+08 2.14748e+09
+2.05385e+08 2.14748e+09
+2.1286e+08 2.14748e+09
+2.26193e+08 2.14748e+09
+2.26405e+08 2.14748e+09
 EOD
 $r2_full_shard_predicted << EOD
-1.33402e+06 2.53115e+07
-3.48058e+06 5.60931e+07
-7.39994e+06 1.05972e+08
-2.29164e+07 2.84928e+08
-5.26019e+07 5.98723e+08
-1.01175e+08 1.08485e+09
-1.73354e+08 1.78107e+09
-4.07407e+08 3.95686e+09
-1.3664e+09 1.25061e+10
-3.23158e+09 2.86571e+10
-1.08885e+10 9.34282e+10
-2.57939e+10 2.17597e+11
+1.33402e+06 2.41385e+07
+3.48058e+06 5.24103e+07
+7.39994e+06 9.91831e+07
+2.29164e+07 2.6937e+08
+5.26019e+07 5.70595e+08
+1.01175e+08 1.04049e+09
+1.73354e+08 1.71759e+09
+4.07407e+08 3.84699e+09
+1.3664e+09 1.22531e+10
+3.23158e+09 2.82024e+10
+1.08885e+10 9.23937e+10
+2.57939e+10 2.15748e+11
+EOD
+$r2_full_shard_measured << EOD
+1.33402e+06 2.41385e+07
+3.48058e+06 5.24103e+07
+7.39994e+06 9.91831e+07
+2.29164e+07 2.6937e+08
+5.26019e+07 5.70595e+08
 EOD
 $r2_full_shard_crossing << EOD
-2.10335e+08 2.14748e+09
-2.16697e+08 2.14748e+09
-2.3062e+08 2.14748e+09
-2.53051e+08 2.14748e+09
-2.53414e+08 2.14748e+09
+2.19881e+08 2.14748e+09
+2.24545e+08 2.14748e+09
+2.32882e+08 2.14748e+09
+2.48964e+08 2.14748e+09
+2.49347e+08 2.14748e+09
 EOD
 $r2_hybrid_shard_predicted << EOD
-1.33402e+06 3.59836e+07
-3.48058e+06 8.39377e+07
-7.39994e+06 1.65172e+08
-2.29164e+07 4.68259e+08
-5.26019e+07 1.01954e+09
-1.01175e+08 1.89425e+09
-1.73354e+08 3.1679e+09
-4.07407e+08 7.21611e+09
-1.3664e+09 2.34373e+10
-3.23158e+09 5.45098e+10
-1.08885e+10 1.80536e+11
-2.57939e+10 4.23949e+11
+1.33402e+06 3.48106e+07
+3.48058e+06 8.02549e+07
+7.39994e+06 1.58383e+08
+2.29164e+07 4.52701e+08
+5.26019e+07 9.9141e+08
+1.01175e+08 1.84989e+09
+1.73354e+08 3.10442e+09
+4.07407e+08 7.10625e+09
+1.3664e+09 2.31844e+10
+3.23158e+09 5.4055e+10
+1.08885e+10 1.79501e+11
+2.57939e+10 4.221e+11
+EOD
+$r2_hybrid_shard_measured << EOD
+1.33402e+06 3.48106e+07
+3.48058e+06 8.02549e+07
+7.39994e+06 1.58383e+08
+2.29164e+07 4.52701e+08
+5.26019e+07 9.9141e+08
 EOD
 $r2_hybrid_shard_crossing << EOD
-1.14091e+08 2.14748e+09
-1.17024e+08 2.14748e+09
-1.21544e+08 2.14748e+09
-1.29114e+08 2.14748e+09
-1.2922e+08 2.14748e+09
+1.16581e+08 2.14748e+09
+1.1983e+08 2.14748e+09
+1.22437e+08 2.14748e+09
+1.27819e+08 2.14748e+09
+1.27927e+08 2.14748e+09
 EOD
 $r4_no_shard_predicted << EOD
-1.33402e+06 3.52045e+07
-3.48058e+06 8.32138e+07
-7.39994e+06 1.65193e+08
-2.29164e+07 4.69989e+08
-5.26019e+07 1.02745e+09
-1.01175e+08 1.91543e+09
-1.73354e+08 3.21179e+09
-4.07407e+08 7.34107e+09
-1.3664e+09 2.39259e+10
-3.23158e+09 5.57647e+10
-1.08885e+10 1.85136e+11
-2.57939e+10 4.35317e+11
+1.33402e+06 3.33645e+07
+3.48058e+06 7.77908e+07
+7.39994e+06 1.54704e+08
+2.29164e+07 4.42777e+08
+5.26019e+07 9.72759e+08
+1.01175e+08 1.82015e+09
+1.73354e+08 3.06044e+09
+4.07407e+08 7.02174e+09
+1.3664e+09 2.29811e+10
+3.23158e+09 5.36826e+10
+1.08885e+10 1.7864e+11
+2.57939e+10 4.20547e+11
+EOD
+$r4_no_shard_measured << EOD
+1.33402e+06 3.33645e+07
+3.48058e+06 7.77908e+07
+7.39994e+06 1.54704e+08
+2.29164e+07 4.42777e+08
+5.26019e+07 9.72759e+08
 EOD
 $r4_no_shard_crossing << EOD
-1.12836e+08 2.14748e+09
-1.15572e+08 2.14748e+09
-1.20128e+08 2.14748e+09
-1.27978e+08 2.14748e+09
-1.28088e+08 2.14748e+09
+1.18622e+08 2.14748e+09
+1.21827e+08 2.14748e+09
+1.24864e+08 2.14748e+09
+1.3063e+08 2.14748e+09
+1.30725e+08 2.14748e+09
 EOD
 $r4_shard_optimizer_predicted << EOD
-1.33402e+06 2.31983e+07
-3.48058e+06 5.18886e+07
-7.39994e+06 9.85935e+07
-2.29164e+07 2.63742e+08
-5.26019e+07 5.54033e+08
-1.01175e+08 1.00486e+09
-1.73354e+08 1.6516e+09
-4.07407e+08 3.67441e+09
-1.3664e+09 1.16282e+10
-3.23158e+09 2.66804e+10
-1.08885e+10 8.71395e+10
-2.57939e+10 2.03171e+11
+1.33402e+06 2.13584e+07
+3.48058e+06 4.64656e+07
+7.39994e+06 8.81045e+07
+2.29164e+07 2.36529e+08
+5.26019e+07 4.99342e+08
+1.01175e+08 9.09573e+08
+1.73354e+08 1.50025e+09
+4.07407e+08 3.35508e+09
+1.3664e+09 1.06834e+10
+3.23158e+09 2.45983e+10
+1.08885e+10 8.06435e+10
+2.57939e+10 1.88402e+11
+EOD
+$r4_shard_optimizer_measured << EOD
+1.33402e+06 2.13584e+07
+3.48058e+06 4.64656e+07
+7.39994e+06 8.81045e+07
+2.29164e+07 2.36529e+08
+5.26019e+07 4.99342e+08
 EOD
 $r4_shard_optimizer_crossing << EOD
-2.28149e+08 2.14748e+09
-2.35086e+08 2.14748e+09
-2.50691e+08 2.14748e+09
-2.79356e+08 2.14748e+09
-2.79628e+08 2.14748e+09
+2.48696e+08 2.14748e+09
+2.60253e+08 2.14748e+09
+2.73441e+08 2.14748e+09
+2.93598e+08 2.14748e+09
+2.94009e+08 2.14748e+09
 EOD
 $r4_shard_grad_op_predicted << EOD
-1.33402e+06 2.10551e+07
-3.48058e+06 4.57147e+07
-7.39994e+06 8.48433e+07
-2.29164e+07 2.20539e+08
-5.26019e+07 4.54608e+08
-1.01175e+08 8.12221e+08
-1.73354e+08 1.31933e+09
-4.07407e+08 2.88795e+09
-1.3664e+09 8.97675e+09
-3.23158e+09 2.03767e+10
-1.08885e+10 6.57539e+10
-2.57939e+10 1.52307e+11
+1.33402e+06 1.98822e+07
+3.48058e+06 4.20319e+07
+7.39994e+06 7.80542e+07
+2.29164e+07 2.04981e+08
+5.26019e+07 4.26481e+08
+1.01175e+08 7.67854e+08
+1.73354e+08 1.25585e+09
+4.07407e+08 2.77809e+09
+1.3664e+09 8.72381e+09
+3.23158e+09 1.9922e+10
+1.08885e+10 6.47194e+10
+2.57939e+10 1.50458e+11
+EOD
+$r4_shard_grad_op_measured << EOD
+1.33402e+06 1.98822e+07
+3.48058e+06 4.20319e+07
+7.39994e+06 7.80542e+07
+2.29164e+07 2.04981e+08
+5.26019e+07 4.26481e+08
 EOD
 $r4_shard_grad_op_crossing << EOD
-2.91026e+08 2.14748e+09
-3.03511e+08 2.14748e+09
-3.29644e+08 2.14748e+09
-3.70758e+08 2.14748e+09
-3.71453e+08 2.14748e+09
+3.01698e+08 2.14748e+09
+3.17616e+08 2.14748e+09
+3.3459e+08 2.14748e+09
+3.63115e+08 2.14748e+09
+3.63713e+08 2.14748e+09
 EOD
 $r4_full_shard_predicted << EOD
-1.33402e+06 1.99754e+07
-3.48058e+06 4.21708e+07
-7.39994e+06 7.63725e+07
-2.29164e+07 1.93262e+08
-5.26019e+07 3.88315e+08
-1.01175e+08 6.80152e+08
-1.73354e+08 1.08765e+09
-4.07407e+08 2.32723e+09
-1.3664e+09 7.04047e+09
-3.23158e+09 1.57308e+10
-1.08885e+10 4.98744e+10
-2.57939e+10 1.14422e+11
+1.33402e+06 1.88025e+07
+3.48058e+06 3.8488e+07
+7.39994e+06 6.95834e+07
+2.29164e+07 1.77705e+08
+5.26019e+07 3.60188e+08
+1.01175e+08 6.35786e+08
+1.73354e+08 1.02417e+09
+4.07407e+08 2.21737e+09
+1.3664e+09 6.78753e+09
+3.23158e+09 1.5276e+10
+1.08885e+10 4.88399e+10
+2.57939e+10 1.12573e+11
+EOD
+$r4_full_shard_measured << EOD
+1.33402e+06 1.88025e+07
+3.48058e+06 3.8488e+07
+7.39994e+06 6.95834e+07
+2.29164e+07 1.77705e+08
+5.26019e+07 3.60188e+08
 EOD
 $r4_full_shard_crossing << EOD
-3.63385e+08 2.14748e+09
-3.84535e+08 2.14748e+09
-4.23856e+08 2.14748e+09
-4.91203e+08 2.14748e+09
-4.91741e+08 2.14748e+09
+3.86226e+08 2.14748e+09
+4.06262e+08 2.14748e+09
+4.29648e+08 2.14748e+09
+4.78589e+08 2.14748e+09
+4.7918e+08 2.14748e+09
 EOD
 $r4_hybrid_shard_predicted << EOD
-1.33402e+06 2.53115e+07
-3.48058e+06 5.60931e+07
-7.39994e+06 1.05972e+08
-2.29164e+07 2.84928e+08
-5.26019e+07 5.98723e+08
-1.01175e+08 1.08485e+09
-1.73354e+08 1.78107e+09
-4.07407e+08 3.95686e+09
-1.3664e+09 1.25061e+10
-3.23158e+09 2.86571e+10
-1.08885e+10 9.34282e+10
-2.57939e+10 2.17597e+11
+1.33402e+06 2.41385e+07
+3.48058e+06 5.24103e+07
+7.39994e+06 9.91831e+07
+2.29164e+07 2.6937e+08
+5.26019e+07 5.70595e+08
+1.01175e+08 1.04049e+09
+1.73354e+08 1.71759e+09
+4.07407e+08 3.84699e+09
+1.3664e+09 1.22531e+10
+3.23158e+09 2.82024e+10
+1.08885e+10 9.23937e+10
+2.57939e+10 2.15748e+11
+EOD
+$r4_hybrid_shard_measured << EOD
+1.33402e+06 2.41385e+07
+3.48058e+06 5.24103e+07
+7.39994e+06 9.91831e+07
+2.29164e+07 2.6937e+08
+5.26019e+07 5.70595e+08
 EOD
 $r4_hybrid_shard_crossing << EOD
-2.10335e+08 2.14748e+09
-2.16697e+08 2.14748e+09
-2.3062e+08 2.14748e+09
-2.53051e+08 2.14748e+09
-2.53414e+08 2.14748e+09
+2.19881e+08 2.14748e+09
+2.24545e+08 2.14748e+09
+2.32882e+08 2.14748e+09
+2.48964e+08 2.14748e+09
+2.49347e+08 2.14748e+09
 EOD
 $r8_no_shard_predicted << EOD
-1.33402e+06 3.4871e+07
-3.48058e+06 8.23437e+07
-7.39994e+06 1.63343e+08
-2.29164e+07 4.6426e+08
-5.26019e+07 1.0143e+09
-1.01175e+08 1.89014e+09
-1.73354e+08 3.16845e+09
-4.07407e+08 7.23922e+09
-1.3664e+09 2.35843e+10
-3.23158e+09 5.49568e+10
-1.08885e+10 1.82413e+11
-2.57939e+10 4.28868e+11
+1.33402e+06 3.33646e+07
+3.48058e+06 7.77908e+07
+7.39994e+06 1.54704e+08
+2.29164e+07 4.42777e+08
+5.26019e+07 9.72759e+08
+1.01175e+08 1.82015e+09
+1.73354e+08 3.06044e+09
+4.07407e+08 7.02174e+09
+1.3664e+09 2.29811e+10
+3.23158e+09 5.36826e+10
+1.08885e+10 1.7864e+11
+2.57939e+10 4.20547e+11
+EOD
+$r8_no_shard_measured << EOD
+1.33402e+06 3.33646e+07
+3.48058e+06 7.77908e+07
+7.39994e+06 1.54704e+08
+2.29164e+07 4.42777e+08
 EOD
 $r8_no_shard_crossing << EOD
-1.14267e+08 2.14748e+09
-1.17212e+08 2.14748e+09
-1.22e+08 2.14748e+09
-1.29941e+08 2.14748e+09
-1.30043e+08 2.14748e+09
+1.18622e+08 2.14748e+09
+1.21827e+08 2.14748e+09
+1.24864e+08 2.14748e+09
+1.3063e+08 2.14748e+09
+1.30725e+08 2.14748e+09
 EOD
 $r8_shard_optimizer_predicted << EOD
-1.33402e+06 2.08638e+07
-3.48058e+06 4.57976e+07
-7.39994e+06 8.56437e+07
-2.29164e+07 2.23638e+08
-5.26019e+07 4.61979e+08
-1.01175e+08 8.27799e+08
-1.73354e+08 1.34823e+09
-4.07407e+08 2.96145e+09
-1.3664e+09 9.23702e+09
-3.23158e+09 2.10251e+10
-1.08885e+10 6.80847e+10
-2.57939e+10 1.58032e+11
+1.33402e+06 1.93574e+07
+3.48058e+06 4.12448e+07
+7.39994e+06 7.70047e+07
+2.29164e+07 2.02155e+08
+5.26019e+07 4.2044e+08
+1.01175e+08 7.57811e+08
+1.73354e+08 1.24022e+09
+4.07407e+08 2.74397e+09
+1.3664e+09 8.63382e+09
+3.23158e+09 1.9751e+10
+1.08885e+10 6.43108e+10
+2.57939e+10 1.49711e+11
+EOD
+$r8_shard_optimizer_measured << EOD
+1.33402e+06 1.93574e+07
+3.48058e+06 4.12448e+07
+7.39994e+06 7.70047e+07
+2.29164e+07 2.02155e+08
 EOD
 $r8_shard_optimizer_crossing << EOD
-2.85061e+08 2.14748e+09
-2.95691e+08 2.14748e+09
-3.21024e+08 2.14748e+09
-3.6288e+08 2.14748e+09
-3.63473e+08 2.14748e+09
+3.0516e+08 2.14748e+09
+3.22317e+08 2.14748e+09
+3.4076e+08 2.14748e+09
+3.71096e+08 2.14748e+09
+3.71782e+08 2.14748e+09
 EOD
 $r8_shard_grad_op_predicted << EOD
-1.33402e+06 1.87206e+07
-3.48058e+06 3.96237e+07
-7.39994e+06 7.18934e+07
-2.29164e+07 1.80435e+08
-5.26019e+07 3.62555e+08
-1.01175e+08 6.35164e+08
-1.73354e+08 1.01596e+09
-4.07407e+08 2.17499e+09
-1.3664e+09 6.58554e+09
-3.23158e+09 1.47214e+10
-1.08885e+10 4.66991e+10
-2.57939e+10 1.07168e+11
+1.33402e+06 1.75477e+07
+3.48058e+06 3.5941e+07
+7.39994e+06 6.51044e+07
+2.29164e+07 1.64878e+08
+5.26019e+07 3.34428e+08
+1.01175e+08 5.90798e+08
+1.73354e+08 9.52481e+08
+4.07407e+08 2.06513e+09
+1.3664e+09 6.3326e+09
+3.23158e+09 1.42667e+10
+1.08885e+10 4.56646e+10
+2.57939e+10 1.05319e+11
+EOD
+$r8_shard_grad_op_measured << EOD
+1.33402e+06 1.75477e+07
+3.48058e+06 3.5941e+07
+7.39994e+06 6.51044e+07
+2.29164e+07 1.64878e+08
 EOD
 $r8_shard_grad_op_crossing << EOD
-3.98571e+08 2.14748e+09
-4.15209e+08 2.14748e+09
-4.58273e+08 2.14748e+09
-5.36871e+08 2.14748e+09
-5.37961e+08 2.14748e+09
+4.20392e+08 2.14748e+09
+4.39794e+08 2.14748e+09
+4.67105e+08 2.14748e+09
+5.225e+08 2.14748e+09
+5.23484e+08 2.14748e+09
 EOD
 $r8_full_shard_predicted << EOD
-1.33402e+06 1.73074e+07
-3.48058e+06 3.52096e+07
-7.39994e+06 6.15726e+07
-2.29164e+07 1.4743e+08
-5.26019e+07 2.83111e+08
-1.01175e+08 4.77802e+08
-1.73354e+08 7.40939e+08
-4.07407e+08 1.51242e+09
-1.3664e+09 4.30766e+09
-3.23158e+09 9.2676e+09
-1.08885e+10 2.80974e+10
-2.57939e+10 6.28338e+10
+1.33402e+06 1.61345e+07
+3.48058e+06 3.15269e+07
+7.39994e+06 5.47836e+07
+2.29164e+07 1.31872e+08
+5.26019e+07 2.54984e+08
+1.01175e+08 4.33436e+08
+1.73354e+08 6.77462e+08
+4.07407e+08 1.40255e+09
+1.3664e+09 4.05472e+09
+3.23158e+09 8.81286e+09
+1.08885e+10 2.7063e+10
+2.57939e+10 6.09847e+10
+EOD
+$r8_full_shard_measured << EOD
+1.33402e+06 1.61345e+07
+3.48058e+06 3.15269e+07
+7.39994e+06 5.47836e+07
+2.29164e+07 1.31872e+08
 EOD
 $r8_full_shard_crossing << EOD
-6.01067e+08 2.14748e+09
-6.43008e+08 2.14748e+09
-7.36931e+08 2.14748e+09
-9.37171e+08 2.14748e+09
-9.38772e+08 2.14748e+09
+6.43899e+08 2.14748e+09
+6.98313e+08 2.14748e+09
+7.61055e+08 2.14748e+09
+8.99748e+08 2.14748e+09
+9.01214e+08 2.14748e+09
 EOD
 $r8_hybrid_shard_predicted << EOD
-1.33402e+06 1.99754e+07
-3.48058e+06 4.21708e+07
-7.39994e+06 7.63725e+07
-2.29164e+07 1.93262e+08
-5.26019e+07 3.88315e+08
-1.01175e+08 6.80152e+08
-1.73354e+08 1.08765e+09
-4.07407e+08 2.32723e+09
-1.3664e+09 7.04047e+09
-3.23158e+09 1.57308e+10
-1.08885e+10 4.98744e+10
-2.57939e+10 1.14422e+11
+1.33402e+06 1.88025e+07
+3.48058e+06 3.8488e+07
+7.39994e+06 6.95834e+07
+2.29164e+07 1.77705e+08
+5.26019e+07 3.60188e+08
+1.01175e+08 6.35786e+08
+1.73354e+08 1.02417e+09
+4.07407e+08 2.21737e+09
+1.3664e+09 6.78753e+09
+3.23158e+09 1.5276e+10
+1.08885e+10 4.88399e+10
+2.57939e+10 1.12573e+11
+EOD
+$r8_hybrid_shard_measured << EOD
+1.33402e+06 1.88025e+07
+3.48058e+06 3.8488e+07
+7.39994e+06 6.95834e+07
+2.29164e+07 1.77705e+08
 EOD
 $r8_hybrid_shard_crossing << EOD
-3.63385e+08 2.14748e+09
-3.84535e+08 2.14748e+09
-4.23856e+08 2.14748e+09
-4.91203e+08 2.14748e+09
-4.91741e+08 2.14748e+09
+3.86226e+08 2.14748e+09
+4.06262e+08 2.14748e+09
+4.29648e+08 2.14748e+09
+4.78589e+08 2.14748e+09
+4.7918e+08 2.14748e+09
 EOD
 set logscale xy
 set format x '10^{%L}'
@@ -428,53 +563,73 @@ set xlabel 'parameters'
 set ylabel 'peak bytes per rank'
 set grid xtics ytics mxtics mytics lc rgb '#dddddd'
 set key bottom right font ',8'
-set multiplot layout 2,2 title "Peak memory per rank against model size, mixed Adam: predicted only (nothing measured)\nfull sweep: GPT family vocab=2048 seq\\_len=128 micro\\_batch=2, 2 training steps per measured point" font ',12'
+set multiplot layout 2,2 title "Peak memory per rank against model size, mixed Adam: predicted dashed, measured solid\nfull sweep: GPT family vocab=2048 seq\\_len=128 micro\\_batch=2, 2 training steps per measured point" font ',12'
 set title '1 rank'
 plot $r1_no_shard_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#d62728' title 'no\_shard predicted', \
+     $r1_no_shard_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#d62728' title 'no\_shard measured', \
      $r1_no_shard_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#d62728' notitle, \
      $r1_shard_optimizer_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#ff7f0e' title 'shard\_optimizer predicted', \
+     $r1_shard_optimizer_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#ff7f0e' title 'shard\_optimizer measured', \
      $r1_shard_optimizer_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#ff7f0e' notitle, \
      $r1_shard_grad_op_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#2ca02c' title 'shard\_grad\_op predicted', \
+     $r1_shard_grad_op_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#2ca02c' title 'shard\_grad\_op measured', \
      $r1_shard_grad_op_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#2ca02c' notitle, \
      $r1_full_shard_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#1f77b4' title 'full\_shard predicted', \
+     $r1_full_shard_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#1f77b4' title 'full\_shard measured', \
      $r1_full_shard_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#1f77b4' notitle, \
      $r1_hybrid_shard_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#9467bd' title 'hybrid\_shard predicted', \
+     $r1_hybrid_shard_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#9467bd' title 'hybrid\_shard measured', \
      $r1_hybrid_shard_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#9467bd' notitle, \
      2.14748e+09 with lines dt 4 lw 2 lc rgb 'black' title 'budget 2.00 GiB per rank (triangles: largest model that fits)'
 set title '2 ranks'
 plot $r2_no_shard_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#d62728' title 'no\_shard predicted', \
+     $r2_no_shard_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#d62728' title 'no\_shard measured', \
      $r2_no_shard_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#d62728' notitle, \
      $r2_shard_optimizer_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#ff7f0e' title 'shard\_optimizer predicted', \
+     $r2_shard_optimizer_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#ff7f0e' title 'shard\_optimizer measured', \
      $r2_shard_optimizer_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#ff7f0e' notitle, \
      $r2_shard_grad_op_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#2ca02c' title 'shard\_grad\_op predicted', \
+     $r2_shard_grad_op_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#2ca02c' title 'shard\_grad\_op measured', \
      $r2_shard_grad_op_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#2ca02c' notitle, \
      $r2_full_shard_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#1f77b4' title 'full\_shard predicted', \
+     $r2_full_shard_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#1f77b4' title 'full\_shard measured', \
      $r2_full_shard_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#1f77b4' notitle, \
      $r2_hybrid_shard_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#9467bd' title 'hybrid\_shard predicted', \
+     $r2_hybrid_shard_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#9467bd' title 'hybrid\_shard measured', \
      $r2_hybrid_shard_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#9467bd' notitle, \
      2.14748e+09 with lines dt 4 lw 2 lc rgb 'black' title 'budget 2.00 GiB per rank (triangles: largest model that fits)'
 set title '4 ranks'
 plot $r4_no_shard_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#d62728' title 'no\_shard predicted', \
+     $r4_no_shard_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#d62728' title 'no\_shard measured', \
      $r4_no_shard_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#d62728' notitle, \
      $r4_shard_optimizer_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#ff7f0e' title 'shard\_optimizer predicted', \
+     $r4_shard_optimizer_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#ff7f0e' title 'shard\_optimizer measured', \
      $r4_shard_optimizer_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#ff7f0e' notitle, \
      $r4_shard_grad_op_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#2ca02c' title 'shard\_grad\_op predicted', \
+     $r4_shard_grad_op_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#2ca02c' title 'shard\_grad\_op measured', \
      $r4_shard_grad_op_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#2ca02c' notitle, \
      $r4_full_shard_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#1f77b4' title 'full\_shard predicted', \
+     $r4_full_shard_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#1f77b4' title 'full\_shard measured', \
      $r4_full_shard_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#1f77b4' notitle, \
      $r4_hybrid_shard_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#9467bd' title 'hybrid\_shard predicted', \
+     $r4_hybrid_shard_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#9467bd' title 'hybrid\_shard measured', \
      $r4_hybrid_shard_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#9467bd' notitle, \
      2.14748e+09 with lines dt 4 lw 2 lc rgb 'black' title 'budget 2.00 GiB per rank (triangles: largest model that fits)'
 set title '8 ranks'
 plot $r8_no_shard_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#d62728' title 'no\_shard predicted', \
+     $r8_no_shard_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#d62728' title 'no\_shard measured', \
      $r8_no_shard_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#d62728' notitle, \
      $r8_shard_optimizer_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#ff7f0e' title 'shard\_optimizer predicted', \
+     $r8_shard_optimizer_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#ff7f0e' title 'shard\_optimizer measured', \
      $r8_shard_optimizer_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#ff7f0e' notitle, \
      $r8_shard_grad_op_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#2ca02c' title 'shard\_grad\_op predicted', \
+     $r8_shard_grad_op_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#2ca02c' title 'shard\_grad\_op measured', \
      $r8_shard_grad_op_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#2ca02c' notitle, \
      $r8_full_shard_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#1f77b4' title 'full\_shard predicted', \
+     $r8_full_shard_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#1f77b4' title 'full\_shard measured', \
      $r8_full_shard_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#1f77b4' notitle, \
      $r8_hybrid_shard_predicted using 1:2 with lines dt 2 lw 2 lc rgb '#9467bd' title 'hybrid\_shard predicted', \
+     $r8_hybrid_shard_measured using 1:2 with linespoints dt 1 lw 2 pt 7 ps 1.2 lc rgb '#9467bd' title 'hybrid\_shard measured', \
      $r8_hybrid_shard_crossing using 1:2 with points pt 9 ps 2.5 lc rgb '#9467bd' notitle, \
      2.14748e+09 with lines dt 4 lw 2 lc rgb 'black' title 'budget 2.00 GiB per rank (triangles: largest model that fits)'
 unset multiplot

@@ -2,18 +2,18 @@
 set terminal pngcairo size 1400,600 enhanced font 'sans,10'
 set output 'memory_seq_len.png'
 $none_total_predicted << EOD
-128 2.67576e+07
-256 4.23101e+07
-512 8.00998e+07
+128 2.67577e+07
+256 4.23102e+07
+512 8.00999e+07
 1024 1.82418e+08
 2048 4.94009e+08
 4096 1.54501e+09
 8192 5.35829e+09
 EOD
 $none_total_measured << EOD
-128 2.67576e+07
-256 4.23101e+07
-512 8.00998e+07
+128 2.67577e+07
+256 4.23102e+07
+512 8.00999e+07
 1024 1.82418e+08
 EOD
 $none_longest << EOD
@@ -37,16 +37,16 @@ EOD
 $every2_total_predicted << EOD
 128 2.2293e+07
 256 3.23323e+07
-512 5.59498e+07
+512 5.59499e+07
 1024 1.17341e+08
-2048 2.96745e+08
-4096 8.82047e+08
+2048 2.96746e+08
+4096 8.82048e+08
 8192 2.95862e+09
 EOD
 $every2_total_measured << EOD
 128 2.2293e+07
 256 3.23323e+07
-512 5.59498e+07
+512 5.59499e+07
 1024 1.17341e+08
 EOD
 $every2_longest << EOD
@@ -69,7 +69,7 @@ $every2_activations_measured << EOD
 EOD
 $all_total_predicted << EOD
 128 1.8366e+07
-256 2.34173e+07
+256 2.34174e+07
 512 3.54862e+07
 1024 6.74883e+07
 2048 1.6295e+08
@@ -79,7 +79,7 @@ $all_total_predicted << EOD
 EOD
 $all_total_measured << EOD
 128 1.8366e+07
-256 2.34173e+07
+256 2.34174e+07
 512 3.54862e+07
 1024 6.74883e+07
 EOD
@@ -105,7 +105,7 @@ EOD
 $flash_total_predicted << EOD
 128 2.58171e+07
 256 3.8036e+07
-512 6.24737e+07
+512 6.24738e+07
 1024 1.11349e+08
 2048 2.091e+08
 4096 4.04602e+08
@@ -116,7 +116,7 @@ EOD
 $flash_total_measured << EOD
 128 2.58171e+07
 256 3.8036e+07
-512 6.24737e+07
+512 6.24738e+07
 1024 1.11349e+08
 EOD
 $flash_longest << EOD
@@ -142,7 +142,7 @@ EOD
 $all_flash_total_predicted << EOD
 128 1.82057e+07
 256 2.22766e+07
-512 3.09181e+07
+512 3.09182e+07
 1024 4.82381e+07
 2048 8.2878e+07
 4096 1.52158e+08
@@ -154,7 +154,7 @@ EOD
 $all_flash_total_measured << EOD
 128 1.82057e+07
 256 2.22766e+07
-512 3.09181e+07
+512 3.09182e+07
 1024 4.82381e+07
 EOD
 $all_flash_longest << EOD

@@ -43,7 +43,7 @@
 //     +---------ZeroGrads----- kReduced
 //
 // kReduced means: no_shard, the full gradients are the average over ranks;
-// every other strategy, this rank's gradient shard is (grad_shard()).
+// every other strategy, this rank's gradient shard is (OwnedReducedGrads()).
 // Each call checks its state and returns FailedPreconditionError naming the
 // unit, the call, the current state and the state(s) it needed.
 //
