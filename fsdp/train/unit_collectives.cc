@@ -82,6 +82,32 @@ absl::Status PendingCollective::StartAllGather(comm::Communicator& comm, const W
   return absl::OkStatus();
 }
 
+absl::Status PendingCollective::StartReduceScatterSum(comm::Communicator& comm,
+                                                      const Wire& wire, comm::Dtype dtype) {
+  comm::ReduceScatterOptions options;
+  options.input = wire.input;
+  options.output = wire.output;
+  options.op = comm::ReduceOp::kSum;
+  options.dtype = dtype;
+  FSDP_ASSIGN_OR_RETURN(work_, comm.ReduceScatter(options));
+  return absl::OkStatus();
+}
+
+absl::Status PendingCollective::StartAllReduceSum(comm::Communicator& comm,
+                                                  absl::Span<std::byte> buffer,
+                                                  comm::Dtype dtype) {
+  if (buffer.empty() || comm.size() == 1) {
+    work_ = Finished();
+    return absl::OkStatus();
+  }
+  comm::AllReduceOptions options;
+  options.buffer = buffer;
+  options.dtype = dtype;
+  options.op = comm::ReduceOp::kSum;
+  FSDP_ASSIGN_OR_RETURN(work_, comm.AllReduce(options));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator& comm,
                                                 absl::Span<const float> shard,
                                                 absl::Span<float> gathered,
@@ -127,27 +153,15 @@ absl::StatusOr<PendingCollective> PostReduceScatterSum(comm::Communicator& comm,
     pending.FinishLocally(wire);
     return pending;
   }
-  comm::ReduceScatterOptions options;
-  options.input = wire.input;
-  options.output = wire.output;
-  options.op = comm::ReduceOp::kSum;
-  options.dtype = comm::Dtype::kFloat32;
-  FSDP_ASSIGN_OR_RETURN(pending.work_, comm.ReduceScatter(options));
+  FSDP_RETURN_IF_ERROR(pending.StartReduceScatterSum(comm, wire, comm::Dtype::kFloat32));
   return pending;
 }
 
 absl::StatusOr<PendingCollective> PostAllReduceSum(comm::Communicator& comm,
                                                    absl::Span<float> values) {
   PendingCollective pending;
-  if (values.empty() || comm.size() == 1) {
-    pending.work_ = Finished();
-    return pending;
-  }
-  comm::AllReduceOptions options;
-  options.buffer = comm::AsBytes(values);
-  options.dtype = comm::Dtype::kFloat32;
-  options.op = comm::ReduceOp::kSum;
-  FSDP_ASSIGN_OR_RETURN(pending.work_, comm.AllReduce(options));
+  FSDP_RETURN_IF_ERROR(
+      pending.StartAllReduceSum(comm, comm::AsBytes(values), comm::Dtype::kFloat32));
   return pending;
 }
 
@@ -161,27 +175,18 @@ absl::StatusOr<PendingCollective> PostReduceScatterSumBf16InPlace(comm::Communic
     pending.work_ = Finished();
     return pending;
   }
-  comm::ReduceScatterOptions options;
-  options.input = comm::AsConstBytes(absl::Span<const uint16_t>(full));
-  options.output = comm::AsBytes(full.subspan(shard_numel * comm.rank(), shard_numel));
-  options.op = comm::ReduceOp::kSum;
-  options.dtype = comm::Dtype::kBFloat16;
-  FSDP_ASSIGN_OR_RETURN(pending.work_, comm.ReduceScatter(options));
+  const PendingCollective::Wire in_place{
+      comm::AsConstBytes(absl::Span<const uint16_t>(full)),
+      comm::AsBytes(full.subspan(shard_numel * comm.rank(), shard_numel))};
+  FSDP_RETURN_IF_ERROR(pending.StartReduceScatterSum(comm, in_place, comm::Dtype::kBFloat16));
   return pending;
 }
 
 absl::StatusOr<PendingCollective> PostAllReduceSumBf16(comm::Communicator& comm,
                                                        absl::Span<uint16_t> values) {
   PendingCollective pending;
-  if (values.empty() || comm.size() == 1) {
-    pending.work_ = Finished();
-    return pending;
-  }
-  comm::AllReduceOptions options;
-  options.buffer = comm::AsBytes(values);
-  options.dtype = comm::Dtype::kBFloat16;
-  options.op = comm::ReduceOp::kSum;
-  FSDP_ASSIGN_OR_RETURN(pending.work_, comm.AllReduce(options));
+  FSDP_RETURN_IF_ERROR(
+      pending.StartAllReduceSum(comm, comm::AsBytes(values), comm::Dtype::kBFloat16));
   return pending;
 }
 

@@ -78,6 +78,12 @@ class PendingCollective {
   void FinishLocally(const Wire& wire);
   // Moves `wire` by an all-gather (or FinishLocally at world size 1).
   absl::Status StartAllGather(comm::Communicator& comm, const Wire& wire);
+  // A sum reduce-scatter of `wire` (more than one rank), or a sum all-reduce
+  // of `buffer` in place (finished at once for one rank or no bytes).
+  absl::Status StartReduceScatterSum(comm::Communicator& comm, const Wire& wire,
+                                     comm::Dtype dtype);
+  absl::Status StartAllReduceSum(comm::Communicator& comm, absl::Span<std::byte> buffer,
+                                 comm::Dtype dtype);
 
   comm::WorkHandle work_;
 };
