@@ -39,6 +39,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "comm/communicator.h"
+#include "comm/launcher/crash_trace.h"
 #include "comm/launcher/launcher.h"
 #include "comm/status_macros.h"
 #include "examples/training_job.h"
@@ -195,6 +196,7 @@ std::string MiB(int64_t bytes) { return absl::StrFormat("%.1f", bytes / 1048576.
 }  // namespace
 
 int main(int argc, char** argv) {
+  comm::InstallCrashTrace(argv[0]);
   absl::ParseCommandLine(argc, argv);
   const std::string rank_config = absl::GetFlag(FLAGS_bench_rank_config);
   if (!rank_config.empty()) {

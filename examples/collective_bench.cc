@@ -68,6 +68,7 @@
 #include "absl/time/time.h"
 #include "comm/communicator.h"
 #include "comm/dtype.h"
+#include "comm/launcher/crash_trace.h"
 #include "comm/launcher/launcher.h"
 #include "comm/status_macros.h"
 #include "examples/bench_goals.h"
@@ -455,6 +456,7 @@ int RunDriver(const Config& config, int argc, char** argv) {
 }  // namespace collective_bench
 
 int main(int argc, char** argv) {
+  comm::InstallCrashTrace(argv[0]);
   absl::SetProgramUsageMessage(
       "Collective benchmark (nccl-tests columns). Example:\n"
       "  bazel run -c opt //examples:collective_bench -- --nproc 2,4 --perftest "

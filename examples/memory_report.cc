@@ -50,6 +50,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "comm/communicator.h"
+#include "comm/launcher/crash_trace.h"
 #include "comm/launcher/launcher.h"
 #include "comm/status_macros.h"
 #include "fsdp/plan/sharding_strategy.h"
@@ -821,6 +822,7 @@ absl::Status PredictOnly() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  comm::InstallCrashTrace(argv[0]);
   absl::SetProgramUsageMessage(
       "Per-rank memory against model size, predicted and measured; see docs/memory.md.\n"
       "  memory_report [--preset=small|full] [--out_dir=DIR] [--mem_budget=2GiB]\n"

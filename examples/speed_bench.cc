@@ -44,6 +44,7 @@
 #include "absl/strings/str_split.h"
 #include "comm/communicator.h"
 #include "comm/dtype.h"
+#include "comm/launcher/crash_trace.h"
 #include "comm/launcher/launcher.h"
 #include "comm/status_macros.h"
 #include "examples/training_job.h"
@@ -268,6 +269,7 @@ std::string GiB(int64_t bytes) { return absl::StrFormat("%.2f", bytes / double(1
 }  // namespace
 
 int main(int argc, char** argv) {
+  comm::InstallCrashTrace(argv[0]);
   absl::ParseCommandLine(argc, argv);
   const std::string rank_config = absl::GetFlag(FLAGS_bench_rank_config);
   if (!rank_config.empty()) {

@@ -34,6 +34,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "comm/communicator.h"
+#include "comm/launcher/crash_trace.h"
 #include "comm/launcher/launcher.h"
 #include "comm/status_macros.h"
 #include "examples/training_job.h"
@@ -181,6 +182,7 @@ int CompareStrategies(int nproc, char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  comm::InstallCrashTrace(argv[0]);
   absl::ParseCommandLine(argc, argv);
   const std::string rank_config = absl::GetFlag(FLAGS_bench_rank_config);
   if (!rank_config.empty()) {

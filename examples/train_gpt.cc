@@ -29,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "comm/communicator.h"
+#include "comm/launcher/crash_trace.h"
 #include "comm/launcher/launcher.h"
 #include "comm/launcher/restarts.h"
 #include "comm/rendezvous/job_env.h"
@@ -376,6 +377,7 @@ absl::Status RunRank(fsdp::TrainOptions options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  comm::InstallCrashTrace(argv[0]);
   absl::SetProgramUsageMessage(
       "Trains a small GPT with data parallelism (any --strategy) on --nproc local ranks.\n"
       "Example: train_gpt --nproc=2 --strategy=full_shard --steps=60 --metrics_out=/tmp/m.jsonl");

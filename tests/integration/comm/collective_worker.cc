@@ -35,9 +35,13 @@
 //             Wait() returned (it should hear that it was declared hung).
 //             Survivors report what their Wait() returned.
 //   join      rendezvous plus one barrier (the rendezvous-failure tests).
+//   crash     after a barrier, --victim dereferences a bad pointer (a real
+//             SIGSEGV, in CrashOnPurposeInTheVictim); the others wait on an
+//             all-reduce the victim never posts.
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -54,11 +58,13 @@
 #include "absl/time/time.h"
 #include "comm/communicator.h"
 #include "comm/dtype.h"
+#include "comm/launcher/crash_trace.h"
 #include "comm/status_macros.h"
 #include "tests/integration/comm/collective_reference.h"
 #include "tests/integration/comm/collective_scenarios.h"
 
-ABSL_FLAG(std::string, scenario, "all", "grid | inflight | split | all | kill | hang | join");
+ABSL_FLAG(std::string, scenario, "all",
+          "grid | inflight | split | all | kill | hang | join | crash");
 ABSL_FLAG(int64_t, timeout_ms, 60000, "Timeout of every Work::Wait() and Split().");
 ABSL_FLAG(int64_t, rendezvous_timeout_ms, 60000,
           "CommunicatorOptions::rendezvous_timeout.");
@@ -68,7 +74,9 @@ ABSL_FLAG(std::string, bf16_rounding, "per_hop",
           "How bf16 reductions may round: 'per_hop' (comm/communicator.h: partial "
           "sums travel as bf16; n ulps accepted) or 'once' (fp32 accumulation, one "
           "rounding; stricter). See collective_reference.h.");
-ABSL_FLAG(int, victim, 1, "kill: the rank that raises SIGKILL mid-collective.");
+ABSL_FLAG(int, victim, 1,
+          "kill: the rank that raises SIGKILL mid-collective; crash: the rank that "
+          "dies of SIGSEGV.");
 ABSL_FLAG(bool, victim_posts, true,
           "kill: the victim posts its all-reduce before dying (data may be in "
           "flight) or dies before posting (the others wait for it).");
@@ -237,6 +245,35 @@ int RunHang(comm::Communicator& world, absl::Duration timeout) {
   return ReportStatus(prefix, start, "all_reduce", status);
 }
 
+// A real segmentation fault (not raise(SIGSEGV)): a store through a pointer
+// the optimizer cannot see is bad. Not inlined, so that the crash trace
+// names this function.
+__attribute__((noinline)) void CrashOnPurposeInTheVictim(volatile uintptr_t address) {
+  *reinterpret_cast<volatile int*>(address) = 1;
+}
+
+int RunCrash(comm::Communicator& world, absl::Duration timeout) {
+  const std::string prefix = Prefix(world.rank(), world.size());
+  absl::Status aligned = [&]() -> absl::Status {
+    FSDP_ASSIGN_OR_RETURN(comm::WorkHandle work, world.Barrier());
+    return work->Wait(timeout);
+  }();
+  const absl::Time start = absl::Now();
+  if (!aligned.ok()) return ReportStatus(prefix, start, "barrier before crash", aligned);
+  if (world.rank() == absl::GetFlag(FLAGS_victim)) {
+    std::printf("%s crashing (SIGSEGV)\n", prefix.c_str());
+    std::fflush(stdout);
+    CrashOnPurposeInTheVictim(16);
+    return 1;  // not reached
+  }
+  std::vector<float> values(1024, 1.0f);
+  comm::AllReduceOptions options;
+  options.buffer = comm::AsBytes(absl::MakeSpan(values));
+  absl::StatusOr<comm::WorkHandle> work = world.AllReduce(options);
+  if (!work.ok()) return ReportStatus(prefix, start, "posting all_reduce", work.status());
+  return ReportStatus(prefix, start, "all_reduce", (*work)->Wait(timeout));
+}
+
 std::vector<Algorithm> ParseAlgorithms(const std::string& text, std::string* error) {
   std::vector<Algorithm> algorithms;
   for (absl::string_view name : absl::StrSplit(text, ',', absl::SkipEmpty())) {
@@ -258,7 +295,7 @@ int Main() {
       ParseAlgorithms(absl::GetFlag(FLAGS_algorithms), &flag_error);
   const bool known = scenario == "grid" || scenario == "inflight" || scenario == "split" ||
                      scenario == "all" || scenario == "kill" || scenario == "hang" ||
-                     scenario == "join";
+                     scenario == "join" || scenario == "crash";
   if (!known) flag_error = absl::StrCat("--scenario: unknown '", scenario, "'");
   const std::string hang_mode = absl::GetFlag(FLAGS_hang_mode);
   if (hang_mode != "stop" && hang_mode != "spin") {
@@ -296,6 +333,7 @@ int Main() {
 
   if (scenario == "kill") return RunKill(world, timeout);
   if (scenario == "hang") return RunHang(world, timeout);
+  if (scenario == "crash") return RunCrash(world, timeout);
 
   ScenarioRunner worker(world, timeout, rounding);
   std::vector<std::pair<std::string, std::function<absl::Status()>>> parts;
@@ -334,6 +372,7 @@ int Main() {
 }  // namespace comm_test
 
 int main(int argc, char** argv) {
+  comm::InstallCrashTrace(argv[0]);
   absl::ParseCommandLine(argc, argv);
   return comm_test::Main();
 }

@@ -3,7 +3,8 @@
 // Failures across real processes on loopback: a rank SIGKILLed in the middle
 // of an all-reduce, a rank that hangs instead (SIGSTOPped, or spinning in a
 // computation without calling the communicator), a rank with a wrong
-// WORLD_SIZE, and a rank that never arrives. Ranks are started directly (tests/integration/comm/
+// WORLD_SIZE, a rank that never arrives, and a rank that dies of SIGSEGV
+// under the launcher (its stack trace must reach the launcher's output). Ranks are started directly (tests/integration/comm/
 // rank_processes.h), not through //comm/launcher, because the launcher
 // tears the whole job down as soon as one rank dies, which would hide what the
 // survivors' communicators report.
@@ -16,8 +17,8 @@
 //
 // Usage (Bazel passes it): failure_test <path of collective_worker> <path of
 // //comm/launcher:launch> [--gtest_filter=...]
-// (BUILD makes three targets of it: kill_rank_test, hang_rank_test and
-// rendezvous_failure_test.)
+// (BUILD makes four targets of it: kill_rank_test, hang_rank_test,
+// rendezvous_failure_test and crash_trace_test.)
 #include <signal.h>
 #include <stdlib.h>
 
@@ -27,6 +28,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "gtest/gtest.h"
 #include "tests/comm/rendezvous/rank_processes.h"
 #include "tests/integration/comm/rank_processes.h"
@@ -286,6 +289,44 @@ INSTANTIATE_TEST_SUITE_P(Modes, LaunchedHangTest,
                          [](const testing::TestParamInfo<HangMode>& info) {
                            return info.param == HangMode::kStop ? "stopped" : "spinning";
                          });
+
+// --- Crashes: a rank that dies of SIGSEGV under //comm/launcher:launch ---
+
+// The crashed rank's stack trace reaches the launcher's output (prefixed
+// with the rank), naming the function that crashed, and the launcher still
+// reports the signal and stops the others. Under a sanitizer the
+// sanitizer's own report stands in for the trace (comm/launcher/crash_trace.h).
+TEST(LaunchedCrashTest, TheCrashedRanksStackTraceReachesTheLaunchersOutput) {
+  comm::testing::RankProcesses processes;
+  processes.Start(g_launch_path,
+                  {"--nproc", "2", "--", g_worker_path, "--scenario=crash", "--victim=1",
+                   "--timeout_ms=30000"},
+                  {});
+  comm::testing::ProcessResult result = processes.Wait(0, absl::Seconds(60));
+  const std::string all = absl::StrCat(result.out, result.err);
+  SCOPED_TRACE(absl::StrCat("exit=", result.exit_code, " timed_out=", result.timed_out,
+                            "\nstdout:\n", result.out, "\nstderr:\n", result.err));
+  ASSERT_FALSE(result.timed_out) << "the launcher did not end the job";
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(all, "[rank 1/2] crashing (SIGSEGV)"));
+#if defined(__SANITIZE_ADDRESS__)
+  EXPECT_TRUE(absl::StrContains(all, "AddressSanitizer: SEGV"));
+#elif defined(__SANITIZE_THREAD__)
+  EXPECT_TRUE(absl::StrContains(all, "ThreadSanitizer: SEGV"));
+#else
+  EXPECT_TRUE(absl::StrContains(all, "[launcher] rank 1 was killed by signal 11"));
+  EXPECT_TRUE(absl::StrContains(all, "*** SIGSEGV received"));
+  // Symbolized frames, forwarded with the rank's prefix: the faulting
+  // function and its caller (the unwinding went past the signal frame).
+  for (const char* function : {"CrashOnPurposeInTheVictim()", "RunCrash()"}) {
+    bool named = false;
+    for (absl::string_view line : absl::StrSplit(all, '\n')) {
+      if (absl::StartsWith(line, "[rank 1]") && absl::StrContains(line, function)) named = true;
+    }
+    EXPECT_TRUE(named) << "no line of rank 1 names " << function;
+  }
+#endif
+}
 
 TEST(RendezvousFailureTest, WrongWorldSizeOnOneRankFailsEveryRank) {
   RankProcesses job(g_worker_path,

@@ -118,9 +118,10 @@ INSTANTIATE_TEST_SUITE_P(
         StrategyCase{"shard_grad_op",
                      {"--nproc=2", "--strategy=shard_grad_op", "--micro_batch=2", "--accum=2"}},
         StrategyCase{"full_shard", {"--nproc=2", "--strategy=full_shard", "--micro_batch=4"}},
-        StrategyCase{"full_shard_bf16",
+        // The bf16 layout with 4-byte gradients (the case below has 2-byte).
+        StrategyCase{"full_shard_bf16_fp32_grads",
                      {"--nproc=2", "--strategy=full_shard", "--micro_batch=4",
-                      "--precision=bf16"}},
+                      "--precision=bf16", "--reduce_dtype=fp32"}},
         StrategyCase{"hybrid_shard",
                      {"--nproc=4", "--strategy=hybrid_shard", "--group_size=2",
                       "--micro_batch=2"}},
