@@ -431,21 +431,21 @@ absl::Status GptModel::BlockBackward(int layer, const ParamsIn& params,
 
   // out = res2 + mlp_proj(gelu): the residual passes dres through to res2 by
   // leaving it in place; the projection branch reads it.
-  Zero(d_wide1_, 4 * nc);
   LinearBackward(d_wide1_.data(), g[kMlpProjWeight].data(), g[kMlpProjBias].data(), dres,
-                 a.gelu_out.data(), p[kMlpProjWeight].data(), n, 4 * C, C);
+                 a.gelu_out.data(), p[kMlpProjWeight].data(), n, 4 * C, C,
+                 InputGradWrite::kOverwrite);
   Zero(d_wide2_, 4 * nc);
   GeluBackward(d_wide2_.data(), a.fc_out.data(), d_wide1_.data(), 4 * nc);
-  Zero(d_narrow_, nc);
   LinearBackward(d_narrow_.data(), g[kFcWeight].data(), g[kFcBias].data(), d_wide2_.data(),
-                 a.ln2_out.data(), p[kFcWeight].data(), n, C, 4 * C);
+                 a.ln2_out.data(), p[kFcWeight].data(), n, C, 4 * C,
+                 InputGradWrite::kOverwrite);
   LayerNormBackward(dres, g[kLn2Weight].data(), g[kLn2Bias].data(), d_narrow_.data(),
                     a.res2.data(), p[kLn2Weight].data(), a.ln2_mean.data(), a.ln2_rstd.data(), n,
                     C);
   // dres now holds d(res2); res2 = x + attn_proj(att).
-  Zero(d_narrow_, nc);
   LinearBackward(d_narrow_.data(), g[kAttnProjWeight].data(), g[kAttnProjBias].data(), dres,
-                 a.att_out.data(), p[kAttnProjWeight].data(), n, C, C);
+                 a.att_out.data(), p[kAttnProjWeight].data(), n, C, C,
+                 InputGradWrite::kOverwrite);
   Zero(d_wide1_, 3 * nc);
   if (config_.flash_attention) {
     FlashAttentionBackward(d_wide1_.data(), attention_scratch_.data(), d_narrow_.data(),
@@ -455,9 +455,9 @@ absl::Status GptModel::BlockBackward(int layer, const ParamsIn& params,
     AttentionBackward(d_wide1_.data(), attention_scratch_.data(), d_narrow_.data(), a.qkv.data(),
                       a.att_probs.data(), batch_, seq_, C, config_.heads);
   }
-  Zero(d_narrow_, nc);
   LinearBackward(d_narrow_.data(), g[kQkvWeight].data(), g[kQkvBias].data(), d_wide1_.data(),
-                 a.ln1_out.data(), p[kQkvWeight].data(), n, C, 3 * C);
+                 a.ln1_out.data(), p[kQkvWeight].data(), n, C, 3 * C,
+                 InputGradWrite::kOverwrite);
   LayerNormBackward(dres, g[kLn1Weight].data(), g[kLn1Bias].data(), d_narrow_.data(),
                     UnitInput(unit), p[kLn1Weight].data(), a.ln1_mean.data(), a.ln1_rstd.data(),
                     n, C);
@@ -525,23 +525,23 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
   uint16_t* dout16 = dout_bf16_.data();
 
   ToBf16(dout16, dres, nc);
-  Zero(d_wide1_, 4 * nc);
   LinearBackwardBf16(d_wide1_.data(), g[kMlpProjWeight].data(), g[kMlpProjBias].data(), dres,
-                     dout16, a.gelu_bf16.data(), w(kMlpProjWeight), n, 4 * C, C);
+                     dout16, a.gelu_bf16.data(), w(kMlpProjWeight), n, 4 * C, C,
+                     InputGradWrite::kOverwrite);
   Zero(d_wide2_, 4 * nc);
   GeluBackward(d_wide2_.data(), a.fc_out.data(), d_wide1_.data(), 4 * nc);
   ToBf16(dout16, d_wide2_.data(), 4 * nc);
-  Zero(d_narrow_, nc);
   LinearBackwardBf16(d_narrow_.data(), g[kFcWeight].data(), g[kFcBias].data(), d_wide2_.data(),
-                     dout16, a.ln2_bf16.data(), w(kFcWeight), n, C, 4 * C);
+                     dout16, a.ln2_bf16.data(), w(kFcWeight), n, C, 4 * C,
+                     InputGradWrite::kOverwrite);
   LayerNormBackward(dres, g[kLn2Weight].data(), g[kLn2Bias].data(), d_narrow_.data(),
                     a.res2.data(), p.F(kLn2Weight), a.ln2_mean.data(), a.ln2_rstd.data(), n,
                     C);
   // dres now holds d(res2).
   ToBf16(dout16, dres, nc);
-  Zero(d_narrow_, nc);
   LinearBackwardBf16(d_narrow_.data(), g[kAttnProjWeight].data(), g[kAttnProjBias].data(), dres,
-                     dout16, a.att_bf16.data(), w(kAttnProjWeight), n, C, C);
+                     dout16, a.att_bf16.data(), w(kAttnProjWeight), n, C, C,
+                     InputGradWrite::kOverwrite);
   Zero(d_wide1_, 3 * nc);
   ToBf16(dout16, d_narrow_.data(), nc);
   if (config_.flash_attention) {
@@ -553,9 +553,9 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
                           a.qkv_bf16.data(), a.att_probs.data(), batch_, seq_, C, config_.heads);
   }
   ToBf16(dout16, d_wide1_.data(), 3 * nc);
-  Zero(d_narrow_, nc);
   LinearBackwardBf16(d_narrow_.data(), g[kQkvWeight].data(), g[kQkvBias].data(), d_wide1_.data(),
-                     dout16, a.ln1_bf16.data(), w(kQkvWeight), n, C, 3 * C);
+                     dout16, a.ln1_bf16.data(), w(kQkvWeight), n, C, 3 * C,
+                     InputGradWrite::kOverwrite);
   LayerNormBackward(dres, g[kLn1Weight].data(), g[kLn1Bias].data(), d_narrow_.data(),
                     UnitInput(unit), p.F(kLn1Weight), a.ln1_mean.data(), a.ln1_rstd.data(),
                     n, C);
@@ -610,7 +610,6 @@ absl::Status GptModel::HeadBackward(const ParamsIn& params, absl::Span<float> gr
   const int V = config_.vocab;
   HeadActivations& a = head_;
   CrossEntropyBackward(a.probs.data(), a.targets.data(), n, V, loss_scale);
-  Zero(d_narrow_, int64_t{n} * C);
   const float* lnf_weight = nullptr;
   if (config_.bf16_compute) {
     // dlogits to bf16 in place (the head has no bias, so the fp32 copy is not
@@ -619,12 +618,14 @@ absl::Status GptModel::HeadBackward(const ParamsIn& params, absl::Span<float> gr
     ToBf16InPlace(a.probs.data(), int64_t{n} * V);
     const uint16_t* dlogits = reinterpret_cast<const uint16_t*>(a.probs.data());
     LinearBackwardBf16(d_narrow_.data(), g[kLmHeadWeight].data(), nullptr, nullptr, dlogits,
-                       a.lnf_bf16.data(), p.W(kLmHeadWeight), n, C, V);
+                       a.lnf_bf16.data(), p.W(kLmHeadWeight), n, C, V,
+                       InputGradWrite::kOverwrite);
     lnf_weight = p.F(kLnfWeight);
   } else {
     FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params.fp32));
     LinearBackward(d_narrow_.data(), g[kLmHeadWeight].data(), nullptr, a.probs.data(),
-                   a.lnf_out.data(), p[kLmHeadWeight].data(), n, C, V);
+                   a.lnf_out.data(), p[kLmHeadWeight].data(), n, C, V,
+                   InputGradWrite::kOverwrite);
     lnf_weight = p[kLnfWeight].data();
   }
   Zero(d_residual_, int64_t{n} * C);

@@ -29,12 +29,13 @@ void LinearForward(float* out, const float* inp, const float* weight, const floa
 
 void LinearBackward(float* dinp, float* dweight, float* dbias, const float* dout,
                     const float* inp, const float* weight, int n, int in_features,
-                    int out_features) {
-  if (dinp != nullptr) {  // dinp[N, C] += dout[N, OC] @ weight[OC, C]
+                    int out_features, InputGradWrite dinp_write) {
+  if (dinp != nullptr) {  // dinp[N, C] (+)= dout[N, OC] @ weight[OC, C]
     Matmul({.m = n, .n = in_features, .k = out_features,
             .a = {dout, NumType::kF32, out_features},
             .b = {weight, NumType::kF32, in_features},
-            .c = dinp, .c_type = NumType::kF32, .ldc = in_features, .accumulate = true});
+            .c = dinp, .c_type = NumType::kF32, .ldc = in_features,
+            .accumulate = dinp_write == InputGradWrite::kAdd});
   }
   if (dweight != nullptr) {  // dweight[OC, C] += dout^T[OC, N] @ inp[N, C]
     Matmul({.m = out_features, .n = in_features, .k = n,
@@ -63,12 +64,14 @@ void LinearForwardBf16Out(uint16_t* out, const uint16_t* inp, const uint16_t* we
 
 void LinearBackwardBf16(float* dinp, float* dweight, float* dbias, const float* dout,
                         const uint16_t* dout_bf16, const uint16_t* inp, const uint16_t* weight,
-                        int n, int in_features, int out_features) {
+                        int n, int in_features, int out_features,
+                        InputGradWrite dinp_write) {
   if (dinp != nullptr) {
     Matmul({.m = n, .n = in_features, .k = out_features,
             .a = {dout_bf16, NumType::kBF16, out_features},
             .b = {weight, NumType::kBF16, in_features},
-            .c = dinp, .c_type = NumType::kF32, .ldc = in_features, .accumulate = true});
+            .c = dinp, .c_type = NumType::kF32, .ldc = in_features,
+            .accumulate = dinp_write == InputGradWrite::kAdd});
   }
   if (dweight != nullptr) {
     Matmul({.m = out_features, .n = in_features, .k = n,

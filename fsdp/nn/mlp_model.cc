@@ -180,9 +180,8 @@ absl::Status MlpModel::BackwardUnit(int unit, absl::Span<const float> params,
   float* dres = d_residual_.data();
   if (unit == last) {
     CrossEntropyBackward(probs_.data(), targets_.data(), n, V, loss_scale);
-    Zero(d_residual_, int64_t{n} * C);
     LinearBackward(dres, g[kHeadWeight].data(), g[kHeadBias].data(), probs_.data(),
-                   UnitInput(unit), p[kHeadWeight].data(), n, C, V);
+                   UnitInput(unit), p[kHeadWeight].data(), n, C, V, InputGradWrite::kOverwrite);
     probs_.Reset();
     targets_.Reset();
   } else if (unit == 0) {
@@ -193,9 +192,9 @@ absl::Status MlpModel::BackwardUnit(int unit, absl::Span<const float> params,
     // out = x + proj(gelu(fc(x))): dres is d(out) and, once the branch has
     // added its share through fc's backward, d(x).
     LayerActivations& a = layers_[unit - 1];
-    Zero(d_wide1_, int64_t{n} * H);
     LinearBackward(d_wide1_.data(), g[kProjWeight].data(), g[kProjBias].data(), dres,
-                   a.gelu_out.data(), p[kProjWeight].data(), n, H, C);
+                   a.gelu_out.data(), p[kProjWeight].data(), n, H, C,
+                   InputGradWrite::kOverwrite);
     Zero(d_wide2_, int64_t{n} * H);
     GeluBackward(d_wide2_.data(), a.fc_out.data(), d_wide1_.data(), int64_t{n} * H);
     LinearBackward(dres, g[kFcWeight].data(), g[kFcBias].data(), d_wide2_.data(),
