@@ -2,17 +2,39 @@
 #include "fsdp/nn/linear.h"
 
 #include "fsdp/nn/matmul.h"
+#include "fsdp/nn/simd.h"
 
 namespace fsdp {
 namespace {
+using simd::kLanes;
 
-// dbias[o] += sum over rows of dout[., o]; nothing when dbias is null.
+// dbias[o] += dout[0, o] + dout[1, o] + ..., added row by row in that order
+// for every column, so each ISA variant (16 columns at a time) gives the
+// scalar loop's bits.
+FSDP_SIMD_INLINE void AddColumnSumsBody(float* dbias, const float* dout, int64_t n,
+                                        int64_t out_features) {
+  int64_t o = 0;
+  for (; o + kLanes <= out_features; o += kLanes) {
+    simd::F16 sum = simd::Load(dbias + o);
+    for (int64_t i = 0; i < n; ++i) sum = sum + simd::Load(dout + i * out_features + o);
+    simd::Store(dbias + o, sum);
+  }
+  for (; o < out_features; ++o) {
+    float sum = dbias[o];
+    for (int64_t i = 0; i < n; ++i) sum += dout[i * out_features + o];
+    dbias[o] = sum;
+  }
+}
+
+FSDP_ISA_VARIANTS(void, AddColumnSums,
+                  (float* dbias, const float* dout, int64_t n, int64_t out_features),
+                  (dbias, dout, n, out_features))
+
+// Nothing when dbias is null.
 void AddColumnSums(float* dbias, const float* dout, int n, int out_features) {
   if (dbias == nullptr) return;
-  for (int i = 0; i < n; ++i) {
-    const float* row = dout + static_cast<long>(i) * out_features;
-    for (int o = 0; o < out_features; ++o) dbias[o] += row[o];
-  }
+  const KernelIsa isa = BestKernelIsa();
+  FSDP_ISA_DISPATCH(isa, AddColumnSums, (dbias, dout, n, out_features));
 }
 
 }  // namespace
