@@ -217,6 +217,7 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
                         SelectMatmulBackend(options.matmul_backend, world, options.comm_timeout));
   if (log != nullptr) {
     std::fprintf(log, "train_gpt: matmul backend %s\n", backend.description.c_str());
+    std::fflush(log);  // before the model is built: a crash there should not swallow it
   }
 
   const GptConfig config = GptConfigOf(options);
