@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "comm/signal_stack.h"
 
 namespace comm {
 
@@ -49,7 +50,10 @@ class FinishedWork : public Work {
 std::shared_ptr<ProgressEngine> ProgressEngine::Create(Transport* transport,
                                                        absl::Duration wait_spin) {
   std::shared_ptr<ProgressEngine> engine(new ProgressEngine(transport, wait_spin));
-  engine->thread_ = std::thread([raw = engine.get()] { raw->ThreadLoop(); });
+  engine->thread_ = std::thread([raw = engine.get()] {
+    ScopedSignalStack signal_stack;  // a crash trace even if this stack overflows
+    raw->ThreadLoop();
+  });
   return engine;
 }
 
@@ -57,7 +61,10 @@ std::shared_ptr<ProgressEngine> ProgressEngine::CreateOwning(
     std::unique_ptr<Transport> transport, absl::Duration wait_spin) {
   std::shared_ptr<ProgressEngine> engine(new ProgressEngine(transport.get(), wait_spin));
   engine->owned_transport_ = std::move(transport);
-  engine->thread_ = std::thread([raw = engine.get()] { raw->ThreadLoop(); });
+  engine->thread_ = std::thread([raw = engine.get()] {
+    ScopedSignalStack signal_stack;  // a crash trace even if this stack overflows
+    raw->ThreadLoop();
+  });
   return engine;
 }
 

@@ -4,10 +4,15 @@
 #include <chrono>
 #include <utility>
 
+#include "comm/signal_stack.h"
+
 namespace comm {
 
 HeartbeatThread::HeartbeatThread(absl::Duration interval, std::function<void()> beat)
-    : interval_(interval), beat_(std::move(beat)), thread_([this] { Run(); }) {}
+    : interval_(interval), beat_(std::move(beat)), thread_([this] {
+        ScopedSignalStack signal_stack;  // a crash trace even if this stack overflows
+        Run();
+      }) {}
 
 HeartbeatThread::~HeartbeatThread() {
   {

@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "comm/rendezvous/framed_socket.h"
 #include "comm/rendezvous/hang_verdict.h"
+#include "comm/signal_stack.h"
 #include "comm/status_macros.h"
 #include "proto/rendezvous.pb.h"
 
@@ -507,7 +508,10 @@ absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(
   }
   server->loop_ = std::make_unique<Loop>(server.get(), bound, listen_fd);
   StoreServer* raw = server.get();
-  server->thread_ = std::thread([raw] { raw->loop_->Run(raw->wake_pipe_[0]); });
+  server->thread_ = std::thread([raw] {
+    ScopedSignalStack signal_stack;  // a crash trace even if this stack overflows
+    raw->loop_->Run(raw->wake_pipe_[0]);
+  });
   return server;
 }
 
