@@ -128,9 +128,44 @@ MemoryTracker::~MemoryTracker() {
 void MemoryTracker::Recycle(MemoryCategory category, void* data, int64_t num_bytes) {
   Release(category, num_bytes);
   if (data == nullptr) return;
+  const BlockKey key{IsTransferMemory(category), RoundedBytes(num_bytes)};
   std::lock_guard<std::mutex> lock(mu_);
-  cache_[{IsTransferMemory(category), RoundedBytes(num_bytes)}].push_back(data);
-  cached_bytes_ += static_cast<int64_t>(RoundedBytes(num_bytes));
+  --block_counts_[key].in_use;
+  cache_[key].push_back(data);
+  cached_bytes_ += static_cast<int64_t>(key.second);
+}
+
+std::vector<void*> MemoryTracker::TrimToStepNeedsLocked() {
+  std::vector<void*> evicted;
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    const BlockCounts& counts = block_counts_[it->first];
+    const int64_t keep = std::max(counts.peak_this_step, counts.peak_last_step);
+    std::vector<void*>& blocks = it->second;
+    while (!blocks.empty() && counts.in_use + static_cast<int64_t>(blocks.size()) > keep) {
+      evicted.push_back(blocks.back());
+      blocks.pop_back();
+      cached_bytes_ -= static_cast<int64_t>(it->first.second);
+    }
+    it = blocks.empty() ? cache_.erase(it) : std::next(it);
+  }
+  return evicted;
+}
+
+void MemoryTracker::BeginStep() {
+  std::vector<void*> evicted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // What set-up freed before the first step (initialization, the
+    // backend's measurement) is no step's need: the first mark frees it.
+    const bool first_step = !steps_marked_;
+    steps_marked_ = true;
+    for (auto& [key, counts] : block_counts_) {
+      counts.peak_last_step = first_step ? 0 : counts.peak_this_step;
+      counts.peak_this_step = counts.in_use;
+    }
+    evicted = TrimToStepNeedsLocked();
+  }
+  for (void* block : evicted) std::free(block);
 }
 
 void* MemoryTracker::AllocateBytes(MemoryCategory category, int64_t num_bytes,
@@ -141,17 +176,25 @@ void* MemoryTracker::AllocateBytes(MemoryCategory category, int64_t num_bytes,
   if (!status->ok() || num_bytes == 0) return nullptr;
   const size_t rounded = RoundedBytes(num_bytes);
   const bool communicated = IsTransferMemory(category);
+  const BlockKey key{communicated, rounded};
   void* bytes = nullptr;
   std::vector<void*> evicted;
   {
     std::lock_guard<std::mutex> lock(mu_);
     high_water_total_ = std::max(high_water_total_, current_total_);
-    auto hit = cache_.find({communicated, rounded});
+    BlockCounts& counts = block_counts_[key];
+    ++counts.in_use;
+    counts.peak_this_step = std::max(counts.peak_this_step, counts.in_use);
+    auto hit = cache_.find(key);
     if (hit != cache_.end()) {
       bytes = hit->second.back();
       hit->second.pop_back();
       if (hit->second.empty()) cache_.erase(hit);
       cached_bytes_ -= static_cast<int64_t>(rounded);
+    } else if (steps_marked_) {
+      // Every cached block is one the last two steps needed at once with
+      // the blocks in use: nothing to give back (BeginStep trims).
+      ++fresh_allocations_;
     } else {
       ++fresh_allocations_;
       // Keep in-use + cached within the high-water mark: give back the
@@ -171,6 +214,10 @@ void* MemoryTracker::AllocateBytes(MemoryCategory category, int64_t num_bytes,
                          : std::aligned_alloc(kAlignment, rounded);
   }
   if (bytes == nullptr) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --block_counts_[key].in_use;
+    }
     Release(category, num_bytes);
     *status = absl::ResourceExhaustedError(
         absl::StrCat("the system allocator refused ", num_bytes, " bytes of ",

@@ -16,9 +16,18 @@
 // size (and kind of memory) takes one back instead of asking the system, so a
 // training step that allocates the same buffers every step touches no fresh
 // pages after the first (no page faults, no kernel page clearing). Cached
-// bytes are not in use and are not counted in the categories; the cache is
-// trimmed so that in-use plus cached bytes never exceed the highest in-use
-// total seen so far: the process holds no more than its tracked peak.
+// bytes are not in use and are not counted in the categories.
+//
+// How much the cache keeps depends on whether the caller marks steps:
+//   - Without BeginStep(), in-use plus cached bytes never exceed the highest
+//     in-use total seen so far (the largest cached blocks go first).
+//   - After BeginStep(), each size keeps as many blocks as were in use at
+//     once during this step or the one before, and nothing else: what a
+//     repeating step needs, so it never misses. That can be more than the
+//     in-use peak, because sizes peak at different moments (under full_shard
+//     the gathered parameters and unsharded gradients peak in the backward,
+//     after the activations of other sizes were freed); the difference shows
+//     as cached_bytes, and a size the last two steps did not use is freed.
 //
 // With a budget (> 0), an allocation that would push the total above it fails
 // with absl::ResourceExhaustedError naming the category, the label, the bytes
@@ -146,6 +155,10 @@ class MemoryTracker {
   MemorySnapshot Snapshot() const;
   // Sets every peak to the current value (e.g. to measure one step alone).
   void ResetPeaks();
+  // Marks the start of a training step: from now on the cache keeps, per
+  // size, what this step and the one before had in use at once (see above),
+  // and frees cached blocks beyond that.
+  void BeginStep();
   void set_budget_bytes(int64_t budget_bytes);
 
   ~MemoryTracker();  // frees the cached blocks
@@ -175,10 +188,25 @@ class MemoryTracker {
   std::array<int64_t, kNumMemoryCategories> peak_{};
   int64_t current_total_ = 0;
   int64_t peak_total_ = 0;
-  // Never lowered by ResetPeaks: the bound on in-use plus cached bytes.
+  // Never lowered by ResetPeaks: the bound on in-use plus cached bytes
+  // until the first BeginStep.
   int64_t high_water_total_ = 0;
-  // Freed blocks by (transfer memory?, rounded bytes).
-  std::map<std::pair<bool, size_t>, std::vector<void*>> cache_;
+  // A block size: (transfer memory?, rounded bytes).
+  using BlockKey = std::pair<bool, size_t>;
+  // Blocks of one size: how many are in use now, and the most in use at
+  // once during this step and during the step before.
+  struct BlockCounts {
+    int64_t in_use = 0;
+    int64_t peak_this_step = 0;
+    int64_t peak_last_step = 0;
+  };
+  // Evicts cached blocks of sizes holding more than the last two steps
+  // needed; returns them for freeing outside the lock.
+  std::vector<void*> TrimToStepNeedsLocked();
+  bool steps_marked_ = false;
+  std::map<BlockKey, BlockCounts> block_counts_;
+  // Freed blocks by size.
+  std::map<BlockKey, std::vector<void*>> cache_;
   int64_t cached_bytes_ = 0;
   int64_t fresh_allocations_ = 0;
 };

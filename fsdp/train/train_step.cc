@@ -194,6 +194,8 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
   const int accum = options_.accum_steps;
   const absl::Duration timeout = options_.comm_timeout;
   clock_.Reset();
+  // From the second step on, every buffer comes from the tracker's cache.
+  tracker_->BeginStep();
 
   // Forward and backward over every micro-batch.
   double local_loss_sum = 0.0;

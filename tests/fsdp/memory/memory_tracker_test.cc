@@ -202,5 +202,69 @@ TEST(MemoryTrackerCache, CachedBytesDoNotCountAgainstTheBudget) {
   EXPECT_TRUE(tracker.Allocate(MemoryCategory::kWorkspace, 1024, "b").ok());
 }
 
+// One step as full_shard's backward has it: two blocks of one size are in use
+// together, freed, then three of another size; the sizes peak at different
+// moments, so keeping both in the cache takes more than the in-use peak.
+void RunPhasedStep(MemoryTracker& tracker) {
+  {
+    absl::StatusOr<FloatBuffer> a = tracker.Allocate(kAct, 1 << 18, "activation a");
+    absl::StatusOr<FloatBuffer> b = tracker.Allocate(kAct, 1 << 18, "activation b");
+    ASSERT_TRUE(a.ok() && b.ok());
+  }
+  std::vector<FloatBuffer> grads;
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<FloatBuffer> g = tracker.Allocate(kAct, 3 << 16, "gradient");
+    ASSERT_TRUE(g.ok());
+    grads.push_back(*std::move(g));
+  }
+}
+
+TEST(MemoryTrackerCache, MarkedStepsReuseEverySizeTheyNeed) {
+  MemoryTracker tracker;
+  for (int step = 0; step < 3; ++step) {
+    tracker.BeginStep();
+    const int64_t fresh_before = tracker.Snapshot().fresh_allocations;
+    RunPhasedStep(tracker);
+    const MemorySnapshot s = tracker.Snapshot();
+    EXPECT_EQ(s.fresh_allocations - fresh_before, step == 0 ? 5 : 0) << "step " << step;
+    // Both sizes stay cached: 2 x 1 MiB + 3 x 0.75 MiB, above the 2.25 MiB peak.
+    EXPECT_EQ(s.cached_bytes, (2 << 20) + 3 * (3 << 18)) << "step " << step;
+    EXPECT_EQ(s.peak_total_bytes, 3 * (3 << 18));
+  }
+}
+
+// Without marked steps the cache stays within the in-use peak, so the same
+// step misses every time: what BeginStep exists to avoid.
+TEST(MemoryTrackerCache, UnmarkedStepsKeepNoMoreThanThePeak) {
+  MemoryTracker tracker;
+  RunPhasedStep(tracker);
+  const int64_t fresh_before = tracker.Snapshot().fresh_allocations;
+  RunPhasedStep(tracker);
+  const MemorySnapshot s = tracker.Snapshot();
+  EXPECT_GT(s.fresh_allocations - fresh_before, 0);
+  EXPECT_LE(s.current_total_bytes + s.cached_bytes, s.peak_total_bytes);
+}
+
+// A size no longer used is freed two step marks later (the step that used it
+// and the one after keep it).
+TEST(MemoryTrackerCache, ASizeTheLastTwoStepsDidNotUseIsFreed) {
+  MemoryTracker tracker;
+  tracker.BeginStep();
+  { ASSERT_TRUE(tracker.Allocate(kAct, 1000, "once").ok()); }
+  EXPECT_EQ(tracker.Snapshot().cached_bytes, 4032);
+  tracker.BeginStep();
+  EXPECT_EQ(tracker.Snapshot().cached_bytes, 4032);
+  tracker.BeginStep();
+  EXPECT_EQ(tracker.Snapshot().cached_bytes, 0);
+  // A block still in use when a step begins is not the cache's to free, and
+  // is kept once returned.
+  absl::StatusOr<FloatBuffer> held = tracker.Allocate(kAct, 1000, "held");
+  ASSERT_TRUE(held.ok());
+  tracker.BeginStep();
+  tracker.BeginStep();
+  held->Reset();
+  EXPECT_EQ(tracker.Snapshot().cached_bytes, 4032);
+}
+
 }  // namespace
 }  // namespace fsdp
