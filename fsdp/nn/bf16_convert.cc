@@ -117,6 +117,16 @@ void AccumulateToBf16(uint16_t* acc, const float* add, int64_t n) {
   }
 }
 
+void ScaleBf16InPlace(uint16_t* data, int64_t n, float scale) {
+  float widened[kBlock];
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t m = n - begin < kBlock ? n - begin : kBlock;
+    FromBf16(widened, data + begin, m);
+    for (int64_t i = 0; i < m; ++i) widened[i] *= scale;
+    ToBf16(data + begin, widened, m);
+  }
+}
+
 void RoundThroughBf16(float* data, int64_t n) {
   uint16_t rounded[kBlock];
   for (int64_t begin = 0; begin < n; begin += kBlock) {

@@ -18,6 +18,7 @@
 #include "comm/status_macros.h"
 #include "fsdp/nn/attention.h"
 #include "fsdp/nn/bf16_convert.h"
+#include "fsdp/nn/bf16_outputs.h"
 #include "fsdp/nn/batch_checks.h"
 #include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/embedding.h"
@@ -434,8 +435,7 @@ absl::Status GptModel::BlockBackward(int layer, const ParamsIn& params,
   LinearBackward(d_wide1_.data(), g[kMlpProjWeight].data(), g[kMlpProjBias].data(), dres,
                  a.gelu_out.data(), p[kMlpProjWeight].data(), n, 4 * C, C,
                  InputGradWrite::kOverwrite);
-  Zero(d_wide2_, 4 * nc);
-  GeluBackward(d_wide2_.data(), a.fc_out.data(), d_wide1_.data(), 4 * nc);
+  GeluBackwardOverwrite(d_wide2_.data(), a.fc_out.data(), d_wide1_.data(), 4 * nc);
   LinearBackward(d_narrow_.data(), g[kFcWeight].data(), g[kFcBias].data(), d_wide2_.data(),
                  a.ln2_out.data(), p[kFcWeight].data(), n, C, 4 * C,
                  InputGradWrite::kOverwrite);
@@ -469,8 +469,9 @@ absl::Status GptModel::BlockBackward(int layer, const ParamsIn& params,
 // ---------------------------------------------------------------- block, bf16
 
 // The fp32 block with its four matrix products on bf16 operands. LayerNorm,
-// attention and GELU compute in fp32 into the (idle during the forward)
-// backward scratch; what only feeds a product is saved in bf16.
+// attention and GELU compute in fp32; what only feeds a product is saved in
+// bf16, rounded block by block while in L1 (fsdp/nn/bf16_outputs.h) or, for
+// attention's output, through the (idle during the forward) backward scratch.
 void GptModel::BlockForwardComputeBf16(int layer, const Bf16UnitParams& p, bool through_output) {
   const int unit = layer + 1;
   const int n = batch_ * seq_;
@@ -481,9 +482,8 @@ void GptModel::BlockForwardComputeBf16(int layer, const Bf16UnitParams& p, bool 
 
   const float* x = UnitInput(unit);
   float* staging = d_narrow_.data();  // (B, T, C) fp32
-  LayerNormForward(staging, a.ln1_mean.data(), a.ln1_rstd.data(), x, p.F(kLn1Weight),
-                   p.F(kLn1Bias), n, C);
-  ToBf16(a.ln1_bf16.data(), staging, nc);
+  LayerNormForwardToBf16(a.ln1_bf16.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x,
+                         p.F(kLn1Weight), p.F(kLn1Bias), n, C);
   LinearForwardBf16Out(a.qkv_bf16.data(), a.ln1_bf16.data(), w(kQkvWeight), p.F(kQkvBias),
                        n, C, 3 * C);
   if (config_.flash_attention) {
@@ -498,14 +498,11 @@ void GptModel::BlockForwardComputeBf16(int layer, const Bf16UnitParams& p, bool 
   LinearForwardBf16(a.res2.data(), a.att_bf16.data(), w(kAttnProjWeight),
                     p.F(kAttnProjBias), n, C, C);
   ResidualForward(a.res2.data(), a.res2.data(), x, nc);
-  LayerNormForward(staging, a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(),
-                   p.F(kLn2Weight), p.F(kLn2Bias), n, C);
-  ToBf16(a.ln2_bf16.data(), staging, nc);
+  LayerNormForwardToBf16(a.ln2_bf16.data(), a.ln2_mean.data(), a.ln2_rstd.data(),
+                         a.res2.data(), p.F(kLn2Weight), p.F(kLn2Bias), n, C);
   LinearForwardBf16(a.fc_out.data(), a.ln2_bf16.data(), w(kFcWeight), p.F(kFcBias), n, C,
                     4 * C);
-  float* wide_staging = d_wide2_.data();  // (B, T, 4C) fp32
-  GeluForward(wide_staging, a.fc_out.data(), 4 * nc);
-  ToBf16(a.gelu_bf16.data(), wide_staging, 4 * nc);
+  GeluForwardToBf16(a.gelu_bf16.data(), a.fc_out.data(), 4 * nc);
   if (!through_output) return;
   LinearForwardBf16(a.out.data(), a.gelu_bf16.data(), w(kMlpProjWeight), p.F(kMlpProjBias), n,
                     4 * C, C);
@@ -528,9 +525,7 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
   LinearBackwardBf16(d_wide1_.data(), g[kMlpProjWeight].data(), g[kMlpProjBias].data(), dres,
                      dout16, a.gelu_bf16.data(), w(kMlpProjWeight), n, 4 * C, C,
                      InputGradWrite::kOverwrite);
-  Zero(d_wide2_, 4 * nc);
-  GeluBackward(d_wide2_.data(), a.fc_out.data(), d_wide1_.data(), 4 * nc);
-  ToBf16(dout16, d_wide2_.data(), 4 * nc);
+  GeluBackwardWithBf16(d_wide2_.data(), dout16, a.fc_out.data(), d_wide1_.data(), 4 * nc);
   LinearBackwardBf16(d_narrow_.data(), g[kFcWeight].data(), g[kFcBias].data(), d_wide2_.data(),
                      dout16, a.ln2_bf16.data(), w(kFcWeight), n, C, 4 * C,
                      InputGradWrite::kOverwrite);
@@ -586,10 +581,9 @@ absl::Status GptModel::HeadForward(const ParamsIn& params, const Batch& batch) {
 
   if (config_.bf16_compute) {
     FSDP_ASSIGN_OR_RETURN(const Bf16UnitParams p, PrepareBf16(unit, params));
-    // ln_f into the (idle) backward scratch, then saved in bf16.
-    LayerNormForward(d_narrow_.data(), a.lnf_mean.data(), a.lnf_rstd.data(), UnitInput(unit),
-                     p.F(kLnfWeight), p.F(kLnfBias), n, C);
-    ToBf16(a.lnf_bf16.data(), d_narrow_.data(), int64_t{n} * C);
+    // ln_f rounded to bf16 block by block (it only feeds the head's product).
+    LayerNormForwardToBf16(a.lnf_bf16.data(), a.lnf_mean.data(), a.lnf_rstd.data(),
+                           UnitInput(unit), p.F(kLnfWeight), p.F(kLnfBias), n, C);
     LinearForwardBf16(a.probs.data(), a.lnf_bf16.data(), p.W(kLmHeadWeight), nullptr, n, C, V);
   } else {
     FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params.fp32));

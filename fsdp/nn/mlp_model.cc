@@ -22,10 +22,6 @@ namespace {
 enum LayerParam { kFcWeight, kFcBias, kProjWeight, kProjBias };
 enum HeadParam { kHeadWeight, kHeadBias };
 
-void Zero(FloatBuffer& buffer, int64_t numel) {
-  std::memset(buffer.data(), 0, sizeof(float) * numel);
-}
-
 }  // namespace
 
 absl::Status ValidateMlpConfig(const MlpConfig& c) {
@@ -195,8 +191,7 @@ absl::Status MlpModel::BackwardUnit(int unit, absl::Span<const float> params,
     LinearBackward(d_wide1_.data(), g[kProjWeight].data(), g[kProjBias].data(), dres,
                    a.gelu_out.data(), p[kProjWeight].data(), n, H, C,
                    InputGradWrite::kOverwrite);
-    Zero(d_wide2_, int64_t{n} * H);
-    GeluBackward(d_wide2_.data(), a.fc_out.data(), d_wide1_.data(), int64_t{n} * H);
+    GeluBackwardOverwrite(d_wide2_.data(), a.fc_out.data(), d_wide1_.data(), int64_t{n} * H);
     LinearBackward(dres, g[kFcWeight].data(), g[kFcBias].data(), d_wide2_.data(),
                    UnitInput(unit), p[kFcWeight].data(), n, C, H);
     a = LayerActivations();

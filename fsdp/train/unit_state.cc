@@ -412,11 +412,7 @@ absl::Span<uint16_t> ShardedUnit::ReducedShardBf16() {
 
 void ShardedUnit::AverageBf16(absl::Span<uint16_t> shard) const {
   const float average = 1.0f / static_cast<float>(runtime_.world_size);
-  const int64_t n = static_cast<int64_t>(shard.size());
-  float* widened = grad_workspace_.data();
-  FromBf16(widened, shard.data(), n);
-  for (int64_t i = 0; i < n; ++i) widened[i] *= average;
-  ToBf16(shard.data(), widened, n);
+  ScaleBf16InPlace(shard.data(), static_cast<int64_t>(shard.size()), average);
 }
 
 absl::Span<float> ShardedUnit::WidenForOptimizer(absl::Span<const uint16_t> grads) {

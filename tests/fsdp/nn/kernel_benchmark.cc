@@ -8,6 +8,7 @@
 // (the machines are shared: the minimum is the least disturbed run).
 //
 //   bazel run -c opt //tests/fsdp/nn:kernel_benchmark -- [repetitions]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,8 @@
 
 #include "absl/types/span.h"
 #include "fsdp/nn/attention.h"
+#include "fsdp/nn/bf16_convert.h"
+#include "fsdp/nn/bf16_outputs.h"
 #include "fsdp/nn/compute_threads.h"
 #include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/embedding.h"
@@ -63,6 +66,12 @@ struct Kernel {
   std::string name;
   std::function<void()> old_fn;
   std::function<void(KernelIsa)> new_fn;
+};
+
+struct Fused {
+  std::string name;
+  std::function<void()> unfused_fn;
+  std::function<void()> fused_fn;
 };
 
 int Main(int repetitions) {
@@ -216,6 +225,44 @@ int Main(int repetitions) {
       std::printf(" %15.3f", s * 1e3);
     }
     std::printf(" %8.1fx\n", old_s / best_s);
+  }
+
+  // Under bf16 compute: a layer that writes fp32 and a ToBf16 pass after it
+  // (with the zeroing GeluBackward needed before), against the fused kernels
+  // of fsdp/nn/bf16_outputs.h that round each block while it is in L1.
+  std::vector<uint16_t> out16(n4c);
+  const std::vector<Fused> fused = {
+      {"gelu forward -> bf16 (1024 x 2048)",
+       [&] {
+         GeluForward(wide_out.data(), wide_in.data(), n4c);
+         ToBf16(out16.data(), wide_out.data(), n4c);
+       },
+       [&] { GeluForwardToBf16(out16.data(), wide_in.data(), n4c); }},
+      {"gelu backward + bf16 copy",
+       [&] {
+         std::fill(wide_grad.begin(), wide_grad.end(), 0.0f);
+         GeluBackward(wide_grad.data(), wide_in.data(), wide_d.data(), n4c);
+         ToBf16(out16.data(), wide_grad.data(), n4c);
+       },
+       [&] { GeluBackwardWithBf16(wide_grad.data(), out16.data(), wide_in.data(), wide_d.data(),
+                                  n4c); }},
+      {"layernorm forward -> bf16 (1024 x 512)",
+       [&] {
+         LayerNormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), kRows,
+                          kChannels);
+         ToBf16(out16.data(), y.data(), nc);
+       },
+       [&] {
+         LayerNormForwardToBf16(out16.data(), mean.data(), rstd.data(), x.data(), w.data(),
+                                b.data(), kRows, kChannels);
+       }},
+  };
+  std::printf("\n%-46s %10s %10s %9s\n", "bf16 outputs (ms)", "unfused", "fused", "speedup");
+  for (const Fused& k : fused) {
+    const double unfused_s = MinSeconds(repetitions, k.unfused_fn);
+    const double fused_s = MinSeconds(repetitions, k.fused_fn);
+    std::printf("%-46s %10.3f %10.3f %8.2fx\n", k.name.c_str(), unfused_s * 1e3, fused_s * 1e3,
+                unfused_s / fused_s);
   }
   return 0;
 }

@@ -92,6 +92,11 @@ TEST_P(KernelsTest, GeluMatchesDoubleReference) {
     Shifted xs(x, 3), ys(y, 1);
     GeluForward(isa(), ys.data(), xs.data(), n);
     EXPECT_TRUE(SameBits(ys.values(), y)) << "n=" << n;
+    // Overwriting equals adding into zeros.
+    std::vector<float> added(n, 0.0f), written = RandomVector(n, 14 + n);
+    GeluBackward(isa(), added.data(), x.data(), dout.data(), n);
+    GeluBackwardOverwrite(isa(), written.data(), x.data(), dout.data(), n);
+    EXPECT_TRUE(SameBits(written, added)) << "n=" << n;
   }
 }
 

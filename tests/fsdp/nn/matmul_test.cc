@@ -233,5 +233,20 @@ TEST(Bf16Convert, AccumulateAndRoundThroughMatchTheScalarFormula) {
   }
 }
 
+// The one-pass averaging of bf16 gradients, against the scalar formula.
+TEST(Bf16Convert, ScaleInPlaceMatchesTheScalarFormula) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t n : {0, 1, 17, 1024, 3000}) {
+    std::vector<uint16_t> data(n), expected(n);
+    for (int64_t i = 0; i < n; ++i) {
+      data[i] = comm::FloatToBFloat16(normal(rng));
+      expected[i] = comm::FloatToBFloat16(comm::BFloat16ToFloat(data[i]) * (1.0f / 3.0f));
+    }
+    ScaleBf16InPlace(data.data(), n, 1.0f / 3.0f);
+    EXPECT_EQ(data, expected) << n;
+  }
+}
+
 }  // namespace
 }  // namespace fsdp

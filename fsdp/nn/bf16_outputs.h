@@ -1,0 +1,31 @@
+// File: fsdp/nn/bf16_outputs.h
+//
+// Element-wise layers whose result, under bf16 compute, feeds only a bf16
+// matrix product: each computes a block of ~16 KiB in fp32 and rounds it to
+// bf16 while the block is still in L1, instead of writing the whole fp32
+// result to memory and reading it back for ToBf16 (a full pass over 2-8 MiB
+// per layer). The fp32 values are those of the unfused layer and the rounding
+// is ToBf16's, so the bits equal LayerNormForward / GeluForward / GeluBackward
+// followed by ToBf16.
+#ifndef FSDP_NN_BF16_OUTPUTS_H_
+#define FSDP_NN_BF16_OUTPUTS_H_
+
+#include <cstdint>
+
+namespace fsdp {
+
+// out16 = bf16(LayerNorm(inp)); mean and rstd saved as LayerNormForward does.
+void LayerNormForwardToBf16(uint16_t* out16, float* mean, float* rstd, const float* inp,
+                            const float* weight, const float* bias, int n, int channels);
+
+// out16 = bf16(gelu(inp)).
+void GeluForwardToBf16(uint16_t* out16, const float* inp, int64_t n);
+
+// dinp = dout * gelu'(inp) (written, not added) and dinp16 = bf16(dinp): the
+// fp32 copy feeds the bias gradient, the bf16 one the product.
+void GeluBackwardWithBf16(float* dinp, uint16_t* dinp16, const float* inp, const float* dout,
+                          int64_t n);
+
+}  // namespace fsdp
+
+#endif  // FSDP_NN_BF16_OUTPUTS_H_

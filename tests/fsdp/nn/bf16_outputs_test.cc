@@ -1,0 +1,79 @@
+// File: tests/fsdp/nn/bf16_outputs_test.cc
+//
+// The fused bf16-output layers (fsdp/nn/bf16_outputs.h) give the bits of the
+// unfused layer followed by ToBf16, at sizes below, at and across their
+// 4096-float block, and for LayerNorm rows wider than a block.
+#include "fsdp/nn/bf16_outputs.h"
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "fsdp/nn/bf16_convert.h"
+#include "fsdp/nn/gelu.h"
+#include "fsdp/nn/layer_norm.h"
+#include "gtest/gtest.h"
+#include "tests/fsdp/nn/grad_check.h"
+
+namespace fsdp {
+namespace {
+
+using testing_util::RandomVector;
+
+std::vector<uint16_t> Rounded(const std::vector<float>& v) {
+  std::vector<uint16_t> out(v.size());
+  ToBf16(out.data(), v.data(), static_cast<int64_t>(v.size()));
+  return out;
+}
+
+TEST(Bf16OutputsTest, GeluForwardToBf16IsGeluThenRounding) {
+  for (int64_t n : {1, 17, 4095, 4096, 4097, 3 * 4096 + 33}) {
+    const std::vector<float> x = RandomVector(n, 31 + n, 3.0f);
+    std::vector<float> y(n);
+    GeluForward(y.data(), x.data(), n);
+    std::vector<uint16_t> fused(n, 0xffff);
+    GeluForwardToBf16(fused.data(), x.data(), n);
+    EXPECT_EQ(fused, Rounded(y)) << "n=" << n;
+  }
+}
+
+TEST(Bf16OutputsTest, GeluBackwardWithBf16WritesBothCopies) {
+  for (int64_t n : {1, 17, 4096, 2 * 4096 + 5}) {
+    const std::vector<float> x = RandomVector(n, 41 + n, 3.0f);
+    const std::vector<float> dout = RandomVector(n, 42 + n);
+    std::vector<float> expected(n, 0.0f);
+    GeluBackward(expected.data(), x.data(), dout.data(), n);
+    // Garbage in the outputs: the fused kernel writes, it does not add.
+    std::vector<float> dinp = RandomVector(n, 43 + n);
+    std::vector<uint16_t> dinp16(n, 0xffff);
+    GeluBackwardWithBf16(dinp.data(), dinp16.data(), x.data(), dout.data(), n);
+    EXPECT_EQ(std::memcmp(dinp.data(), expected.data(), sizeof(float) * n), 0) << "n=" << n;
+    EXPECT_EQ(dinp16, Rounded(expected)) << "n=" << n;
+  }
+}
+
+TEST(Bf16OutputsTest, LayerNormForwardToBf16IsLayerNormThenRounding) {
+  struct Shape {
+    int rows, channels;
+  };
+  // 8 rows of 512 fill a block; 37 rows leave a partial one; 5000 channels
+  // are wider than a block; 3 channels do not divide it.
+  for (const Shape s : {Shape{1, 512}, Shape{37, 512}, Shape{3, 5000}, Shape{1500, 3}}) {
+    const int64_t size = int64_t{s.rows} * s.channels;
+    const std::vector<float> x = RandomVector(size, 51 + s.channels, 2.0f);
+    const std::vector<float> w = RandomVector(s.channels, 52), b = RandomVector(s.channels, 53);
+    std::vector<float> y(size), mean(s.rows), rstd(s.rows);
+    LayerNormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), s.rows,
+                     s.channels);
+    std::vector<uint16_t> fused(size, 0xffff);
+    std::vector<float> fused_mean(s.rows, -1.0f), fused_rstd(s.rows, -1.0f);
+    LayerNormForwardToBf16(fused.data(), fused_mean.data(), fused_rstd.data(), x.data(),
+                           w.data(), b.data(), s.rows, s.channels);
+    EXPECT_EQ(fused, Rounded(y)) << s.rows << " x " << s.channels;
+    EXPECT_EQ(fused_mean, mean) << s.rows << " x " << s.channels;
+    EXPECT_EQ(fused_rstd, rstd) << s.rows << " x " << s.channels;
+  }
+}
+
+}  // namespace
+}  // namespace fsdp
