@@ -104,33 +104,25 @@ void FromBf16(float* out, const uint16_t* in, int64_t n) {
   }
 }
 
-// Both in blocks through a small fp32 buffer, so the rounding is ToBf16's.
-constexpr int64_t kBlock = 1024;
-
+// In blocks through a small fp32 buffer, so the rounding is ToBf16's.
 void AccumulateToBf16(uint16_t* acc, const float* add, int64_t n) {
-  float sum[kBlock];
-  for (int64_t begin = 0; begin < n; begin += kBlock) {
-    const int64_t m = n - begin < kBlock ? n - begin : kBlock;
-    FromBf16(sum, acc + begin, m);
+  ForEachWidenedBlock(acc, n, [&](float* sum, int64_t begin, int64_t m) {
     for (int64_t i = 0; i < m; ++i) sum[i] += add[begin + i];
     ToBf16(acc + begin, sum, m);
-  }
+  });
 }
 
 void ScaleBf16InPlace(uint16_t* data, int64_t n, float scale) {
-  float widened[kBlock];
-  for (int64_t begin = 0; begin < n; begin += kBlock) {
-    const int64_t m = n - begin < kBlock ? n - begin : kBlock;
-    FromBf16(widened, data + begin, m);
+  ForEachWidenedBlock(data, n, [&](float* widened, int64_t begin, int64_t m) {
     for (int64_t i = 0; i < m; ++i) widened[i] *= scale;
     ToBf16(data + begin, widened, m);
-  }
+  });
 }
 
 void RoundThroughBf16(float* data, int64_t n) {
-  uint16_t rounded[kBlock];
-  for (int64_t begin = 0; begin < n; begin += kBlock) {
-    const int64_t m = n - begin < kBlock ? n - begin : kBlock;
+  uint16_t rounded[kWidenBlock];
+  for (int64_t begin = 0; begin < n; begin += kWidenBlock) {
+    const int64_t m = std::min(kWidenBlock, n - begin);
     ToBf16(rounded, data + begin, m);
     FromBf16(data + begin, rounded, m);
   }

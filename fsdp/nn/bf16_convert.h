@@ -8,6 +8,7 @@
 #ifndef FSDP_NN_BF16_CONVERT_H_
 #define FSDP_NN_BF16_CONVERT_H_
 
+#include <algorithm>
 #include <cstdint>
 
 namespace fsdp {
@@ -34,6 +35,25 @@ void ScaleBf16InPlace(uint16_t* data, int64_t n, float scale);
 // data[i] = fp32(bf16(data[i])): the values a bf16 buffer would hold, kept
 // as floats.
 void RoundThroughBf16(float* data, int64_t n);
+
+// Elements per block of ForEachWidenedBlock: 4 KiB of floats, which stay in
+// L1 while the consumer works on them.
+inline constexpr int64_t kWidenBlock = 1024;
+
+// Calls fn(block, begin, len) for consecutive blocks of the `n` bf16 values
+// at `in`, each widened (exactly) into `block` (float*, writable scratch):
+// a consumer that wants floats reads every bf16 value from memory once and
+// never writes a widened copy of the whole array (the optimizer and the
+// gradient norm under --precision=bf16).
+template <typename Fn>
+void ForEachWidenedBlock(const uint16_t* in, int64_t n, Fn&& fn) {
+  alignas(64) float block[kWidenBlock];
+  for (int64_t begin = 0; begin < n; begin += kWidenBlock) {
+    const int64_t len = std::min(kWidenBlock, n - begin);
+    FromBf16(block, in + begin, len);
+    fn(block, begin, len);
+  }
+}
 
 }  // namespace fsdp
 

@@ -201,21 +201,23 @@ absl::Status GptModel::ForwardUnitBf16(int unit, absl::Span<const uint16_t> para
 }
 
 absl::Status GptModel::BackwardUnit(int unit, absl::Span<const float> params,
-                                    absl::Span<float> grads, float loss_scale) {
+                                    absl::Span<float> grads, float loss_scale,
+                                    GradWrite write) {
   if (config_.bf16_params) {
     return absl::FailedPreconditionError(
         "this GptModel takes bf16 parameters (config.bf16_params): call BackwardUnitBf16");
   }
-  return Backward(unit, {params, {}, false}, grads, loss_scale);
+  return Backward(unit, {params, {}, false}, grads, loss_scale, write);
 }
 
 absl::Status GptModel::BackwardUnitBf16(int unit, absl::Span<const uint16_t> params,
-                                        absl::Span<float> grads, float loss_scale) {
+                                        absl::Span<float> grads, float loss_scale,
+                                        GradWrite write) {
   if (!config_.bf16_params) {
     return absl::FailedPreconditionError(
         "this GptModel takes fp32 parameters (config.bf16_params is off): call BackwardUnit");
   }
-  return Backward(unit, {{}, params, true}, grads, loss_scale);
+  return Backward(unit, {{}, params, true}, grads, loss_scale, write);
 }
 
 absl::Status GptModel::Forward(int unit, const ParamsIn& params, const Batch& batch) {
@@ -240,22 +242,39 @@ absl::Status GptModel::Forward(int unit, const ParamsIn& params, const Batch& ba
 }
 
 absl::Status GptModel::Backward(int unit, const ParamsIn& params, absl::Span<float> grads,
-                                float loss_scale) {
+                                float loss_scale, GradWrite write) {
   FSDP_RETURN_IF_ERROR(order_.CheckBackward(unit));
   if (static_cast<int64_t>(grads.size()) != params.size()) {
     return absl::InvalidArgumentError(absl::StrCat("BackwardUnit(", unit, "): ", grads.size(),
                                                    " gradients for ", params.size(),
                                                    " parameters"));
   }
+  if (write == GradWrite::kOverwrite) FSDP_RETURN_IF_ERROR(ZeroAddedGrads(unit, grads));
   const int last = num_units() - 1;
   if (unit == last) {
-    FSDP_RETURN_IF_ERROR(HeadBackward(params, grads, loss_scale));
+    FSDP_RETURN_IF_ERROR(HeadBackward(params, grads, loss_scale, write));
   } else if (unit == 0) {
     FSDP_RETURN_IF_ERROR(EmbeddingBackward(grads));
   } else {
-    FSDP_RETURN_IF_ERROR(BlockBackward(unit - 1, params, grads));
+    FSDP_RETURN_IF_ERROR(BlockBackward(unit - 1, params, grads, write));
   }
   order_.BackwardDone(unit);
+  return absl::OkStatus();
+}
+
+absl::Status GptModel::ZeroAddedGrads(int unit, absl::Span<float> grads) {
+  if (unit == 0) {  // the embedding scatters rows by adding them
+    std::fill(grads.begin(), grads.end(), 0.0f);
+    return absl::OkStatus();
+  }
+  FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
+  auto zero = [&](int k) { std::fill(g[k].data(), g[k].data() + g[k].numel(), 0.0f); };
+  if (unit == num_units() - 1) {
+    zero(kLnfWeight);
+    zero(kLnfBias);
+  } else {
+    for (int k : {kLn1Weight, kLn1Bias, kLn2Weight, kLn2Bias}) zero(k);
+  }
   return absl::OkStatus();
 }
 
@@ -405,7 +424,7 @@ absl::Status GptModel::BlockForwardCompute(int layer, absl::Span<const float> pa
 }
 
 absl::Status GptModel::BlockBackward(int layer, const ParamsIn& params,
-                                     absl::Span<float> grads) {
+                                     absl::Span<float> grads, GradWrite write) {
   const bool checkpointed = IsCheckpointedBlock(config_, layer);
   const int unit = layer + 1;
   if (config_.bf16_compute) {
@@ -416,7 +435,7 @@ absl::Status GptModel::BlockBackward(int layer, const ParamsIn& params,
       FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/false));
       BlockForwardComputeBf16(layer, p, /*through_output=*/false);
     }
-    return BlockBackwardBf16(layer, p, grads);
+    return BlockBackwardBf16(layer, p, grads, write);
   }
   if (checkpointed) {
     FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/false));
@@ -434,18 +453,18 @@ absl::Status GptModel::BlockBackward(int layer, const ParamsIn& params,
   // leaving it in place; the projection branch reads it.
   LinearBackward(d_wide1_.data(), g[kMlpProjWeight].data(), g[kMlpProjBias].data(), dres,
                  a.gelu_out.data(), p[kMlpProjWeight].data(), n, 4 * C, C,
-                 InputGradWrite::kOverwrite);
+                 GradWrite::kOverwrite, write);
   GeluBackwardOverwrite(d_wide2_.data(), a.fc_out.data(), d_wide1_.data(), 4 * nc);
   LinearBackward(d_narrow_.data(), g[kFcWeight].data(), g[kFcBias].data(), d_wide2_.data(),
                  a.ln2_out.data(), p[kFcWeight].data(), n, C, 4 * C,
-                 InputGradWrite::kOverwrite);
+                 GradWrite::kOverwrite, write);
   LayerNormBackward(dres, g[kLn2Weight].data(), g[kLn2Bias].data(), d_narrow_.data(),
                     a.res2.data(), p[kLn2Weight].data(), a.ln2_mean.data(), a.ln2_rstd.data(), n,
                     C);
   // dres now holds d(res2); res2 = x + attn_proj(att).
   LinearBackward(d_narrow_.data(), g[kAttnProjWeight].data(), g[kAttnProjBias].data(), dres,
                  a.att_out.data(), p[kAttnProjWeight].data(), n, C, C,
-                 InputGradWrite::kOverwrite);
+                 GradWrite::kOverwrite, write);
   Zero(d_wide1_, 3 * nc);
   if (config_.flash_attention) {
     FlashAttentionBackward(d_wide1_.data(), attention_scratch_.data(), d_narrow_.data(),
@@ -457,7 +476,7 @@ absl::Status GptModel::BlockBackward(int layer, const ParamsIn& params,
   }
   LinearBackward(d_narrow_.data(), g[kQkvWeight].data(), g[kQkvBias].data(), d_wide1_.data(),
                  a.ln1_out.data(), p[kQkvWeight].data(), n, C, 3 * C,
-                 InputGradWrite::kOverwrite);
+                 GradWrite::kOverwrite, write);
   LayerNormBackward(dres, g[kLn1Weight].data(), g[kLn1Bias].data(), d_narrow_.data(),
                     UnitInput(unit), p[kLn1Weight].data(), a.ln1_mean.data(), a.ln1_rstd.data(),
                     n, C);
@@ -510,7 +529,7 @@ void GptModel::BlockForwardComputeBf16(int layer, const Bf16UnitParams& p, bool 
 }
 
 absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
-                                         absl::Span<float> grads) {
+                                         absl::Span<float> grads, GradWrite write) {
   const int unit = layer + 1;
   FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
   const int n = batch_ * seq_;
@@ -524,11 +543,11 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
   ToBf16(dout16, dres, nc);
   LinearBackwardBf16(d_wide1_.data(), g[kMlpProjWeight].data(), g[kMlpProjBias].data(), dres,
                      dout16, a.gelu_bf16.data(), w(kMlpProjWeight), n, 4 * C, C,
-                     InputGradWrite::kOverwrite);
+                     GradWrite::kOverwrite, write);
   GeluBackwardWithBf16(d_wide2_.data(), dout16, a.fc_out.data(), d_wide1_.data(), 4 * nc);
   LinearBackwardBf16(d_narrow_.data(), g[kFcWeight].data(), g[kFcBias].data(), d_wide2_.data(),
                      dout16, a.ln2_bf16.data(), w(kFcWeight), n, C, 4 * C,
-                     InputGradWrite::kOverwrite);
+                     GradWrite::kOverwrite, write);
   LayerNormBackward(dres, g[kLn2Weight].data(), g[kLn2Bias].data(), d_narrow_.data(),
                     a.res2.data(), p.F(kLn2Weight), a.ln2_mean.data(), a.ln2_rstd.data(), n,
                     C);
@@ -536,7 +555,7 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
   ToBf16(dout16, dres, nc);
   LinearBackwardBf16(d_narrow_.data(), g[kAttnProjWeight].data(), g[kAttnProjBias].data(), dres,
                      dout16, a.att_bf16.data(), w(kAttnProjWeight), n, C, C,
-                     InputGradWrite::kOverwrite);
+                     GradWrite::kOverwrite, write);
   Zero(d_wide1_, 3 * nc);
   ToBf16(dout16, d_narrow_.data(), nc);
   if (config_.flash_attention) {
@@ -550,7 +569,7 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
   ToBf16(dout16, d_wide1_.data(), 3 * nc);
   LinearBackwardBf16(d_narrow_.data(), g[kQkvWeight].data(), g[kQkvBias].data(), d_wide1_.data(),
                      dout16, a.ln1_bf16.data(), w(kQkvWeight), n, C, 3 * C,
-                     InputGradWrite::kOverwrite);
+                     GradWrite::kOverwrite, write);
   LayerNormBackward(dres, g[kLn1Weight].data(), g[kLn1Bias].data(), d_narrow_.data(),
                     UnitInput(unit), p.F(kLn1Weight), a.ln1_mean.data(), a.ln1_rstd.data(),
                     n, C);
@@ -596,7 +615,7 @@ absl::Status GptModel::HeadForward(const ParamsIn& params, const Batch& batch) {
 }
 
 absl::Status GptModel::HeadBackward(const ParamsIn& params, absl::Span<float> grads,
-                                    float loss_scale) {
+                                    float loss_scale, GradWrite write) {
   const int unit = num_units() - 1;
   FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
   const int n = batch_ * seq_;
@@ -613,13 +632,13 @@ absl::Status GptModel::HeadBackward(const ParamsIn& params, absl::Span<float> gr
     const uint16_t* dlogits = reinterpret_cast<const uint16_t*>(a.probs.data());
     LinearBackwardBf16(d_narrow_.data(), g[kLmHeadWeight].data(), nullptr, nullptr, dlogits,
                        a.lnf_bf16.data(), p.W(kLmHeadWeight), n, C, V,
-                       InputGradWrite::kOverwrite);
+                       GradWrite::kOverwrite, write);
     lnf_weight = p.F(kLnfWeight);
   } else {
     FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params.fp32));
     LinearBackward(d_narrow_.data(), g[kLmHeadWeight].data(), nullptr, a.probs.data(),
                    a.lnf_out.data(), p[kLmHeadWeight].data(), n, C, V,
-                   InputGradWrite::kOverwrite);
+                   GradWrite::kOverwrite, write);
     lnf_weight = p[kLnfWeight].data();
   }
   Zero(d_residual_, int64_t{n} * C);

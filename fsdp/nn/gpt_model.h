@@ -56,14 +56,15 @@ class GptModel : public Model {
                            const Batch& batch) override;
   float loss() const override { return loss_; }
   absl::Status BackwardUnit(int unit, absl::Span<const float> params, absl::Span<float> grads,
-                            float loss_scale) override;
+                            float loss_scale, GradWrite write) override;
   // config.bf16_params: the parameters come in bf16 through these two (and
   // ForwardUnit / BackwardUnit refuse); otherwise the other way round.
   bool accepts_bf16_params() const override { return config_.bf16_params; }
   absl::Status ForwardUnitBf16(int unit, absl::Span<const uint16_t> params,
                                const Batch& batch) override;
   absl::Status BackwardUnitBf16(int unit, absl::Span<const uint16_t> params,
-                                absl::Span<float> grads, float loss_scale) override;
+                                absl::Span<float> grads, float loss_scale,
+                                GradWrite write) override;
 
   const GptConfig& config() const { return config_; }
   int micro_batch() const { return micro_batch_; }
@@ -120,8 +121,11 @@ class GptModel : public Model {
   // parameters widened into small_params_.
   absl::StatusOr<Bf16UnitParams> PrepareBf16(int unit, const ParamsIn& in);
   absl::Status Forward(int unit, const ParamsIn& params, const Batch& batch);
+  // `write` as in BackwardUnit: under kOverwrite the Linear layers write
+  // their weight and bias gradients fresh and the rest (LayerNorm, the
+  // embedding's scattered rows) is zeroed first.
   absl::Status Backward(int unit, const ParamsIn& params, absl::Span<float> grads,
-                        float loss_scale);
+                        float loss_scale, GradWrite write);
   // Everything a block's backward reads, in forward order; `with_output`
   // adds the block's output (a checkpointed block allocates that apart: it
   // outlives the rest).
@@ -134,7 +138,7 @@ class GptModel : public Model {
   absl::Status BlockForwardCompute(int layer, absl::Span<const float> params, bool through_output);
   void BlockForwardComputeBf16(int layer, const Bf16UnitParams& params, bool through_output);
   absl::Status BlockBackwardBf16(int layer, const Bf16UnitParams& params,
-                                 absl::Span<float> grads);
+                                 absl::Span<float> grads, GradWrite write);
   // The residual stream entering unit `unit` (>= 1): the previous unit's output.
   const float* UnitInput(int unit) const;
 
@@ -143,8 +147,13 @@ class GptModel : public Model {
   absl::Status HeadForward(const ParamsIn& params, const Batch& batch);
   absl::Status EmbeddingBackward(absl::Span<float> grads);
   // A checkpointed block's backward first recomputes what its forward dropped.
-  absl::Status BlockBackward(int layer, const ParamsIn& params, absl::Span<float> grads);
-  absl::Status HeadBackward(const ParamsIn& params, absl::Span<float> grads, float loss_scale);
+  absl::Status BlockBackward(int layer, const ParamsIn& params, absl::Span<float> grads,
+                             GradWrite write);
+  absl::Status HeadBackward(const ParamsIn& params, absl::Span<float> grads, float loss_scale,
+                            GradWrite write);
+  // kOverwrite: zeroes the gradients of unit `unit` that its layers add into
+  // (all but the Linear weights and biases).
+  absl::Status ZeroAddedGrads(int unit, absl::Span<float> grads);
 
   const GptConfig config_;
   const int micro_batch_;

@@ -1,6 +1,8 @@
 // File: fsdp/nn/linear.cc
 #include "fsdp/nn/linear.h"
 
+#include <algorithm>
+
 #include "fsdp/nn/matmul.h"
 #include "fsdp/nn/simd.h"
 
@@ -30,9 +32,11 @@ FSDP_ISA_VARIANTS(void, AddColumnSums,
                   (float* dbias, const float* dout, int64_t n, int64_t out_features),
                   (dbias, dout, n, out_features))
 
-// Nothing when dbias is null.
-void AddColumnSums(float* dbias, const float* dout, int n, int out_features) {
+// dbias (+)= the column sums of dout; nothing when dbias is null. Written
+// fresh, the sums start from 0, as an added sum does into a zeroed buffer.
+void BiasGradient(float* dbias, const float* dout, int n, int out_features, GradWrite write) {
   if (dbias == nullptr) return;
+  if (write == GradWrite::kOverwrite) std::fill(dbias, dbias + out_features, 0.0f);
   const KernelIsa isa = BestKernelIsa();
   FSDP_ISA_DISPATCH(isa, AddColumnSums, (dbias, dout, n, out_features));
 }
@@ -51,21 +55,22 @@ void LinearForward(float* out, const float* inp, const float* weight, const floa
 
 void LinearBackward(float* dinp, float* dweight, float* dbias, const float* dout,
                     const float* inp, const float* weight, int n, int in_features,
-                    int out_features, InputGradWrite dinp_write) {
+                    int out_features, GradWrite dinp_write, GradWrite param_write) {
   if (dinp != nullptr) {  // dinp[N, C] (+)= dout[N, OC] @ weight[OC, C]
     Matmul({.m = n, .n = in_features, .k = out_features,
             .a = {dout, NumType::kF32, out_features},
             .b = {weight, NumType::kF32, in_features},
             .c = dinp, .c_type = NumType::kF32, .ldc = in_features,
-            .accumulate = dinp_write == InputGradWrite::kAdd});
+            .accumulate = dinp_write == GradWrite::kAdd});
   }
-  if (dweight != nullptr) {  // dweight[OC, C] += dout^T[OC, N] @ inp[N, C]
+  if (dweight != nullptr) {  // dweight[OC, C] (+)= dout^T[OC, N] @ inp[N, C]
     Matmul({.m = out_features, .n = in_features, .k = n,
             .a = {dout, NumType::kF32, out_features, /*transposed=*/true},
             .b = {inp, NumType::kF32, in_features},
-            .c = dweight, .c_type = NumType::kF32, .ldc = in_features, .accumulate = true});
+            .c = dweight, .c_type = NumType::kF32, .ldc = in_features,
+            .accumulate = param_write == GradWrite::kAdd});
   }
-  AddColumnSums(dbias, dout, n, out_features);
+  BiasGradient(dbias, dout, n, out_features, param_write);
 }
 
 void LinearForwardBf16(float* out, const uint16_t* inp, const uint16_t* weight, const float* bias,
@@ -87,21 +92,22 @@ void LinearForwardBf16Out(uint16_t* out, const uint16_t* inp, const uint16_t* we
 void LinearBackwardBf16(float* dinp, float* dweight, float* dbias, const float* dout,
                         const uint16_t* dout_bf16, const uint16_t* inp, const uint16_t* weight,
                         int n, int in_features, int out_features,
-                        InputGradWrite dinp_write) {
+                        GradWrite dinp_write, GradWrite param_write) {
   if (dinp != nullptr) {
     Matmul({.m = n, .n = in_features, .k = out_features,
             .a = {dout_bf16, NumType::kBF16, out_features},
             .b = {weight, NumType::kBF16, in_features},
             .c = dinp, .c_type = NumType::kF32, .ldc = in_features,
-            .accumulate = dinp_write == InputGradWrite::kAdd});
+            .accumulate = dinp_write == GradWrite::kAdd});
   }
   if (dweight != nullptr) {
     Matmul({.m = out_features, .n = in_features, .k = n,
             .a = {dout_bf16, NumType::kBF16, out_features, /*transposed=*/true},
             .b = {inp, NumType::kBF16, in_features},
-            .c = dweight, .c_type = NumType::kF32, .ldc = in_features, .accumulate = true});
+            .c = dweight, .c_type = NumType::kF32, .ldc = in_features,
+            .accumulate = param_write == GradWrite::kAdd});
   }
-  AddColumnSums(dbias, dout, n, out_features);
+  BiasGradient(dbias, dout, n, out_features, param_write);
 }
 
 }  // namespace fsdp

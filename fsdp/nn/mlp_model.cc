@@ -166,7 +166,8 @@ absl::Status MlpModel::ForwardUnit(int unit, absl::Span<const float> params,
 }
 
 absl::Status MlpModel::BackwardUnit(int unit, absl::Span<const float> params,
-                                    absl::Span<float> grads, float loss_scale) {
+                                    absl::Span<float> grads, float loss_scale,
+                                    GradWrite write) {
   FSDP_RETURN_IF_ERROR(order_.CheckBackward(unit));
   FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
   FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
@@ -177,10 +178,12 @@ absl::Status MlpModel::BackwardUnit(int unit, absl::Span<const float> params,
   if (unit == last) {
     CrossEntropyBackward(probs_.data(), targets_.data(), n, V, loss_scale);
     LinearBackward(dres, g[kHeadWeight].data(), g[kHeadBias].data(), probs_.data(),
-                   UnitInput(unit), p[kHeadWeight].data(), n, C, V, InputGradWrite::kOverwrite);
+                   UnitInput(unit), p[kHeadWeight].data(), n, C, V, GradWrite::kOverwrite, write);
     probs_.Reset();
     targets_.Reset();
   } else if (unit == 0) {
+    // The embedding's backward scatters rows by adding them.
+    if (write == GradWrite::kOverwrite) std::fill(grads.begin(), grads.end(), 0.0f);
     EmbeddingBackward(g[0].data(), g[1].data(), dres, tokens_.data(), batch_, seq_, C);
     tokens_.Reset();
     embedding_out_.Reset();
@@ -190,10 +193,10 @@ absl::Status MlpModel::BackwardUnit(int unit, absl::Span<const float> params,
     LayerActivations& a = layers_[unit - 1];
     LinearBackward(d_wide1_.data(), g[kProjWeight].data(), g[kProjBias].data(), dres,
                    a.gelu_out.data(), p[kProjWeight].data(), n, H, C,
-                   InputGradWrite::kOverwrite);
+                   GradWrite::kOverwrite, write);
     GeluBackwardOverwrite(d_wide2_.data(), a.fc_out.data(), d_wide1_.data(), int64_t{n} * H);
     LinearBackward(dres, g[kFcWeight].data(), g[kFcBias].data(), d_wide2_.data(),
-                   UnitInput(unit), p[kFcWeight].data(), n, C, H);
+                   UnitInput(unit), p[kFcWeight].data(), n, C, H, GradWrite::kAdd, write);
     a = LayerActivations();
   }
   order_.BackwardDone(unit);

@@ -49,7 +49,7 @@ class MlpModel : public Model {
                            const Batch& batch) override;
   float loss() const override { return loss_; }
   absl::Status BackwardUnit(int unit, absl::Span<const float> params, absl::Span<float> grads,
-                            float loss_scale) override;
+                            float loss_scale, GradWrite write) override;
 
  private:
   struct LayerActivations {

@@ -14,7 +14,7 @@
 //     FSDP_RETURN_IF_ERROR(model.ForwardUnit(u, params[u], batch));
 //   float loss = model.loss();
 //   for (int u = model.num_units() - 1; u >= 0; --u)        // backward, reversed
-//     FSDP_RETURN_IF_ERROR(model.BackwardUnit(u, params[u], grads[u], scale));
+//     FSDP_RETURN_IF_ERROR(model.BackwardUnit(u, params[u], grads[u], scale, write));
 //
 // Activations saved for backward live inside the model (counted by its
 // MemoryTracker as activations) from a unit's forward to its backward.
@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "fsdp/nn/grad_write.h"
 #include "fsdp/nn/param_spec.h"
 
 namespace fsdp {
@@ -59,11 +60,16 @@ class Model {
   // Mean cross-entropy over the batch's tokens, after the last unit's forward.
   virtual float loss() const = 0;
 
-  // Runs unit `unit`'s backward, in order n-1..0 after a complete forward.
-  // ADDS d(loss_scale * loss)/d(params) into `grads` (same layout as params),
-  // so micro-batches accumulate. Frees the unit's saved activations.
+  // Runs unit `unit`'s backward, in order n-1..0 after a complete forward,
+  // and frees the unit's saved activations. d(loss_scale * loss)/d(params)
+  // goes into `grads` (same layout as params) as `write` says
+  // (fsdp/nn/grad_write.h): kAdd adds it, so micro-batches accumulate;
+  // kOverwrite means `grads` hold nothing yet (any values), and every element
+  // must be written: the first micro-batch, with no zeroing pass before it.
+  // A model whose layers only add zeroes `grads` first under kOverwrite.
   virtual absl::Status BackwardUnit(int unit, absl::Span<const float> params,
-                                    absl::Span<float> grads, float loss_scale) = 0;
+                                    absl::Span<float> grads, float loss_scale,
+                                    GradWrite write) = 0;
 
   // The bf16 parameter layout (the trainer's --precision=bf16): the same two
   // calls with the unit's parameters as bf16 bits, as the trainer gathers
@@ -75,7 +81,8 @@ class Model {
     return absl::UnimplementedError("this model takes fp32 parameters only");
   }
   virtual absl::Status BackwardUnitBf16(int unit, absl::Span<const uint16_t> params,
-                                        absl::Span<float> grads, float loss_scale) {
+                                        absl::Span<float> grads, float loss_scale,
+                                        GradWrite write) {
     return absl::UnimplementedError("this model takes fp32 parameters only");
   }
 };

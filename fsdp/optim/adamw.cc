@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "comm/status_macros.h"
+#include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/simd.h"
 
 namespace fsdp {
@@ -76,19 +77,22 @@ void AdamWUpdateDispatch(KernelIsa isa, const AdamWConstants& k, float* params,
   FSDP_ISA_DISPATCH(isa, AdamWUpdate, (k, params, grads, m, v, n));
 }
 
+// The bias corrections depend on the step only, so every slice computes the
+// same two numbers: this is what makes sharded updates bit-identical.
+AdamWConstants MakeConstants(const AdamWOptions& o, float lr, int64_t step) {
+  const float correction1 = 1.0f - static_cast<float>(std::pow(double{o.beta1}, double(step)));
+  const float correction2 = 1.0f - static_cast<float>(std::pow(double{o.beta2}, double(step)));
+  return AdamWConstants{o.beta1,     1.0f - o.beta1, o.beta2, 1.0f - o.beta2, correction1,
+                        correction2, lr,             o.eps,   o.weight_decay};
+}
+
 }  // namespace
 
 void AdamWUpdate(KernelIsa isa, const AdamWOptions& o, float lr, int64_t step,
                  absl::Span<float> params, absl::Span<const float> grads, absl::Span<float> m,
                  absl::Span<float> v) {
-  // The bias corrections depend on the step only, so every slice computes the
-  // same two numbers: this is what makes sharded updates bit-identical.
-  const float correction1 = 1.0f - static_cast<float>(std::pow(double{o.beta1}, double(step)));
-  const float correction2 = 1.0f - static_cast<float>(std::pow(double{o.beta2}, double(step)));
-  const AdamWConstants k{o.beta1,     1.0f - o.beta1, o.beta2, 1.0f - o.beta2, correction1,
-                         correction2, lr,             o.eps,   o.weight_decay};
-  AdamWUpdateDispatch(isa, k, params.data(), grads.data(), m.data(), v.data(),
-                      static_cast<int64_t>(params.size()));
+  AdamWUpdateDispatch(isa, MakeConstants(o, lr, step), params.data(), grads.data(), m.data(),
+                      v.data(), static_cast<int64_t>(params.size()));
 }
 
 void AdamWUpdate(const AdamWOptions& o, float lr, int64_t step, absl::Span<float> params,
@@ -116,6 +120,30 @@ absl::Status AdamW::Step(float lr, absl::Span<float> params, absl::Span<const fl
   }
   ++step_;
   AdamWUpdate(options_, lr, step_, params, grads, m_.span(), v_.span());
+  return absl::OkStatus();
+}
+
+absl::Status AdamW::StepBf16(float lr, absl::Span<float> params, absl::Span<const uint16_t> grads,
+                             float grad_scale, absl::Span<uint16_t> params_bf16) {
+  if (static_cast<int64_t>(params.size()) != numel() ||
+      static_cast<int64_t>(grads.size()) != numel() ||
+      static_cast<int64_t>(params_bf16.size()) != numel()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "AdamW was created for ", numel(), " parameters but got ", params.size(),
+        " parameters, ", grads.size(), " bf16 gradients and ", params_bf16.size(),
+        " bf16 parameters"));
+  }
+  ++step_;
+  const KernelIsa isa = BestKernelIsa();
+  const AdamWConstants k = MakeConstants(options_, lr, step_);
+  ForEachWidenedBlock(grads.data(), numel(), [&](float* g, int64_t begin, int64_t len) {
+    if (grad_scale != 1.0f) {
+      for (int64_t i = 0; i < len; ++i) g[i] *= grad_scale;
+    }
+    float* p = params.data() + begin;
+    AdamWUpdateDispatch(isa, k, p, g, m_.data() + begin, v_.data() + begin, len);
+    ToBf16(params_bf16.data() + begin, p, len);
+  });
   return absl::OkStatus();
 }
 

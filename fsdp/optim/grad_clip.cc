@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/simd.h"
 
 namespace fsdp {
@@ -130,6 +131,28 @@ SquareUnits SumOfSquareUnits(KernelIsa isa, absl::Span<const float> values, int 
 
 SquareUnits SumOfSquareUnits(absl::Span<const float> values, int exponent) {
   return SumOfSquareUnits(BestKernelIsa(), values, exponent);
+}
+
+// Exact either way: the maximum and the integer sum do not depend on how the
+// span is cut into blocks.
+float MaxAbsBf16(absl::Span<const uint16_t> values) {
+  const KernelIsa isa = BestKernelIsa();
+  float largest = 0.0f;
+  ForEachWidenedBlock(values.data(), static_cast<int64_t>(values.size()),
+                      [&](const float* block, int64_t, int64_t len) {
+                        largest = LargerMagnitude(largest, MaxAbs(isa, {block, size_t(len)}));
+                      });
+  return largest;
+}
+
+SquareUnits SumOfSquareUnitsBf16(absl::Span<const uint16_t> values, int exponent) {
+  const KernelIsa isa = BestKernelIsa();
+  SquareUnits units = 0;
+  ForEachWidenedBlock(values.data(), static_cast<int64_t>(values.size()),
+                      [&](const float* block, int64_t, int64_t len) {
+                        units += SumOfSquareUnits(isa, {block, size_t(len)}, exponent);
+                      });
+  return units;
 }
 
 double SquareSumFromUnits(SquareUnits units, int exponent) {

@@ -37,6 +37,8 @@
 #ifndef FSDP_OPTIM_GRAD_CLIP_H_
 #define FSDP_OPTIM_GRAD_CLIP_H_
 
+#include <cstdint>
+
 #include "absl/types/span.h"
 #include "fsdp/nn/kernel_isa.h"
 
@@ -63,6 +65,12 @@ int SquareUnitExponent(float max_abs);
 // every ISA variant, for any alignment.
 SquareUnits SumOfSquareUnits(absl::Span<const float> values, int exponent);
 SquareUnits SumOfSquareUnits(KernelIsa isa, absl::Span<const float> values, int exponent);
+
+// The same two on bf16 values (the 2-byte gradients of --precision=bf16),
+// widened block by block in L1: exactly MaxAbs and SumOfSquareUnits of the
+// widened span, without writing it anywhere.
+float MaxAbsBf16(absl::Span<const uint16_t> values);
+SquareUnits SumOfSquareUnitsBf16(absl::Span<const uint16_t> values, int exponent);
 
 // units * 2^exponent as a double.
 double SquareSumFromUnits(SquareUnits units, int exponent);

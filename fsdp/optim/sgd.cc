@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "comm/status_macros.h"
+#include "fsdp/nn/bf16_convert.h"
 
 namespace fsdp {
 
@@ -54,6 +55,30 @@ absl::Status Sgd::Step(float lr, absl::Span<float> params, absl::Span<const floa
                                                    " gradients"));
   }
   SgdUpdate(options_, lr, step_ == 0, params, grads, momentum_.span());
+  ++step_;
+  return absl::OkStatus();
+}
+
+absl::Status Sgd::StepBf16(float lr, absl::Span<float> params, absl::Span<const uint16_t> grads,
+                           float grad_scale, absl::Span<uint16_t> params_bf16) {
+  if (static_cast<int64_t>(params.size()) != numel_ ||
+      static_cast<int64_t>(grads.size()) != numel_ ||
+      static_cast<int64_t>(params_bf16.size()) != numel_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Sgd was created for ", numel_, " parameters but got ", params.size(), " parameters, ",
+        grads.size(), " bf16 gradients and ", params_bf16.size(), " bf16 parameters"));
+  }
+  const bool first_step = step_ == 0;
+  const bool momentum = options_.momentum != 0.0f;
+  ForEachWidenedBlock(grads.data(), numel_, [&](float* g, int64_t begin, int64_t len) {
+    if (grad_scale != 1.0f) {
+      for (int64_t i = 0; i < len; ++i) g[i] *= grad_scale;
+    }
+    const absl::Span<float> p = params.subspan(begin, len);
+    SgdUpdate(options_, lr, first_step, p, absl::Span<const float>(g, len),
+              momentum ? momentum_.span().subspan(begin, len) : absl::Span<float>());
+    ToBf16(params_bf16.data() + begin, p.data(), len);
+  });
   ++step_;
   return absl::OkStatus();
 }

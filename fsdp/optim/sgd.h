@@ -35,6 +35,9 @@ class Sgd {
   static absl::StatusOr<Sgd> Create(const SgdOptions& options, int64_t numel,
                                     MemoryTracker* tracker);
   absl::Status Step(float lr, absl::Span<float> params, absl::Span<const float> grads);
+  // The bf16 layout's step in one pass, as AdamW::StepBf16 (fsdp/optim/adamw.h).
+  absl::Status StepBf16(float lr, absl::Span<float> params, absl::Span<const uint16_t> grads,
+                        float grad_scale, absl::Span<uint16_t> params_bf16);
   int64_t numel() const { return numel_; }
   int64_t step() const { return step_; }
   const SgdOptions& options() const { return options_; }

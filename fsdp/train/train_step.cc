@@ -244,7 +244,7 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
   const int step = steps_taken_ + 1;
   for (int u = 0; u < n; ++u) {
     FSDP_RETURN_IF_ERROR(units_[u]->StepOptimizer(*optimizer_, u, lr, step));
-    FSDP_RETURN_IF_ERROR(units_[u]->ZeroGrads());
+    FSDP_RETURN_IF_ERROR(units_[u]->ClearGrads());
   }
   steps_taken_ = step;
 
@@ -331,22 +331,22 @@ absl::Status DataParallelTrainer::BackwardUnit(int u, float loss_scale) {
   FSDP_RETURN_IF_ERROR(unit.Unshard(comms_));
   FSDP_RETURN_IF_ERROR(unit.WaitForUnshard(options_.comm_timeout, clock_));
   FSDP_RETURN_IF_ERROR(Prefetch(u, -1));
-  FSDP_ASSIGN_OR_RETURN(absl::Span<float> grads, unit.GradsForBackward());
+  FSDP_ASSIGN_OR_RETURN(const BackwardGrads grads, unit.GradsForBackward());
   NoteWorkingBuffers();
   const auto& sources = unit.plan().source_units();
   for (int s = sources.size() - 1; s >= 0; --s) {
     const proto::SourceUnit& source = sources[s];
-    absl::Span<float> source_grads = grads.subspan(source.offset(), source.numel());
+    absl::Span<float> source_grads = grads.grads.subspan(source.offset(), source.numel());
     if (runtime_.bf16_params) {
       FSDP_ASSIGN_OR_RETURN(absl::Span<const uint16_t> params, unit.UnshardedParamsBf16());
       FSDP_RETURN_IF_ERROR(model_->BackwardUnitBf16(
           source.model_unit_index(), params.subspan(source.offset(), source.numel()),
-          source_grads, loss_scale));
+          source_grads, loss_scale, grads.write));
     } else {
       FSDP_ASSIGN_OR_RETURN(absl::Span<const float> params, unit.UnshardedParams());
       FSDP_RETURN_IF_ERROR(model_->BackwardUnit(
           source.model_unit_index(), params.subspan(source.offset(), source.numel()),
-          source_grads, loss_scale));
+          source_grads, loss_scale, grads.write));
     }
   }
   return unit.MarkBackwardDone();
@@ -383,13 +383,13 @@ absl::StatusOr<float> DataParallelTrainer::AverageLossAcrossRanks(float local_lo
 // exchanged by two small all-gathers and combined in rank order, so the clip
 // scale agrees bit for bit across strategies and world sizes.
 //
-// Each pass asks every unit for its part again: with bf16 gradients the
-// part is widened into the one shared workspace, valid until the next unit's.
+// bf16 gradients are read as they are stored, widened block by block.
 absl::StatusOr<double> DataParallelTrainer::GlobalGradSumOfSquares(CommWaitClock& clock) {
   float max_abs = 0.0f;
   for (const auto& unit : units_) {
-    FSDP_ASSIGN_OR_RETURN(absl::Span<const float> shard, unit->OwnedReducedGrads());
-    max_abs = LargerMagnitude(max_abs, MaxAbs(shard));
+    FSDP_ASSIGN_OR_RETURN(const OwnedGrads shard, unit->OwnedReducedGrads());
+    max_abs = LargerMagnitude(max_abs,
+                              shard.is_bf16 ? MaxAbsBf16(shard.bf16) : MaxAbs(shard.fp32));
   }
   FSDP_ASSIGN_OR_RETURN(
       const std::vector<float> maxima,
@@ -401,8 +401,9 @@ absl::StatusOr<double> DataParallelTrainer::GlobalGradSumOfSquares(CommWaitClock
   const int exponent = SquareUnitExponent(max_abs);
   SquareUnits units = 0;
   for (const auto& unit : units_) {
-    FSDP_ASSIGN_OR_RETURN(absl::Span<const float> shard, unit->OwnedReducedGrads());
-    units += SumOfSquareUnits(shard, exponent);
+    FSDP_ASSIGN_OR_RETURN(const OwnedGrads shard, unit->OwnedReducedGrads());
+    units += shard.is_bf16 ? SumOfSquareUnitsBf16(shard.bf16, exponent)
+                           : SumOfSquareUnits(shard.fp32, exponent);
   }
   FSDP_ASSIGN_OR_RETURN(
       const std::vector<SquareUnits> parts,

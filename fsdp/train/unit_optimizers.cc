@@ -56,16 +56,15 @@ class PerUnit : public UnitOptimizer {
 
   absl::Status StepUnit(int unit, absl::Span<float> params, absl::Span<const float> grads,
                         float lr, int step) override {
-    if (unit < 0 || unit >= static_cast<int>(per_unit_.size())) {
-      return absl::InvalidArgumentError(absl::StrCat("optimizer has no unit ", unit));
-    }
-    Opt& opt = per_unit_[unit];
-    if (opt.step() + 1 != step) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "unit ", unit, "'s optimizer is at step ", opt.step(), " but is asked for step ", step,
-          "; every unit must be stepped exactly once per optimizer step"));
-    }
-    return opt.Step(lr, params, grads);
+    FSDP_ASSIGN_OR_RETURN(Opt * opt, UnitForStep(unit, step));
+    return opt->Step(lr, params, grads);
+  }
+
+  absl::Status StepUnitBf16(int unit, absl::Span<float> params, absl::Span<const uint16_t> grads,
+                            float grad_scale, absl::Span<uint16_t> params_bf16, float lr,
+                            int step) override {
+    FSDP_ASSIGN_OR_RETURN(Opt * opt, UnitForStep(unit, step));
+    return opt->StepBf16(lr, params, grads, grad_scale, params_bf16);
   }
 
   std::string kind() const override { return Traits::kKind; }
@@ -82,6 +81,18 @@ class PerUnit : public UnitOptimizer {
   float weight_decay() const override { return options_.weight_decay; }
 
  private:
+  // Unit `unit`'s optimizer, if `step` is the one it takes next.
+  absl::StatusOr<Opt*> UnitForStep(int unit, int step) {
+    FSDP_RETURN_IF_ERROR(CheckUnit(unit));
+    Opt& opt = per_unit_[unit];
+    if (opt.step() + 1 != step) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "unit ", unit, "'s optimizer is at step ", opt.step(), " but is asked for step ", step,
+          "; every unit must be stepped exactly once per optimizer step"));
+    }
+    return &opt;
+  }
+
   absl::Status CheckUnit(int unit) const {
     if (unit < 0 || unit >= static_cast<int>(per_unit_.size())) {
       return absl::InvalidArgumentError(absl::StrCat("optimizer has no unit ", unit));

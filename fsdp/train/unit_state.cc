@@ -94,7 +94,7 @@ absl::StatusOr<std::unique_ptr<ShardedUnit>> ShardedUnit::Create(
                                                 MemoryCategory::kGradients, plan.padded_numel(),
                                                 absl::StrCat(label, " bf16 unsharded grads")));
     }
-    FSDP_RETURN_IF_ERROR(unit->ZeroGrads());
+    FSDP_RETURN_IF_ERROR(unit->ClearGrads());
     FSDP_RETURN_IF_ERROR(optimizer.AddUnit(
         plan.index(), runtime.shard_optimizer ? plan.shard_numel() : plan.flat_numel(), tracker));
     return unit;
@@ -190,16 +190,15 @@ absl::Status ShardedUnit::CreateBf16Params(const std::function<void(absl::Span<f
   return absl::OkStatus();
 }
 
+absl::Span<uint16_t> ShardedUnit::Bf16OfMaster() {
+  const int64_t n = static_cast<int64_t>(master_.size());
+  if (runtime_.shard_params) return shard16_.span().subspan(0, n);
+  if (!runtime_.shard_optimizer) return params16_.span().subspan(0, n);
+  return params16_.span().subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(), n);
+}
+
 void ShardedUnit::RefreshBf16Params() {
-  const absl::Span<const float> master = master_.span();
-  if (runtime_.shard_params) {
-    ToBf16(shard16_.data(), master.data(), static_cast<int64_t>(master.size()));
-  } else if (!runtime_.shard_optimizer) {
-    ToBf16(params16_.data(), master.data(), static_cast<int64_t>(master.size()));
-  } else {
-    ToBf16(params16_.data() + int64_t{runtime_.shard_rank} * plan_.shard_numel(), master.data(),
-           static_cast<int64_t>(master.size()));
-  }
+  ToBf16(Bf16OfMaster().data(), master_.data(), static_cast<int64_t>(master_.size()));
 }
 
 std::string ShardedUnit::Label() const {
@@ -288,27 +287,42 @@ absl::Status ShardedUnit::Reshard() {
 // ---------------------------------------------------------------------------
 // Gradient transitions.
 
-absl::StatusOr<absl::Span<float>> ShardedUnit::GradsForBackward() {
+absl::StatusOr<BackwardGrads> ShardedUnit::GradsForBackward() {
   if (grad_state_ != GradState::kIdle && grad_state_ != GradState::kAccumulated) {
     return Fail("GradsForBackward", "gradient state kIdle or kAccumulated (a backward ran while "
                 "the unit's reduction was in flight)", GradStateName(grad_state_));
   }
   if (runtime_.bf16_grads) {
+    // The first MarkBackwardDone of the step writes every element.
     if (grads16_.empty() && plan_.padded_numel() > 0) {
-      FSDP_ASSIGN_OR_RETURN(grads16_, tracker_.Allocate<uint16_t>(
+      FSDP_ASSIGN_OR_RETURN(grads16_, tracker_.AllocateUninitialized<uint16_t>(
                                           MemoryCategory::kGradients, plan_.padded_numel(),
                                           absl::StrCat(Label(), " bf16 unsharded grads")));
     }
-    absl::Span<float> workspace = grad_workspace_.subspan(0, plan_.padded_numel());
-    std::fill(workspace.begin(), workspace.end(), 0.0f);
-    return workspace;
+    // The workspace holds one micro-batch of one unit: always written fresh.
+    const absl::Span<float> workspace = grad_workspace_.subspan(0, plan_.padded_numel());
+    ZeroUnwrittenGrads(workspace);
+    return BackwardGrads{workspace, GradWrite::kOverwrite};
   }
   if (grads_.empty() && plan_.padded_numel() > 0) {
-    FSDP_ASSIGN_OR_RETURN(grads_, tracker_.Allocate<float>(
+    FSDP_ASSIGN_OR_RETURN(grads_, tracker_.AllocateUninitialized<float>(
                                       MemoryCategory::kGradients, plan_.padded_numel(),
                                       absl::StrCat(Label(), " unsharded grads")));
   }
-  return grads_.span();
+  if (grad_state_ == GradState::kAccumulated) {
+    return BackwardGrads{grads_.span(), GradWrite::kAdd};
+  }
+  ZeroUnwrittenGrads(grads_.span());
+  return BackwardGrads{grads_.span(), GradWrite::kOverwrite};
+}
+
+void ShardedUnit::ZeroUnwrittenGrads(absl::Span<float> grads) const {
+  int64_t written_end = 0;
+  for (const proto::SourceUnit& source : plan_.source_units()) {
+    std::fill(grads.begin() + written_end, grads.begin() + source.offset(), 0.0f);
+    written_end = source.offset() + source.numel();
+  }
+  std::fill(grads.begin() + written_end, grads.end(), 0.0f);
 }
 
 absl::Status ShardedUnit::MarkBackwardDone() {
@@ -415,16 +429,6 @@ void ShardedUnit::AverageBf16(absl::Span<uint16_t> shard) const {
   ScaleBf16InPlace(shard.data(), static_cast<int64_t>(shard.size()), average);
 }
 
-absl::Span<float> ShardedUnit::WidenForOptimizer(absl::Span<const uint16_t> grads) {
-  const int64_t n = static_cast<int64_t>(grads.size());
-  absl::Span<float> widened = grad_workspace_.subspan(0, n);
-  FromBf16(widened.data(), grads.data(), n);
-  if (grad_scale_pending_) {
-    for (float& v : widened) v *= pending_grad_scale_;
-  }
-  return widened;
-}
-
 absl::Status ShardedUnit::FinishReduction(absl::Duration timeout, CommWaitClock& clock) {
   switch (grad_state_) {
     case GradState::kReduced:
@@ -453,15 +457,12 @@ absl::Status ShardedUnit::FinishReduction(absl::Duration timeout, CommWaitClock&
   return absl::OkStatus();
 }
 
-absl::Status ShardedUnit::ZeroGrads() {
+absl::Status ShardedUnit::ClearGrads() {
   if (grad_state_ != GradState::kReduced && grad_state_ != GradState::kIdle) {
-    return Fail("ZeroGrads", "gradient state kReduced or kIdle", GradStateName(grad_state_));
+    return Fail("ClearGrads", "gradient state kReduced or kIdle", GradStateName(grad_state_));
   }
-  std::fill(grads_.span().begin(), grads_.span().end(), 0.0f);
-  std::fill(grad_shard_.span().begin(), grad_shard_.span().end(), 0.0f);
-  std::fill(grads16_.span().begin(), grads16_.span().end(), uint16_t{0});
-  std::fill(grad_shard16_.span().begin(), grad_shard16_.span().end(), uint16_t{0});
-  grad_scale_pending_ = false;
+  // No zeroing pass: the next step's first backward writes every element
+  // (GradWrite::kOverwrite), and the collectives write their outputs whole.
   pending_grad_scale_ = 1.0f;
   grad_state_ = GradState::kIdle;
   return absl::OkStatus();
@@ -470,30 +471,29 @@ absl::Status ShardedUnit::ZeroGrads() {
 // ---------------------------------------------------------------------------
 // Optimizer.
 
-absl::StatusOr<absl::Span<const float>> ShardedUnit::OwnedReducedGrads() {
+absl::StatusOr<OwnedGrads> ShardedUnit::OwnedReducedGrads() {
   if (grad_state_ != GradState::kReduced) {
     return Fail("OwnedReducedGrads", "gradient state kReduced", GradStateName(grad_state_));
   }
+  OwnedGrads owned;
   if (runtime_.bf16_grads) {
-    const absl::Span<const uint16_t> shard = ReducedShardBf16();
-    absl::Span<float> widened = grad_workspace_.subspan(0, shard.size());
-    FromBf16(widened.data(), shard.data(), static_cast<int64_t>(shard.size()));
-    return absl::Span<const float>(widened);
+    owned.is_bf16 = true;
+    owned.bf16 = ReducedShardBf16();
+  } else if (runtime_.strategy == Strategy::kNoShard) {
+    owned.fp32 = grads_.span().subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(),
+                                       plan_.shard_numel());
+  } else {
+    owned.fp32 = grad_shard_.span();
   }
-  if (runtime_.strategy == Strategy::kNoShard) {
-    return grads_.span().subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(),
-                                 plan_.shard_numel());
-  }
-  return grad_shard_.span();
+  return owned;
 }
 
 absl::Status ShardedUnit::ScaleReducedGrads(float scale) {
   if (grad_state_ != GradState::kReduced) {
     return Fail("ScaleReducedGrads", "gradient state kReduced", GradStateName(grad_state_));
   }
-  if (runtime_.bf16_grads) {  // applied to the optimizer's widened copy
+  if (runtime_.bf16_grads) {  // applied as the optimizer widens them
     pending_grad_scale_ = scale;
-    grad_scale_pending_ = true;
     return absl::OkStatus();
   }
   absl::Span<float> grads =
@@ -515,13 +515,16 @@ absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index
       return optimizer.StepUnit(unit_index, params_.span().subspan(0, plan_.flat_numel()),
                                 grads_.span().subspan(0, plan_.flat_numel()), lr, step);
     }
-    const absl::Span<float> grads =
-        runtime_.bf16_grads
-            ? WidenForOptimizer(absl::Span<const uint16_t>(grads16_.span())
-                                    .subspan(0, plan_.flat_numel()))
-            : grads_.span().subspan(0, plan_.flat_numel());
-    FSDP_RETURN_IF_ERROR(optimizer.StepUnit(
-        unit_index, master_.span().subspan(0, plan_.flat_numel()), grads, lr, step));
+    const absl::Span<float> master = master_.span().subspan(0, plan_.flat_numel());
+    if (runtime_.bf16_grads) {
+      return optimizer.StepUnitBf16(
+          unit_index, master,
+          absl::Span<const uint16_t>(grads16_.span()).subspan(0, plan_.flat_numel()),
+          pending_grad_scale_, Bf16OfMaster().subspan(0, plan_.flat_numel()), lr, step);
+    }
+    FSDP_RETURN_IF_ERROR(optimizer.StepUnit(unit_index, master,
+                                            grads_.span().subspan(0, plan_.flat_numel()), lr,
+                                            step));
     RefreshBf16Params();
     return absl::OkStatus();
   }
@@ -532,10 +535,15 @@ absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index
                                       : "parameter state kUnsharded",
                 ParamStateName(param_state_));
   }
-  const absl::Span<float> grads =
-      runtime_.bf16_grads ? WidenForOptimizer(ReducedShardBf16()) : grad_shard_.span();
-  FSDP_RETURN_IF_ERROR(optimizer.StepUnit(unit_index, MutableParamShard(), grads, lr, step));
-  if (runtime_.bf16_params) RefreshBf16Params();
+  if (runtime_.bf16_grads) {
+    FSDP_RETURN_IF_ERROR(optimizer.StepUnitBf16(unit_index, MutableParamShard(),
+                                                ReducedShardBf16(), pending_grad_scale_,
+                                                Bf16OfMaster(), lr, step));
+  } else {
+    FSDP_RETURN_IF_ERROR(
+        optimizer.StepUnit(unit_index, MutableParamShard(), grad_shard_.span(), lr, step));
+    if (runtime_.bf16_params) RefreshBf16Params();
+  }
   // shard_optimizer / shard_grad_op: the unsharded copy is stale outside this
   // rank's shard until the all-gather of the updated shards.
   param_state_ = ParamState::kSharded;

@@ -40,7 +40,7 @@
 //     |          hybrid:   kAllReducingAcrossGroups (shard sums)   |
 //     |          others:   straight to kReduced  <------------------+
 //     |                          | FinishReduction
-//     +---------ZeroGrads----- kReduced
+//     +---------ClearGrads---- kReduced
 //
 // kReduced means: no_shard, the full gradients are the average over ranks;
 // every other strategy, this rank's gradient shard is (OwnedReducedGrads()).
@@ -63,6 +63,7 @@
 #include "absl/types/span.h"
 #include "comm/communicator.h"
 #include "fsdp/memory/memory_tracker.h"
+#include "fsdp/nn/grad_write.h"
 #include "fsdp/train/comm_wait_clock.h"
 #include "fsdp/train/state_region.h"
 #include "fsdp/train/strategy.h"
@@ -115,9 +116,10 @@ struct UnitRuntime {
   // slot, and the average is rounded to bf16 again: the reduced gradient
   // shard is bf16 in every strategy (no_shard's whole gradients are the
   // shards all-gathered in bf16). The clipping norm and the optimizer read
-  // a unit's bf16 gradients widened into the workspace, one unit at a time,
-  // and the clip scale is applied there, so every strategy multiplies the
-  // same widened values by the same scale. Per parameter with Adam: 2 + 2 +
+  // the bf16 gradients themselves, widening them block by block in L1
+  // (MaxAbsBf16, SumOfSquareUnitsBf16, UnitOptimizer::StepUnitBf16), and the
+  // clip scale multiplies the widened values there, so every strategy
+  // multiplies the same values by the same scale. Per parameter with Adam: 2 + 2 +
   // 4 (master) + 8 = 16 bytes, the ZeRO paper's K = 12 layout.
   bool bf16_grads = false;
   int world_size = 1;
@@ -130,6 +132,20 @@ struct UnitRuntime {
   static UnitRuntime For(Strategy strategy, int world_size, int world_rank,
                          int shard_group_size, bool bf16_params = false,
                          bool bf16_grads = false);
+};
+
+// Where a backward writes a unit's gradients, and how (fsdp/nn/grad_write.h).
+struct BackwardGrads {
+  absl::Span<float> grads;
+  GradWrite write = GradWrite::kAdd;
+};
+
+// One rank's part of a unit's averaged gradients, as stored: fp32, or bf16
+// under 2-byte gradients (`is_bf16`); the other span is empty.
+struct OwnedGrads {
+  bool is_bf16 = false;
+  absl::Span<const float> fp32;
+  absl::Span<const uint16_t> bf16;
 };
 
 // The communicators a unit's collectives run on.
@@ -171,11 +187,14 @@ class ShardedUnit {
   absl::Status Reshard();
 
   // --- Gradient transitions ---------------------------------------------
-  // The unsharded gradient buffer the next backward ADDS into (allocated on
-  // the first backward of a step for gradient-sharding strategies). Needs
-  // kIdle or kAccumulated. bf16_grads: the zeroed fp32 workspace, added into
-  // the bf16 gradients by MarkBackwardDone.
-  absl::StatusOr<absl::Span<float>> GradsForBackward();
+  // The unsharded gradient buffer the next backward writes (allocated on the
+  // first backward of a step for gradient-sharding strategies), and how:
+  // kOverwrite on the first micro-batch (kIdle), when it holds nothing of
+  // this step, so no zeroing pass precedes the backward; kAdd after that.
+  // Elements no model unit writes (gaps between merged units, padding) are
+  // zero. Needs kIdle or kAccumulated. bf16_grads: the fp32 workspace, always
+  // kOverwrite, rounded or added into the bf16 gradients by MarkBackwardDone.
+  absl::StatusOr<BackwardGrads> GradsForBackward();
   absl::Status MarkBackwardDone();
   absl::Status StartReduction(const UnitComms& comms);
   // Waits for the reduce-scatter; then the second phase (see the note) or
@@ -184,14 +203,15 @@ class ShardedUnit {
                                    CommWaitClock& clock);
   // Finishes the second phase if any; a no-op in kReduced.
   absl::Status FinishReduction(absl::Duration timeout, CommWaitClock& clock);
-  absl::Status ZeroGrads();
+  // Back to kIdle after the optimizer step. The gradients' values are dead:
+  // the next step's first backward overwrites them.
+  absl::Status ClearGrads();
 
   // --- Optimizer ----------------------------------------------------------
   // The averaged gradients this rank owns for clipping (its shard; no_shard:
   // its slice of the full gradients, so every element is counted once
-  // across ranks). Needs kReduced. bf16_grads: widened into the shared
-  // workspace, so valid until the next call on any unit.
-  absl::StatusOr<absl::Span<const float>> OwnedReducedGrads();
+  // across ranks), as stored. Needs kReduced.
+  absl::StatusOr<OwnedGrads> OwnedReducedGrads();
   // Multiplies the gradients the optimizer will read by `scale` (clipping).
   absl::Status ScaleReducedGrads(float scale);
   // One optimizer step: no_shard, on the full parameters; otherwise on this
@@ -242,9 +262,10 @@ class ShardedUnit {
   // Create's parameter half, per layout ([Note: bf16 parameter layout]).
   absl::Status CreateFp32Params(const std::function<void(absl::Span<float>)>& init);
   absl::Status CreateBf16Params(const std::function<void(absl::Span<float>)>& init);
-  // bf16_params: the bf16 values of this rank's shard from the master (the
-  // kept bf16 shard, or this rank's slot of the whole bf16 buffer; no_shard:
-  // the whole unit).
+  // bf16_params: where the bf16 values of this rank's master go (the kept
+  // bf16 shard, or this rank's slot of the whole bf16 buffer; no_shard: the
+  // whole unit), and those values refreshed from the master.
+  absl::Span<uint16_t> Bf16OfMaster();
   void RefreshBf16Params();
   // bf16_grads: this rank's reduced bf16 gradient shard (its home, or its
   // slot of the whole gradients), and `shard` averaged over the world in
@@ -253,8 +274,9 @@ class ShardedUnit {
   // FinishReduceScatter's second half under bf16_grads.
   absl::Status FinishReduceScatterBf16(const UnitComms& comms);
   void AverageBf16(absl::Span<uint16_t> shard) const;
-  // Widens `grads` into the workspace, times the pending clip scale.
-  absl::Span<float> WidenForOptimizer(absl::Span<const uint16_t> grads);
+  // Zeroes what no model unit's backward writes: the gaps between the
+  // plan's source units and the padding.
+  void ZeroUnwrittenGrads(absl::Span<float> grads) const;
 
   proto::UnitPlan plan_;
   UnitRuntime runtime_;
@@ -284,12 +306,11 @@ class ShardedUnit {
   // (padded_numel, kGradients; lifetime as grads_), the gradient shard's
   // home when gradients are sharded (shard_numel, kGradients; otherwise the
   // reduced shard is this rank's slot of grads16_), the shared fp32
-  // workspace, and the clip scale the optimizer's widened copy takes.
+  // workspace, and the clip scale the optimizer applies as it widens them.
   TrackedBuffer<uint16_t> grads16_;
   TrackedBuffer<uint16_t> grad_shard16_;
   absl::Span<float> grad_workspace_;
   float pending_grad_scale_ = 1.0f;
-  bool grad_scale_pending_ = false;
   PendingCollective param_gather_;
   PendingCollective grad_reduction_;
 };

@@ -197,8 +197,9 @@ void ExpectEveryUnitAsPredicted(const GptConfig& config) {
     for (int u = units - 1; u >= 0; --u) {
       ASSERT_TRUE((config.bf16_params
                        ? (*model)->BackwardUnitBf16(u, h.Bf16Params(u), absl::MakeSpan(h.grads[u]),
-                                                    1.0f)
-                       : (*model)->BackwardUnit(u, h.params[u], absl::MakeSpan(h.grads[u]), 1.0f))
+                                                    1.0f, GradWrite::kAdd)
+                       : (*model)->BackwardUnit(u, h.params[u], absl::MakeSpan(h.grads[u]), 1.0f,
+                                                GradWrite::kAdd))
                       .ok());
       expected -= predicted.unit_saved_bytes(u);
       EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kActivations), expected) << u;

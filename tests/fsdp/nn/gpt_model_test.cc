@@ -2,6 +2,8 @@
 #include "fsdp/nn/gpt_model.h"
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "fsdp/nn/gpt_spec.h"
 #include "gtest/gtest.h"
@@ -113,6 +115,43 @@ TEST(GptModelTest, BackwardAddsScaledGradients) {
       EXPECT_NEAR(h.grads[u][i], 3.0f * once[u][i], 1e-5f + 1e-4f * std::fabs(once[u][i]));
 }
 
+// GradWrite::kOverwrite writes every gradient element, whatever the buffer
+// held (here NaN), and gives the bits that adding into zeroed gradients
+// gives (the trainer's first micro-batch against the old zeroing pass), in
+// each compute mode; activation checkpointing recomputes one block.
+TEST(GptModelTest, OverwrittenGradientsEqualGradientsAddedIntoZeros) {
+  struct Mode {
+    const char* name;
+    bool bf16_compute, bf16_params, flash;
+  };
+  for (const Mode mode : {Mode{"fp32", false, false, false}, Mode{"bf16 compute", true, false, false},
+                          Mode{"bf16 params", true, true, false}, Mode{"fp32 flash", false, false, true}}) {
+    GptConfig config{3, 32, 4, 53, 24};
+    config.bf16_compute = mode.bf16_compute;
+    config.bf16_params = mode.bf16_params;
+    config.flash_attention = mode.flash;
+    config.activation_checkpoint_every = 2;
+    MemoryTracker tracker;
+    auto model = GptModel::Create(config, 2, &tracker);
+    ASSERT_TRUE(model.ok()) << model.status();
+    ModelHarness h(model->get());
+    h.Init(5);
+    const Batch batch = RandomBatch(2, 24, 53, 6);
+    ASSERT_TRUE(h.Forward(batch).ok());
+    ASSERT_TRUE(h.Backward(0.5f).ok());  // into the harness's zeros
+    const std::vector<std::vector<float>> added = h.grads;
+    for (auto& g : h.grads) std::fill(g.begin(), g.end(), std::numeric_limits<float>::quiet_NaN());
+    ASSERT_TRUE(h.Forward(batch).ok());
+    ASSERT_TRUE(h.Backward(0.5f, GradWrite::kOverwrite).ok());
+    for (size_t u = 0; u < added.size(); ++u) {
+      ASSERT_EQ(h.grads[u].size(), added[u].size());
+      EXPECT_EQ(0, std::memcmp(h.grads[u].data(), added[u].data(),
+                               added[u].size() * sizeof(float)))
+          << mode.name << ", unit " << u;
+    }
+  }
+}
+
 // Two steps of `config` at micro-batch 3: the tracker's activations after
 // each forward and backward, and its peaks, equal the prediction.
 void ExpectMeasuredBytesEqualPrediction(const GptConfig& config) {
@@ -171,7 +210,7 @@ TEST(GptModelTest, OutOfOrderCallsAndBadInputsAreErrors) {
   h.Init(1);
   Model& m = **model;
   const Batch batch = RandomBatch(2, 5, 11, 1);
-  EXPECT_EQ(m.BackwardUnit(3, h.params[3], absl::MakeSpan(h.grads[3]), 1.0f).code(),
+  EXPECT_EQ(m.BackwardUnit(3, h.params[3], absl::MakeSpan(h.grads[3]), 1.0f, GradWrite::kAdd).code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(m.ForwardUnit(1, h.params[1], batch).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(m.ForwardUnit(9, h.params[1], batch).code(), absl::StatusCode::kOutOfRange);
@@ -182,7 +221,7 @@ TEST(GptModelTest, OutOfOrderCallsAndBadInputsAreErrors) {
   bad = RandomBatch(3, 5, 11, 1);  // larger than the micro-batch
   EXPECT_EQ(m.ForwardUnit(0, h.params[0], bad).code(), absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE(m.ForwardUnit(0, h.params[0], batch).ok());
-  EXPECT_EQ(m.BackwardUnit(0, h.params[0], absl::MakeSpan(h.grads[0]), 1.0f).code(),
+  EXPECT_EQ(m.BackwardUnit(0, h.params[0], absl::MakeSpan(h.grads[0]), 1.0f, GradWrite::kAdd).code(),
             absl::StatusCode::kFailedPrecondition);
   // Shorter sequences than the config's seq_len are fine.
   EXPECT_TRUE(h.Forward(RandomBatch(1, 3, 11, 2)).ok());

@@ -57,7 +57,7 @@ TEST(LinearTest, ForwardMatchesNaiveAndBackwardMatchesFiniteDifferences) {
   // gradients still add; the values are the zeroed kAdd's.
   std::vector<float> dx3(x.size(), std::nanf("")), dw3 = dw, db3 = db;
   LinearBackward(dx3.data(), dw3.data(), db3.data(), dout.data(), x.data(), w.data(), n, in, out,
-                 InputGradWrite::kOverwrite);
+                 GradWrite::kOverwrite);
   for (size_t i = 0; i < dx.size(); ++i) EXPECT_EQ(dx3[i], dx[i]) << i;
   for (size_t i = 0; i < dw.size(); ++i) EXPECT_FLOAT_EQ(dw3[i], 2 * dw[i]);
   for (size_t i = 0; i < db.size(); ++i) EXPECT_FLOAT_EQ(db3[i], 2 * db[i]);

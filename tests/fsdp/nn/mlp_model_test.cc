@@ -2,6 +2,8 @@
 #include "fsdp/nn/mlp_model.h"
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "gtest/gtest.h"
 #include "tests/fsdp/nn/grad_check.h"
@@ -50,6 +52,27 @@ TEST(MlpModelTest, GradientsThroughTheModelInterfaceMatchFiniteDifferences) {
       }
     }
     EXPECT_EQ(failures, 0) << h.model->units()[u].name;
+  }
+}
+
+// kOverwrite writes every element whatever the buffer held, with the bits
+// of adding into zeros.
+TEST(MlpModelTest, OverwrittenGradientsEqualGradientsAddedIntoZeros) {
+  MemoryTracker tracker;
+  auto model = MlpModel::Create(TinyConfig(), 3, &tracker);
+  ASSERT_TRUE(model.ok());
+  ModelHarness h(model->get());
+  h.Randomize(12, 0.4f);
+  const Batch batch = RandomBatch(3, 4, 9, 13);
+  ASSERT_TRUE(h.Forward(batch).ok());
+  ASSERT_TRUE(h.Backward(1.0f).ok());
+  const std::vector<std::vector<float>> added = h.grads;
+  for (auto& g : h.grads) std::fill(g.begin(), g.end(), std::numeric_limits<float>::quiet_NaN());
+  ASSERT_TRUE(h.Forward(batch).ok());
+  ASSERT_TRUE(h.Backward(1.0f, GradWrite::kOverwrite).ok());
+  for (size_t u = 0; u < added.size(); ++u) {
+    EXPECT_EQ(0, std::memcmp(h.grads[u].data(), added[u].data(), added[u].size() * sizeof(float)))
+        << h.model->units()[u].name;
   }
 }
 

@@ -51,12 +51,14 @@ struct ModelHarness {
     return model->loss();
   }
 
-  absl::Status Backward(float loss_scale) {
+  // Adds into grads (kAdd), or writes them whatever they held (kOverwrite).
+  absl::Status Backward(float loss_scale, GradWrite write = GradWrite::kAdd) {
     for (int u = model->num_units() - 1; u >= 0; --u) {
       absl::Status s =
           model->accepts_bf16_params()
-              ? model->BackwardUnitBf16(u, Bf16Params(u), absl::MakeSpan(grads[u]), loss_scale)
-              : model->BackwardUnit(u, params[u], absl::MakeSpan(grads[u]), loss_scale);
+              ? model->BackwardUnitBf16(u, Bf16Params(u), absl::MakeSpan(grads[u]), loss_scale,
+                                        write)
+              : model->BackwardUnit(u, params[u], absl::MakeSpan(grads[u]), loss_scale, write);
       if (!s.ok()) return s;
     }
     return absl::OkStatus();

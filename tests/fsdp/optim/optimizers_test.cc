@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "fsdp/nn/bf16_convert.h"
 #include "fsdp/optim/adamw.h"
 #include "fsdp/optim/grad_clip.h"
 #include "fsdp/optim/sgd.h"
@@ -220,6 +221,100 @@ TEST(GradClipTest, LargestMagnitudeAndSpecialValues) {
   EXPECT_EQ(SumOfSquares(std::vector<float>{huge}), double{huge} * huge);
   // Squares (0.75^2 = 0.5625) exactly representable in the units come out exact.
   EXPECT_EQ(SumOfSquares(std::vector<float>{0.75f, -0.5f, 0.25f}), 0.5625 + 0.25 + 0.0625);
+}
+
+// What --precision=bf16 did before the one-pass step: widen the whole bf16
+// gradient, scale it, step, round the parameters to bf16.
+std::vector<uint16_t> RoundedToBf16(const std::vector<float>& values) {
+  std::vector<uint16_t> out(values.size());
+  ToBf16(out.data(), values.data(), static_cast<int64_t>(values.size()));
+  return out;
+}
+
+std::vector<float> WidenedAndScaled(const std::vector<uint16_t>& grads, float scale) {
+  std::vector<float> out(grads.size());
+  FromBf16(out.data(), grads.data(), static_cast<int64_t>(grads.size()));
+  if (scale != 1.0f) {
+    for (float& g : out) g *= scale;
+  }
+  return out;
+}
+
+// Several blocks of ForEachWidenedBlock and a ragged tail, three steps with
+// and without a clip scale: StepBf16 equals the widened Step bit for bit,
+// in the parameters, their bf16 copies and the moments.
+TEST(AdamWTest, Bf16StepEqualsWideningThenStepThenRounding) {
+  const int n = 3 * static_cast<int>(kWidenBlock) + 37;
+  const AdamWOptions o{0.9f, 0.999f, 1e-8f, 0.01f};
+  MemoryTracker tracker;
+  absl::StatusOr<AdamW> fused = AdamW::Create(o, n, &tracker);
+  absl::StatusOr<AdamW> plain = AdamW::Create(o, n, &tracker);
+  ASSERT_TRUE(fused.ok() && plain.ok());
+  std::vector<float> p_fused = Random(n, 41), p_plain = p_fused;
+  std::vector<uint16_t> p16_fused(n), p16_plain(n);
+  const float scales[] = {1.0f, 0.37f, 1.0f};
+  for (int t = 0; t < 3; ++t) {
+    const std::vector<uint16_t> g16 = RoundedToBf16(Random(n, 400 + t));
+    ASSERT_TRUE(fused->StepBf16(1e-3f, absl::MakeSpan(p_fused), g16, scales[t],
+                                absl::MakeSpan(p16_fused)).ok());
+    ASSERT_TRUE(plain->Step(1e-3f, absl::MakeSpan(p_plain), WidenedAndScaled(g16, scales[t])).ok());
+    p16_plain = RoundedToBf16(p_plain);
+  }
+  EXPECT_EQ(0, std::memcmp(p_fused.data(), p_plain.data(), n * sizeof(float)));
+  EXPECT_EQ(p16_fused, p16_plain);
+  EXPECT_EQ(0, std::memcmp(fused->first_moment().data(), plain->first_moment().data(),
+                           n * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(fused->second_moment().data(), plain->second_moment().data(),
+                           n * sizeof(float)));
+  EXPECT_EQ(fused->step(), 3);
+  // A span of the wrong length changes nothing and says which.
+  std::vector<uint16_t> short16(n - 1);
+  const absl::Status bad =
+      fused->StepBf16(1e-3f, absl::MakeSpan(p_fused), short16, 1.0f, absl::MakeSpan(p16_fused));
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("bf16 gradients"), std::string::npos) << bad.message();
+  EXPECT_EQ(fused->step(), 3);
+}
+
+TEST(SgdTest, Bf16StepEqualsWideningThenStepThenRounding) {
+  const int n = 2 * static_cast<int>(kWidenBlock) + 5;
+  for (const SgdOptions o : {SgdOptions{0.9f, 0.01f}, SgdOptions{0.0f, 0.0f}}) {
+    MemoryTracker tracker;
+    absl::StatusOr<Sgd> fused = Sgd::Create(o, n, &tracker);
+    absl::StatusOr<Sgd> plain = Sgd::Create(o, n, &tracker);
+    ASSERT_TRUE(fused.ok() && plain.ok());
+    std::vector<float> p_fused = Random(n, 51), p_plain = p_fused;
+    std::vector<uint16_t> p16_fused(n);
+    for (int t = 0; t < 3; ++t) {
+      const std::vector<uint16_t> g16 = RoundedToBf16(Random(n, 500 + t));
+      ASSERT_TRUE(fused->StepBf16(0.05f, absl::MakeSpan(p_fused), g16, 0.5f,
+                                  absl::MakeSpan(p16_fused)).ok());
+      ASSERT_TRUE(plain->Step(0.05f, absl::MakeSpan(p_plain), WidenedAndScaled(g16, 0.5f)).ok());
+    }
+    EXPECT_EQ(0, std::memcmp(p_fused.data(), p_plain.data(), n * sizeof(float)))
+        << "momentum " << o.momentum;
+    EXPECT_EQ(p16_fused, RoundedToBf16(p_plain)) << "momentum " << o.momentum;
+  }
+}
+
+// The norm's two passes read bf16 gradients directly: the same maximum and
+// the same integer sum as on the widened values, special values included.
+TEST(GradClipTest, Bf16PassesEqualTheWidenedOnes) {
+  std::vector<float> g = Random(2 * static_cast<int>(kWidenBlock) + 300, 61);
+  std::vector<uint16_t> g16 = RoundedToBf16(g);
+  std::vector<float> widened = WidenedAndScaled(g16, 1.0f);
+  const float max_abs = MaxAbs(widened);
+  EXPECT_EQ(MaxAbsBf16(g16), max_abs);
+  const int e = SquareUnitExponent(max_abs);
+  EXPECT_TRUE(SumOfSquareUnitsBf16(g16, e) == SumOfSquareUnits(widened, e));
+  EXPECT_EQ(MaxAbsBf16({}), 0.0f);
+  // The largest magnitude in the last block; then an infinity, then a NaN.
+  g16.back() = RoundedToBf16({-1000.0f})[0];
+  EXPECT_EQ(MaxAbsBf16(g16), 1000.0f);
+  g16[5] = RoundedToBf16({-std::numeric_limits<float>::infinity()})[0];
+  EXPECT_EQ(MaxAbsBf16(g16), std::numeric_limits<float>::infinity());
+  g16[kWidenBlock + 1] = RoundedToBf16({std::nanf("")})[0];
+  EXPECT_TRUE(std::isnan(MaxAbsBf16(g16)));
 }
 
 TEST(GradClipTest, ClipScale) {

@@ -71,9 +71,9 @@ class WithEmptyUnit : public Model {
   }
   float loss() const override { return inner_.loss(); }
   absl::Status BackwardUnit(int unit, absl::Span<const float> params, absl::Span<float> grads,
-                            float loss_scale) override {
+                            float loss_scale, GradWrite write) override {
     if (unit == 1) return grads.empty() ? absl::OkStatus() : absl::InternalError("grads");
-    return inner_.BackwardUnit(unit == 0 ? 0 : 1, params, grads, loss_scale);
+    return inner_.BackwardUnit(unit == 0 ? 0 : 1, params, grads, loss_scale, write);
   }
 
  private:

@@ -1,6 +1,8 @@
 // File: tests/fsdp/train/test_models.cc
 #include "tests/fsdp/train/test_models.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <utility>
 
@@ -61,7 +63,10 @@ absl::Status BigramModel::ForwardUnit(int unit, absl::Span<const float> params,
 }
 
 absl::Status BigramModel::BackwardUnit(int unit, absl::Span<const float> params,
-                                       absl::Span<float> grads, float loss_scale) {
+                                       absl::Span<float> grads, float loss_scale,
+                                       fsdp::GradWrite write) {
+  // Its loops only add.
+  if (write == fsdp::GradWrite::kOverwrite) std::fill(grads.begin(), grads.end(), 0.0f);
   const int n = static_cast<int>(inputs_.size());
   if (unit == 1) {
     const float* w = params.data();
@@ -103,9 +108,9 @@ absl::Status OneWeightModel::ForwardUnit(int, absl::Span<const float> params,
 }
 
 absl::Status OneWeightModel::BackwardUnit(int, absl::Span<const float>, absl::Span<float> grads,
-                                          float loss_scale) {
+                                          float loss_scale, fsdp::GradWrite write) {
   last_local_grad_ = x_ * loss_scale;
-  grads[0] += last_local_grad_;
+  grads[0] = (write == fsdp::GradWrite::kOverwrite ? 0.0f : grads[0]) + last_local_grad_;
   return absl::OkStatus();
 }
 

@@ -29,7 +29,7 @@ class BigramModel : public fsdp::Model {
                            const fsdp::Batch& batch) override;
   float loss() const override { return loss_; }
   absl::Status BackwardUnit(int unit, absl::Span<const float> params, absl::Span<float> grads,
-                            float loss_scale) override;
+                            float loss_scale, fsdp::GradWrite write) override;
 
  private:
   int vocab_, dim_;
@@ -50,7 +50,7 @@ class OneWeightModel : public fsdp::Model {
                            const fsdp::Batch& batch) override;
   float loss() const override { return loss_; }
   absl::Status BackwardUnit(int unit, absl::Span<const float> params, absl::Span<float> grads,
-                            float loss_scale) override;
+                            float loss_scale, fsdp::GradWrite write) override;
   // The gradient the last BackwardUnit added (before averaging).
   float last_local_grad() const { return last_local_grad_; }
 

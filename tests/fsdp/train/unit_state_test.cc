@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "comm/dtype.h"
+#include "fsdp/nn/bf16_convert.h"
 #include "fsdp/plan/shard_planner.h"
 #include "gtest/gtest.h"
 #include "tests/fsdp/train/test_models.h"
@@ -33,6 +34,14 @@ proto::UnitPlan PlanOfNumel(int64_t numel, int world, proto::ShardingStrategy st
 }
 
 // Parameters 1, 2, 3, ... (padding stays 0).
+// The owned gradients as floats (bf16 ones widened, exactly).
+std::vector<float> Widened(const OwnedGrads& owned) {
+  if (!owned.is_bf16) return std::vector<float>(owned.fp32.begin(), owned.fp32.end());
+  std::vector<float> out(owned.bf16.size());
+  FromBf16(out.data(), owned.bf16.data(), static_cast<int64_t>(out.size()));
+  return out;
+}
+
 void InitCounting(absl::Span<float> padded, int64_t numel) {
   for (int64_t i = 0; i < numel; ++i) padded[i] = static_cast<float>(i + 1);
 }
@@ -123,10 +132,14 @@ TEST(ShardedUnitTest, WrongTransitionsNameBothStates) {
             absl::StatusCode::kFailedPrecondition);
   auto grads = u.GradsForBackward();
   ASSERT_TRUE(grads.ok());
+  EXPECT_EQ(grads->write, GradWrite::kOverwrite);  // the step's first backward
   EXPECT_EQ(u.unsharded_grad_numel(), 3);
   ASSERT_TRUE(u.MarkBackwardDone().ok());
-  ASSERT_TRUE(u.MarkBackwardDone().ok());  // a second micro-batch accumulates
-  EXPECT_EQ(u.ZeroGrads().code(), absl::StatusCode::kFailedPrecondition);
+  grads = u.GradsForBackward();
+  ASSERT_TRUE(grads.ok());
+  EXPECT_EQ(grads->write, GradWrite::kAdd);  // a second micro-batch accumulates
+  ASSERT_TRUE(u.MarkBackwardDone().ok());
+  EXPECT_EQ(u.ClearGrads().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(u.StepOptimizer(sgd, 0, 0.1f, 1).code(), absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(u.StartReduction(c).ok());
   EXPECT_EQ(u.grad_state(), GradState::kReduceScattering);
@@ -141,8 +154,11 @@ TEST(ShardedUnitTest, WrongTransitionsNameBothStates) {
   ASSERT_TRUE(u.Reshard().ok());
   EXPECT_EQ(u.gathered_param_numel(), 0);
   ASSERT_TRUE(u.StepOptimizer(sgd, 0, 0.1f, 1).ok());
-  ASSERT_TRUE(u.ZeroGrads().ok());
+  ASSERT_TRUE(u.ClearGrads().ok());
   EXPECT_EQ(u.grad_state(), GradState::kIdle);
+  grads = u.GradsForBackward();
+  ASSERT_TRUE(grads.ok());
+  EXPECT_EQ(grads->write, GradWrite::kOverwrite);  // the next step writes them fresh
 }
 
 // Two ranks, every strategy: gradients (r+1)*(i+1) on rank r for the 5 real
@@ -171,7 +187,10 @@ TEST(ShardedUnitTest, TwoRanksAverageTheirGradients) {
         ASSERT_NE(unit, nullptr);
         auto grads = unit->GradsForBackward();
         ASSERT_TRUE(grads.ok());
-        for (int i = 0; i < 5; ++i) (*grads)[i] = (r + 1) * (i + 1);
+        ASSERT_EQ(grads->write, GradWrite::kOverwrite);
+        ASSERT_EQ(grads->grads.size(), 6u);
+        EXPECT_EQ(grads->grads[5], 0.0f);  // the padding, which no model unit writes
+        for (int i = 0; i < 5; ++i) grads->grads[i] = (r + 1) * (i + 1);
         CommWaitClock clock;
         ASSERT_TRUE(unit->MarkBackwardDone().ok());
         ASSERT_TRUE(unit->StartReduction(c).ok());
@@ -179,7 +198,7 @@ TEST(ShardedUnitTest, TwoRanksAverageTheirGradients) {
         ASSERT_TRUE(unit->FinishReduction(absl::Seconds(10), clock).ok());
         auto mine = unit->OwnedReducedGrads();
         ASSERT_TRUE(mine.ok()) << mine.status();
-        owned[r].assign(mine->begin(), mine->end());
+        owned[r] = Widened(*mine);
       });
     }
     for (auto& t : threads) t.join();
@@ -267,7 +286,9 @@ TEST(ShardedUnitTest, Bf16GradientsAccumulateAndReduceInBf16) {
         for (int m = 0; m < 2; ++m) {
           auto grads = (*unit)->GradsForBackward();
           ASSERT_TRUE(grads.ok()) << grads.status();
-          for (int i = 0; i < kNumel; ++i) (*grads)[i] += micro_batch(r, m, i);
+          // The workspace holds one micro-batch: always written fresh.
+          ASSERT_EQ(grads->write, GradWrite::kOverwrite);
+          for (int i = 0; i < kNumel; ++i) grads->grads[i] = micro_batch(r, m, i);
           ASSERT_TRUE((*unit)->MarkBackwardDone().ok());
         }
         CommWaitClock clock;
@@ -278,7 +299,7 @@ TEST(ShardedUnitTest, Bf16GradientsAccumulateAndReduceInBf16) {
         gradient_bytes[r] = tracker.Snapshot().current(MemoryCategory::kGradients);
         auto mine = (*unit)->OwnedReducedGrads();
         ASSERT_TRUE(mine.ok()) << mine.status();
-        owned[r].assign(mine->begin(), mine->end());
+        owned[r] = Widened(*mine);
       });
     }
     for (auto& t : threads) t.join();

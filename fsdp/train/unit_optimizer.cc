@@ -1,0 +1,30 @@
+// File: fsdp/train/unit_optimizer.cc
+#include "fsdp/train/unit_optimizer.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "comm/status_macros.h"
+#include "fsdp/nn/bf16_convert.h"
+
+namespace fsdp {
+
+absl::Status UnitOptimizer::StepUnitBf16(int unit, absl::Span<float> params,
+                                         absl::Span<const uint16_t> grads, float grad_scale,
+                                         absl::Span<uint16_t> params_bf16, float lr, int step) {
+  if (grads.size() != params.size() || params_bf16.size() != params.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unit ", unit, ": ", params.size(), " parameters but ", grads.size(),
+        " bf16 gradients and ", params_bf16.size(), " bf16 parameters"));
+  }
+  std::vector<float> widened(grads.size());
+  FromBf16(widened.data(), grads.data(), static_cast<int64_t>(grads.size()));
+  if (grad_scale != 1.0f) {
+    for (float& g : widened) g *= grad_scale;
+  }
+  FSDP_RETURN_IF_ERROR(StepUnit(unit, params, widened, lr, step));
+  ToBf16(params_bf16.data(), params.data(), static_cast<int64_t>(params.size()));
+  return absl::OkStatus();
+}
+
+}  // namespace fsdp
