@@ -86,6 +86,17 @@ void AttentionBackward(float* dqkv, float* scratch, const float* dout, const flo
                     heads);
 }
 
+// [Note: causal row blocks] Query row t sees keys 0..t only, so the scores
+// of query rows [r0, r1) need keys [0, r1) and nothing right of that: the
+// fp32 products run per block of kCausalRowBlock query rows (and, in the
+// backward, per block of as many keys) over the visible part only. At T = 256
+// with 128-row blocks that is 3/4 of the full T x T products (the masked
+// upper triangle was computed and thrown away before). The softmax writes the
+// masked entries (0) itself; nothing else reads them.
+namespace {
+constexpr int kCausalRowBlock = 128;
+}  // namespace
+
 void AttentionForward(KernelIsa isa, float* out, float* probs, const float* qkv, int batch,
                       int seq_len, int channels, int heads) {
   const int T = seq_len;
@@ -99,16 +110,23 @@ void AttentionForward(KernelIsa isa, float* out, float* probs, const float* qkv,
       const float* k = q + C;
       const float* v = q + 2 * C;
       float* p = probs + (static_cast<long>(b) * heads + h) * T * T;
-      // scores[T, T] = scale * q[T, hs] @ k[T, hs]^T (the masked upper
-      // triangle is computed too: one product beats T small ones at these sizes).
-      Matmul({.m = T, .n = T, .k = hs, .a = {q, NumType::kF32, ld_qkv},
-              .b = {k, NumType::kF32, ld_qkv, /*transposed=*/true}, .c = p, .ldc = T,
-              .alpha = scale});
+      // scores[r0:r1, 0:r1] = scale * q[r0:r1] @ k[0:r1]^T
+      for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
+        const int r1 = std::min(T, r0 + kCausalRowBlock);
+        Matmul({.m = r1 - r0, .n = r1, .k = hs,
+                .a = {q + static_cast<long>(r0) * ld_qkv, NumType::kF32, ld_qkv},
+                .b = {k, NumType::kF32, ld_qkv, /*transposed=*/true},
+                .c = p + static_cast<long>(r0) * T, .ldc = T, .alpha = scale});
+      }
       CausalSoftmaxRows(isa, p, T);
-      // out[T, hs] (leading dimension C) = probs[T, T] @ v[T, hs]
+      // out[r0:r1] (leading dimension C) = probs[r0:r1, 0:r1] @ v[0:r1]
       float* o = out + static_cast<long>(b) * T * C + h * hs;
-      Matmul({.m = T, .n = hs, .k = T, .a = {p, NumType::kF32, T},
-              .b = {v, NumType::kF32, ld_qkv}, .c = o, .ldc = C});
+      for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
+        const int r1 = std::min(T, r0 + kCausalRowBlock);
+        Matmul({.m = r1 - r0, .n = hs, .k = r1,
+                .a = {p + static_cast<long>(r0) * T, NumType::kF32, T},
+                .b = {v, NumType::kF32, ld_qkv}, .c = o + static_cast<long>(r0) * C, .ldc = C});
+      }
     }
   }
 }
@@ -137,21 +155,41 @@ void AttentionBackward(KernelIsa isa, float* dqkv, float* scratch, const float* 
       float* dv = dq + 2 * C;
       const float* p = probs + (static_cast<long>(b) * heads + h) * T * T;
       const float* d_o = dout + static_cast<long>(b) * T * C + h * hs;
-      // dv[T, hs] += probs^T[T, T] @ dout[T, hs]
-      Matmul({.m = T, .n = hs, .k = T, .a = {p, NumType::kF32, T, /*transposed=*/true},
-              .b = {d_o, NumType::kF32, C}, .c = dv, .ldc = ld_qkv, .accumulate = true});
-      // dprobs[T, T] = dout[T, hs] @ v[T, hs]^T
-      Matmul({.m = T, .n = T, .k = hs, .a = {d_o, NumType::kF32, C},
-              .b = {v, NumType::kF32, ld_qkv, /*transposed=*/true}, .c = dp, .ldc = T});
+      // [Note: causal row blocks] Query rows [r0, r1) reach keys [0, r1);
+      // key rows [c0, c1) are reached by query rows [c0, T).
+      // dv[c0:c1] = probs[c0:T, c0:c1]^T @ dout[c0:T]
+      for (int c0 = 0; c0 < T; c0 += kCausalRowBlock) {
+        const int c1 = std::min(T, c0 + kCausalRowBlock);
+        Matmul({.m = c1 - c0, .n = hs, .k = T - c0,
+                .a = {p + static_cast<long>(c0) * T + c0, NumType::kF32, T, /*transposed=*/true},
+                .b = {d_o + static_cast<long>(c0) * C, NumType::kF32, C},
+                .c = dv + static_cast<long>(c0) * ld_qkv, .ldc = ld_qkv});
+      }
+      // dprobs[r0:r1, 0:r1] = dout[r0:r1] @ v[0:r1]^T
+      for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
+        const int r1 = std::min(T, r0 + kCausalRowBlock);
+        Matmul({.m = r1 - r0, .n = r1, .k = hs,
+                .a = {d_o + static_cast<long>(r0) * C, NumType::kF32, C},
+                .b = {v, NumType::kF32, ld_qkv, /*transposed=*/true},
+                .c = dp + static_cast<long>(r0) * T, .ldc = T});
+      }
       // Softmax backward per row: dscore = p * (dp - sum_j p_j dp_j).
       CausalSoftmaxBackwardRows(isa, dp, p, T);
-      // scores = scale * q k^T:  dq += scale * dscore @ k,  dk += scale * dscore^T @ q
-      Matmul({.m = T, .n = hs, .k = T, .a = {dp, NumType::kF32, T},
-              .b = {k, NumType::kF32, ld_qkv}, .c = dq, .ldc = ld_qkv, .alpha = scale,
-              .accumulate = true});
-      Matmul({.m = T, .n = hs, .k = T, .a = {dp, NumType::kF32, T, /*transposed=*/true},
-              .b = {q, NumType::kF32, ld_qkv}, .c = dk, .ldc = ld_qkv, .alpha = scale,
-              .accumulate = true});
+      // scores = scale * q k^T:  dq = scale * dscore @ k,  dk = scale * dscore^T @ q
+      for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
+        const int r1 = std::min(T, r0 + kCausalRowBlock);
+        Matmul({.m = r1 - r0, .n = hs, .k = r1,
+                .a = {dp + static_cast<long>(r0) * T, NumType::kF32, T},
+                .b = {k, NumType::kF32, ld_qkv}, .c = dq + static_cast<long>(r0) * ld_qkv,
+                .ldc = ld_qkv, .alpha = scale});
+      }
+      for (int c0 = 0; c0 < T; c0 += kCausalRowBlock) {
+        const int c1 = std::min(T, c0 + kCausalRowBlock);
+        Matmul({.m = c1 - c0, .n = hs, .k = T - c0,
+                .a = {dp + static_cast<long>(c0) * T + c0, NumType::kF32, T, /*transposed=*/true},
+                .b = {q + static_cast<long>(c0) * ld_qkv, NumType::kF32, ld_qkv},
+                .c = dk + static_cast<long>(c0) * ld_qkv, .ldc = ld_qkv, .alpha = scale});
+      }
     }
   }
 }
@@ -163,8 +201,8 @@ void AttentionBackward(KernelIsa isa, float* dqkv, float* scratch, const float* 
 // head's 256 x 256 x 64 scores against 37-47 us dense (Xeon with AMX,
 // 2026-12-03; a quarter of a bf16 GPT step went there). So each head's q, k,
 // v and output gradient are first copied into dense T x hs blocks (a few KB,
-// once per head), products write dense fp32 blocks, and those are copied or
-// added into the strided rows. fp32 keeps the strided products: there
+// once per head), products write dense fp32 blocks, and those are copied
+// into the strided rows. fp32 keeps the strided products: there
 // gemm:jit is as fast as the dense brg kernel.
 namespace {
 
@@ -234,17 +272,17 @@ void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
       ToBf16(d.p, p, int64_t{T} * T);
       Matmul({.m = T, .n = hs, .k = T, .a = {d.p, NumType::kBF16, T, /*transposed=*/true},
               .b = {d.d_o, NumType::kBF16, hs}, .c = head_grad, .ldc = hs});
-      AddRows(isa, dv, ld, head_grad, T, hs);
+      ScatterRows(dv, ld, head_grad, T, hs);
       Matmul({.m = T, .n = T, .k = hs, .a = {d.d_o, NumType::kBF16, hs},
               .b = {d.v, NumType::kBF16, hs, /*transposed=*/true}, .c = dp, .ldc = T});
       CausalSoftmaxBackwardRows(isa, dp, p, T);
       ToBf16(d.p, dp, int64_t{T} * T);  // now d scores
       Matmul({.m = T, .n = hs, .k = T, .a = {d.p, NumType::kBF16, T},
               .b = {d.k, NumType::kBF16, hs}, .c = head_grad, .ldc = hs, .alpha = scale});
-      AddRows(isa, dq, ld, head_grad, T, hs);
+      ScatterRows(dq, ld, head_grad, T, hs);
       Matmul({.m = T, .n = hs, .k = T, .a = {d.p, NumType::kBF16, T, /*transposed=*/true},
               .b = {d.q, NumType::kBF16, hs}, .c = head_grad, .ldc = hs, .alpha = scale});
-      AddRows(isa, dk, ld, head_grad, T, hs);
+      ScatterRows(dk, ld, head_grad, T, hs);
     }
   }
 }

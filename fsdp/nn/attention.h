@@ -10,8 +10,11 @@
 // layout (leading dimension 3C), so nothing is gathered or copied per head;
 // bf16 copies each head into dense blocks (see below).
 //
-// Forward saves probs (B, heads, T, T) for backward. Backward ADDS into dqkv
-// and needs a scratch of T*T floats (AttentionBackwardScratchFloats).
+// Forward saves probs (B, heads, T, T) for backward. Backward writes every
+// element of dqkv (whatever it held: no zeroing pass before) and needs a
+// scratch of T*T floats (AttentionBackwardScratchFloats). The fp32 products
+// skip the masked upper triangle in blocks of query rows ([Note: causal row
+// blocks] in the .cc).
 // The softmax and its backward are vectorized (fsdp/nn/simd.h). The overloads
 // taking a KernelIsa run one variant of them (the CPU must support it); all
 // variants give bit-identical results, the plain ones use BestKernelIsa().
@@ -43,7 +46,7 @@ void AttentionForward(KernelIsa isa, float* out, float* probs, const float* qkv,
 // `scratch_bf16` holds AttentionBf16ScratchElements (one head's
 // probabilities, then d scores, and its q, k, v and output gradient),
 // `scratch` AttentionBf16ScratchFloats (d probabilities and one dense T x hs
-// result); both sizes are in fsdp/nn/attention_layout.h. Backward ADDS into
+// result); both sizes are in fsdp/nn/attention_layout.h. Backward writes
 // the fp32 dqkv.
 void AttentionForwardBf16(float* out, float* probs, float* scratch, uint16_t* scratch_bf16,
                           const uint16_t* qkv, int batch, int seq_len, int channels, int heads);

@@ -465,8 +465,8 @@ absl::Status GptModel::BlockBackward(int layer, const ParamsIn& params,
   LinearBackward(d_narrow_.data(), g[kAttnProjWeight].data(), g[kAttnProjBias].data(), dres,
                  a.att_out.data(), p[kAttnProjWeight].data(), n, C, C,
                  GradWrite::kOverwrite, write);
-  Zero(d_wide1_, 3 * nc);
   if (config_.flash_attention) {
+    Zero(d_wide1_, 3 * nc);  // the blocked backward adds into dqkv; the standard one writes it
     FlashAttentionBackward(d_wide1_.data(), attention_scratch_.data(), d_narrow_.data(),
                            a.qkv.data(), a.att_out.data(), a.lse.data(), batch_, seq_, C,
                            config_.heads);
@@ -556,9 +556,9 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
   LinearBackwardBf16(d_narrow_.data(), g[kAttnProjWeight].data(), g[kAttnProjBias].data(), dres,
                      dout16, a.att_bf16.data(), w(kAttnProjWeight), n, C, C,
                      GradWrite::kOverwrite, write);
-  Zero(d_wide1_, 3 * nc);
   ToBf16(dout16, d_narrow_.data(), nc);
   if (config_.flash_attention) {
+    Zero(d_wide1_, 3 * nc);  // the blocked backward adds into dqkv; the standard one writes it
     FlashAttentionBackwardBf16(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(),
                                dout16, a.qkv_bf16.data(), a.att_bf16.data(), a.lse.data(), batch_,
                                seq_, C, config_.heads);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -220,11 +221,14 @@ void AttentionRef(const std::vector<float>& qkv, const std::vector<float>& dout,
 
 TEST_P(KernelsTest, AttentionMatchesDoubleReference) {
   const int B = 2, C = 8, H = 2;
-  for (int T : {1, 5, 16, 17, 40}) {
+  // 129 and 300: more than one block of causal rows, with a short last one.
+  for (int T : {1, 5, 16, 17, 40, 129, 300}) {
     const std::vector<float> qkv = RandomVector(B * T * 3 * C, 31 + T, 1.5f),
                              dout = RandomVector(B * T * C, 32 + T);
-    std::vector<float> out(B * T * C), probs(B * H * T * T), dqkv(qkv.size()),
-        scratch(AttentionBackwardScratchFloats(T));
+    // NaN everywhere: the forward and the backward must write every element.
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> out(B * T * C, nan), probs(B * H * T * T, nan), dqkv(qkv.size(), nan),
+        scratch(AttentionBackwardScratchFloats(T), nan);
     AttentionForward(isa(), out.data(), probs.data(), qkv.data(), B, T, C, H);
     AttentionBackward(isa(), dqkv.data(), scratch.data(), dout.data(), qkv.data(), probs.data(),
                       B, T, C, H);
