@@ -50,27 +50,37 @@ FSDP_SIMD_INLINE void CausalSoftmaxBackwardRow(float* d_row, const float* p_row,
   std::fill(d_row + valid, d_row + row_length, 0.0f);
 }
 
-FSDP_SIMD_INLINE void CausalSoftmaxRowsBody(float* p, int seq_len) {
-  for (int t = 0; t < seq_len; ++t) CausalSoftmaxRow(p + static_cast<long>(t) * seq_len, t + 1, seq_len);
-}
-
-FSDP_SIMD_INLINE void CausalSoftmaxBackwardRowsBody(float* dp, const float* p, int seq_len) {
-  for (int t = 0; t < seq_len; ++t) {
-    const long offset = static_cast<long>(t) * seq_len;
-    CausalSoftmaxBackwardRow(dp + offset, p + offset, t + 1, seq_len);
+// `rows` rows of `row_length` entries, the first of them query row
+// `first_row`: row i sees keys 0..first_row + i. The square T x T layout is
+// (T, T, 0); the bf16 path's causal row blocks ([Note: causal row blocks])
+// are (rows of the block, keys they see, the block's first row).
+FSDP_SIMD_INLINE void CausalSoftmaxRowsBody(float* p, int rows, int row_length, int first_row) {
+  for (int i = 0; i < rows; ++i) {
+    CausalSoftmaxRow(p + static_cast<long>(i) * row_length, first_row + i + 1, row_length);
   }
 }
 
-FSDP_ISA_VARIANTS(void, CausalSoftmaxRows, (float* p, int seq_len), (p, seq_len))
-FSDP_ISA_VARIANTS(void, CausalSoftmaxBackwardRows, (float* dp, const float* p, int seq_len),
-                  (dp, p, seq_len))
-
-void CausalSoftmaxRows(KernelIsa isa, float* p, int seq_len) {
-  FSDP_ISA_DISPATCH(isa, CausalSoftmaxRows, (p, seq_len));
+FSDP_SIMD_INLINE void CausalSoftmaxBackwardRowsBody(float* dp, const float* p, int rows,
+                                                    int row_length, int first_row) {
+  for (int i = 0; i < rows; ++i) {
+    const long offset = static_cast<long>(i) * row_length;
+    CausalSoftmaxBackwardRow(dp + offset, p + offset, first_row + i + 1, row_length);
+  }
 }
 
-void CausalSoftmaxBackwardRows(KernelIsa isa, float* dp, const float* p, int seq_len) {
-  FSDP_ISA_DISPATCH(isa, CausalSoftmaxBackwardRows, (dp, p, seq_len));
+FSDP_ISA_VARIANTS(void, CausalSoftmaxRows, (float* p, int rows, int row_length, int first_row),
+                  (p, rows, row_length, first_row))
+FSDP_ISA_VARIANTS(void, CausalSoftmaxBackwardRows,
+                  (float* dp, const float* p, int rows, int row_length, int first_row),
+                  (dp, p, rows, row_length, first_row))
+
+void CausalSoftmaxRows(KernelIsa isa, float* p, int rows, int row_length, int first_row) {
+  FSDP_ISA_DISPATCH(isa, CausalSoftmaxRows, (p, rows, row_length, first_row));
+}
+
+void CausalSoftmaxBackwardRows(KernelIsa isa, float* dp, const float* p, int rows,
+                               int row_length, int first_row) {
+  FSDP_ISA_DISPATCH(isa, CausalSoftmaxBackwardRows, (dp, p, rows, row_length, first_row));
 }
 
 }  // namespace
@@ -118,7 +128,7 @@ void AttentionForward(KernelIsa isa, float* out, float* probs, const float* qkv,
                 .b = {k, NumType::kF32, ld_qkv, /*transposed=*/true},
                 .c = p + static_cast<long>(r0) * T, .ldc = T, .alpha = scale});
       }
-      CausalSoftmaxRows(isa, p, T);
+      CausalSoftmaxRows(isa, p, T, T, 0);
       // out[r0:r1] (leading dimension C) = probs[r0:r1, 0:r1] @ v[0:r1]
       float* o = out + static_cast<long>(b) * T * C + h * hs;
       for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
@@ -174,7 +184,7 @@ void AttentionBackward(KernelIsa isa, float* dqkv, float* scratch, const float* 
                 .c = dp + static_cast<long>(r0) * T, .ldc = T});
       }
       // Softmax backward per row: dscore = p * (dp - sum_j p_j dp_j).
-      CausalSoftmaxBackwardRows(isa, dp, p, T);
+      CausalSoftmaxBackwardRows(isa, dp, p, T, T, 0);
       // scores = scale * q k^T:  dq = scale * dscore @ k,  dk = scale * dscore^T @ q
       for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
         const int r1 = std::min(T, r0 + kCausalRowBlock);
@@ -223,6 +233,30 @@ DenseHead CarveHead(uint16_t* scratch_bf16, int T, int hs) {
 
 }  // namespace
 
+// The bf16 products run per causal row block as well ([Note: causal row
+// blocks]), on dense operands only: the probabilities of query rows [r0, r1)
+// are saved as a dense (r1 - r0) x r1 block at row r0 of the head's T x T
+// buffer (the blocks fit: r1 <= T), the d scores likewise in the scratch, and
+// the products that run over key columns [c0, c1) read a dense bf16 copy of
+// that column slab of rows [c0, T).
+namespace {
+
+// Rows [c0, T), columns [c0, c1) of a head's block-laid probabilities (or d
+// scores) `blocks`, rounded to bf16 into the dense (T - c0) x (c1 - c0)
+// `slab`.
+void ColumnSlabToBf16(uint16_t* slab, const float* blocks, int T, int c0, int c1) {
+  const int width = c1 - c0;
+  for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
+    const int r1 = std::min(T, r0 + kCausalRowBlock);
+    for (int t = std::max(r0, c0); t < r1; ++t) {
+      ToBf16(slab + static_cast<long>(t - c0) * width,
+             blocks + static_cast<long>(r0) * T + static_cast<long>(t - r0) * r1 + c0, width);
+    }
+  }
+}
+
+}  // namespace
+
 void AttentionForwardBf16(float* out, float* probs, float* scratch, uint16_t* scratch_bf16,
                           const uint16_t* qkv, int batch, int seq_len, int channels, int heads) {
   const KernelIsa isa = BestKernelIsa();
@@ -237,13 +271,19 @@ void AttentionForwardBf16(float* out, float* probs, float* scratch, uint16_t* sc
       GatherRows(d.k, q + C, T, hs, ld);
       GatherRows(d.v, q + 2 * C, T, hs, ld);
       float* p = probs + (static_cast<long>(b) * heads + h) * T * T;
-      Matmul({.m = T, .n = T, .k = hs, .a = {d.q, NumType::kBF16, hs},
-              .b = {d.k, NumType::kBF16, hs, /*transposed=*/true}, .c = p, .ldc = T,
-              .alpha = scale});
-      CausalSoftmaxRows(isa, p, T);
-      ToBf16(d.p, p, int64_t{T} * T);
-      Matmul({.m = T, .n = hs, .k = T, .a = {d.p, NumType::kBF16, T},
-              .b = {d.v, NumType::kBF16, hs}, .c = head_out, .ldc = hs});
+      for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
+        const int r1 = std::min(T, r0 + kCausalRowBlock), rows = r1 - r0;
+        float* block = p + static_cast<long>(r0) * T;  // rows x r1, dense
+        Matmul({.m = rows, .n = r1, .k = hs, .a = {d.q + static_cast<long>(r0) * hs,
+                                                   NumType::kBF16, hs},
+                .b = {d.k, NumType::kBF16, hs, /*transposed=*/true}, .c = block, .ldc = r1,
+                .alpha = scale});
+        CausalSoftmaxRows(isa, block, rows, r1, r0);
+        ToBf16(d.p, block, int64_t{rows} * r1);
+        Matmul({.m = rows, .n = hs, .k = r1, .a = {d.p, NumType::kBF16, r1},
+                .b = {d.v, NumType::kBF16, hs}, .c = head_out + static_cast<long>(r0) * hs,
+                .ldc = hs});
+      }
       ScatterRows(out + static_cast<long>(b) * T * C + h * hs, C, head_out, T, hs);
     }
   }
@@ -256,7 +296,7 @@ void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const DenseHead d = CarveHead(scratch_bf16, T, hs);
-  float* dp = scratch;                                 // T x T
+  float* dp = scratch;                                 // T x T, laid out as the probabilities
   float* head_grad = scratch + static_cast<long>(T) * T;  // T x hs
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < heads; ++h) {
@@ -269,19 +309,40 @@ void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
       float* dk = dq + C;
       float* dv = dq + 2 * C;
       const float* p = probs + (static_cast<long>(b) * heads + h) * T * T;
-      ToBf16(d.p, p, int64_t{T} * T);
-      Matmul({.m = T, .n = hs, .k = T, .a = {d.p, NumType::kBF16, T, /*transposed=*/true},
-              .b = {d.d_o, NumType::kBF16, hs}, .c = head_grad, .ldc = hs});
+      // dv[c0:c1] = probs[c0:T, c0:c1]^T @ dout[c0:T]
+      for (int c0 = 0; c0 < T; c0 += kCausalRowBlock) {
+        const int c1 = std::min(T, c0 + kCausalRowBlock);
+        ColumnSlabToBf16(d.p, p, T, c0, c1);
+        Matmul({.m = c1 - c0, .n = hs, .k = T - c0,
+                .a = {d.p, NumType::kBF16, c1 - c0, /*transposed=*/true},
+                .b = {d.d_o + static_cast<long>(c0) * hs, NumType::kBF16, hs},
+                .c = head_grad + static_cast<long>(c0) * hs, .ldc = hs});
+      }
       ScatterRows(dv, ld, head_grad, T, hs);
-      Matmul({.m = T, .n = T, .k = hs, .a = {d.d_o, NumType::kBF16, hs},
-              .b = {d.v, NumType::kBF16, hs, /*transposed=*/true}, .c = dp, .ldc = T});
-      CausalSoftmaxBackwardRows(isa, dp, p, T);
-      ToBf16(d.p, dp, int64_t{T} * T);  // now d scores
-      Matmul({.m = T, .n = hs, .k = T, .a = {d.p, NumType::kBF16, T},
-              .b = {d.k, NumType::kBF16, hs}, .c = head_grad, .ldc = hs, .alpha = scale});
+      // Per row block: dprobs = dout @ v^T, the softmax backward (d scores in
+      // place), then dq[r0:r1] = scale * dscores @ k[0:r1].
+      for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
+        const int r1 = std::min(T, r0 + kCausalRowBlock), rows = r1 - r0;
+        const long at = static_cast<long>(r0) * T;
+        Matmul({.m = rows, .n = r1, .k = hs, .a = {d.d_o + static_cast<long>(r0) * hs,
+                                                   NumType::kBF16, hs},
+                .b = {d.v, NumType::kBF16, hs, /*transposed=*/true}, .c = dp + at, .ldc = r1});
+        CausalSoftmaxBackwardRows(isa, dp + at, p + at, rows, r1, r0);
+        ToBf16(d.p, dp + at, int64_t{rows} * r1);
+        Matmul({.m = rows, .n = hs, .k = r1, .a = {d.p, NumType::kBF16, r1},
+                .b = {d.k, NumType::kBF16, hs}, .c = head_grad + static_cast<long>(r0) * hs,
+                .ldc = hs, .alpha = scale});
+      }
       ScatterRows(dq, ld, head_grad, T, hs);
-      Matmul({.m = T, .n = hs, .k = T, .a = {d.p, NumType::kBF16, T, /*transposed=*/true},
-              .b = {d.q, NumType::kBF16, hs}, .c = head_grad, .ldc = hs, .alpha = scale});
+      // dk[c0:c1] = scale * dscores[c0:T, c0:c1]^T @ q[c0:T]
+      for (int c0 = 0; c0 < T; c0 += kCausalRowBlock) {
+        const int c1 = std::min(T, c0 + kCausalRowBlock);
+        ColumnSlabToBf16(d.p, dp, T, c0, c1);
+        Matmul({.m = c1 - c0, .n = hs, .k = T - c0,
+                .a = {d.p, NumType::kBF16, c1 - c0, /*transposed=*/true},
+                .b = {d.q + static_cast<long>(c0) * hs, NumType::kBF16, hs},
+                .c = head_grad + static_cast<long>(c0) * hs, .ldc = hs, .alpha = scale});
+      }
       ScatterRows(dk, ld, head_grad, T, hs);
     }
   }

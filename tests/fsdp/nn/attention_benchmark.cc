@@ -17,6 +17,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "fsdp/nn/attention.h"
+#include "fsdp/nn/attention_layout.h"
+#include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/compute_threads.h"
 #include "fsdp/nn/flash_attention.h"
 #include "fsdp/nn/matmul.h"
@@ -50,8 +52,8 @@ int main(int argc, char** argv) {
               fsdp::MatmulKernelDescription(fsdp::CurrentMatmulBackend()).c_str());
   const int B = absl::GetFlag(FLAGS_batch), C = absl::GetFlag(FLAGS_channels),
             H = absl::GetFlag(FLAGS_heads);
-  std::printf("%6s %14s %14s %16s %16s\n", "T", "naive ms", "blocked ms", "naive saved MiB",
-              "blocked saved MiB");
+  std::printf("%6s %14s %14s %14s %16s %16s\n", "T", "naive ms", "blocked ms", "naive bf16 ms",
+              "naive saved MiB", "blocked saved MiB");
   for (absl::string_view piece : absl::StrSplit(absl::GetFlag(FLAGS_seq_lens), ',')) {
     int T = 0;
     if (!absl::SimpleAtoi(piece, &T) || T < 1) {
@@ -63,7 +65,7 @@ int main(int argc, char** argv) {
         out(int64_t{B} * T * C), dqkv(qkv.size());
     for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = static_cast<float>((i * 7919) % 1000) / 1e3f;
     const double probs_bytes = 4.0 * B * H * T * T;
-    double naive = 0;
+    double naive = 0, naive_bf16 = 0;
     if (probs_bytes <= 4.0 * (int64_t{1} << 30)) {  // the naive one needs B H T^2 floats
       std::vector<float> probs(int64_t{B} * H * T * T), scratch(fsdp::AttentionBackwardScratchFloats(T));
       naive = 1e30;
@@ -73,6 +75,22 @@ int main(int argc, char** argv) {
         fsdp::AttentionBackward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), probs.data(),
                                 B, T, C, H);
         naive = std::min(naive, Seconds(start));
+      }
+      // The bf16 compute mode's standard attention on the same values.
+      const int hs = C / H;
+      std::vector<uint16_t> qkv16(qkv.size()), dout16(dout.size()),
+          scratch16(fsdp::AttentionBf16ScratchElements(T, hs));
+      fsdp::ToBf16(qkv16.data(), qkv.data(), static_cast<int64_t>(qkv.size()));
+      fsdp::ToBf16(dout16.data(), dout.data(), static_cast<int64_t>(dout.size()));
+      std::vector<float> scratch_bf16_mode(fsdp::AttentionBf16ScratchFloats(T, hs));
+      naive_bf16 = 1e30;
+      for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {
+        const auto start = std::chrono::steady_clock::now();
+        fsdp::AttentionForwardBf16(out.data(), probs.data(), scratch_bf16_mode.data(),
+                                   scratch16.data(), qkv16.data(), B, T, C, H);
+        fsdp::AttentionBackwardBf16(dqkv.data(), scratch_bf16_mode.data(), scratch16.data(),
+                                    dout16.data(), qkv16.data(), probs.data(), B, T, C, H);
+        naive_bf16 = std::min(naive_bf16, Seconds(start));
       }
     }
     std::vector<float> lse(int64_t{B} * H * T), scratch(fsdp::FlashAttentionScratchFloats(T, C / H));
@@ -84,8 +102,9 @@ int main(int argc, char** argv) {
                                    out.data(), lse.data(), B, T, C, H);
       blocked = std::min(blocked, Seconds(start));
     }
-    std::printf("%6d %14.1f %14.1f %16.1f %16.3f\n", T, naive > 0 ? 1e3 * naive : -1.0,
-                1e3 * blocked, probs_bytes / (1 << 20), 4.0 * B * H * T / (1 << 20));
+    std::printf("%6d %14.1f %14.1f %14.1f %16.1f %16.3f\n", T, naive > 0 ? 1e3 * naive : -1.0,
+                1e3 * blocked, naive_bf16 > 0 ? 1e3 * naive_bf16 : -1.0,
+                probs_bytes / (1 << 20), 4.0 * B * H * T / (1 << 20));
   }
   return 0;
 }
