@@ -255,6 +255,24 @@ void ColumnSlabToBf16(uint16_t* slab, const float* blocks, int T, int c0, int c1
   }
 }
 
+// dst[c0:c1] = alpha * blocks[c0:T, c0:c1]^T @ rows[c0:T] for every key block
+// [c0, c1): the transposed products of the backward (dv from the
+// probabilities, dk from the d scores), each over a dense bf16 column slab
+// (in `slab`) into the dense T x hs `dense`, then copied into the strided
+// dst (leading dimension ld). `rows` is a dense T x hs bf16 block.
+void KeyBlockProducts(float* dst, int ld, const float* blocks, const uint16_t* rows, float alpha,
+                      int T, int hs, uint16_t* slab, float* dense) {
+  for (int c0 = 0; c0 < T; c0 += kCausalRowBlock) {
+    const int c1 = std::min(T, c0 + kCausalRowBlock);
+    ColumnSlabToBf16(slab, blocks, T, c0, c1);
+    Matmul({.m = c1 - c0, .n = hs, .k = T - c0,
+            .a = {slab, NumType::kBF16, c1 - c0, /*transposed=*/true},
+            .b = {rows + static_cast<long>(c0) * hs, NumType::kBF16, hs},
+            .c = dense + static_cast<long>(c0) * hs, .ldc = hs, .alpha = alpha});
+  }
+  ScatterRows(dst, ld, dense, T, hs);
+}
+
 }  // namespace
 
 void AttentionForwardBf16(float* out, float* probs, float* scratch, uint16_t* scratch_bf16,
@@ -310,15 +328,7 @@ void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
       float* dv = dq + 2 * C;
       const float* p = probs + (static_cast<long>(b) * heads + h) * T * T;
       // dv[c0:c1] = probs[c0:T, c0:c1]^T @ dout[c0:T]
-      for (int c0 = 0; c0 < T; c0 += kCausalRowBlock) {
-        const int c1 = std::min(T, c0 + kCausalRowBlock);
-        ColumnSlabToBf16(d.p, p, T, c0, c1);
-        Matmul({.m = c1 - c0, .n = hs, .k = T - c0,
-                .a = {d.p, NumType::kBF16, c1 - c0, /*transposed=*/true},
-                .b = {d.d_o + static_cast<long>(c0) * hs, NumType::kBF16, hs},
-                .c = head_grad + static_cast<long>(c0) * hs, .ldc = hs});
-      }
-      ScatterRows(dv, ld, head_grad, T, hs);
+      KeyBlockProducts(dv, ld, p, d.d_o, 1.0f, T, hs, d.p, head_grad);
       // Per row block: dprobs = dout @ v^T, the softmax backward (d scores in
       // place), then dq[r0:r1] = scale * dscores @ k[0:r1].
       for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
@@ -335,15 +345,7 @@ void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
       }
       ScatterRows(dq, ld, head_grad, T, hs);
       // dk[c0:c1] = scale * dscores[c0:T, c0:c1]^T @ q[c0:T]
-      for (int c0 = 0; c0 < T; c0 += kCausalRowBlock) {
-        const int c1 = std::min(T, c0 + kCausalRowBlock);
-        ColumnSlabToBf16(d.p, dp, T, c0, c1);
-        Matmul({.m = c1 - c0, .n = hs, .k = T - c0,
-                .a = {d.p, NumType::kBF16, c1 - c0, /*transposed=*/true},
-                .b = {d.q + static_cast<long>(c0) * hs, NumType::kBF16, hs},
-                .c = head_grad + static_cast<long>(c0) * hs, .ldc = hs, .alpha = scale});
-      }
-      ScatterRows(dk, ld, head_grad, T, hs);
+      KeyBlockProducts(dk, ld, dp, d.q, scale, T, hs, d.p, head_grad);
     }
   }
 }
