@@ -31,13 +31,14 @@ using simd::kLanes;
 
 struct AdamWConstants {
   float beta1, one_minus_beta1, beta2, one_minus_beta2, correction1, correction2, lr, eps,
-      weight_decay;
+      weight_decay, grad_scale;
 };
 
 // The scalar update's operations in the same order, on 16 lanes: + - * /
 // and sqrt are exact in every ISA (fsdp/nn/simd.h), so each element's result
 // equals the scalar loop's bit for bit, wherever the element sits in the span.
 FSDP_SIMD_INLINE void AdamWLanes(const AdamWConstants& k, F16& p, F16 g, F16& m, F16& v) {
+  g = g * k.grad_scale;  // the clip scale (exact when 1)
   m = k.beta1 * m + k.one_minus_beta1 * g;
   v = k.beta2 * v + k.one_minus_beta2 * g * g;
   const F16 m_hat = m / k.correction1;
@@ -79,25 +80,26 @@ void AdamWUpdateDispatch(KernelIsa isa, const AdamWConstants& k, float* params,
 
 // The bias corrections depend on the step only, so every slice computes the
 // same two numbers: this is what makes sharded updates bit-identical.
-AdamWConstants MakeConstants(const AdamWOptions& o, float lr, int64_t step) {
+AdamWConstants MakeConstants(const AdamWOptions& o, float lr, int64_t step, float grad_scale) {
   const float correction1 = 1.0f - static_cast<float>(std::pow(double{o.beta1}, double(step)));
   const float correction2 = 1.0f - static_cast<float>(std::pow(double{o.beta2}, double(step)));
-  return AdamWConstants{o.beta1,     1.0f - o.beta1, o.beta2, 1.0f - o.beta2, correction1,
-                        correction2, lr,             o.eps,   o.weight_decay};
+  return AdamWConstants{o.beta1, 1.0f - o.beta1, o.beta2, 1.0f - o.beta2, correction1,
+                        correction2, lr, o.eps, o.weight_decay, grad_scale};
 }
 
 }  // namespace
 
 void AdamWUpdate(KernelIsa isa, const AdamWOptions& o, float lr, int64_t step,
                  absl::Span<float> params, absl::Span<const float> grads, absl::Span<float> m,
-                 absl::Span<float> v) {
-  AdamWUpdateDispatch(isa, MakeConstants(o, lr, step), params.data(), grads.data(), m.data(),
-                      v.data(), static_cast<int64_t>(params.size()));
+                 absl::Span<float> v, float grad_scale) {
+  AdamWUpdateDispatch(isa, MakeConstants(o, lr, step, grad_scale), params.data(), grads.data(),
+                      m.data(), v.data(), static_cast<int64_t>(params.size()));
 }
 
 void AdamWUpdate(const AdamWOptions& o, float lr, int64_t step, absl::Span<float> params,
-                 absl::Span<const float> grads, absl::Span<float> m, absl::Span<float> v) {
-  AdamWUpdate(BestKernelIsa(), o, lr, step, params, grads, m, v);
+                 absl::Span<const float> grads, absl::Span<float> m, absl::Span<float> v,
+                 float grad_scale) {
+  AdamWUpdate(BestKernelIsa(), o, lr, step, params, grads, m, v, grad_scale);
 }
 
 absl::StatusOr<AdamW> AdamW::Create(const AdamWOptions& options, int64_t numel,
@@ -111,7 +113,8 @@ absl::StatusOr<AdamW> AdamW::Create(const AdamWOptions& options, int64_t numel,
   return AdamW(options, std::move(m), std::move(v));
 }
 
-absl::Status AdamW::Step(float lr, absl::Span<float> params, absl::Span<const float> grads) {
+absl::Status AdamW::Step(float lr, absl::Span<float> params, absl::Span<const float> grads,
+                         float grad_scale) {
   if (static_cast<int64_t>(params.size()) != numel() ||
       static_cast<int64_t>(grads.size()) != numel()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -119,7 +122,7 @@ absl::Status AdamW::Step(float lr, absl::Span<float> params, absl::Span<const fl
         " parameters and ", grads.size(), " gradients"));
   }
   ++step_;
-  AdamWUpdate(options_, lr, step_, params, grads, m_.span(), v_.span());
+  AdamWUpdate(options_, lr, step_, params, grads, m_.span(), v_.span(), grad_scale);
   return absl::OkStatus();
 }
 
@@ -135,11 +138,8 @@ absl::Status AdamW::StepBf16(float lr, absl::Span<float> params, absl::Span<cons
   }
   ++step_;
   const KernelIsa isa = BestKernelIsa();
-  const AdamWConstants k = MakeConstants(options_, lr, step_);
-  ForEachWidenedBlock(grads.data(), numel(), [&](float* g, int64_t begin, int64_t len) {
-    if (grad_scale != 1.0f) {
-      for (int64_t i = 0; i < len; ++i) g[i] *= grad_scale;
-    }
+  const AdamWConstants k = MakeConstants(options_, lr, step_, grad_scale);
+  ForEachWidenedBlock(grads.data(), numel(), [&](const float* g, int64_t begin, int64_t len) {
     float* p = params.data() + begin;
     AdamWUpdateDispatch(isa, k, p, g, m_.data() + begin, v_.data() + begin, len);
     ToBf16(params_bf16.data() + begin, p, len);

@@ -37,16 +37,19 @@ struct AdamWOptions {
 absl::Status ValidateAdamWOptions(const AdamWOptions& options);
 
 // One AdamW update of params from grads with moments m and v (all the same
-// length; checked by the caller). `step` is 1-based.
+// length; checked by the caller). `step` is 1-based. Each gradient is first
+// multiplied by `grad_scale` (the clip scale) as it is read: bit for bit
+// what scaling the gradients in place before the update gives (x 1 is exact).
 void AdamWUpdate(const AdamWOptions& options, float lr, int64_t step, absl::Span<float> params,
-                 absl::Span<const float> grads, absl::Span<float> m, absl::Span<float> v);
+                 absl::Span<const float> grads, absl::Span<float> m, absl::Span<float> v,
+                 float grad_scale = 1.0f);
 
 // The same with one ISA variant of the vectorized loop (the CPU must support
 // it). Every variant, and the plain overload (BestKernelIsa()), equals the
 // scalar loop of the formulas above bit for bit (no FMA: fsdp/nn/simd.h).
 void AdamWUpdate(KernelIsa isa, const AdamWOptions& options, float lr, int64_t step,
                  absl::Span<float> params, absl::Span<const float> grads, absl::Span<float> m,
-                 absl::Span<float> v);
+                 absl::Span<float> v, float grad_scale = 1.0f);
 
 // AdamW with its moments held in tracked buffers (kOptimizerState), sized for
 // one shard of `numel` parameters.
@@ -55,13 +58,15 @@ class AdamW {
   static absl::StatusOr<AdamW> Create(const AdamWOptions& options, int64_t numel,
                                       MemoryTracker* tracker);
 
-  // Advances the step count and updates params in place. InvalidArgument if a
-  // span's length differs from numel().
-  absl::Status Step(float lr, absl::Span<float> params, absl::Span<const float> grads);
+  // Advances the step count and updates params in place from grads times
+  // grad_scale (as AdamWUpdate). InvalidArgument if a span's length differs
+  // from numel().
+  absl::Status Step(float lr, absl::Span<float> params, absl::Span<const float> grads,
+                    float grad_scale = 1.0f);
 
   // The same step for the bf16 parameter layout, in one pass over memory:
-  // the gradients are bf16 (widened exactly, then multiplied by grad_scale
-  // unless it is 1), and each updated fp32 parameter's bf16 rounding is
+  // the gradients are bf16 (widened exactly, then multiplied by grad_scale),
+  // and each updated fp32 parameter's bf16 rounding is
   // written to params_bf16. Bit for bit what widening the whole gradient,
   // scaling it, Step() and ToBf16(params) give, without the widened copy
   // and the second read of params (block by block in L1). InvalidArgument

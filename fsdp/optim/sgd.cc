@@ -20,11 +20,12 @@ absl::Status ValidateSgdOptions(const SgdOptions& o) {
 }
 
 void SgdUpdate(const SgdOptions& o, float lr, bool first_step, absl::Span<float> params,
-               absl::Span<const float> grads, absl::Span<float> buf) {
+               absl::Span<const float> grads, absl::Span<float> buf, float grad_scale) {
   const int64_t n = static_cast<int64_t>(params.size());
   const bool use_momentum = o.momentum != 0.0f;
   for (int64_t i = 0; i < n; ++i) {
-    float g = grads[i] + o.weight_decay * params[i];
+    const float scaled = grads[i] * grad_scale;  // exact when 1
+    float g = scaled + o.weight_decay * params[i];
     if (use_momentum) {
       g = first_step ? g : o.momentum * buf[i] + g;
       buf[i] = g;
@@ -46,7 +47,8 @@ absl::StatusOr<Sgd> Sgd::Create(const SgdOptions& options, int64_t numel,
   return Sgd(options, numel, std::move(buf));
 }
 
-absl::Status Sgd::Step(float lr, absl::Span<float> params, absl::Span<const float> grads) {
+absl::Status Sgd::Step(float lr, absl::Span<float> params, absl::Span<const float> grads,
+                       float grad_scale) {
   if (static_cast<int64_t>(params.size()) != numel_ ||
       static_cast<int64_t>(grads.size()) != numel_) {
     return absl::InvalidArgumentError(absl::StrCat("Sgd was created for ", numel_,
@@ -54,7 +56,7 @@ absl::Status Sgd::Step(float lr, absl::Span<float> params, absl::Span<const floa
                                                    " parameters and ", grads.size(),
                                                    " gradients"));
   }
-  SgdUpdate(options_, lr, step_ == 0, params, grads, momentum_.span());
+  SgdUpdate(options_, lr, step_ == 0, params, grads, momentum_.span(), grad_scale);
   ++step_;
   return absl::OkStatus();
 }
@@ -70,13 +72,10 @@ absl::Status Sgd::StepBf16(float lr, absl::Span<float> params, absl::Span<const 
   }
   const bool first_step = step_ == 0;
   const bool momentum = options_.momentum != 0.0f;
-  ForEachWidenedBlock(grads.data(), numel_, [&](float* g, int64_t begin, int64_t len) {
-    if (grad_scale != 1.0f) {
-      for (int64_t i = 0; i < len; ++i) g[i] *= grad_scale;
-    }
+  ForEachWidenedBlock(grads.data(), numel_, [&](const float* g, int64_t begin, int64_t len) {
     const absl::Span<float> p = params.subspan(begin, len);
     SgdUpdate(options_, lr, first_step, p, absl::Span<const float>(g, len),
-              momentum ? momentum_.span().subspan(begin, len) : absl::Span<float>());
+              momentum ? momentum_.span().subspan(begin, len) : absl::Span<float>(), grad_scale);
     ToBf16(params_bf16.data() + begin, p.data(), len);
   });
   ++step_;

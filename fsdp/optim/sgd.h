@@ -26,15 +26,19 @@ struct SgdOptions {
 absl::Status ValidateSgdOptions(const SgdOptions& options);
 
 // One update; `momentum_buffer` is empty when options.momentum == 0.
-// `first_step` selects buf = g' instead of the momentum recurrence.
+// `first_step` selects buf = g' instead of the momentum recurrence. Each
+// gradient is multiplied by `grad_scale` (the clip scale) as it is read, as
+// scaling the gradients in place first would.
 void SgdUpdate(const SgdOptions& options, float lr, bool first_step, absl::Span<float> params,
-               absl::Span<const float> grads, absl::Span<float> momentum_buffer);
+               absl::Span<const float> grads, absl::Span<float> momentum_buffer,
+               float grad_scale = 1.0f);
 
 class Sgd {
  public:
   static absl::StatusOr<Sgd> Create(const SgdOptions& options, int64_t numel,
                                     MemoryTracker* tracker);
-  absl::Status Step(float lr, absl::Span<float> params, absl::Span<const float> grads);
+  absl::Status Step(float lr, absl::Span<float> params, absl::Span<const float> grads,
+                    float grad_scale = 1.0f);
   // The bf16 layout's step in one pass, as AdamW::StepBf16 (fsdp/optim/adamw.h).
   absl::Status StepBf16(float lr, absl::Span<float> params, absl::Span<const uint16_t> grads,
                         float grad_scale, absl::Span<uint16_t> params_bf16);

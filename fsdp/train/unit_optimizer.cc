@@ -19,10 +19,7 @@ absl::Status UnitOptimizer::StepUnitBf16(int unit, absl::Span<float> params,
   }
   std::vector<float> widened(grads.size());
   FromBf16(widened.data(), grads.data(), static_cast<int64_t>(grads.size()));
-  if (grad_scale != 1.0f) {
-    for (float& g : widened) g *= grad_scale;
-  }
-  FSDP_RETURN_IF_ERROR(StepUnit(unit, params, widened, lr, step));
+  FSDP_RETURN_IF_ERROR(StepUnit(unit, params, widened, grad_scale, lr, step));
   ToBf16(params_bf16.data(), params.data(), static_cast<int64_t>(params.size()));
   return absl::OkStatus();
 }

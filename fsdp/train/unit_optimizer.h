@@ -32,19 +32,21 @@ class UnitOptimizer {
   virtual absl::Status AddUnit(int unit, int64_t numel, MemoryTracker& tracker) = 0;
 
   // Updates `params` in place from `grads` (both the unit's `numel` elements)
-  // with learning rate `lr`; `step` is the 1-based optimizer step (AdamW's
-  // bias correction).
+  // times `grad_scale` (the clip scale, 1 for none), with learning rate `lr`;
+  // `step` is the 1-based optimizer step (AdamW's bias correction). The
+  // scale multiplies each gradient as it is read, bit for bit what scaling
+  // the gradients in place first gives, without that pass over them.
   virtual absl::Status StepUnit(int unit, absl::Span<float> params,
-                                absl::Span<const float> grads, float lr, int step) = 0;
+                                absl::Span<const float> grads, float grad_scale, float lr,
+                                int step) = 0;
 
   // The same step for the bf16 parameter layout with 2-byte gradients:
-  // `grads` are bf16 (widened exactly, then times `grad_scale` unless it is
-  // 1), and the updated params' bf16 roundings go to `params_bf16` (all
-  // three of the unit's numel elements). The result must equal, bit for bit,
-  // StepUnit on the widened and scaled gradients followed by
-  // ToBf16(params_bf16, params). This default does exactly that through a
-  // temporary copy; AdamW and SGD override it to do it in one pass, block by
-  // block in L1 (fsdp/optim/adamw.h).
+  // `grads` are bf16 (widened exactly), and the updated params' bf16
+  // roundings go to `params_bf16` (all three of the unit's numel elements).
+  // The result must equal, bit for bit, StepUnit on the widened gradients
+  // followed by ToBf16(params_bf16, params). This default does exactly that
+  // through a temporary copy; AdamW and SGD override it to do it in one
+  // pass, block by block in L1 (fsdp/optim/adamw.h).
   virtual absl::Status StepUnitBf16(int unit, absl::Span<float> params,
                                     absl::Span<const uint16_t> grads, float grad_scale,
                                     absl::Span<uint16_t> params_bf16, float lr, int step);

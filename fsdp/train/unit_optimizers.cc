@@ -55,9 +55,9 @@ class PerUnit : public UnitOptimizer {
   }
 
   absl::Status StepUnit(int unit, absl::Span<float> params, absl::Span<const float> grads,
-                        float lr, int step) override {
+                        float grad_scale, float lr, int step) override {
     FSDP_ASSIGN_OR_RETURN(Opt * opt, UnitForStep(unit, step));
-    return opt->Step(lr, params, grads);
+    return opt->Step(lr, params, grads, grad_scale);
   }
 
   absl::Status StepUnitBf16(int unit, absl::Span<float> params, absl::Span<const uint16_t> grads,

@@ -492,13 +492,8 @@ absl::Status ShardedUnit::ScaleReducedGrads(float scale) {
   if (grad_state_ != GradState::kReduced) {
     return Fail("ScaleReducedGrads", "gradient state kReduced", GradStateName(grad_state_));
   }
-  if (runtime_.bf16_grads) {  // applied as the optimizer widens them
-    pending_grad_scale_ = scale;
-    return absl::OkStatus();
-  }
-  absl::Span<float> grads =
-      runtime_.strategy == Strategy::kNoShard ? grads_.span() : grad_shard_.span();
-  for (float& v : grads) v *= scale;
+  // Applied by the optimizer as it reads each gradient: no pass of its own.
+  pending_grad_scale_ = scale;
   return absl::OkStatus();
 }
 
@@ -513,7 +508,8 @@ absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index
     }
     if (!runtime_.bf16_params) {
       return optimizer.StepUnit(unit_index, params_.span().subspan(0, plan_.flat_numel()),
-                                grads_.span().subspan(0, plan_.flat_numel()), lr, step);
+                                grads_.span().subspan(0, plan_.flat_numel()),
+                                pending_grad_scale_, lr, step);
     }
     const absl::Span<float> master = master_.span().subspan(0, plan_.flat_numel());
     if (runtime_.bf16_grads) {
@@ -523,8 +519,8 @@ absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index
           pending_grad_scale_, Bf16OfMaster().subspan(0, plan_.flat_numel()), lr, step);
     }
     FSDP_RETURN_IF_ERROR(optimizer.StepUnit(unit_index, master,
-                                            grads_.span().subspan(0, plan_.flat_numel()), lr,
-                                            step));
+                                            grads_.span().subspan(0, plan_.flat_numel()),
+                                            pending_grad_scale_, lr, step));
     RefreshBf16Params();
     return absl::OkStatus();
   }
@@ -540,8 +536,8 @@ absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index
                                                 ReducedShardBf16(), pending_grad_scale_,
                                                 Bf16OfMaster(), lr, step));
   } else {
-    FSDP_RETURN_IF_ERROR(
-        optimizer.StepUnit(unit_index, MutableParamShard(), grad_shard_.span(), lr, step));
+    FSDP_RETURN_IF_ERROR(optimizer.StepUnit(unit_index, MutableParamShard(), grad_shard_.span(),
+                                            pending_grad_scale_, lr, step));
     if (runtime_.bf16_params) RefreshBf16Params();
   }
   // shard_optimizer / shard_grad_op: the unsharded copy is stale outside this

@@ -212,7 +212,9 @@ class ShardedUnit {
   // its slice of the full gradients, so every element is counted once
   // across ranks), as stored. Needs kReduced.
   absl::StatusOr<OwnedGrads> OwnedReducedGrads();
-  // Multiplies the gradients the optimizer will read by `scale` (clipping).
+  // Multiplies the gradients the optimizer will read by `scale` (clipping):
+  // the optimizer applies it as it reads them (UnitOptimizer::StepUnit's
+  // grad_scale), so the gradients themselves stay as reduced.
   absl::Status ScaleReducedGrads(float scale);
   // One optimizer step: no_shard, on the full parameters; otherwise on this
   // rank's shard (params then kSharded until the next Unshard for
@@ -306,7 +308,7 @@ class ShardedUnit {
   // (padded_numel, kGradients; lifetime as grads_), the gradient shard's
   // home when gradients are sharded (shard_numel, kGradients; otherwise the
   // reduced shard is this rank's slot of grads16_), the shared fp32
-  // workspace, and the clip scale the optimizer applies as it widens them.
+  // workspace. Every layout: the clip scale the optimizer applies.
   TrackedBuffer<uint16_t> grads16_;
   TrackedBuffer<uint16_t> grad_shard16_;
   absl::Span<float> grad_workspace_;

@@ -123,9 +123,10 @@ absl::Status PlainSgd::AddUnit(int unit, int64_t numel, fsdp::MemoryTracker&) {
 }
 
 absl::Status PlainSgd::StepUnit(int unit, absl::Span<float> params,
-                                absl::Span<const float> grads, float lr, int) {
+                                absl::Span<const float> grads, float grad_scale, float lr, int) {
   last_grads_[unit].assign(grads.begin(), grads.end());
-  for (size_t i = 0; i < params.size(); ++i) params[i] -= lr * grads[i];
+  for (float& g : last_grads_[unit]) g *= grad_scale;  // what the step uses
+  for (size_t i = 0; i < params.size(); ++i) params[i] -= lr * last_grads_[unit][i];
   return absl::OkStatus();
 }
 

@@ -62,13 +62,14 @@ class OneWeightModel : public fsdp::Model {
   float last_local_grad_ = 0.0f;
 };
 
-// params -= lr * grads, element by element. Records every gradient it was
-// given, so tests can see what reached the optimizer.
+// params -= lr * grad_scale * grads, element by element. Records every
+// gradient it used (times the clip scale), so tests can see what reached the
+// optimizer.
 class PlainSgd : public fsdp::UnitOptimizer {
  public:
   absl::Status AddUnit(int unit, int64_t numel, fsdp::MemoryTracker& tracker) override;
   absl::Status StepUnit(int unit, absl::Span<float> params, absl::Span<const float> grads,
-                        float lr, int step) override;
+                        float grad_scale, float lr, int step) override;
   // Stateless: nothing to checkpoint.
   std::string kind() const override { return "plain_sgd"; }
   std::vector<std::string> StateNames() const override { return {}; }
