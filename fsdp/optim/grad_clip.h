@@ -33,7 +33,8 @@
 //     SquareUnits u = 0;  for (shard : mine) u += SumOfSquareUnits(shard, e);
 //     sq = SquareSumFromUnits(sum of every rank's u, e);  // exchanged
 //   }
-//   ScaleInPlace(my_shard, ClipScale(sq, max_norm));
+//   ScaleInPlace(my_shard, ClipScale(sq, max_norm));  // or as the optimizer's
+//                                                     // grad_scale (the trainer)
 #ifndef FSDP_OPTIM_GRAD_CLIP_H_
 #define FSDP_OPTIM_GRAD_CLIP_H_
 
