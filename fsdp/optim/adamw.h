@@ -66,11 +66,11 @@ class AdamW {
 
   // The same step for the bf16 parameter layout, in one pass over memory:
   // the gradients are bf16 (widened exactly, then multiplied by grad_scale),
-  // and each updated fp32 parameter's bf16 rounding is
-  // written to params_bf16. Bit for bit what widening the whole gradient,
-  // scaling it, Step() and ToBf16(params) give, without the widened copy
-  // and the second read of params (block by block in L1). InvalidArgument
-  // if a span's length differs from numel().
+  // and each updated fp32 parameter's bf16 rounding is written to
+  // params_bf16. Bit for bit what widening the whole gradient, Step() and
+  // ToBf16(params) give, without the widened copy and the second read of
+  // params (block by block in L1). InvalidArgument if a span's length
+  // differs from numel().
   absl::Status StepBf16(float lr, absl::Span<float> params, absl::Span<const uint16_t> grads,
                         float grad_scale, absl::Span<uint16_t> params_bf16);
 

@@ -167,22 +167,39 @@ RunResult Train(const Config& c) {
   return results[0];
 }
 
-void ExpectWithin(const RunResult& got, const RunResult& want, double relative,
-                  const std::string& what) {
-  ASSERT_EQ(got.losses.size(), want.losses.size()) << what;
-  for (size_t s = 0; s < want.losses.size(); ++s) {
-    EXPECT_NEAR(got.losses[s], want.losses[s], relative * std::fabs(want.losses[s]))
-        << what << " step " << s;
+// Success if every loss and parameter of `got` is within `relative` of
+// `want`'s (plus 1e-7 absolute for parameters); else the first mismatch.
+::testing::AssertionResult Within(const RunResult& got, const RunResult& want, double relative) {
+  if (got.losses.size() != want.losses.size()) {
+    return ::testing::AssertionFailure()
+           << got.losses.size() << " losses against " << want.losses.size();
   }
-  ASSERT_EQ(got.params.size(), want.params.size()) << what;
-  for (size_t u = 0; u < want.params.size(); ++u) {
-    ASSERT_EQ(got.params[u].size(), want.params[u].size()) << what;
-    for (size_t i = 0; i < want.params[u].size(); ++i) {
-      EXPECT_NEAR(got.params[u][i], want.params[u][i],
-                  relative * std::fabs(want.params[u][i]) + 1e-7)
-          << what << " unit " << u << " element " << i;
+  for (size_t s = 0; s < want.losses.size(); ++s) {
+    if (!(std::fabs(double{got.losses[s]} - want.losses[s]) <=
+          relative * std::fabs(want.losses[s]))) {
+      return ::testing::AssertionFailure()
+             << "step " << s << " loss " << got.losses[s] << " against " << want.losses[s];
     }
   }
+  if (got.params.size() != want.params.size()) {
+    return ::testing::AssertionFailure()
+           << got.params.size() << " units against " << want.params.size();
+  }
+  for (size_t u = 0; u < want.params.size(); ++u) {
+    if (got.params[u].size() != want.params[u].size()) {
+      return ::testing::AssertionFailure() << "unit " << u << " has " << got.params[u].size()
+                                           << " elements against " << want.params[u].size();
+    }
+    for (size_t i = 0; i < want.params[u].size(); ++i) {
+      const double bound = relative * std::fabs(want.params[u][i]) + 1e-7;
+      if (!(std::fabs(double{got.params[u][i]} - want.params[u][i]) <= bound)) {
+        return ::testing::AssertionFailure() << "unit " << u << " element " << i << ": "
+                                             << got.params[u][i] << " against "
+                                             << want.params[u][i];
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
 // ---------------------------------------------------------------------------
@@ -208,7 +225,7 @@ TEST_P(ShardedParityTest, EveryStrategyMatchesNoShardBitForBit) {
   single.grad_clip = p.grad_clip;
   const RunResult reference = Train(single);
   EXPECT_LT(reference.losses.back(), reference.losses.front());  // it learns
-  ExpectWithin(no_shard, reference, 1e-5, Describe(base));
+  EXPECT_TRUE(Within(no_shard, reference, 1e-5)) << Describe(base);
   for (Strategy strategy :
        {Strategy::kShardOptimizer, Strategy::kShardGradOp, Strategy::kFullShard}) {
     Config c = base;
@@ -216,7 +233,7 @@ TEST_P(ShardedParityTest, EveryStrategyMatchesNoShardBitForBit) {
     const RunResult sharded = Train(c);
     EXPECT_EQ(sharded.params, no_shard.params) << Describe(c);
     EXPECT_EQ(sharded.losses, no_shard.losses) << Describe(c);
-    ExpectWithin(sharded, reference, 1e-5, Describe(c));
+    EXPECT_TRUE(Within(sharded, reference, 1e-5)) << Describe(c);
   }
 }
 
@@ -252,7 +269,7 @@ TEST(ShardedParityTest, MergedUnitsMatchNoShardWithTheSameMerging) {
   const RunResult merged_no_shard = Train(base);
   Config unmerged = base;
   unmerged.min_unit_numel = 0;
-  ExpectWithin(merged_no_shard, Train(unmerged), 1e-6, "merged vs unmerged no_shard");
+  EXPECT_TRUE(Within(merged_no_shard, Train(unmerged), 1e-6)) << "merged vs unmerged no_shard";
   for (Strategy strategy :
        {Strategy::kShardOptimizer, Strategy::kShardGradOp, Strategy::kFullShard}) {
     Config c = base;
@@ -277,7 +294,7 @@ TEST(ShardedParityTest, SingleTinyParameterUnit) {
     Config hybrid = base;
     hybrid.strategy = Strategy::kHybridShard;
     hybrid.group_size = 1;
-    ExpectWithin(Train(hybrid), no_shard, 1e-6, Describe(hybrid));
+    EXPECT_TRUE(Within(Train(hybrid), no_shard, 1e-6)) << Describe(hybrid);
   }
 }
 
@@ -315,10 +332,10 @@ TEST(ShardedParityTest, HybridShardWithinOneMillionth) {
     c.strategy = Strategy::kHybridShard;
     c.group_size = group;
     const RunResult hybrid = Train(c);
-    ExpectWithin(hybrid, no_shard, 1e-6, Describe(c));
+    EXPECT_TRUE(Within(hybrid, no_shard, 1e-6)) << Describe(c);
     Config single;
     single.grad_clip = 0.05f;
-    ExpectWithin(hybrid, Train(single), 1e-5, Describe(c) + " vs one process");
+    EXPECT_TRUE(Within(hybrid, Train(single), 1e-5)) << Describe(c) + " vs one process";
   }
 }
 
