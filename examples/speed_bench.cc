@@ -14,6 +14,11 @@
 //    per-head products excluded), each timed best-of-N on one thread with
 //    the backend the jobs will use. Floor = the sum of those times; its rate is
 //    the step's Linear FLOPs over that sum, the peak the step can reach.
+//    Measured twice: in this process with the other cores idle, and in a
+//    launched job of --nproc ranks that time each product at the same moment
+//    (the "busy" floor: the ranks of a job share caches and memory bandwidth,
+//    and on a VM the host's cores, so one core alone is faster than each of
+//    them together).
 // 3. Runs one job per (precision, strategy) at --nproc ranks x 1 thread
 //    (the binary re-launches itself through comm/launcher, as train_bench
 //    does) and reads rank 0's final metrics: tokens/s over the steps after
@@ -31,6 +36,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,6 +76,7 @@ ABSL_FLAG(int, seq_len, 256, "sequence length");
 ABSL_FLAG(int, micro_batch, 4, "sequences per rank per step");
 ABSL_FLAG(bool, floor_detail, false, "print each GEMM of the floor with its rate");
 ABSL_FLAG(std::string, bench_rank_config, "", "internal: set on launched ranks");
+ABSL_FLAG(std::string, bench_floor_config, "", "internal: set on the busy floor's ranks");
 
 namespace {
 
@@ -155,10 +162,15 @@ std::vector<Gemm> StepGemms(const fsdp::TrainOptions& o) {
 struct Floor {
   double seconds = 0;  // per step, one rank
   double flops = 0;
+  std::string error;  // set when the busy floor's ranks could not agree to start
   double gflops() const { return seconds > 0 ? flops / seconds / 1e9 : 0; }
 };
 
-Floor MeasureFloor(const fsdp::TrainOptions& o, fsdp::NumType type) {
+// Times each of the step's products best-of-5 after a warm-up. `before_each`
+// runs before each product's warm-up: the busy floor's barrier, so that every
+// rank times the same product at the same time.
+Floor MeasureFloor(const fsdp::TrainOptions& o, fsdp::NumType type,
+                   const std::function<absl::Status()>& before_each = nullptr) {
   Floor floor;
   for (const Gemm& g : StepGemms(o)) {
     const size_t a_elems = g.m * g.k, b_elems = g.k * g.n;
@@ -175,6 +187,12 @@ Floor MeasureFloor(const fsdp::TrainOptions& o, fsdp::NumType type) {
     x.c = c.data();
     x.ldc = g.n;
     x.accumulate = g.accumulate;
+    if (before_each) {
+      if (absl::Status s = before_each(); !s.ok()) {
+        floor.error = std::string(s.message());
+        return floor;
+      }
+    }
     fsdp::Matmul(x);  // warm-up: primitive creation, first touch
     double best = 1e30;
     for (int r = 0; r < 5; ++r) {
@@ -218,6 +236,65 @@ absl::Status RunRank(const std::string& config) {
   std::ofstream out(absl::StrCat(parts[3], world->rank()));
   out << rss << " " << summary.peak_bytes << "\n";
   return out ? absl::OkStatus() : absl::InternalError("cannot write the RSS file");
+}
+
+// A launched rank of the busy floor: "<precision>,<backend>,<result path prefix>".
+// Every rank times the step's products at the same time as the others (a
+// barrier before each product), so the floor is what the cores reach together,
+// sharing caches and memory bandwidth as the training ranks do.
+absl::Status RunFloorRank(const std::string& config) {
+  std::vector<std::string> parts = absl::StrSplit(config, ',');
+  if (parts.size() != 3) return absl::InvalidArgumentError("bad --bench_floor_config");
+  FSDP_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> world,
+                        comm::Communicator::CreateFromEnvironment());
+  FSDP_RETURN_IF_ERROR(fsdp::SetComputeThreads(1));
+  FSDP_ASSIGN_OR_RETURN(fsdp::MatmulBackend backend, fsdp::ParseMatmulBackend(parts[1]));
+  fsdp::SetMatmulBackend(backend);
+  const fsdp::NumType type =
+      parts[0].rfind("bf16", 0) == 0 ? fsdp::NumType::kBF16 : fsdp::NumType::kF32;
+  const Floor floor = MeasureFloor(ModelOptions(), type, [&]() -> absl::Status {
+    FSDP_ASSIGN_OR_RETURN(comm::WorkHandle barrier, world->Barrier());
+    return barrier->Wait(absl::Seconds(120));
+  });
+  if (!floor.error.empty()) return absl::InternalError(floor.error);
+  std::ofstream out(absl::StrCat(parts[2], world->rank()));
+  out << floor.seconds << " " << floor.flops << "\n";
+  return out ? absl::OkStatus() : absl::InternalError("cannot write the floor file");
+}
+
+// The floor with every rank's core computing at once: the mean over ranks of
+// each rank's floor. Seconds 0 when the job failed (said on stderr).
+Floor MeasureBusyFloor(const std::string& precision, fsdp::MatmulBackend backend, char* argv0) {
+  const std::string prefix = ScratchPath(precision + ".floor");
+  comm::LaunchOptions launch;
+  launch.nproc = absl::GetFlag(FLAGS_nproc);
+  absl::StatusOr<std::string> self = comm::SelfExecutablePath();
+  launch.argv = {self.ok() ? *self : std::string(argv0)};
+  for (const char* flag : {"layers", "d_model", "heads", "vocab", "seq_len", "micro_batch"}) {
+    const absl::CommandLineFlag* f = absl::FindCommandLineFlag(flag);
+    launch.argv.push_back(absl::StrCat("--", flag, "=", f->CurrentValue()));
+  }
+  launch.argv.push_back(absl::StrCat("--bench_floor_config=", precision, ",",
+                                     fsdp::MatmulBackendName(backend), ",", prefix));
+  absl::StatusOr<int> result = comm::LaunchLocalRanks(launch);
+  Floor mean;
+  bool complete = result.ok() && *result == 0;
+  for (int rank = 0; rank < launch.nproc; ++rank) {
+    const std::string path = absl::StrCat(prefix, rank);
+    std::ifstream in(path);
+    double seconds = 0, flops = 0;
+    if (!(in >> seconds >> flops)) complete = false;
+    std::remove(path.c_str());
+    mean.seconds += seconds / launch.nproc;
+    mean.flops = flops;
+  }
+  if (!complete) {
+    std::fprintf(stderr, "speed_bench: the %s busy floor job failed: %s\n", precision.c_str(),
+                 result.ok() ? "a rank wrote no result"
+                             : std::string(result.status().message()).c_str());
+    return Floor{};
+  }
+  return mean;
 }
 
 struct JobResult {
@@ -274,6 +351,10 @@ int main(int argc, char** argv) {
   const std::string rank_config = absl::GetFlag(FLAGS_bench_rank_config);
   if (!rank_config.empty()) {
     return training_job::RunAsLaunchedRank("speed_bench", RunRank, rank_config);
+  }
+  const std::string floor_config = absl::GetFlag(FLAGS_bench_floor_config);
+  if (!floor_config.empty()) {
+    return training_job::RunAsLaunchedRank("speed_bench", RunFloorRank, floor_config);
   }
   const int nproc = absl::GetFlag(FLAGS_nproc);
   if (nproc < 1 || absl::GetFlag(FLAGS_steps) < 2) {
@@ -336,18 +417,29 @@ int main(int argc, char** argv) {
               model.steps - 1);
   const double tokens_per_rank_step = double(model.micro_batch) * model.seq_len;
 
-  std::printf("\n%-13s %-11s %9s %9s %8s %9s %9s %9s %9s %11s %12s\n", "prec", "strategy",
-              "tok/s", "step ms", "matmul", "GFLOP/s", "of peak", "of floor", "vs no_sh",
-              "tracked/GiB", "RSS/GiB");
+  std::printf("\n%-13s %-11s %9s %9s %8s %9s %9s %9s %9s %9s %11s %12s\n", "prec",
+              "strategy", "tok/s", "step ms", "matmul", "GFLOP/s", "of peak", "of floor",
+              "of busy", "vs no_sh", "tracked/GiB", "RSS/GiB");
   bool ok = true;
   for (const std::string& precision : precisions) {
-    const Floor floor = MeasureFloor(
-        model, precision.rfind("bf16", 0) == 0 ? fsdp::NumType::kBF16 : fsdp::NumType::kF32);
+    const fsdp::NumType type =
+        precision.rfind("bf16", 0) == 0 ? fsdp::NumType::kBF16 : fsdp::NumType::kF32;
+    const Floor floor = MeasureFloor(model, type);
     const double floor_tokens_per_s = nproc * tokens_per_rank_step / floor.seconds;
-    std::printf("# %s GEMM floor: %.0f ms per step per rank (%.1f GFLOP of Linear products at "
-                "%.0f GFLOP/s) = %.0f tok/s at %d ranks\n",
+    std::printf("# %s GEMM floor, one core alone: %.0f ms per step per rank (%.1f GFLOP of "
+                "Linear products at %.0f GFLOP/s) = %.0f tok/s at %d ranks\n",
                 precision.c_str(), 1e3 * floor.seconds, floor.flops / 1e9, floor.gflops(),
                 floor_tokens_per_s, nproc);
+    const Floor busy = nproc > 1 ? MeasureBusyFloor(precision, backend, argv[0]) : floor;
+    const double busy_tokens_per_s =
+        busy.seconds > 0 ? nproc * tokens_per_rank_step / busy.seconds : 0;
+    if (busy.seconds <= 0) ok = false;
+    if (nproc > 1 && busy.seconds > 0) {
+      std::printf("# %s GEMM floor, %d ranks computing at once: %.0f ms per step per rank (%.0f "
+                  "GFLOP/s) = %.0f tok/s\n",
+                  precision.c_str(), nproc, 1e3 * busy.seconds, busy.gflops(),
+                  busy_tokens_per_s);
+    }
     double no_shard_ms = 0;
     for (const std::string& strategy : strategies) {
       JobResult r;
@@ -357,17 +449,21 @@ int main(int argc, char** argv) {
       }
       const double step_ms = 1e3 * nproc * tokens_per_rank_step / r.tokens_per_s;
       if (strategy == "no_shard") no_shard_ms = step_ms;
-      std::printf("%-13s %-11s %9.0f %9.0f %7.1f%% %9.0f %8.0f%% %8.0f%% %8.2fx %11s %5s-%s\n",
+      std::printf("%-13s %-11s %9.0f %9.0f %7.1f%% %9.0f %8.0f%% %8.0f%% %8.0f%% %8.2fx %11s "
+                  "%5s-%s\n",
                   precision.c_str(), strategy.c_str(), r.tokens_per_s, step_ms,
                   100 * r.matmul_share, r.matmul_gflops, 100 * r.matmul_gflops / floor.gflops(),
                   100 * r.tokens_per_s / floor_tokens_per_s,
+                  busy_tokens_per_s > 0 ? 100 * r.tokens_per_s / busy_tokens_per_s : 0.0,
                   no_shard_ms > 0 ? step_ms / no_shard_ms : 0.0, GiB(r.tracked_peak).c_str(),
                   GiB(r.rss_min).c_str(), GiB(r.rss_max).c_str());
       std::fflush(stdout);
     }
   }
   std::printf("\n# matmul: share of rank 0's step time in matrix products (Linear and "
-              "attention); GFLOP/s: their rate; of peak: that rate over the floor's rate; of "
-              "floor: tok/s over the floor's tok/s\n");
+              "attention); GFLOP/s: their rate; of peak: that rate over the floor's rate (one "
+              "core alone); of floor: tok/s over the floor's tok/s; of busy: over the tok/s of "
+              "the floor measured with every rank computing at once (the mean over ranks; "
+              "0 if that job failed)\n");
   return ok ? 0 : 1;
 }
