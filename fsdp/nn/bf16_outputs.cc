@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "fsdp/nn/bf16_convert.h"
+#include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/gelu.h"
 #include "fsdp/nn/layer_norm.h"
 
@@ -12,6 +13,11 @@ namespace fsdp {
 namespace {
 // 16 KiB of fp32: half of the smallest L1 data cache of the machines here.
 constexpr int64_t kBlockFloats = 4096;
+
+// Whole rows per block (a LayerNorm row is one computation), at least one.
+int RowsPerBlock(int channels) {
+  return static_cast<int>(std::max<int64_t>(1, kBlockFloats / std::max(channels, 1)));
+}
 }  // namespace
 
 void LayerNormForwardToBf16(uint16_t* out16, float* mean, float* rstd, const float* inp,
@@ -52,6 +58,40 @@ void GeluBackwardWithBf16(float* dinp, uint16_t* dinp16, const float* inp, const
     const int64_t m = std::min(kBlockFloats, n - i);
     GeluBackwardOverwrite(dinp + i, inp + i, dout + i, m);
     ToBf16(dinp16 + i, dinp + i, m);
+  }
+}
+
+void LayerNormBackwardWithBf16(float* dinp, uint16_t* dinp16, float* dweight, float* dbias,
+                               const float* dout, const float* inp, const float* weight,
+                               const float* mean, const float* rstd, int n, int channels) {
+  // The weight and bias gradients are added row by row, so blocks of rows add
+  // them in the order one call over all rows does.
+  const int rows_per_block = RowsPerBlock(channels);
+  for (int r = 0; r < n; r += rows_per_block) {
+    const int rows = std::min(rows_per_block, n - r);
+    const int64_t offset = int64_t{r} * channels;
+    LayerNormBackward(dinp + offset, dweight, dbias, dout + offset, inp + offset, weight,
+                      mean + r, rstd + r, rows, channels);
+    ToBf16(dinp16 + offset, dinp + offset, int64_t{rows} * channels);
+  }
+}
+
+void CrossEntropyBackwardToBf16(float* probs_to_dlogits, const int32_t* targets, int n,
+                                int vocab, float loss_scale) {
+  // CrossEntropyBackward scales every row by loss_scale / n; one row at a
+  // time with n = 1 and that factor multiplies by the same float.
+  const float factor = loss_scale / static_cast<float>(n);
+  uint16_t* dlogits16 = reinterpret_cast<uint16_t*>(probs_to_dlogits);
+  for (int r = 0; r < n; ++r) {
+    float* row = probs_to_dlogits + int64_t{r} * vocab;
+    CrossEntropyBackward(row, targets + r, 1, vocab, factor);
+    if (r == 0) {
+      ToBf16InPlace(row, vocab);  // its bf16 half starts where the row does
+    } else {
+      // Row r's bf16 (bytes 2rV .. 2(r+1)V) lies within rows 0 .. r-1, all
+      // consumed: 2(r+1)V <= 4rV for r >= 1.
+      ToBf16(dlogits16 + int64_t{r} * vocab, row, vocab);
+    }
   }
 }
 

@@ -1,12 +1,11 @@
 // File: fsdp/nn/bf16_outputs.h
 //
-// Element-wise layers whose result, under bf16 compute, feeds only a bf16
-// matrix product: each computes a block of ~16 KiB in fp32 and rounds it to
-// bf16 while the block is still in L1, instead of writing the whole fp32
-// result to memory and reading it back for ToBf16 (a full pass over 2-8 MiB
-// per layer). The fp32 values are those of the unfused layer and the rounding
-// is ToBf16's, so the bits equal LayerNormForward / GeluForward / GeluBackward
-// followed by ToBf16.
+// Element-wise layers whose result, under bf16 compute, feeds a bf16 matrix
+// product: each computes a block of ~16 KiB in fp32 and rounds it to bf16
+// while the block is still in L1, instead of writing the whole fp32 result to
+// memory and reading it back for ToBf16 (a full pass over 2-32 MiB per
+// layer). The fp32 values are those of the unfused layer and the rounding is
+// ToBf16's, so the bits equal the unfused layer followed by ToBf16.
 #ifndef FSDP_NN_BF16_OUTPUTS_H_
 #define FSDP_NN_BF16_OUTPUTS_H_
 
@@ -25,6 +24,20 @@ void GeluForwardToBf16(uint16_t* out16, const float* inp, int64_t n);
 // fp32 copy feeds the bias gradient, the bf16 one the product.
 void GeluBackwardWithBf16(float* dinp, uint16_t* dinp16, const float* inp, const float* dout,
                           int64_t n);
+
+// dinp += LayerNorm's input gradient (dweight and dbias added as
+// LayerNormBackward adds them) and dinp16 = bf16(dinp), the sum rounded: the
+// fp32 sum goes on as the residual gradient, the bf16 copy feeds the product
+// that consumes it.
+void LayerNormBackwardWithBf16(float* dinp, uint16_t* dinp16, float* dweight, float* dbias,
+                               const float* dout, const float* inp, const float* weight,
+                               const float* mean, const float* rstd, int n, int channels);
+
+// CrossEntropyBackward, then its gradient rounded to bf16 IN PLACE, row by
+// row: afterwards the buffer's first n * vocab * 2 bytes hold the bf16
+// dlogits (the head's product reads nothing else).
+void CrossEntropyBackwardToBf16(float* probs_to_dlogits, const int32_t* targets, int n,
+                                int vocab, float loss_scale);
 
 }  // namespace fsdp
 

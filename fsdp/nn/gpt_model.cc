@@ -231,6 +231,7 @@ absl::Status GptModel::Forward(int unit, const ParamsIn& params, const Batch& ba
   }
   const int last = num_units() - 1;
   if (unit == 0) {
+    dout_bf16_is_d_residual_ = false;  // a new step: nothing rounded yet
     FSDP_RETURN_IF_ERROR(EmbeddingForward(params, batch));
   } else if (unit == last) {
     FSDP_RETURN_IF_ERROR(HeadForward(params, batch));
@@ -540,7 +541,8 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
   float* dres = d_residual_.data();  // enters as d(out)
   uint16_t* dout16 = dout_bf16_.data();
 
-  ToBf16(dout16, dres, nc);
+  if (!dout_bf16_is_d_residual_) ToBf16(dout16, dres, nc);
+  dout_bf16_is_d_residual_ = false;
   LinearBackwardBf16(d_wide1_.data(), g[kMlpProjWeight].data(), g[kMlpProjBias].data(), dres,
                      dout16, a.gelu_bf16.data(), w(kMlpProjWeight), n, 4 * C, C,
                      GradWrite::kOverwrite, write);
@@ -548,11 +550,10 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
   LinearBackwardBf16(d_narrow_.data(), g[kFcWeight].data(), g[kFcBias].data(), d_wide2_.data(),
                      dout16, a.ln2_bf16.data(), w(kFcWeight), n, C, 4 * C,
                      GradWrite::kOverwrite, write);
-  LayerNormBackward(dres, g[kLn2Weight].data(), g[kLn2Bias].data(), d_narrow_.data(),
-                    a.res2.data(), p.F(kLn2Weight), a.ln2_mean.data(), a.ln2_rstd.data(), n,
-                    C);
-  // dres now holds d(res2).
-  ToBf16(dout16, dres, nc);
+  // dres becomes d(res2), dout16 its rounding.
+  LayerNormBackwardWithBf16(dres, dout16, g[kLn2Weight].data(), g[kLn2Bias].data(),
+                            d_narrow_.data(), a.res2.data(), p.F(kLn2Weight), a.ln2_mean.data(),
+                            a.ln2_rstd.data(), n, C);
   LinearBackwardBf16(d_narrow_.data(), g[kAttnProjWeight].data(), g[kAttnProjBias].data(), dres,
                      dout16, a.att_bf16.data(), w(kAttnProjWeight), n, C, C,
                      GradWrite::kOverwrite, write);
@@ -566,13 +567,20 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
     AttentionBackwardBf16(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), dout16,
                           a.qkv_bf16.data(), a.att_probs.data(), batch_, seq_, C, config_.heads);
   }
-  ToBf16(dout16, d_wide1_.data(), 3 * nc);
-  LinearBackwardBf16(d_narrow_.data(), g[kQkvWeight].data(), g[kQkvBias].data(), d_wide1_.data(),
-                     dout16, a.ln1_bf16.data(), w(kQkvWeight), n, C, 3 * C,
-                     GradWrite::kOverwrite, write);
-  LayerNormBackward(dres, g[kLn1Weight].data(), g[kLn1Bias].data(), d_narrow_.data(),
-                    UnitInput(unit), p.F(kLn1Weight), a.ln1_mean.data(), a.ln1_rstd.data(),
-                    n, C);
+  BiasGradientWithBf16(g[kQkvBias].data(), dout16, d_wide1_.data(), n, 3 * C, write);
+  LinearBackwardBf16(d_narrow_.data(), g[kQkvWeight].data(), /*dbias=*/nullptr, nullptr, dout16,
+                     a.ln1_bf16.data(), w(kQkvWeight), n, C, 3 * C, GradWrite::kOverwrite,
+                     write);
+  if (layer > 0) {  // the block below starts with a product of d(x) in bf16
+    LayerNormBackwardWithBf16(dres, dout16, g[kLn1Weight].data(), g[kLn1Bias].data(),
+                              d_narrow_.data(), UnitInput(unit), p.F(kLn1Weight),
+                              a.ln1_mean.data(), a.ln1_rstd.data(), n, C);
+    dout_bf16_is_d_residual_ = true;
+  } else {
+    LayerNormBackward(dres, g[kLn1Weight].data(), g[kLn1Bias].data(), d_narrow_.data(),
+                      UnitInput(unit), p.F(kLn1Weight), a.ln1_mean.data(), a.ln1_rstd.data(),
+                      n, C);
+  }
   a = BlockActivations();
   return absl::OkStatus();
 }
@@ -622,19 +630,20 @@ absl::Status GptModel::HeadBackward(const ParamsIn& params, absl::Span<float> gr
   const int C = config_.d_model;
   const int V = config_.vocab;
   HeadActivations& a = head_;
-  CrossEntropyBackward(a.probs.data(), a.targets.data(), n, V, loss_scale);
   const float* lnf_weight = nullptr;
   if (config_.bf16_compute) {
-    // dlogits to bf16 in place (the head has no bias, so the fp32 copy is not
-    // needed again); the parameters may live elsewhere than in the forward.
+    // dlogits rounded to bf16 in place, row by row as they are computed (the
+    // head has no bias, so the fp32 copy is not needed again); the parameters
+    // may live elsewhere than in the forward.
     FSDP_ASSIGN_OR_RETURN(const Bf16UnitParams p, PrepareBf16(unit, params));
-    ToBf16InPlace(a.probs.data(), int64_t{n} * V);
+    CrossEntropyBackwardToBf16(a.probs.data(), a.targets.data(), n, V, loss_scale);
     const uint16_t* dlogits = reinterpret_cast<const uint16_t*>(a.probs.data());
     LinearBackwardBf16(d_narrow_.data(), g[kLmHeadWeight].data(), nullptr, nullptr, dlogits,
                        a.lnf_bf16.data(), p.W(kLmHeadWeight), n, C, V,
                        GradWrite::kOverwrite, write);
     lnf_weight = p.F(kLnfWeight);
   } else {
+    CrossEntropyBackward(a.probs.data(), a.targets.data(), n, V, loss_scale);
     FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params.fp32));
     LinearBackward(d_narrow_.data(), g[kLmHeadWeight].data(), nullptr, a.probs.data(),
                    a.lnf_out.data(), p[kLmHeadWeight].data(), n, C, V,
@@ -642,9 +651,16 @@ absl::Status GptModel::HeadBackward(const ParamsIn& params, absl::Span<float> gr
     lnf_weight = p[kLnfWeight].data();
   }
   Zero(d_residual_, int64_t{n} * C);
-  LayerNormBackward(d_residual_.data(), g[kLnfWeight].data(), g[kLnfBias].data(),
-                    d_narrow_.data(), UnitInput(unit), lnf_weight, a.lnf_mean.data(),
-                    a.lnf_rstd.data(), n, C);
+  if (config_.bf16_compute && config_.layers > 0) {  // the last block starts with a bf16 product
+    LayerNormBackwardWithBf16(d_residual_.data(), dout_bf16_.data(), g[kLnfWeight].data(),
+                              g[kLnfBias].data(), d_narrow_.data(), UnitInput(unit), lnf_weight,
+                              a.lnf_mean.data(), a.lnf_rstd.data(), n, C);
+    dout_bf16_is_d_residual_ = true;
+  } else {
+    LayerNormBackward(d_residual_.data(), g[kLnfWeight].data(), g[kLnfBias].data(),
+                      d_narrow_.data(), UnitInput(unit), lnf_weight, a.lnf_mean.data(),
+                      a.lnf_rstd.data(), n, C);
+  }
   head_ = HeadActivations();
   return absl::OkStatus();
 }

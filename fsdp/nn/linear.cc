@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/matmul.h"
 #include "fsdp/nn/simd.h"
 
@@ -32,13 +33,17 @@ FSDP_ISA_VARIANTS(void, AddColumnSums,
                   (float* dbias, const float* dout, int64_t n, int64_t out_features),
                   (dbias, dout, n, out_features))
 
+void AddColumnSums(KernelIsa isa, float* dbias, const float* dout, int64_t n,
+                   int64_t out_features) {
+  FSDP_ISA_DISPATCH(isa, AddColumnSums, (dbias, dout, n, out_features));
+}
+
 // dbias (+)= the column sums of dout; nothing when dbias is null. Written
 // fresh, the sums start from 0, as an added sum does into a zeroed buffer.
 void BiasGradient(float* dbias, const float* dout, int n, int out_features, GradWrite write) {
   if (dbias == nullptr) return;
   if (write == GradWrite::kOverwrite) std::fill(dbias, dbias + out_features, 0.0f);
-  const KernelIsa isa = BestKernelIsa();
-  FSDP_ISA_DISPATCH(isa, AddColumnSums, (dbias, dout, n, out_features));
+  AddColumnSums(BestKernelIsa(), dbias, dout, n, out_features);
 }
 
 }  // namespace
@@ -108,6 +113,23 @@ void LinearBackwardBf16(float* dinp, float* dweight, float* dbias, const float* 
             .accumulate = param_write == GradWrite::kAdd});
   }
   BiasGradient(dbias, dout, n, out_features, param_write);
+}
+
+void BiasGradientWithBf16(float* dbias, uint16_t* dout16, const float* dout, int n,
+                          int out_features, GradWrite write) {
+  if (dbias != nullptr && write == GradWrite::kOverwrite) {
+    std::fill(dbias, dbias + out_features, 0.0f);
+  }
+  // Blocks of ~16 KiB of rows: each column still adds rows 0, 1, ... in
+  // order, and each block is rounded while it is in L1.
+  const int64_t rows_per_block = std::max<int64_t>(1, 4096 / std::max(out_features, 1));
+  const KernelIsa isa = BestKernelIsa();
+  for (int64_t r = 0; r < n; r += rows_per_block) {
+    const int64_t rows = std::min<int64_t>(rows_per_block, n - r);
+    const int64_t offset = r * out_features;
+    if (dbias != nullptr) AddColumnSums(isa, dbias, dout + offset, rows, out_features);
+    ToBf16(dout16 + offset, dout + offset, rows * out_features);
+  }
 }
 
 }  // namespace fsdp

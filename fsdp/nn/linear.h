@@ -42,6 +42,13 @@ void LinearBackwardBf16(float* dinp, float* dweight, float* dbias, const float* 
                         GradWrite dinp_write = GradWrite::kAdd,
                         GradWrite param_write = GradWrite::kAdd);
 
+// dbias (+)= the column sums of dout, the bits LinearBackwardBf16 gives them,
+// and dout16 = bf16(dout), in one pass over dout (the unfused way reads it
+// twice: ToBf16, then the sums). For output gradients that arrive in fp32;
+// call LinearBackwardBf16 with a null dbias after it. dbias may be null.
+void BiasGradientWithBf16(float* dbias, uint16_t* dout16, const float* dout, int n,
+                          int out_features, GradWrite write);
+
 }  // namespace fsdp
 
 #endif  // FSDP_NN_LINEAR_H_

@@ -1,8 +1,9 @@
 // File: tests/fsdp/nn/bf16_outputs_test.cc
 //
-// The fused bf16-output layers (fsdp/nn/bf16_outputs.h) give the bits of the
-// unfused layer followed by ToBf16, at sizes below, at and across their
-// 4096-float block, and for LayerNorm rows wider than a block.
+// The fused bf16-output layers (fsdp/nn/bf16_outputs.h, and linear.h's
+// BiasGradientWithBf16) give the bits of the unfused layer followed by
+// ToBf16, at sizes below, at and across their 4096-float block, and for rows
+// wider than a block.
 #include "fsdp/nn/bf16_outputs.h"
 
 #include <cstdint>
@@ -10,8 +11,10 @@
 #include <vector>
 
 #include "fsdp/nn/bf16_convert.h"
+#include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/gelu.h"
 #include "fsdp/nn/layer_norm.h"
+#include "fsdp/nn/linear.h"
 #include "gtest/gtest.h"
 #include "tests/fsdp/nn/grad_check.h"
 
@@ -72,6 +75,86 @@ TEST(Bf16OutputsTest, LayerNormForwardToBf16IsLayerNormThenRounding) {
     EXPECT_EQ(fused, Rounded(y)) << s.rows << " x " << s.channels;
     EXPECT_EQ(fused_mean, mean) << s.rows << " x " << s.channels;
     EXPECT_EQ(fused_rstd, rstd) << s.rows << " x " << s.channels;
+  }
+}
+
+struct Shape {
+  int rows, channels;
+};
+
+// 8 rows of 512 fill a block; 37 rows leave a partial one; 5000 channels are
+// wider than a block; 3 channels do not divide it.
+constexpr Shape kShapes[] = {{1, 512}, {37, 512}, {3, 5000}, {1500, 3}};
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
+}
+
+TEST(Bf16OutputsTest, LayerNormBackwardWithBf16AddsAndRoundsTheSum) {
+  for (const Shape s : kShapes) {
+    const int64_t size = int64_t{s.rows} * s.channels;
+    const std::vector<float> x = RandomVector(size, 61 + s.channels, 2.0f);
+    const std::vector<float> dout = RandomVector(size, 62 + s.channels);
+    const std::vector<float> w = RandomVector(s.channels, 63);
+    std::vector<float> y(size), mean(s.rows), rstd(s.rows);
+    LayerNormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), w.data(), s.rows,
+                     s.channels);
+    // What the gradients held before: the backward adds into all three.
+    const std::vector<float> dinp0 = RandomVector(size, 64 + s.channels);
+    const std::vector<float> dw0 = RandomVector(s.channels, 65), db0 = RandomVector(s.channels, 66);
+    std::vector<float> dinp = dinp0, dw = dw0, db = db0;
+    LayerNormBackward(dinp.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(),
+                      mean.data(), rstd.data(), s.rows, s.channels);
+    std::vector<float> fused = dinp0, fused_dw = dw0, fused_db = db0;
+    std::vector<uint16_t> fused16(size, 0xffff);
+    LayerNormBackwardWithBf16(fused.data(), fused16.data(), fused_dw.data(), fused_db.data(),
+                              dout.data(), x.data(), w.data(), mean.data(), rstd.data(), s.rows,
+                              s.channels);
+    EXPECT_TRUE(SameBits(fused, dinp)) << s.rows << " x " << s.channels;
+    EXPECT_TRUE(SameBits(fused_dw, dw)) << s.rows << " x " << s.channels;
+    EXPECT_TRUE(SameBits(fused_db, db)) << s.rows << " x " << s.channels;
+    EXPECT_EQ(fused16, Rounded(dinp)) << s.rows << " x " << s.channels;
+  }
+}
+
+TEST(Bf16OutputsTest, CrossEntropyBackwardToBf16RoundsInPlace) {
+  for (const Shape s : {Shape{1, 50}, Shape{2, 50}, Shape{7, 4099}, Shape{33, 16}}) {
+    const int64_t size = int64_t{s.rows} * s.channels;
+    std::vector<float> probs = RandomVector(size, 71 + s.rows, 4.0f);
+    std::vector<int32_t> targets(s.rows);
+    for (int r = 0; r < s.rows; ++r) targets[r] = (r * 13 + 5) % s.channels;
+    CrossEntropyForward(probs.data(), targets.data(), s.rows, s.channels);
+    std::vector<float> dlogits = probs;
+    CrossEntropyBackward(dlogits.data(), targets.data(), s.rows, s.channels, 3.0f);
+    CrossEntropyBackwardToBf16(probs.data(), targets.data(), s.rows, s.channels, 3.0f);
+    std::vector<uint16_t> fused(size);
+    std::memcpy(fused.data(), probs.data(), sizeof(uint16_t) * size);
+    EXPECT_EQ(fused, Rounded(dlogits)) << s.rows << " x " << s.channels;
+  }
+}
+
+TEST(Bf16OutputsTest, BiasGradientWithBf16IsTheColumnSumsAndTheRounding) {
+  for (const Shape s : kShapes) {
+    const int64_t size = int64_t{s.rows} * s.channels;
+    const std::vector<float> dout = RandomVector(size, 81 + s.channels);
+    const std::vector<float> db0 = RandomVector(s.channels, 82);
+    // The column sums as LinearBackwardBf16 gives them (its products are not
+    // wanted here: null dinp and dweight).
+    for (const GradWrite write : {GradWrite::kAdd, GradWrite::kOverwrite}) {
+      std::vector<float> db = db0;
+      LinearBackwardBf16(nullptr, nullptr, db.data(), dout.data(), nullptr, nullptr, nullptr,
+                         s.rows, 1, s.channels, GradWrite::kAdd, write);
+      std::vector<float> fused_db = db0;
+      std::vector<uint16_t> fused16(size, 0xffff);
+      BiasGradientWithBf16(fused_db.data(), fused16.data(), dout.data(), s.rows, s.channels,
+                           write);
+      EXPECT_TRUE(SameBits(fused_db, db)) << s.rows << " x " << s.channels;
+      EXPECT_EQ(fused16, Rounded(dout)) << s.rows << " x " << s.channels;
+    }
+    std::vector<uint16_t> only16(size, 0xffff);  // no bias: the rounding alone
+    BiasGradientWithBf16(nullptr, only16.data(), dout.data(), s.rows, s.channels,
+                         GradWrite::kAdd);
+    EXPECT_EQ(only16, Rounded(dout)) << s.rows << " x " << s.channels;
   }
 }
 
