@@ -205,6 +205,43 @@ TEST(Bf16Convert, MatchesTheScalarRoundingIncludingInPlace) {
   }
 }
 
+// Every path (AVX512_BF16's conversion where the CPU has it, the integer
+// AVX-512 one, the scalar tail) against the scalar formula over a sweep of
+// all 2^32 bit patterns (every 4099th), and over vectors that mix a denormal
+// (which the CPU's conversion reads as zero) with NaN, infinity and normal
+// values, in every lane position.
+TEST(Bf16Convert, MatchesTheScalarRoundingOverTheBitPatterns) {
+  std::vector<float> in;
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 4099) {
+    const uint32_t b = static_cast<uint32_t>(bits);
+    float v;
+    std::memcpy(&v, &b, sizeof(v));
+    in.push_back(v);
+  }
+  const uint32_t specials[] = {0x00000001u, 0x007fffffu, 0x80400000u, 0x7fc00000u,
+                               0xff800001u, 0x7f800000u, 0x3f808000u, 0x7f7fffffu};
+  for (int lane = 0; lane < 16; ++lane) {
+    for (int j = 0; j < 16; ++j) {
+      const uint32_t b = j == lane ? 0x00012345u : specials[(j + lane) % 8];
+      float v;
+      std::memcpy(&v, &b, sizeof(v));
+      in.push_back(v);
+    }
+  }
+  const int64_t n = static_cast<int64_t>(in.size());
+  std::vector<uint16_t> out(n);
+  ToBf16(out.data(), in.data(), n);
+  std::vector<float> in_place = in;
+  ToBf16InPlace(in_place.data(), n);
+  const uint16_t* packed = reinterpret_cast<const uint16_t*>(in_place.data());
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &in[i], sizeof(bits));
+    ASSERT_EQ(out[i], comm::FloatToBFloat16(in[i])) << std::hex << "bits 0x" << bits;
+    ASSERT_EQ(packed[i], out[i]) << std::hex << "bits 0x" << bits;
+  }
+}
+
 // The bf16 accumulator and the round-trip, element by element against the
 // scalar formula, across the 1024-element blocks they work in.
 TEST(Bf16Convert, AccumulateAndRoundThroughMatchTheScalarFormula) {
