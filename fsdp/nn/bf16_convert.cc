@@ -114,6 +114,19 @@ void ToBf16Best(uint16_t* out, const float* in, int64_t n) {
 
 void ToBf16(uint16_t* out, const float* in, int64_t n) { ToBf16Best(out, in, n); }
 
+void ToBf16IntegerPath(uint16_t* out, const float* in, int64_t n) {
+  if (HasAvx512()) {
+    ToBf16Avx512(out, in, n);
+  } else {
+    ToBf16Scalar(out, in, n);
+  }
+}
+
+const char* ToBf16PathName() {
+  if (HasAvx512Bf16()) return "avx512_bf16";
+  return HasAvx512() ? "avx512 integer" : "scalar";
+}
+
 void ToBf16InPlace(float* data, int64_t n) {
   uint16_t* out = reinterpret_cast<uint16_t*>(data);
   if (HasAvx512()) {

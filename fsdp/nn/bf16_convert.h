@@ -15,6 +15,13 @@ namespace fsdp {
 
 void ToBf16(uint16_t* out, const float* in, int64_t n);
 
+// ToBf16 without the CPU's bf16 conversion (integer AVX-512 or scalar), the
+// same bits: for the tests and the benchmark that compare the two paths.
+void ToBf16IntegerPath(uint16_t* out, const float* in, int64_t n);
+
+// Which path ToBf16 takes here: "avx512_bf16", "avx512 integer" or "scalar".
+const char* ToBf16PathName();
+
 // Converts `n` floats at `data` to bf16 in the same memory: the bf16 values
 // end up packed in the first 2n bytes. Safe because element i is written at
 // byte 2i after element i (at byte 4i) has been read, in increasing order.

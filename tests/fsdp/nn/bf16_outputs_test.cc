@@ -133,22 +133,36 @@ TEST(Bf16OutputsTest, CrossEntropyBackwardToBf16RoundsInPlace) {
   }
 }
 
+// The bias gradient's bits are defined by its order: each column adds rows
+// 0, 1, ... to what it held (or to 0 when written fresh). The Linear
+// backwards (fp32, bf16) and the fused BiasGradientWithBf16 all give those
+// bits, however they block the rows.
 TEST(Bf16OutputsTest, BiasGradientWithBf16IsTheColumnSumsAndTheRounding) {
   for (const Shape s : kShapes) {
     const int64_t size = int64_t{s.rows} * s.channels;
     const std::vector<float> dout = RandomVector(size, 81 + s.channels);
     const std::vector<float> db0 = RandomVector(s.channels, 82);
-    // The column sums as LinearBackwardBf16 gives them (its products are not
-    // wanted here: null dinp and dweight).
     for (const GradWrite write : {GradWrite::kAdd, GradWrite::kOverwrite}) {
-      std::vector<float> db = db0;
-      LinearBackwardBf16(nullptr, nullptr, db.data(), dout.data(), nullptr, nullptr, nullptr,
-                         s.rows, 1, s.channels, GradWrite::kAdd, write);
+      std::vector<float> expected(s.channels);
+      for (int o = 0; o < s.channels; ++o) {
+        float sum = write == GradWrite::kAdd ? db0[o] : 0.0f;
+        for (int i = 0; i < s.rows; ++i) sum += dout[int64_t{i} * s.channels + o];
+        expected[o] = sum;
+      }
+      // The Linear backwards' bias gradients alone (null dinp and dweight:
+      // no product runs).
+      std::vector<float> db = db0, db_bf16 = db0;
+      LinearBackward(nullptr, nullptr, db.data(), dout.data(), nullptr, nullptr, s.rows, 1,
+                     s.channels, GradWrite::kAdd, write);
+      LinearBackwardBf16(nullptr, nullptr, db_bf16.data(), dout.data(), nullptr, nullptr,
+                         nullptr, s.rows, 1, s.channels, GradWrite::kAdd, write);
       std::vector<float> fused_db = db0;
       std::vector<uint16_t> fused16(size, 0xffff);
       BiasGradientWithBf16(fused_db.data(), fused16.data(), dout.data(), s.rows, s.channels,
                            write);
-      EXPECT_TRUE(SameBits(fused_db, db)) << s.rows << " x " << s.channels;
+      EXPECT_TRUE(SameBits(db, expected)) << s.rows << " x " << s.channels;
+      EXPECT_TRUE(SameBits(db_bf16, expected)) << s.rows << " x " << s.channels;
+      EXPECT_TRUE(SameBits(fused_db, expected)) << s.rows << " x " << s.channels;
       EXPECT_EQ(fused16, Rounded(dout)) << s.rows << " x " << s.channels;
     }
     std::vector<uint16_t> only16(size, 0xffff);  // no bias: the rounding alone

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "fsdp/nn/attention.h"
 #include "fsdp/nn/bf16_convert.h"
@@ -27,6 +28,7 @@
 #include "fsdp/nn/gelu.h"
 #include "fsdp/nn/kernel_isa.h"
 #include "fsdp/nn/layer_norm.h"
+#include "fsdp/nn/linear.h"
 #include "fsdp/nn/residual.h"
 #include "fsdp/optim/adamw.h"
 #include "fsdp/optim/grad_clip.h"
@@ -257,6 +259,64 @@ int Main(int repetitions) {
                                 b.data(), kRows, kChannels);
        }},
   };
+  // Under bf16 compute, the output gradients the backward's products read:
+  // rounded in a pass of their own after the layer that made them, against
+  // rounded where they are made (LayerNorm's backward, the qkv bias sums,
+  // cross-entropy's backward in place).
+  std::vector<float> ln_dinp(nc), ln_dw(kChannels), ln_db(kChannels), wide3(3 * nc);
+  for (int64_t i = 0; i < 3 * nc; ++i) wide3[i] = wide_in[i % n4c];
+  std::vector<float> qkv_db(3 * kChannels);
+  fused.push_back(
+      {"layernorm backward + bf16 copy (1024 x 512)",
+       [&] {
+         LayerNormBackward(ln_dinp.data(), ln_dw.data(), ln_db.data(), y.data(), x.data(),
+                           w.data(), mean.data(), rstd.data(), kRows, kChannels);
+         ToBf16(out16.data(), ln_dinp.data(), nc);
+       },
+       [&] {
+         LayerNormBackwardWithBf16(ln_dinp.data(), out16.data(), ln_dw.data(), ln_db.data(),
+                                   y.data(), x.data(), w.data(), mean.data(), rstd.data(), kRows,
+                                   kChannels);
+       }});
+  fused.push_back(
+      {"qkv bias sums + bf16 copy (1024 x 1536)",
+       [&] {
+         LinearBackwardBf16(nullptr, nullptr, qkv_db.data(), wide3.data(), nullptr, nullptr,
+                            nullptr, kRows, 1, 3 * kChannels, GradWrite::kAdd,
+                            GradWrite::kOverwrite);
+         ToBf16(out16.data(), wide3.data(), 3 * nc);
+       },
+       [&] {
+         BiasGradientWithBf16(qkv_db.data(), out16.data(), wide3.data(), kRows, 3 * kChannels,
+                              GradWrite::kOverwrite);
+       }});
+  // The logits' gradient: both variants start from the same probabilities
+  // (a copy each time, as cross-entropy's backward works in place).
+  std::vector<float> ce_probs0(int64_t{kRows} * kVocab, 1.0f / kVocab), ce_probs(ce_probs0.size());
+  std::vector<int32_t> ce_targets(kRows);
+  for (int r = 0; r < kRows; ++r) ce_targets[r] = (r * 7) % kVocab;
+  fused.push_back(
+      {"cross-entropy backward -> bf16 (1024 x 8192)",
+       [&] {
+         std::copy(ce_probs0.begin(), ce_probs0.end(), ce_probs.begin());
+         CrossEntropyBackward(ce_probs.data(), ce_targets.data(), kRows, kVocab, 1.0f);
+         ToBf16InPlace(ce_probs.data(), static_cast<int64_t>(ce_probs.size()));
+       },
+       [&] {
+         std::copy(ce_probs0.begin(), ce_probs0.end(), ce_probs.begin());
+         CrossEntropyBackwardToBf16(ce_probs.data(), ce_targets.data(), kRows, kVocab, 1.0f);
+       }});
+  // The rounding itself over 64 MiB that streams from memory (the gradient
+  // workspace into the bf16 gradients): the integer path against the CPU's
+  // bf16 conversion where ToBf16 uses it.
+  const int64_t stream_n = int64_t{16} << 20;
+  std::vector<float> stream_in(stream_n);
+  for (int64_t i = 0; i < stream_n; ++i) stream_in[i] = wide_in[i % n4c];
+  std::vector<uint16_t> stream_out(stream_n);
+  fused.push_back(
+      {absl::StrCat("ToBf16 16.8 M, integer vs ", ToBf16PathName()),
+       [&] { ToBf16IntegerPath(stream_out.data(), stream_in.data(), stream_n); },
+       [&] { ToBf16(stream_out.data(), stream_in.data(), stream_n); }});
   // The optimizer phase of --precision=bf16 on one rank's shard: before,
   // the bf16 gradients were widened into a workspace for the norm's two
   // passes and again for AdamW (times the clip scale), and the updated master

@@ -229,15 +229,18 @@ TEST(Bf16Convert, MatchesTheScalarRoundingOverTheBitPatterns) {
     }
   }
   const int64_t n = static_cast<int64_t>(in.size());
-  std::vector<uint16_t> out(n);
+  std::vector<uint16_t> out(n), integer(n);
   ToBf16(out.data(), in.data(), n);
+  ToBf16IntegerPath(integer.data(), in.data(), n);
   std::vector<float> in_place = in;
   ToBf16InPlace(in_place.data(), n);
   const uint16_t* packed = reinterpret_cast<const uint16_t*>(in_place.data());
   for (int64_t i = 0; i < n; ++i) {
     uint32_t bits;
     std::memcpy(&bits, &in[i], sizeof(bits));
-    ASSERT_EQ(out[i], comm::FloatToBFloat16(in[i])) << std::hex << "bits 0x" << bits;
+    ASSERT_EQ(out[i], comm::FloatToBFloat16(in[i]))
+        << ToBf16PathName() << std::hex << " bits 0x" << bits;
+    ASSERT_EQ(integer[i], out[i]) << std::hex << "bits 0x" << bits;
     ASSERT_EQ(packed[i], out[i]) << std::hex << "bits 0x" << bits;
   }
 }
