@@ -77,7 +77,11 @@ struct Fused {
 };
 
 int Main(int repetitions) {
-  SetComputeThreads(1);  // the attention sgemms: one thread, as one rank of 2 on 2 cores
+  // The attention sgemms: one thread, as one rank of 2 on 2 cores.
+  if (absl::Status s = SetComputeThreads(1); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    return 1;
+  }
   std::printf("CPU: %s\n", CpuModel().c_str());
   std::printf("kernel ISA used by the layers: %s\n", KernelIsaName(BestKernelIsa()));
   std::printf("shapes: B*T = %d rows, C = %d, 4C = %d, vocab %d, B=%d H=%d T=%d; "

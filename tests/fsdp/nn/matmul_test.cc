@@ -269,7 +269,9 @@ TEST(Bf16Convert, AccumulateAndRoundThroughMatchTheScalarFormula) {
       ASSERT_EQ(round_trip[i], comm::BFloat16ToFloat(comm::FloatToBFloat16(add[i])))
           << n << " " << i;
     }
-    if (n > 1) EXPECT_NE(round_trip, add);  // the rounding did something
+    if (n > 1) {
+      EXPECT_NE(round_trip, add);  // the rounding did something
+    }
   }
 }
 
