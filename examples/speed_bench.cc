@@ -17,13 +17,15 @@
 //    Measured twice: in this process with the other cores idle, and in a
 //    launched job of --nproc ranks that time each product at the same moment
 //    (the "busy" floor: the ranks of a job share caches and memory bandwidth,
-//    and on a VM the host's cores, so one core alone is faster than each of
-//    them together).
+//    and on a VM the host's cores, which can make each of them slower than
+//    one core alone).
 // 3. Runs one job per (precision, strategy) at --nproc ranks x 1 thread
 //    (the binary re-launches itself through comm/launcher, as train_bench
 //    does) and reads rank 0's final metrics: tokens/s over the steps after
 //    the first, the share of step time in matrix products and their rate,
 //    the tracked peak; every rank reports its peak RSS.
+// 4. Runs the PyTorch reference on the same model and ranks and prints
+//    issue 11's goals against it (examples/speed_goals.h).
 //
 // Default model: GPT, 8 layers, width 512, 8 heads, vocab 8192, seq_len 256,
 // micro-batch 4, AdamW (33.7 M parameters): the model of the PyTorch
@@ -53,6 +55,7 @@
 #include "comm/launcher/crash_trace.h"
 #include "comm/launcher/launcher.h"
 #include "comm/status_macros.h"
+#include "examples/speed_goals.h"
 #include "examples/training_job.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/compute_threads.h"
@@ -75,6 +78,10 @@ ABSL_FLAG(int, vocab, 8192, "vocabulary");
 ABSL_FLAG(int, seq_len, 256, "sequence length");
 ABSL_FLAG(int, micro_batch, 4, "sequences per rank per step");
 ABSL_FLAG(bool, floor_detail, false, "print each GEMM of the floor with its rate");
+ABSL_FLAG(std::string, pytorch_reference, "",
+          "gpt_ddp.py to run after the jobs for the goals' PyTorch figures; empty: "
+          "examples/pytorch_reference/gpt_ddp.py of the workspace (under bazel run); none: skip");
+ABSL_FLAG(std::string, python, "/usr/bin/python3", "the Python with torch for the reference");
 ABSL_FLAG(std::string, bench_rank_config, "", "internal: set on launched ranks");
 ABSL_FLAG(std::string, bench_floor_config, "", "internal: set on the busy floor's ranks");
 
@@ -343,6 +350,42 @@ bool RunJob(const std::string& precision, const std::string& strategy, char* arg
 
 std::string GiB(int64_t bytes) { return absl::StrFormat("%.2f", bytes / double(1 << 30)); }
 
+// The PyTorch reference on the same model, right after the jobs, and the
+// goals judged against it (examples/speed_goals.h).
+void PrintGoals(const std::vector<speed_goals::Measured>& measured,
+                const std::vector<std::string>& precisions, int nproc,
+                const fsdp::TrainOptions& model) {
+  std::string script = absl::GetFlag(FLAGS_pytorch_reference);
+  if (script == "none") return;
+  if (script.empty()) {
+    const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
+    script = absl::StrCat(workspace != nullptr ? workspace : ".",
+                          "/examples/pytorch_reference/gpt_ddp.py");
+  }
+  speed_goals::PyTorchOptions o;
+  o.python = absl::GetFlag(FLAGS_python);
+  o.script = script;
+  o.nproc = nproc;
+  o.steps = model.steps;
+  o.layers = model.layers;
+  o.d_model = model.d_model;
+  o.heads = model.heads;
+  o.vocab = model.vocab;
+  o.seq_len = model.seq_len;
+  o.micro_batch = model.micro_batch;
+  auto wanted = [&](const char* prefix) {
+    for (const std::string& p : precisions) {
+      if (p.rfind(prefix, 0) == 0) return true;
+    }
+    return false;
+  };
+  speed_goals::PyTorchResult fp32, bf16;
+  fp32.why_not = bf16.why_not = "precision not measured";
+  if (wanted("fp32")) fp32 = speed_goals::RunPyTorchReference(o, /*bf16=*/false);
+  if (wanted("bf16")) bf16 = speed_goals::RunPyTorchReference(o, /*bf16=*/true);
+  speed_goals::PrintSpeedGoals(measured, fp32, bf16, speed_goals::CpuHasAmx());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -421,6 +464,7 @@ int main(int argc, char** argv) {
               "strategy", "tok/s", "step ms", "matmul", "GFLOP/s", "of peak", "of floor",
               "of busy", "vs no_sh", "tracked/GiB", "RSS/GiB");
   bool ok = true;
+  std::vector<speed_goals::Measured> measured;
   for (const std::string& precision : precisions) {
     const fsdp::NumType type =
         precision.rfind("bf16", 0) == 0 ? fsdp::NumType::kBF16 : fsdp::NumType::kF32;
@@ -449,6 +493,7 @@ int main(int argc, char** argv) {
       }
       const double step_ms = 1e3 * nproc * tokens_per_rank_step / r.tokens_per_s;
       if (strategy == "no_shard") no_shard_ms = step_ms;
+      measured.push_back({precision, strategy, r.tokens_per_s});
       std::printf("%-13s %-11s %9.0f %9.0f %7.1f%% %9.0f %8.0f%% %8.0f%% %8.0f%% %8.2fx %11s "
                   "%5s-%s\n",
                   precision.c_str(), strategy.c_str(), r.tokens_per_s, step_ms,
@@ -465,5 +510,6 @@ int main(int argc, char** argv) {
               "core alone); of floor: tok/s over the floor's tok/s; of busy: over the tok/s of "
               "the floor measured with every rank computing at once (the mean over ranks; "
               "0 if that job failed)\n");
+  PrintGoals(measured, precisions, nproc, model);
   return ok ? 0 : 1;
 }

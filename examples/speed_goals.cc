@@ -1,0 +1,153 @@
+// File: examples/speed_goals.cc
+#include "examples/speed_goals.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace speed_goals {
+namespace {
+
+constexpr double kFp32Goal = 1.3;       // x PyTorch DDP fp32
+constexpr double kBf16Goal = 2.5;       // x PyTorch DDP bf16 autocast, on AMX
+constexpr double kFullShardGoal = 1.1;  // full_shard step / no_shard step
+
+const Measured* Find(const std::vector<Measured>& measured, const std::string& precision,
+                     const std::string& strategy) {
+  for (const Measured& m : measured) {
+    if (m.precision == precision && m.strategy == strategy && m.tokens_per_s > 0) return &m;
+  }
+  return nullptr;
+}
+
+std::string Verdict(bool met) { return met ? "met" : "NOT met"; }
+
+void PrintAgainstPyTorch(const std::vector<Measured>& measured, const std::string& precision,
+                         const PyTorchResult& reference, double goal, bool applies,
+                         const std::string& not_applying) {
+  for (const char* strategy : {"no_shard", "full_shard"}) {
+    const Measured* m = Find(measured, precision, strategy);
+    const std::string what =
+        absl::StrFormat("%s %s >= %.1fx PyTorch's %s", precision, strategy, goal,
+                        precision == "fp32" ? "fp32" : "bf16 autocast");
+    if (m == nullptr) {
+      std::printf("  %-52s n/a: not measured in this run\n", what.c_str());
+    } else if (!reference.ran) {
+      std::printf("  %-52s n/a: PyTorch not run (%s)\n", what.c_str(), reference.why_not.c_str());
+    } else {
+      const double ratio = m->tokens_per_s / reference.tokens_per_s;
+      if (applies) {
+        std::printf("  %-52s %s: %.2fx (%.0f against %.0f tok/s)\n", what.c_str(),
+                    Verdict(ratio >= goal).c_str(), ratio, m->tokens_per_s,
+                    reference.tokens_per_s);
+      } else {
+        std::printf("  %-52s n/a: %s; here %.2fx (%.0f against %.0f tok/s)\n", what.c_str(),
+                    not_applying.c_str(), ratio, m->tokens_per_s, reference.tokens_per_s);
+      }
+    }
+  }
+}
+
+void PrintReference(const char* name, const PyTorchResult& r) {
+  if (r.ran) {
+    std::printf("#   PyTorch DDP %-13s %6.0f tok/s, peak RSS per rank %s\n", name, r.tokens_per_s,
+                r.rss.c_str());
+  } else {
+    std::printf("#   PyTorch DDP %-13s not run: %s\n", name, r.why_not.c_str());
+  }
+}
+
+}  // namespace
+
+PyTorchResult RunPyTorchReference(const PyTorchOptions& o, bool bf16) {
+  PyTorchResult r;
+  if (access(o.python.c_str(), X_OK) != 0) {
+    r.why_not = absl::StrCat(o.python, " not found");
+    return r;
+  }
+  if (access(o.script.c_str(), R_OK) != 0) {
+    r.why_not = absl::StrCat(o.script, " not found; pass --pytorch_reference");
+    return r;
+  }
+  const std::string probe = absl::StrCat(o.python, " -c 'import torch' >/dev/null 2>&1");
+  if (std::system(probe.c_str()) != 0) {
+    r.why_not = absl::StrCat("no torch for ", o.python, " (apt-get install python3-torch)");
+    return r;
+  }
+  const std::string command = absl::StrFormat(
+      "timeout 900 %s %s --nproc=%d --steps=%d --layers=%d --d_model=%d --heads=%d --vocab=%d "
+      "--seq_len=%d --micro_batch=%d%s 2>&1",
+      o.python, o.script, o.nproc, o.steps, o.layers, o.d_model, o.heads, o.vocab, o.seq_len,
+      o.micro_batch, bf16 ? " --bf16" : "");
+  std::FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    r.why_not = "popen failed";
+    return r;
+  }
+  char buffer[4096];
+  std::string last;
+  while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) {
+    const std::string line(buffer);
+    if (line.rfind("pytorch ", 0) == 0) last = line;
+  }
+  const int status = pclose(pipe);
+  const size_t at = last.rfind(" tok/s");
+  const size_t colon = last.rfind(": ", at);
+  if (status != 0 || at == std::string::npos || colon == std::string::npos) {
+    r.why_not = absl::StrCat("the reference failed (exit status ", WEXITSTATUS(status),
+                             "; run it by hand: ", o.python, " ", o.script,
+                             bf16 ? " --bf16" : "", ")");
+    return r;
+  }
+  r.tokens_per_s = std::strtod(last.c_str() + colon + 2, nullptr);
+  const size_t rss = last.find("peak RSS per rank ");
+  if (rss != std::string::npos) {
+    r.rss = last.substr(rss + 18);
+    while (!r.rss.empty() && (r.rss.back() == '\n' || r.rss.back() == '\r')) r.rss.pop_back();
+  }
+  r.ran = r.tokens_per_s > 0;
+  if (!r.ran) r.why_not = "the reference printed no tokens/s";
+  return r;
+}
+
+bool CpuHasAmx() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) == 0) return line.find(" amx_bf16") != std::string::npos;
+  }
+  return false;
+}
+
+void PrintSpeedGoals(const std::vector<Measured>& measured, const PyTorchResult& fp32,
+                     const PyTorchResult& bf16, bool amx) {
+  std::printf("\n# PyTorch reference, right after the jobs:\n");
+  PrintReference("fp32", fp32);
+  PrintReference("bf16 autocast", bf16);
+  std::printf("# goals of issue 11 (this run):\n");
+  PrintAgainstPyTorch(measured, "fp32", fp32, kFp32Goal, true, "");
+  PrintAgainstPyTorch(measured, "bf16", bf16, kBf16Goal, amx,
+                      "the goal is for a CPU with AMX and this one has none");
+  for (const char* precision : {"fp32", "bf16"}) {
+    const Measured* no_shard = Find(measured, precision, "no_shard");
+    const Measured* full_shard = Find(measured, precision, "full_shard");
+    const std::string what =
+        absl::StrFormat("%s full_shard step <= %.1fx no_shard's", precision, kFullShardGoal);
+    if (no_shard == nullptr || full_shard == nullptr) {
+      std::printf("  %-52s n/a: not both measured in this run\n", what.c_str());
+      continue;
+    }
+    const double ratio = no_shard->tokens_per_s / full_shard->tokens_per_s;
+    std::printf("  %-52s %s: %.2fx\n", what.c_str(), Verdict(ratio <= kFullShardGoal).c_str(),
+                ratio);
+  }
+}
+
+}  // namespace speed_goals
