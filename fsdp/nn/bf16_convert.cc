@@ -57,9 +57,10 @@ __attribute__((target("avx512f"))) void ToBf16Avx512(uint16_t* out, const float*
 // a NaN exactly as RoundToBf16 does, but reads a denormal input as zero: a
 // vector holding one takes the integer path, so the bits are RoundToBf16's
 // everywhere (matmul_test sweeps the bit patterns). Why it is here: over
-// arrays that stream from memory it ran 1.75x as fast as the integer path
-// (0.16 vs 0.28 ns per element over 64 MiB, AMD EPYC Zen 5, 2026-12-05); on
-// blocks already in L1 the two are even. In place as ToBf16Avx512.
+// arrays that stream from memory it ran 1.7-1.9x as fast as the integer path
+// (kernel_benchmark's "ToBf16 16.8 M" row: 4.7 against 2.5 ms, AMD EPYC Zen 5,
+// 2026-12-05); on blocks already in L1 the two are even. In place as
+// ToBf16Avx512.
 __attribute__((target("avx512f,avx512bf16"))) void ToBf16Avx512Bf16(uint16_t* out,
                                                                     const float* in, int64_t n) {
   const __m512i exponent = _mm512_set1_epi32(0x7f800000);
