@@ -72,7 +72,9 @@ TEST_P(Blocking, InterruptAndArrivalsWakeBlockUntilActivity) {
     EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << Describe(results[r]);
     EXPECT_TRUE(Contains(results[r].out, "interrupt woke after"));
   }
-  if (GetParam() > 1) EXPECT_TRUE(Contains(results[0].out, "message woke the receiver"));
+  if (GetParam() > 1) {
+    EXPECT_TRUE(Contains(results[0].out, "message woke the receiver"));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, Blocking, ::testing::Values(1, 2));
