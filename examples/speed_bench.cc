@@ -50,6 +50,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/types/span.h"
 #include "comm/communicator.h"
 #include "comm/dtype.h"
 #include "comm/launcher/crash_trace.h"
@@ -169,15 +170,14 @@ std::vector<Gemm> StepGemms(const fsdp::TrainOptions& o) {
 struct Floor {
   double seconds = 0;  // per step, one rank
   double flops = 0;
-  std::string error;  // set when the busy floor's ranks could not agree to start
   double gflops() const { return seconds > 0 ? flops / seconds / 1e9 : 0; }
 };
 
 // Times each of the step's products best-of-5 after a warm-up. `before_each`
 // runs before each product's warm-up: the busy floor's barrier, so that every
 // rank times the same product at the same time.
-Floor MeasureFloor(const fsdp::TrainOptions& o, fsdp::NumType type,
-                   const std::function<absl::Status()>& before_each = nullptr) {
+absl::StatusOr<Floor> MeasureFloor(const fsdp::TrainOptions& o, fsdp::NumType type,
+                                   const std::function<absl::Status()>& before_each = nullptr) {
   Floor floor;
   for (const Gemm& g : StepGemms(o)) {
     const size_t a_elems = g.m * g.k, b_elems = g.k * g.n;
@@ -194,12 +194,7 @@ Floor MeasureFloor(const fsdp::TrainOptions& o, fsdp::NumType type,
     x.c = c.data();
     x.ldc = g.n;
     x.accumulate = g.accumulate;
-    if (before_each) {
-      if (absl::Status s = before_each(); !s.ok()) {
-        floor.error = std::string(s.message());
-        return floor;
-      }
-    }
+    if (before_each) FSDP_RETURN_IF_ERROR(before_each());
     fsdp::Matmul(x);  // warm-up: primitive creation, first touch
     double best = 1e30;
     for (int r = 0; r < 5; ++r) {
@@ -225,6 +220,32 @@ Floor MeasureFloor(const fsdp::TrainOptions& o, fsdp::NumType type,
 std::string ScratchPath(const std::string& what) {
   const char* tmp = std::getenv("TMPDIR");
   return absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/speed_bench_", getpid(), "_", what);
+}
+
+// The model's flags as this run has them ("--layers=8", ...), for the
+// launched ranks and the PyTorch reference, which take the same names.
+std::vector<std::string> ModelFlags(absl::Span<const char* const> names) {
+  std::vector<std::string> args;
+  for (const char* name : names) {
+    args.push_back(absl::StrCat("--", name, "=", absl::FindCommandLineFlag(name)->CurrentValue()));
+  }
+  return args;
+}
+
+constexpr const char* kModelShape[] = {"layers", "d_model", "heads",
+                                       "vocab",  "seq_len", "micro_batch"};
+
+// --nproc ranks of this binary with the model's flags, `extra` and `config`.
+absl::StatusOr<int> LaunchSelf(char* argv0, const std::vector<std::string>& extra,
+                               const std::string& config) {
+  comm::LaunchOptions launch;
+  launch.nproc = absl::GetFlag(FLAGS_nproc);
+  absl::StatusOr<std::string> self = comm::SelfExecutablePath();
+  launch.argv = {self.ok() ? *self : std::string(argv0)};
+  for (const std::string& arg : ModelFlags(kModelShape)) launch.argv.push_back(arg);
+  launch.argv.insert(launch.argv.end(), extra.begin(), extra.end());
+  launch.argv.push_back(config);
+  return comm::LaunchLocalRanks(launch);
 }
 
 // A launched rank: "<precision>,<strategy>,<metrics path>,<rss path prefix>".
@@ -259,11 +280,11 @@ absl::Status RunFloorRank(const std::string& config) {
   fsdp::SetMatmulBackend(backend);
   const fsdp::NumType type =
       parts[0].rfind("bf16", 0) == 0 ? fsdp::NumType::kBF16 : fsdp::NumType::kF32;
-  const Floor floor = MeasureFloor(ModelOptions(), type, [&]() -> absl::Status {
-    FSDP_ASSIGN_OR_RETURN(comm::WorkHandle barrier, world->Barrier());
-    return barrier->Wait(absl::Seconds(120));
-  });
-  if (!floor.error.empty()) return absl::InternalError(floor.error);
+  FSDP_ASSIGN_OR_RETURN(const Floor floor,
+                        MeasureFloor(ModelOptions(), type, [&]() -> absl::Status {
+                          FSDP_ASSIGN_OR_RETURN(comm::WorkHandle barrier, world->Barrier());
+                          return barrier->Wait(absl::Seconds(120));
+                        }));
   std::ofstream out(absl::StrCat(parts[2], world->rank()));
   out << floor.seconds << " " << floor.flops << "\n";
   return out ? absl::OkStatus() : absl::InternalError("cannot write the floor file");
@@ -273,26 +294,19 @@ absl::Status RunFloorRank(const std::string& config) {
 // each rank's floor. Seconds 0 when the job failed (said on stderr).
 Floor MeasureBusyFloor(const std::string& precision, fsdp::MatmulBackend backend, char* argv0) {
   const std::string prefix = ScratchPath(precision + ".floor");
-  comm::LaunchOptions launch;
-  launch.nproc = absl::GetFlag(FLAGS_nproc);
-  absl::StatusOr<std::string> self = comm::SelfExecutablePath();
-  launch.argv = {self.ok() ? *self : std::string(argv0)};
-  for (const char* flag : {"layers", "d_model", "heads", "vocab", "seq_len", "micro_batch"}) {
-    const absl::CommandLineFlag* f = absl::FindCommandLineFlag(flag);
-    launch.argv.push_back(absl::StrCat("--", flag, "=", f->CurrentValue()));
-  }
-  launch.argv.push_back(absl::StrCat("--bench_floor_config=", precision, ",",
-                                     fsdp::MatmulBackendName(backend), ",", prefix));
-  absl::StatusOr<int> result = comm::LaunchLocalRanks(launch);
+  const int nproc = absl::GetFlag(FLAGS_nproc);
+  absl::StatusOr<int> result =
+      LaunchSelf(argv0, {}, absl::StrCat("--bench_floor_config=", precision, ",",
+                                         fsdp::MatmulBackendName(backend), ",", prefix));
   Floor mean;
   bool complete = result.ok() && *result == 0;
-  for (int rank = 0; rank < launch.nproc; ++rank) {
+  for (int rank = 0; rank < nproc; ++rank) {
     const std::string path = absl::StrCat(prefix, rank);
     std::ifstream in(path);
     double seconds = 0, flops = 0;
     if (!(in >> seconds >> flops)) complete = false;
     std::remove(path.c_str());
-    mean.seconds += seconds / launch.nproc;
+    mean.seconds += seconds / nproc;
     mean.flops = flops;
   }
   if (!complete) {
@@ -313,18 +327,10 @@ bool RunJob(const std::string& precision, const std::string& strategy, char* arg
             JobResult* r) {
   const std::string tag = absl::StrCat(precision, "_", strategy);
   const std::string metrics = ScratchPath(tag + ".jsonl"), rss = ScratchPath(tag + ".rss");
-  comm::LaunchOptions launch;
-  launch.nproc = absl::GetFlag(FLAGS_nproc);
-  absl::StatusOr<std::string> self = comm::SelfExecutablePath();
-  launch.argv = {self.ok() ? *self : std::string(argv0)};
-  for (const char* flag : {"steps", "matmul_backend", "layers", "d_model", "heads", "vocab",
-                           "seq_len", "micro_batch"}) {
-    const absl::CommandLineFlag* f = absl::FindCommandLineFlag(flag);
-    launch.argv.push_back(absl::StrCat("--", flag, "=", f->CurrentValue()));
-  }
-  launch.argv.push_back(
+  const int nproc = absl::GetFlag(FLAGS_nproc);
+  absl::StatusOr<int> result = LaunchSelf(
+      argv0, ModelFlags({"steps", "matmul_backend"}),
       absl::StrCat("--bench_rank_config=", precision, ",", strategy, ",", metrics, ",", rss));
-  absl::StatusOr<int> result = comm::LaunchLocalRanks(launch);
   if (!result.ok() || *result != 0) {
     std::fprintf(stderr, "speed_bench: %s job failed: %s\n", tag.c_str(),
                  result.ok() ? "non-zero exit" : std::string(result.status().message()).c_str());
@@ -335,7 +341,7 @@ bool RunJob(const std::string& precision, const std::string& strategy, char* arg
   r->matmul_share = training_job::JsonNumberField(final_line, "matmul_share");
   r->matmul_gflops = training_job::JsonNumberField(final_line, "matmul_gflops");
   r->rss_min = INT64_MAX;
-  for (int rank = 0; rank < launch.nproc; ++rank) {
+  for (int rank = 0; rank < nproc; ++rank) {
     const std::string path = absl::StrCat(rss, rank);
     std::ifstream rin(path);
     int64_t bytes = 0, tracked = 0;
@@ -353,8 +359,7 @@ std::string GiB(int64_t bytes) { return absl::StrFormat("%.2f", bytes / double(1
 // The PyTorch reference on the same model, right after the jobs, and the
 // goals judged against it (examples/speed_goals.h).
 void PrintGoals(const std::vector<speed_goals::Measured>& measured,
-                const std::vector<std::string>& precisions, int nproc,
-                const fsdp::TrainOptions& model) {
+                const std::vector<std::string>& precisions) {
   std::string script = absl::GetFlag(FLAGS_pytorch_reference);
   if (script == "none") return;
   if (script.empty()) {
@@ -365,14 +370,8 @@ void PrintGoals(const std::vector<speed_goals::Measured>& measured,
   speed_goals::PyTorchOptions o;
   o.python = absl::GetFlag(FLAGS_python);
   o.script = script;
-  o.nproc = nproc;
-  o.steps = model.steps;
-  o.layers = model.layers;
-  o.d_model = model.d_model;
-  o.heads = model.heads;
-  o.vocab = model.vocab;
-  o.seq_len = model.seq_len;
-  o.micro_batch = model.micro_batch;
+  o.args = ModelFlags(kModelShape);  // gpt_ddp.py takes the same flags
+  for (const std::string& arg : ModelFlags({"nproc", "steps"})) o.args.push_back(arg);
   auto wanted = [&](const char* prefix) {
     for (const std::string& p : precisions) {
       if (p.rfind(prefix, 0) == 0) return true;
@@ -468,7 +467,7 @@ int main(int argc, char** argv) {
   for (const std::string& precision : precisions) {
     const fsdp::NumType type =
         precision.rfind("bf16", 0) == 0 ? fsdp::NumType::kBF16 : fsdp::NumType::kF32;
-    const Floor floor = MeasureFloor(model, type);
+    const Floor floor = *MeasureFloor(model, type);  // nothing to wait for: cannot fail
     const double floor_tokens_per_s = nproc * tokens_per_rank_step / floor.seconds;
     std::printf("# %s GEMM floor, one core alone: %.0f ms per step per rank (%.1f GFLOP of "
                 "Linear products at %.0f GFLOP/s) = %.0f tok/s at %d ranks\n",
@@ -510,6 +509,6 @@ int main(int argc, char** argv) {
               "core alone); of floor: tok/s over the floor's tok/s; of busy: over the tok/s of "
               "the floor measured with every rank computing at once (the mean over ranks; "
               "0 if that job failed)\n");
-  PrintGoals(measured, precisions, nproc, model);
+  PrintGoals(measured, precisions);
   return ok ? 0 : 1;
 }

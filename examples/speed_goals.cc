@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace speed_goals {
 namespace {
@@ -81,11 +82,9 @@ PyTorchResult RunPyTorchReference(const PyTorchOptions& o, bool bf16) {
     r.why_not = absl::StrCat("no torch for ", o.python, " (apt-get install python3-torch)");
     return r;
   }
-  const std::string command = absl::StrFormat(
-      "timeout 900 %s %s --nproc=%d --steps=%d --layers=%d --d_model=%d --heads=%d --vocab=%d "
-      "--seq_len=%d --micro_batch=%d%s 2>&1",
-      o.python, o.script, o.nproc, o.steps, o.layers, o.d_model, o.heads, o.vocab, o.seq_len,
-      o.micro_batch, bf16 ? " --bf16" : "");
+  const std::string command =
+      absl::StrCat("timeout 900 ", o.python, " ", o.script, " ", absl::StrJoin(o.args, " "),
+                   bf16 ? " --bf16" : "", " 2>&1");
   std::FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) {
     r.why_not = "popen failed";

@@ -22,10 +22,9 @@
 namespace speed_goals {
 
 struct PyTorchOptions {
-  std::string python;  // e.g. /usr/bin/python3
-  std::string script;  // gpt_ddp.py
-  int nproc = 2, steps = 6;
-  int layers = 8, d_model = 512, heads = 8, vocab = 8192, seq_len = 256, micro_batch = 4;
+  std::string python;             // e.g. /usr/bin/python3
+  std::string script;             // gpt_ddp.py
+  std::vector<std::string> args;  // its flags: --nproc=2 --steps=6 --layers=8 ...
 };
 
 struct PyTorchResult {

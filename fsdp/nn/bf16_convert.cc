@@ -128,20 +128,12 @@ const char* ToBf16PathName() {
   return HasAvx512() ? "avx512 integer" : "scalar";
 }
 
+// Every path reads in increasing order and never writes ahead of what it has
+// read: the vector ones load block i (16 floats at bytes 64i..) before
+// storing its bf16 half at bytes 32i.., the scalar one reads element i
+// (bytes 4i..) before writing it (bytes 2i..).
 void ToBf16InPlace(float* data, int64_t n) {
-  uint16_t* out = reinterpret_cast<uint16_t*>(data);
-  if (HasAvx512()) {
-    // Block i (16 floats at bytes 64i..) is loaded before its bf16 half is
-    // stored at bytes 32i.., which never reaches a block not yet loaded.
-    ToBf16Best(out, data, n);
-    return;
-  }
-  // Element i is read (bytes 4i..) before it is written (bytes 2i..).
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, data + i, sizeof(bits));
-    out[i] = RoundToBf16(bits);
-  }
+  ToBf16Best(reinterpret_cast<uint16_t*>(data), data, n);
 }
 
 void FromBf16(float* out, const uint16_t* in, int64_t n) {

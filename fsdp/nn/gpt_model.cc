@@ -231,7 +231,6 @@ absl::Status GptModel::Forward(int unit, const ParamsIn& params, const Batch& ba
   }
   const int last = num_units() - 1;
   if (unit == 0) {
-    dout_bf16_is_d_residual_ = false;  // a new step: nothing rounded yet
     FSDP_RETURN_IF_ERROR(EmbeddingForward(params, batch));
   } else if (unit == last) {
     FSDP_RETURN_IF_ERROR(HeadForward(params, batch));
@@ -539,10 +538,11 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
   BlockActivations& a = blocks_[layer];
   auto w = [&](BlockParam k) { return p.W(k); };
   float* dres = d_residual_.data();  // enters as d(out)
+  // Enters as bf16(d(out)): the unit above (units run backward in order,
+  // fsdp/nn/unit_order.h) rounded it in the LayerNorm backward that wrote
+  // d(out), the head's ln_f or the block above's LN1.
   uint16_t* dout16 = dout_bf16_.data();
 
-  if (!dout_bf16_is_d_residual_) ToBf16(dout16, dres, nc);
-  dout_bf16_is_d_residual_ = false;
   LinearBackwardBf16(d_wide1_.data(), g[kMlpProjWeight].data(), g[kMlpProjBias].data(), dres,
                      dout16, a.gelu_bf16.data(), w(kMlpProjWeight), n, 4 * C, C,
                      GradWrite::kOverwrite, write);
@@ -575,7 +575,6 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
     LayerNormBackwardWithBf16(dres, dout16, g[kLn1Weight].data(), g[kLn1Bias].data(),
                               d_narrow_.data(), UnitInput(unit), p.F(kLn1Weight),
                               a.ln1_mean.data(), a.ln1_rstd.data(), n, C);
-    dout_bf16_is_d_residual_ = true;
   } else {
     LayerNormBackward(dres, g[kLn1Weight].data(), g[kLn1Bias].data(), d_narrow_.data(),
                       UnitInput(unit), p.F(kLn1Weight), a.ln1_mean.data(), a.ln1_rstd.data(),
@@ -655,7 +654,6 @@ absl::Status GptModel::HeadBackward(const ParamsIn& params, absl::Span<float> gr
     LayerNormBackwardWithBf16(d_residual_.data(), dout_bf16_.data(), g[kLnfWeight].data(),
                               g[kLnfBias].data(), d_narrow_.data(), UnitInput(unit), lnf_weight,
                               a.lnf_mean.data(), a.lnf_rstd.data(), n, C);
-    dout_bf16_is_d_residual_ = true;
   } else {
     LayerNormBackward(d_residual_.data(), g[kLnfWeight].data(), g[kLnfBias].data(),
                       d_narrow_.data(), UnitInput(unit), lnf_weight, a.lnf_mean.data(),

@@ -185,10 +185,6 @@ class GptModel : public Model {
   TrackedBuffer<uint16_t> params_bf16_;
   FloatBuffer small_params_;
   TrackedBuffer<uint16_t> dout_bf16_;
-  // True when dout_bf16_ holds bf16(d_residual_): the LayerNorm backward that
-  // last added into d_residual_ also rounded it for the next block's first
-  // product. Whoever reads it clears it.
-  bool dout_bf16_is_d_residual_ = false;
   TrackedBuffer<uint16_t> probs_bf16_;  // (T, T): one head's probabilities in bf16
 };
 

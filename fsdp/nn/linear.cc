@@ -48,17 +48,27 @@ int64_t ColumnSumRowsPerBlock(int64_t out_features) {
   return std::max<int64_t>(1, 4096 / std::max<int64_t>(out_features, 1));
 }
 
-// dbias (+)= the column sums of dout; nothing when dbias is null. Written
-// fresh, the sums start from 0, as an added sum does into a zeroed buffer.
-void BiasGradient(float* dbias, const float* dout, int n, int out_features, GradWrite write) {
-  if (dbias == nullptr) return;
-  if (write == GradWrite::kOverwrite) std::fill(dbias, dbias + out_features, 0.0f);
+// dbias (+)= the column sums of dout (none when dbias is null; written fresh,
+// the sums start from 0, as an added sum does into a zeroed buffer), and,
+// when dout16 is set, dout16 = bf16(dout), each block rounded while in L1.
+void SumColumnsByRowBlocks(float* dbias, uint16_t* dout16, const float* dout, int64_t n,
+                           int64_t out_features, GradWrite write) {
+  if (dbias != nullptr && write == GradWrite::kOverwrite) {
+    std::fill(dbias, dbias + out_features, 0.0f);
+  }
   const KernelIsa isa = BestKernelIsa();
   const int64_t rows_per_block = ColumnSumRowsPerBlock(out_features);
   for (int64_t r = 0; r < n; r += rows_per_block) {
-    AddColumnSums(isa, dbias, dout + r * out_features, std::min<int64_t>(rows_per_block, n - r),
-                  out_features);
+    const int64_t rows = std::min<int64_t>(rows_per_block, n - r);
+    const int64_t offset = r * out_features;
+    if (dbias != nullptr) AddColumnSums(isa, dbias, dout + offset, rows, out_features);
+    if (dout16 != nullptr) ToBf16(dout16 + offset, dout + offset, rows * out_features);
   }
+}
+
+void BiasGradient(float* dbias, const float* dout, int n, int out_features, GradWrite write) {
+  if (dbias == nullptr) return;
+  SumColumnsByRowBlocks(dbias, nullptr, dout, n, out_features, write);
 }
 
 }  // namespace
@@ -132,18 +142,7 @@ void LinearBackwardBf16(float* dinp, float* dweight, float* dbias, const float* 
 
 void BiasGradientWithBf16(float* dbias, uint16_t* dout16, const float* dout, int n,
                           int out_features, GradWrite write) {
-  if (dbias != nullptr && write == GradWrite::kOverwrite) {
-    std::fill(dbias, dbias + out_features, 0.0f);
-  }
-  // BiasGradient's blocks, each rounded while it is in L1.
-  const int64_t rows_per_block = ColumnSumRowsPerBlock(out_features);
-  const KernelIsa isa = BestKernelIsa();
-  for (int64_t r = 0; r < n; r += rows_per_block) {
-    const int64_t rows = std::min<int64_t>(rows_per_block, n - r);
-    const int64_t offset = r * out_features;
-    if (dbias != nullptr) AddColumnSums(isa, dbias, dout + offset, rows, out_features);
-    ToBf16(dout16 + offset, dout + offset, rows * out_features);
-  }
+  SumColumnsByRowBlocks(dbias, dout16, dout, n, out_features, write);
 }
 
 }  // namespace fsdp

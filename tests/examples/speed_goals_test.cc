@@ -42,12 +42,16 @@ PyTorchOptions Options(const std::string& python) {
 }
 
 TEST(SpeedGoalsTest, ReadsTheReferencesLastLine) {
+  // The stand-in fails unless it was given the model's flags.
   const std::string python = FakePython(
       "python_ok",
+      "case \"$*\" in *'--layers=3 --steps=2'*) ;; *) exit 9;; esac\n"
       "echo 'step 6/6 loss 9.1759 3737 ms'\n"
       "echo 'pytorch 1.13.0a0 DDP gloo, fp32, 2 ranks x 1 thread, 33739776 parameters: 431 "
       "tok/s; peak RSS per rank 1.64, 1.71 GiB'");
-  const PyTorchResult r = RunPyTorchReference(Options(python), /*bf16=*/false);
+  PyTorchOptions options = Options(python);
+  options.args = {"--layers=3", "--steps=2"};
+  const PyTorchResult r = RunPyTorchReference(options, /*bf16=*/false);
   ASSERT_TRUE(r.ran) << r.why_not;
   EXPECT_EQ(r.tokens_per_s, 431);
   EXPECT_EQ(r.rss, "1.64, 1.71 GiB");
