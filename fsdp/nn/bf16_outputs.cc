@@ -8,6 +8,7 @@
 #include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/gelu.h"
 #include "fsdp/nn/layer_norm.h"
+#include "fsdp/nn/linear.h"
 
 namespace fsdp {
 namespace {
@@ -52,12 +53,25 @@ void GeluForwardToBf16(uint16_t* out16, const float* inp, int64_t n) {
   }
 }
 
-void GeluBackwardWithBf16(float* dinp, uint16_t* dinp16, const float* inp, const float* dout,
-                          int64_t n) {
-  for (int64_t i = 0; i < n; i += kBlockFloats) {
-    const int64_t m = std::min(kBlockFloats, n - i);
-    GeluBackwardOverwrite(dinp + i, inp + i, dout + i, m);
-    ToBf16(dinp16 + i, dinp + i, m);
+void GeluBackwardToBf16WithBiasGradient(float* dbias, uint16_t* dinp16, const float* inp,
+                                        const float* dout, int rows, int width, GradWrite write) {
+  if (write == GradWrite::kOverwrite) std::fill(dbias, dbias + width, 0.0f);
+  float block[kBlockFloats];
+  // Whole rows per block, or, for a row wider than a block, one row in
+  // pieces: either way the block is contiguous and each column still adds its
+  // rows in order.
+  const int rows_per_block = RowsPerBlock(width);
+  const int columns_per_block = static_cast<int>(std::min<int64_t>(width, kBlockFloats));
+  for (int r = 0; r < rows; r += rows_per_block) {
+    const int block_rows = std::min(rows_per_block, rows - r);
+    for (int c = 0; c < width; c += columns_per_block) {
+      const int columns = std::min(columns_per_block, width - c);
+      const int64_t offset = int64_t{r} * width + c;
+      const int64_t m = int64_t{block_rows} * columns;  // block_rows is 1 when columns < width
+      GeluBackwardOverwrite(block, inp + offset, dout + offset, m);
+      AddBiasGradientRows(dbias + c, block, block_rows, columns);
+      ToBf16(dinp16 + offset, block, m);
+    }
   }
 }
 

@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "fsdp/nn/grad_write.h"
+
 namespace fsdp {
 
 // out16 = bf16(LayerNorm(inp)); mean and rstd saved as LayerNormForward does.
@@ -20,10 +22,14 @@ void LayerNormForwardToBf16(uint16_t* out16, float* mean, float* rstd, const flo
 // out16 = bf16(gelu(inp)).
 void GeluForwardToBf16(uint16_t* out16, const float* inp, int64_t n);
 
-// dinp = dout * gelu'(inp) (written, not added) and dinp16 = bf16(dinp): the
-// fp32 copy feeds the bias gradient, the bf16 one the product.
-void GeluBackwardWithBf16(float* dinp, uint16_t* dinp16, const float* inp, const float* dout,
-                          int64_t n);
+// GELU's backward over `rows` x `width` for the product in front of it:
+// dinp16 = bf16(dout * gelu'(inp)) for that product's gradients, and dbias
+// (+)= the column sums of the fp32 dout * gelu'(inp), its bias gradient, with
+// the bits LinearBackwardBf16 would give them (written fresh under
+// kOverwrite). The fp32 gradient exists only one L1 block at a time: it is
+// never written to memory and read back for the sums.
+void GeluBackwardToBf16WithBiasGradient(float* dbias, uint16_t* dinp16, const float* inp,
+                                        const float* dout, int rows, int width, GradWrite write);
 
 // dinp += LayerNorm's input gradient (dweight and dbias added as
 // LayerNormBackward adds them) and dinp16 = bf16(dinp), the sum rounded: the

@@ -82,7 +82,9 @@ absl::Status GptModel::AllocateWorkspace() {
   FSDP_ASSIGN_OR_RETURN(d_residual_, tracker_->Allocate<float>(ws, btc, "gpt d_residual"));
   FSDP_ASSIGN_OR_RETURN(d_narrow_, tracker_->Allocate<float>(ws, btc, "gpt d_narrow"));
   FSDP_ASSIGN_OR_RETURN(d_wide1_, tracker_->Allocate<float>(ws, 4 * btc, "gpt d_wide1"));
-  FSDP_ASSIGN_OR_RETURN(d_wide2_, tracker_->Allocate<float>(ws, 4 * btc, "gpt d_wide2"));
+  if (!config_.bf16_compute) {  // bf16's GELU backward never writes its fp32 gradient
+    FSDP_ASSIGN_OR_RETURN(d_wide2_, tracker_->Allocate<float>(ws, 4 * btc, "gpt d_wide2"));
+  }
   FSDP_ASSIGN_OR_RETURN(attention_scratch_, tracker_->Allocate<float>(ws, attention_scratch,
                                                                      "gpt attention scratch"));
   if (config_.bf16_compute) {
@@ -546,10 +548,13 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
   LinearBackwardBf16(d_wide1_.data(), g[kMlpProjWeight].data(), g[kMlpProjBias].data(), dres,
                      dout16, a.gelu_bf16.data(), w(kMlpProjWeight), n, 4 * C, C,
                      GradWrite::kOverwrite, write);
-  GeluBackwardWithBf16(d_wide2_.data(), dout16, a.fc_out.data(), d_wide1_.data(), 4 * nc);
-  LinearBackwardBf16(d_narrow_.data(), g[kFcWeight].data(), g[kFcBias].data(), d_wide2_.data(),
-                     dout16, a.ln2_bf16.data(), w(kFcWeight), n, C, 4 * C,
-                     GradWrite::kOverwrite, write);
+  // d(fc_out) in bf16 and the fc bias gradient in one pass; its fp32 values
+  // exist only block by block.
+  GeluBackwardToBf16WithBiasGradient(g[kFcBias].data(), dout16, a.fc_out.data(), d_wide1_.data(),
+                                     n, 4 * C, write);
+  LinearBackwardBf16(d_narrow_.data(), g[kFcWeight].data(), /*dbias=*/nullptr, nullptr, dout16,
+                     a.ln2_bf16.data(), w(kFcWeight), n, C, 4 * C, GradWrite::kOverwrite,
+                     write);
   // dres becomes d(res2), dout16 its rounding.
   LayerNormBackwardWithBf16(dres, dout16, g[kLn2Weight].data(), g[kLn2Bias].data(),
                             d_narrow_.data(), a.res2.data(), p.F(kLn2Weight), a.ln2_mean.data(),

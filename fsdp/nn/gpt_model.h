@@ -175,7 +175,7 @@ class GptModel : public Model {
   FloatBuffer d_residual_;  // (B, T, C) gradient of the residual stream
   FloatBuffer d_narrow_;    // (B, T, C)
   FloatBuffer d_wide1_;     // (B, T, 4C)
-  FloatBuffer d_wide2_;     // (B, T, 4C)
+  FloatBuffer d_wide2_;     // (B, T, 4C); fp32 compute only
   // Attention's backward scratch: (T, T) d scores for the standard one,
   // FlashAttentionScratchFloats for flash (whose forward uses it too).
   FloatBuffer attention_scratch_;

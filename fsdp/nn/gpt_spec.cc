@@ -159,7 +159,9 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
                                    ? FlashAttentionBf16ScratchElements(config.seq_len, head_size)
                                    : AttentionBf16ScratchElements(config.seq_len, head_size);
     const int64_t params_copy = config.bf16_params ? kFloat * max_small : kBf16 * max_unit;
-    r.workspace_bytes = kFloat * (10 * B * T * C + attention_scratch) + params_copy +
+    // fp32: d_residual, d_narrow (1 BTC each) and d_wide1 (4); no d_wide2,
+    // GELU's backward rounds its gradient block by block.
+    r.workspace_bytes = kFloat * (6 * B * T * C + attention_scratch) + params_copy +
                         kBf16 * (4 * B * T * C + probs_bf16);
   }
   // A checkpointed block keeps its fp32 output (either precision).

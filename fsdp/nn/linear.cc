@@ -145,4 +145,8 @@ void BiasGradientWithBf16(float* dbias, uint16_t* dout16, const float* dout, int
   SumColumnsByRowBlocks(dbias, dout16, dout, n, out_features, write);
 }
 
+void AddBiasGradientRows(float* dbias, const float* dout_rows, int rows, int out_features) {
+  AddColumnSums(BestKernelIsa(), dbias, dout_rows, rows, out_features);
+}
+
 }  // namespace fsdp

@@ -49,6 +49,13 @@ void LinearBackwardBf16(float* dinp, float* dweight, float* dbias, const float* 
 void BiasGradientWithBf16(float* dbias, uint16_t* dout16, const float* dout, int n,
                           int out_features, GradWrite write);
 
+// dbias += the column sums of `rows` consecutive rows of an output gradient.
+// Called for a gradient's row blocks in order, it gives the bits of the bias
+// gradient over all rows at once (each column adds its rows in order), so a
+// layer that makes the gradient block by block can sum each block while it is
+// in L1 and never write the whole gradient (bf16_outputs.h's GELU backward).
+void AddBiasGradientRows(float* dbias, const float* dout_rows, int rows, int out_features);
+
 }  // namespace fsdp
 
 #endif  // FSDP_NN_LINEAR_H_

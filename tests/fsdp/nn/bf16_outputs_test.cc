@@ -2,12 +2,14 @@
 //
 // The fused bf16-output layers (fsdp/nn/bf16_outputs.h, and linear.h's
 // BiasGradientWithBf16) give the bits of the unfused layer followed by
-// ToBf16, at sizes below, at and across their 4096-float block, and for rows
-// wider than a block.
+// ToBf16 (and, for GELU's backward, the bias gradient of the unfused fp32
+// gradient), at sizes below, at and across their 4096-float block, and for
+// rows wider than a block.
 #include "fsdp/nn/bf16_outputs.h"
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "fsdp/nn/bf16_convert.h"
@@ -40,18 +42,37 @@ TEST(Bf16OutputsTest, GeluForwardToBf16IsGeluThenRounding) {
   }
 }
 
-TEST(Bf16OutputsTest, GeluBackwardWithBf16WritesBothCopies) {
-  for (int64_t n : {1, 17, 4096, 2 * 4096 + 5}) {
+// Against GELU's backward into fp32, its rounding and the bias gradient
+// LinearBackwardBf16 takes from that fp32 gradient: rows that fill a block,
+// a partial last block, 4099 columns (a row wider than half a block) and
+// 9000 (wider than a block, cut into pieces), each written and added.
+TEST(Bf16OutputsTest, GeluBackwardToBf16WithBiasGradientIsGeluThenRoundingAndBiasSums) {
+  struct Shape {
+    int rows, width;
+  };
+  for (const Shape s : {Shape{1, 17}, Shape{8, 2048}, Shape{37, 2048}, Shape{3, 4099},
+                        Shape{2, 9000}, Shape{1500, 3}}) {
+    const int64_t n = int64_t{s.rows} * s.width;
     const std::vector<float> x = RandomVector(n, 41 + n, 3.0f);
     const std::vector<float> dout = RandomVector(n, 42 + n);
     std::vector<float> expected(n, 0.0f);
     GeluBackward(expected.data(), x.data(), dout.data(), n);
-    // Garbage in the outputs: the fused kernel writes, it does not add.
-    std::vector<float> dinp = RandomVector(n, 43 + n);
-    std::vector<uint16_t> dinp16(n, 0xffff);
-    GeluBackwardWithBf16(dinp.data(), dinp16.data(), x.data(), dout.data(), n);
-    EXPECT_EQ(std::memcmp(dinp.data(), expected.data(), sizeof(float) * n), 0) << "n=" << n;
-    EXPECT_EQ(dinp16, Rounded(expected)) << "n=" << n;
+    for (const GradWrite write : {GradWrite::kOverwrite, GradWrite::kAdd}) {
+      const std::vector<float> prior = RandomVector(s.width, 44 + n);
+      // LinearBackwardBf16's bias gradient of `expected` (no product: null
+      // weight and input gradients).
+      std::vector<float> expected_dbias = prior;
+      LinearBackwardBf16(nullptr, nullptr, expected_dbias.data(), expected.data(), nullptr,
+                         nullptr, nullptr, s.rows, 1, s.width, GradWrite::kAdd, write);
+      std::vector<float> dbias = prior;
+      std::vector<uint16_t> dinp16(n, 0xffff);
+      GeluBackwardToBf16WithBiasGradient(dbias.data(), dinp16.data(), x.data(), dout.data(),
+                                         s.rows, s.width, write);
+      const std::string shape = std::to_string(s.rows) + " x " + std::to_string(s.width);
+      EXPECT_EQ(dinp16, Rounded(expected)) << shape;
+      EXPECT_EQ(std::memcmp(dbias.data(), expected_dbias.data(), sizeof(float) * s.width), 0)
+          << shape << (write == GradWrite::kAdd ? " added" : " written");
+    }
   }
 }
 

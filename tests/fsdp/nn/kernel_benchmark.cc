@@ -234,9 +234,11 @@ int Main(int repetitions) {
   }
 
   // Under bf16 compute: a layer that writes fp32 and a ToBf16 pass after it
-  // (with the zeroing GeluBackward needed before), against the fused kernels
-  // of fsdp/nn/bf16_outputs.h that round each block while it is in L1.
+  // (and, for GELU's backward, the bias sums over that fp32 gradient),
+  // against the fused kernels of fsdp/nn/bf16_outputs.h that round (and sum)
+  // each block while it is in L1.
   std::vector<uint16_t> out16(n4c);
+  std::vector<float> fc_db(4 * kChannels);
   std::vector<Fused> fused = {
       {"gelu forward -> bf16 (1024 x 2048)",
        [&] {
@@ -244,14 +246,21 @@ int Main(int repetitions) {
          ToBf16(out16.data(), wide_out.data(), n4c);
        },
        [&] { GeluForwardToBf16(out16.data(), wide_in.data(), n4c); }},
-      {"gelu backward + bf16 copy",
+      {"gelu backward + bf16 copy + fc bias sums",
        [&] {
-         std::fill(wide_grad.begin(), wide_grad.end(), 0.0f);
-         GeluBackward(wide_grad.data(), wide_in.data(), wide_d.data(), n4c);
+         // The path before GELU's backward summed the bias itself: fp32
+         // gradient rounded block by block, then the column sums over it.
+         GeluBackwardOverwrite(wide_grad.data(), wide_in.data(), wide_d.data(), n4c);
          ToBf16(out16.data(), wide_grad.data(), n4c);
+         LinearBackwardBf16(nullptr, nullptr, fc_db.data(), wide_grad.data(), nullptr, nullptr,
+                            nullptr, kRows, 1, 4 * kChannels, GradWrite::kAdd,
+                            GradWrite::kOverwrite);
        },
-       [&] { GeluBackwardWithBf16(wide_grad.data(), out16.data(), wide_in.data(), wide_d.data(),
-                                  n4c); }},
+       [&] {
+         GeluBackwardToBf16WithBiasGradient(fc_db.data(), out16.data(), wide_in.data(),
+                                            wide_d.data(), kRows, 4 * kChannels,
+                                            GradWrite::kOverwrite);
+       }},
       {"layernorm forward -> bf16 (1024 x 512)",
        [&] {
          LayerNormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), kRows,
