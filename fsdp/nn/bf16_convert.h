@@ -35,8 +35,9 @@ void FromBf16(float* out, const uint16_t* in, int64_t n);
 // one rounding, the same bits in every ISA path.
 void AccumulateToBf16(uint16_t* acc, const float* add, int64_t n);
 
-// data[i] = bf16(fp32(data[i]) * scale), in one pass (widened in blocks that
-// stay in L1): the averaging of reduced bf16 gradients.
+// data[i] = bf16(fp32(data[i]) * scale), in one pass, 16 values at a time in
+// registers where the CPU has AVX-512: the averaging of reduced bf16
+// gradients.
 void ScaleBf16InPlace(uint16_t* data, int64_t n, float scale);
 
 // data[i] = fp32(bf16(data[i])): the values a bf16 buffer would hold, kept

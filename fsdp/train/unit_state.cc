@@ -372,12 +372,11 @@ absl::Status ShardedUnit::FinishReduceScatter(const UnitComms& comms, absl::Dura
   FSDP_RETURN_IF_ERROR(grad_reduction_.Finish(
       timeout, clock, absl::StrCat(Label(), " gradient reduce-scatter")));
   if (runtime_.bf16_grads) return FinishReduceScatterBf16(comms);
-  const float average = 1.0f / static_cast<float>(runtime_.world_size);
   if (runtime_.shard_grads) grads_.Reset();  // the shard is their home now
   if (runtime_.strategy == Strategy::kNoShard) {
     // [Note: why sum then scale] in docs/data-parallel.md: the same scale of
     // the same shard as every sharded strategy, then back to full.
-    for (float& v : grad_shard_.span()) v *= average;
+    Average(grad_shard_.span());
     FSDP_ASSIGN_OR_RETURN(grad_reduction_,
                           PostAllGather(*comms.shard_group, grad_shard_.span(), grads_.span(),
                                         absl::StrCat(Label(), " gradient all-gather")));
@@ -387,7 +386,7 @@ absl::Status ShardedUnit::FinishReduceScatter(const UnitComms& comms, absl::Dura
                           PostAllReduceSum(*comms.replica_group, grad_shard_.span()));
     grad_state_ = GradState::kAllReducingAcrossGroups;
   } else {
-    for (float& v : grad_shard_.span()) v *= average;
+    Average(grad_shard_.span());
     grad_state_ = GradState::kReduced;
   }
   return absl::OkStatus();
@@ -424,7 +423,15 @@ absl::Span<uint16_t> ShardedUnit::ReducedShardBf16() {
                                  plan_.shard_numel());
 }
 
+// One rank has nothing to average: x * 1 is x, and x's bf16 rounding is x.
+void ShardedUnit::Average(absl::Span<float> shard) const {
+  if (runtime_.world_size == 1) return;
+  const float average = 1.0f / static_cast<float>(runtime_.world_size);
+  for (float& v : shard) v *= average;
+}
+
 void ShardedUnit::AverageBf16(absl::Span<uint16_t> shard) const {
+  if (runtime_.world_size == 1) return;
   const float average = 1.0f / static_cast<float>(runtime_.world_size);
   ScaleBf16InPlace(shard.data(), static_cast<int64_t>(shard.size()), average);
 }
@@ -444,8 +451,7 @@ absl::Status ShardedUnit::FinishReduction(absl::Duration timeout, CommWaitClock&
         AverageBf16(grad_shard16_.span());
         break;
       }
-      const float average = 1.0f / static_cast<float>(runtime_.world_size);
-      for (float& v : grad_shard_.span()) v *= average;
+      Average(grad_shard_.span());
       break;
     }
     default:

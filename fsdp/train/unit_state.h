@@ -275,6 +275,8 @@ class ShardedUnit {
   absl::Span<uint16_t> ReducedShardBf16();
   // FinishReduceScatter's second half under bf16_grads.
   absl::Status FinishReduceScatterBf16(const UnitComms& comms);
+  // shard *= 1 / world_size (rounded to bf16 for the bf16 one).
+  void Average(absl::Span<float> shard) const;
   void AverageBf16(absl::Span<uint16_t> shard) const;
   // Zeroes what no model unit's backward writes: the gaps between the
   // plan's source units and the padding.

@@ -359,6 +359,18 @@ int Main(int repetitions) {
          max_sink = MaxAbsBf16(grads16);
          units_sink = static_cast<double>(SumOfSquareUnitsBf16(grads16, exponent));
        }});
+  // The averaging of reduced gradients: widened, scaled and rounded block by
+  // block (as before) against in registers.
+  std::vector<uint16_t> averaged16 = grads16;  // halved twice per repetition: stays normal
+  fused.push_back({"bf16 grads: average x 0.5 (16.9 M)",
+                   [&] {
+                     ForEachWidenedBlock(averaged16.data(), kShardNumel,
+                                         [&](float* block, int64_t begin, int64_t len) {
+                                           for (int64_t i = 0; i < len; ++i) block[i] *= 0.5f;
+                                           ToBf16(averaged16.data() + begin, block, len);
+                                         });
+                   },
+                   [&] { ScaleBf16InPlace(averaged16.data(), kShardNumel, 0.5f); }});
   fused.push_back(
       {"bf16 grads: adamw -> bf16 params (16.9 M)",
        [&] {
