@@ -13,9 +13,11 @@ the speed does not depend on the data. Prints tokens/s over the steps after
 the first and each rank's peak RSS. Needs Debian's python3-torch (1.13).
 """
 import argparse
+import ctypes
 import math
 import os
 import resource
+import signal
 import sys
 import time
 
@@ -65,7 +67,17 @@ class Gpt(nn.Module):
         return self.head(self.lnf(x))
 
 
+def die_with_parent():
+    """A rank dies with the launching process (Linux PR_SET_PDEATHSIG): when a
+    caller's timeout kills it, no rank is left holding the rendezvous port."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def run(rank, args):
+    die_with_parent()
     torch.set_num_threads(1)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(args.port)
