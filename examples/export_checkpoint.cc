@@ -5,8 +5,7 @@
 // through a fixed buffer, so its memory stays near --piece_numel floats,
 // not the model (fsdp/checkpoint/model_export.h):
 //
-//   bazel run -c opt //examples:export_checkpoint -- \
-//       --checkpoint=/tmp/ckpt/step-00000020 --out=/tmp/model.safetensors
+//   bazel run -c opt //examples:export_checkpoint -- --checkpoint=/tmp/ckpt/step-00000020 --out=/tmp/model.safetensors
 #include <sys/resource.h>
 
 #include <cstdio>

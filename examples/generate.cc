@@ -6,8 +6,7 @@
 // the model configuration from the file's __metadata__, the tokenizer from
 // the tokenize example.
 //
-//   bazel run -c opt //examples:generate -- --safetensors=/tmp/gpt.safetensors \
-//       --tokenizer=/tmp/fortunes.tokenizer --prompt="The meaning of life" --tokens=200
+//   bazel run -c opt //examples:generate -- --safetensors=/tmp/gpt.safetensors --tokenizer=/tmp/fortunes.tokenizer --prompt="The meaning of life" --tokens=200
 //
 // The same seed and options give the text train_gpt's own sample printed
 // for those weights (fsdp/train/sampler.h).

@@ -2,8 +2,7 @@
 //
 // Curves of one or more train_gpt runs side by side (fsdp/train/metrics_plot.h):
 //
-//   bazel run -c opt //examples:plot_metrics -- --metrics=/tmp/a.jsonl,/tmp/b.jsonl \
-//       --labels=no_shard,full_shard --out=/tmp/curves.png
+//   bazel run -c opt //examples:plot_metrics -- --metrics=/tmp/a.jsonl,/tmp/b.jsonl --labels=no_shard,full_shard --out=/tmp/curves.png
 #include <cstdio>
 #include <string>
 #include <vector>

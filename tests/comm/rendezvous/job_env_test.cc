@@ -337,7 +337,7 @@ TEST(FirstSlurmHost, SlurmHostListForms) {
     ASSERT_TRUE(host.ok()) << c.list << ": " << host.status();
     EXPECT_EQ(*host, c.first) << c.list;
   }
-  for (const std::string& bad : {"", ",a", "n[1-2", "n]", "n[]", "n[a-b]"}) {
+  for (const char* bad : {"", ",a", "n[1-2", "n]", "n[]", "n[a-b]"}) {
     absl::StatusOr<std::string> host = FirstSlurmHost(bad);
     EXPECT_EQ(host.status().code(), absl::StatusCode::kInvalidArgument) << "'" << bad << "'";
   }
