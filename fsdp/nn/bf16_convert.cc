@@ -104,8 +104,8 @@ __attribute__((target("avx512f"))) inline __m512 WidenVectorAvx512(const uint16_
 }
 
 // data[i] = bf16(fp32(data[i]) * scale), 16 at a time in registers: the
-// widening, the one IEEE multiplication and the rounding of ScaleBf16Scalar.
-// Return how many they did; the caller finishes the tail.
+// widening, the one IEEE multiplication and the rounding of ScaleBf16InPlace's
+// scalar loop. Each returns how many it did; the caller finishes the tail.
 __attribute__((target("avx512f"))) int64_t ScaleBf16Avx512(uint16_t* data, int64_t n,
                                                            float scale) {
   const __m512 factor = _mm512_set1_ps(scale);
