@@ -58,8 +58,9 @@ void PrintAgainstPyTorch(const std::vector<Measured>& measured, const std::strin
 
 void PrintReference(const char* name, const PyTorchResult& r) {
   if (r.ran) {
-    std::printf("#   PyTorch DDP %-13s %6.0f tok/s, peak RSS per rank %s\n", name, r.tokens_per_s,
-                r.rss.c_str());
+    std::printf("#   PyTorch DDP %-13s %6.0f tok/s, peak RSS per rank %s%s\n", name,
+                r.tokens_per_s, r.rss.c_str(),
+                r.exit_note.empty() ? "" : absl::StrCat(" (", r.exit_note, ")").c_str());
   } else {
     std::printf("#   PyTorch DDP %-13s not run: %s\n", name, r.why_not.c_str());
   }
@@ -99,11 +100,19 @@ PyTorchResult RunPyTorchReference(const PyTorchOptions& o, bool bf16) {
   const int status = pclose(pipe);
   const size_t at = last.rfind(" tok/s");
   const size_t colon = last.rfind(": ", at);
-  if (status != 0 || at == std::string::npos || colon == std::string::npos) {
-    r.why_not = absl::StrCat("the reference failed (exit status ", WEXITSTATUS(status),
-                             "; run it by hand: ", o.python, " ", o.script,
-                             bf16 ? " --bf16" : "", ")");
+  const std::string ended =
+      WIFEXITED(status) ? absl::StrCat("exit status ", WEXITSTATUS(status))
+                        : absl::StrCat("signal ", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  if (at == std::string::npos || colon == std::string::npos) {
+    r.why_not = absl::StrCat("the reference failed (", ended, "; run it by hand: ", o.python,
+                             " ", o.script, bf16 ? " --bf16" : "", ")");
     return r;
+  }
+  if (status != 0) {
+    r.exit_note = absl::StrCat("its figures were printed, then ", ended,
+                               WIFEXITED(status) && WEXITSTATUS(status) == 124
+                                   ? ": the 15-minute timeout"
+                                   : "");
   }
   r.tokens_per_s = std::strtod(last.c_str() + colon + 2, nullptr);
   const size_t rss = last.find("peak RSS per rank ");

@@ -32,10 +32,15 @@ struct PyTorchResult {
   std::string why_not;  // when !ran: what was missing or what failed
   double tokens_per_s = 0;
   std::string rss;      // "1.64, 1.71 GiB" as the script prints it
+  // When it printed its figures and then exited badly (a rank that hung at
+  // exit until the timeout, say): how it ended. The figures still count:
+  // they were measured before.
+  std::string exit_note;
 };
 
 // Runs the reference (under coreutils' `timeout`, 15 minutes) and reads its
-// last line ("... : N tok/s; peak RSS per rank A, B GiB").
+// last line ("... : N tok/s; peak RSS per rank A, B GiB"), even when the run
+// then failed to exit cleanly (exit_note says how it ended).
 PyTorchResult RunPyTorchReference(const PyTorchOptions& options, bool bf16);
 
 // One speed_bench job's result, as the goals need it.

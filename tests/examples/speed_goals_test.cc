@@ -57,6 +57,28 @@ TEST(SpeedGoalsTest, ReadsTheReferencesLastLine) {
   EXPECT_EQ(r.rss, "1.64, 1.71 GiB");
 }
 
+// A reference that printed its figures and then hung until the timeout (or
+// failed at exit): the figures count, and how it ended is said.
+TEST(SpeedGoalsTest, KeepsFiguresPrintedBeforeABadExit) {
+  const std::string python = FakePython(
+      "python_hangs_at_exit",
+      "echo 'pytorch 1.13.0a0 DDP gloo, bf16 autocast, 2 ranks x 1 thread, 33739776 "
+      "parameters: 851 tok/s; peak RSS per rank 1.40, 1.40 GiB'\n"
+      "exit 124");
+  const PyTorchResult r = RunPyTorchReference(Options(python), /*bf16=*/true);
+  ASSERT_TRUE(r.ran) << r.why_not;
+  EXPECT_EQ(r.tokens_per_s, 851);
+  EXPECT_NE(r.exit_note.find("exit status 124: the 15-minute timeout"), std::string::npos)
+      << r.exit_note;
+
+  testing::internal::CaptureStdout();
+  PrintSpeedGoals({{"bf16", "no_shard", 3027}}, r, r, /*amx=*/false);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("851 tok/s, peak RSS per rank 1.40, 1.40 GiB (its figures were printed"),
+            std::string::npos)
+      << out;
+}
+
 TEST(SpeedGoalsTest, SaysWhyTheReferenceDidNotRun) {
   const PyTorchResult missing =
       RunPyTorchReference(Options(TempDir() + "/no_such_python"), false);
