@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "comm/algorithm_choice.h"
 #include "comm/barrier.h"
 #include "comm/broadcast.h"
@@ -17,7 +18,6 @@
 #include "comm/ring_all_reduce.h"
 #include "comm/ring_reduce_scatter.h"
 #include "comm/ring_schedule.h"
-#include "comm/status_macros.h"
 #include "comm/tag.h"
 #include "comm/transport.h"
 

@@ -11,11 +11,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "comm/communicator.h"
 #include "comm/communicator_impl.h"
 #include "comm/progress_engine.h"
 #include "comm/rendezvous/job_env.h"
-#include "comm/status_macros.h"
 #include "comm/ucx/ucx_transport.h"
 
 namespace comm {

@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "comm/reduce.h"
-#include "comm/status_macros.h"
 #include "comm/tag.h"
 
 namespace comm {

@@ -4,9 +4,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "comm/reduce.h"
 #include "comm/ring_schedule.h"
-#include "comm/status_macros.h"
 
 namespace comm {
 

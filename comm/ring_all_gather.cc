@@ -5,7 +5,7 @@
 #include <cstring>
 #include <utility>
 
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 
 namespace comm {
 

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 
 namespace comm {
 

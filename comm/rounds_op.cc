@@ -2,7 +2,7 @@
 #include "comm/rounds_op.h"
 
 #include "absl/strings/str_cat.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "comm/tag.h"
 
 namespace comm {

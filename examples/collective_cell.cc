@@ -8,7 +8,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/types/span.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 
 namespace collective_bench {
 namespace {

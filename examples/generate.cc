@@ -23,7 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/checkpoint/model_export.h"
 #include "fsdp/checkpoint/safetensors.h"
 #include "fsdp/memory/memory_tracker.h"

@@ -12,7 +12,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/train/metrics_plot.h"
 
 ABSL_FLAG(std::string, metrics, "", "comma-separated train_gpt --metrics_out files");

@@ -21,7 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/report/atomic_file.h"
 #include "fsdp/text/byte_bpe.h"
 #include "fsdp/text/corpus.h"

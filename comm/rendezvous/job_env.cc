@@ -9,8 +9,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 #include "comm/rendezvous/engine_master.h"
-#include "comm/status_macros.h"
 
 namespace comm {
 namespace {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "comm/liveness.h"
 #include "comm/rendezvous/framed_socket.h"
 #include "comm/rendezvous/hang_verdict.h"
@@ -14,7 +15,6 @@
 #include "comm/rendezvous/pmix_session.h"
 #include "comm/rendezvous/store_address.h"
 #include "comm/rendezvous/store_server.h"
-#include "comm/status_macros.h"
 #include "proto/rendezvous.pb.h"
 
 namespace comm {

@@ -18,10 +18,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "comm/rendezvous/framed_socket.h"
 #include "comm/rendezvous/hang_verdict.h"
 #include "comm/signal_stack.h"
-#include "comm/status_macros.h"
 #include "proto/rendezvous.pb.h"
 
 namespace comm {

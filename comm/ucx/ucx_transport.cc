@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "comm/launcher/failure_report.h"
 #include "comm/liveness.h"
 #include "comm/rendezvous/rendezvous.h"
 #include "comm/ucx/peer_copy_guard.h"
 #include "comm/ucx/ucx_failure.h"
-#include "comm/status_macros.h"
 
 namespace comm {
 namespace {

@@ -20,9 +20,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/status_macros.h"
 #include "comm/launcher/launcher.h"
 #include "comm/rendezvous/job_env.h"
-#include "comm/status_macros.h"
 #include "comm/transport.h"
 #include "comm/ucx/ucx_transport.h"
 

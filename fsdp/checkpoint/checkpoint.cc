@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/checkpoint/checkpoint_dir.h"
 #include "fsdp/checkpoint/checkpoint_reader.h"
 #include "fsdp/checkpoint/manifest_file.h"

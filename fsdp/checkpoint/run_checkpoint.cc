@@ -2,7 +2,7 @@
 #include "fsdp/checkpoint/run_checkpoint.h"
 
 #include "absl/strings/str_cat.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/checkpoint/checkpoint_dir.h"
 #include "fsdp/checkpoint/checkpoint_reader.h"
 

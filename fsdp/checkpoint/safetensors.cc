@@ -13,7 +13,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 
 namespace fsdp {
 namespace checkpoint {

@@ -16,7 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/checkpoint/safetensors_format.h"
 #include "nlohmann/json.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <openssl/evp.h>
 
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 
 namespace fsdp {
 namespace checkpoint {

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/nn/attention.h"
 #include "fsdp/nn/embedding.h"
 #include "fsdp/nn/gelu.h"

@@ -15,11 +15,11 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/nn/attention.h"
+#include "fsdp/nn/batch_checks.h"
 #include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/bf16_outputs.h"
-#include "fsdp/nn/batch_checks.h"
 #include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/embedding.h"
 #include "fsdp/nn/flash_attention.h"

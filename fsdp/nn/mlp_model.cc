@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/nn/batch_checks.h"
 #include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/embedding.h"

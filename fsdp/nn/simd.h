@@ -41,7 +41,7 @@
 #include <cstring>
 #include <limits>
 
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/nn/kernel_isa.h"
 
 #define FSDP_SIMD_INLINE inline __attribute__((always_inline))

@@ -2,7 +2,7 @@
 #include "fsdp/optim/sgd.h"
 
 #include "absl/strings/str_cat.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/nn/bf16_convert.h"
 
 namespace fsdp {

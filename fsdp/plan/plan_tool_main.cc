@@ -22,7 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/plan/memory_model.h"
 #include "fsdp/plan/shard_planner.h"

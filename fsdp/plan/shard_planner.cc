@@ -16,7 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/plan/plan_fingerprint.h"
 #include "fsdp/plan/sharding_strategy.h"
 #include "google/protobuf/text_format.h"

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/report/gpt_family.h"
 #include "fsdp/train/strategy.h"

@@ -1,7 +1,7 @@
 // File: fsdp/report/measure_training.cc
 #include "fsdp/report/measure_training.h"
 
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/train/train_run.h"
 

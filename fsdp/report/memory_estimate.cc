@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/plan/shard_planner.h"
 #include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/report/step_schedule.h"

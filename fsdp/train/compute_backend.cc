@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/train/blob_exchange.h"
 
 namespace fsdp {

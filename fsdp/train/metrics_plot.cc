@@ -19,7 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/report/atomic_file.h"
 
 extern char** environ;

@@ -2,7 +2,7 @@
 #include "fsdp/train/model_forward.h"
 
 #include "absl/strings/str_cat.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 
 namespace fsdp {
 

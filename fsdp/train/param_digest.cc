@@ -8,7 +8,7 @@
 #include <cstring>
 #include <memory>
 
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 
 namespace fsdp {
 

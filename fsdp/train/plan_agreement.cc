@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/plan/plan_compare.h"
 #include "fsdp/train/blob_exchange.h"
 

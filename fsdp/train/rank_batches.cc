@@ -3,7 +3,7 @@
 
 #include <utility>
 
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/data/markov_source.h"
 #include "fsdp/data/token_file.h"
 

@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 
 namespace fsdp {
 namespace {

@@ -6,7 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/report/atomic_file.h"
 #include "fsdp/train/model_forward.h"
 

@@ -60,7 +60,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/optim/grad_clip.h"
 #include "fsdp/plan/memory_model.h"
 #include "fsdp/plan/shard_planner.h"

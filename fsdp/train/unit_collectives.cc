@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "comm/dtype.h"
-#include "comm/status_macros.h"
 
 namespace fsdp {
 namespace {

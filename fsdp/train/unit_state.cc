@@ -9,9 +9,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "comm/dtype.h"
-#include "comm/status_macros.h"
 #include "fsdp/nn/bf16_convert.h"
+#include "fsdp/optim/grad_clip.h"
 
 namespace fsdp {
 
@@ -426,8 +427,7 @@ absl::Span<uint16_t> ShardedUnit::ReducedShardBf16() {
 // One rank has nothing to average: x * 1 is x, and x's bf16 rounding is x.
 void ShardedUnit::Average(absl::Span<float> shard) const {
   if (runtime_.world_size == 1) return;
-  const float average = 1.0f / static_cast<float>(runtime_.world_size);
-  for (float& v : shard) v *= average;
+  ScaleInPlace(shard, 1.0f / static_cast<float>(runtime_.world_size));
 }
 
 void ShardedUnit::AverageBf16(absl::Span<uint16_t> shard) const {

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/data/token_file.h"
 #include "fsdp/train/blob_exchange.h"
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "fsdp/nn/compute_threads.h"
 #include "fsdp/nn/gpt_model.h"
 #include "fsdp/plan/memory_model.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "comm/status_macros.h"
+#include "base/status_macros.h"
 #include "gtest/gtest.h"
 #include "tests/fsdp/train/test_models.h"
 #include "tests/fsdp/train/thread_communicator.h"

@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/status_macros.h"
 #include "comm/dtype.h"
-#include "comm/status_macros.h"
 
 namespace comm_test {
 

@@ -56,10 +56,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/status_macros.h"
 #include "comm/communicator.h"
 #include "comm/dtype.h"
 #include "comm/launcher/crash_trace.h"
-#include "comm/status_macros.h"
 #include "tests/integration/comm/collective_reference.h"
 #include "tests/integration/comm/collective_scenarios.h"
 

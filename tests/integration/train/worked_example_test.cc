@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "comm/communicator.h"
 #include "comm/launcher/launcher.h"
-#include "comm/status_macros.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/train/train_step.h"
 #include "gtest/gtest.h"

@@ -1,10 +1,10 @@
-// File: comm/status_macros.h
+// File: base/status_macros.h
 //
 // FSDP_RETURN_IF_ERROR and FSDP_ASSIGN_OR_RETURN: Abseil 20220623 has neither,
 // so the project defines its own. FSDP_CHECK is for programmer bugs only
 // (invariants), never for user input: it prints file:line and aborts.
-#ifndef COMM_STATUS_MACROS_H_
-#define COMM_STATUS_MACROS_H_
+#ifndef BASE_STATUS_MACROS_H_
+#define BASE_STATUS_MACROS_H_
 
 #include <cstdio>
 #include <cstdlib>
@@ -42,4 +42,4 @@
     }                                                                        \
   } while (0)
 
-#endif  // COMM_STATUS_MACROS_H_
+#endif  // BASE_STATUS_MACROS_H_
