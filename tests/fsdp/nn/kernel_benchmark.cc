@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "fsdp/nn/attention.h"
+#include "fsdp/nn/attention_layout.h"
 #include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/bf16_outputs.h"
 #include "fsdp/nn/compute_threads.h"
@@ -29,6 +30,7 @@
 #include "fsdp/nn/kernel_isa.h"
 #include "fsdp/nn/layer_norm.h"
 #include "fsdp/nn/linear.h"
+#include "fsdp/nn/matmul.h"
 #include "fsdp/nn/residual.h"
 #include "fsdp/optim/adamw.h"
 #include "fsdp/optim/grad_clip.h"
@@ -389,6 +391,43 @@ int Main(int repetitions) {
     const double fused_s = MinSeconds(repetitions, k.fused_fn);
     std::printf("%-46s %10.3f %10.3f %8.2fx\n", k.name.c_str(), unfused_s * 1e3, fused_s * 1e3,
                 unfused_s / fused_s);
+  }
+
+  // The bf16 attention of --precision=bf16: its time, and how much of it
+  // its products take (the rest: gathering heads, softmax, rounding).
+  const int head_size = kChannels / kHeads;
+  std::vector<uint16_t> qkv16(qkv.size()), d16(nc);
+  ToBf16(qkv16.data(), qkv.data(), static_cast<int64_t>(qkv.size()));
+  ToBf16(d16.data(), d.data(), nc);
+  std::vector<uint16_t> att_scratch16(AttentionBf16ScratchElements(kSeq, head_size));
+  std::vector<float> att_scratch(AttentionBf16ScratchFloats(kSeq, head_size));
+  struct Timed {
+    const char* name;
+    std::function<void()> fn;
+  };
+  const std::vector<Timed> attention_bf16 = {
+      {"attention forward bf16 (B4 H8 T256)",
+       [&] {
+         AttentionForwardBf16(att_out.data(), probs.data(), att_scratch.data(),
+                              att_scratch16.data(), qkv16.data(), kBatch, kSeq, kChannels, kHeads);
+       }},
+      {"attention backward bf16",
+       [&] {
+         AttentionBackwardBf16(dqkv.data(), att_scratch.data(), att_scratch16.data(), d16.data(),
+                               qkv16.data(), probs.data(), kBatch, kSeq, kChannels, kHeads);
+       }},
+  };
+  std::printf("\n%-46s %10s %10s %9s %8s\n", "bf16 attention (ms)", "all", "products",
+              "GFLOP/s", "calls");
+  for (const Timed& t : attention_bf16) {
+    t.fn();  // primitives created
+    ResetMatmulStats();
+    const double s = MinSeconds(repetitions, t.fn);
+    const MatmulStats stats = CurrentMatmulStats();
+    const double per_run = 1.0 / (repetitions + 1);  // MinSeconds warms up once
+    std::printf("%-46s %10.3f %10.3f %9.0f %8lld\n", t.name, s * 1e3,
+                stats.seconds * per_run * 1e3, stats.flops / stats.seconds * 1e-9,
+                static_cast<long long>(stats.calls / (repetitions + 1)));
   }
   return 0;
 }
