@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/dense_rows.h"
@@ -12,6 +13,7 @@
 namespace fsdp {
 namespace {
 using simd::F16;
+using simd::I16;
 using simd::kLanes;
 
 // Causal softmax of row t of the scores: entries [0, t] take part, the
@@ -68,10 +70,63 @@ FSDP_SIMD_INLINE void CausalSoftmaxBackwardRowsBody(float* dp, const float* p, i
   }
 }
 
+// The same backward with the probabilities saved in bf16 (the bf16 compute
+// mode): each is widened exactly as it is loaded.
+FSDP_SIMD_INLINE F16 LoadBf16(const uint16_t* p) {
+  I16 bits;
+  for (int j = 0; j < kLanes; ++j) bits[j] = static_cast<int32_t>(uint32_t{p[j]} << 16);
+  F16 values;
+  std::memcpy(&values, &bits, sizeof(values));
+  return values;
+}
+
+FSDP_SIMD_INLINE F16 LoadBf16Partial(const uint16_t* p, int n) {
+  I16 bits{};
+  for (int j = 0; j < n; ++j) bits[j] = static_cast<int32_t>(uint32_t{p[j]} << 16);
+  F16 values;
+  std::memcpy(&values, &bits, sizeof(values));
+  return values;
+}
+
+FSDP_SIMD_INLINE void CausalSoftmaxBackwardRowBf16(float* d_row, const uint16_t* p_row,
+                                                   int valid, int row_length) {
+  F16 dot_lanes = simd::Splat(0.0f);
+  int i = 0;
+  for (; i + kLanes <= valid; i += kLanes) {
+    dot_lanes += LoadBf16(p_row + i) * simd::Load(d_row + i);
+  }
+  const int rest = valid - i;
+  if (rest > 0) {
+    dot_lanes += LoadBf16Partial(p_row + i, rest) * simd::LoadPartial(d_row + i, rest, 0.0f);
+  }
+  const float dot = simd::ReduceAdd(dot_lanes);
+  for (i = 0; i + kLanes <= valid; i += kLanes) {
+    simd::Store(d_row + i, LoadBf16(p_row + i) * (simd::Load(d_row + i) - dot));
+  }
+  if (rest > 0) {
+    simd::StorePartial(
+        d_row + i,
+        LoadBf16Partial(p_row + i, rest) * (simd::LoadPartial(d_row + i, rest, 0.0f) - dot), rest);
+  }
+  std::fill(d_row + valid, d_row + row_length, 0.0f);
+}
+
+FSDP_SIMD_INLINE void CausalSoftmaxBackwardRowsBf16Body(float* dp, const uint16_t* p, int rows,
+                                                        int row_length, int first_row) {
+  for (int i = 0; i < rows; ++i) {
+    const long offset = static_cast<long>(i) * row_length;
+    CausalSoftmaxBackwardRowBf16(dp + offset, p + offset, first_row + i + 1, row_length);
+  }
+}
+
 FSDP_ISA_VARIANTS(void, CausalSoftmaxRows, (float* p, int rows, int row_length, int first_row),
                   (p, rows, row_length, first_row))
 FSDP_ISA_VARIANTS(void, CausalSoftmaxBackwardRows,
                   (float* dp, const float* p, int rows, int row_length, int first_row),
+                  (dp, p, rows, row_length, first_row))
+
+FSDP_ISA_VARIANTS(void, CausalSoftmaxBackwardRowsBf16,
+                  (float* dp, const uint16_t* p, int rows, int row_length, int first_row),
                   (dp, p, rows, row_length, first_row))
 
 void CausalSoftmaxRows(KernelIsa isa, float* p, int rows, int row_length, int first_row) {
@@ -81,6 +136,11 @@ void CausalSoftmaxRows(KernelIsa isa, float* p, int rows, int row_length, int fi
 void CausalSoftmaxBackwardRows(KernelIsa isa, float* dp, const float* p, int rows,
                                int row_length, int first_row) {
   FSDP_ISA_DISPATCH(isa, CausalSoftmaxBackwardRows, (dp, p, rows, row_length, first_row));
+}
+
+void CausalSoftmaxBackwardRowsBf16(KernelIsa isa, float* dp, const uint16_t* p, int rows,
+                                   int row_length, int first_row) {
+  FSDP_ISA_DISPATCH(isa, CausalSoftmaxBackwardRowsBf16, (dp, p, rows, row_length, first_row));
 }
 
 }  // namespace
@@ -239,18 +299,34 @@ DenseHead CarveHead(uint16_t* scratch_bf16, int T, int hs) {
 // buffer (the blocks fit: r1 <= T), the d scores likewise in the scratch, and
 // the products that run over key columns [c0, c1) read a dense bf16 copy of
 // that column slab of rows [c0, T).
+//
+// [Note: bf16 probabilities] The saved probabilities are bf16: half the
+// bytes of the largest activation at long sequences (B H T^2), and no
+// rounding pass in the backward, whose dv product needs them in bf16 anyway.
+// The products already read the rounded values; what changes is the
+// softmax backward, dscore = p (dp - sum p dp), which now uses them too
+// (2^-9 relative per p). Megatron's fused softmax saves its output in half
+// precision the same way. The scores and the softmax stay fp32.
 namespace {
 
-// Rows [c0, T), columns [c0, c1) of a head's block-laid probabilities (or d
-// scores) `blocks`, rounded to bf16 into the dense (T - c0) x (c1 - c0)
+// One row of a column slab: the fp32 d scores are rounded, the saved bf16
+// probabilities copied.
+inline void SlabRow(uint16_t* out, const float* in, int n) { ToBf16(out, in, n); }
+inline void SlabRow(uint16_t* out, const uint16_t* in, int n) {
+  std::memcpy(out, in, sizeof(uint16_t) * n);
+}
+
+// Rows [c0, T), columns [c0, c1) of a head's block-laid probabilities (bf16)
+// or d scores (fp32) `blocks`, in bf16 into the dense (T - c0) x (c1 - c0)
 // `slab`.
-void ColumnSlabToBf16(uint16_t* slab, const float* blocks, int T, int c0, int c1) {
+template <typename Element>
+void ColumnSlab(uint16_t* slab, const Element* blocks, int T, int c0, int c1) {
   const int width = c1 - c0;
   for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
     const int r1 = std::min(T, r0 + kCausalRowBlock);
     for (int t = std::max(r0, c0); t < r1; ++t) {
-      ToBf16(slab + static_cast<long>(t - c0) * width,
-             blocks + static_cast<long>(r0) * T + static_cast<long>(t - r0) * r1 + c0, width);
+      SlabRow(slab + static_cast<long>(t - c0) * width,
+              blocks + static_cast<long>(r0) * T + static_cast<long>(t - r0) * r1 + c0, width);
     }
   }
 }
@@ -260,11 +336,12 @@ void ColumnSlabToBf16(uint16_t* slab, const float* blocks, int T, int c0, int c1
 // probabilities, dk from the d scores), each over a dense bf16 column slab
 // (in `slab`) into the dense T x hs `dense`, then copied into the strided
 // dst (leading dimension ld). `rows` is a dense T x hs bf16 block.
-void KeyBlockProducts(float* dst, int ld, const float* blocks, const uint16_t* rows, float alpha,
-                      int T, int hs, uint16_t* slab, float* dense) {
+template <typename Element>
+void KeyBlockProducts(float* dst, int ld, const Element* blocks, const uint16_t* rows,
+                      float alpha, int T, int hs, uint16_t* slab, float* dense) {
   for (int c0 = 0; c0 < T; c0 += kCausalRowBlock) {
     const int c1 = std::min(T, c0 + kCausalRowBlock);
-    ColumnSlabToBf16(slab, blocks, T, c0, c1);
+    ColumnSlab(slab, blocks, T, c0, c1);
     Matmul({.m = c1 - c0, .n = hs, .k = T - c0,
             .a = {slab, NumType::kBF16, c1 - c0, /*transposed=*/true},
             .b = {rows + static_cast<long>(c0) * hs, NumType::kBF16, hs},
@@ -275,30 +352,34 @@ void KeyBlockProducts(float* dst, int ld, const float* blocks, const uint16_t* r
 
 }  // namespace
 
-void AttentionForwardBf16(float* out, float* probs, float* scratch, uint16_t* scratch_bf16,
+// The probabilities are saved in bf16 ([Note: bf16 probabilities]): the
+// products read them so already, and the backward's softmax reads the same
+// rounded values.
+void AttentionForwardBf16(float* out, uint16_t* probs, float* scratch, uint16_t* scratch_bf16,
                           const uint16_t* qkv, int batch, int seq_len, int channels, int heads) {
   const KernelIsa isa = BestKernelIsa();
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const DenseHead d = CarveHead(scratch_bf16, T, hs);
-  float* head_out = scratch;  // T x hs
+  float* scores = scratch;                                // one row block, <= T x T
+  float* head_out = scratch + static_cast<long>(T) * T;  // T x hs
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < heads; ++h) {
       const uint16_t* q = qkv + static_cast<long>(b) * T * ld + h * hs;
       GatherRows(d.q, q, T, hs, ld);
       GatherRows(d.k, q + C, T, hs, ld);
       GatherRows(d.v, q + 2 * C, T, hs, ld);
-      float* p = probs + (static_cast<long>(b) * heads + h) * T * T;
+      uint16_t* p = probs + (static_cast<long>(b) * heads + h) * T * T;
       for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
         const int r1 = std::min(T, r0 + kCausalRowBlock), rows = r1 - r0;
-        float* block = p + static_cast<long>(r0) * T;  // rows x r1, dense
+        uint16_t* block = p + static_cast<long>(r0) * T;  // rows x r1, dense
         Matmul({.m = rows, .n = r1, .k = hs, .a = {d.q + static_cast<long>(r0) * hs,
                                                    NumType::kBF16, hs},
-                .b = {d.k, NumType::kBF16, hs, /*transposed=*/true}, .c = block, .ldc = r1,
+                .b = {d.k, NumType::kBF16, hs, /*transposed=*/true}, .c = scores, .ldc = r1,
                 .alpha = scale});
-        CausalSoftmaxRows(isa, block, rows, r1, r0);
-        ToBf16(d.p, block, int64_t{rows} * r1);
-        Matmul({.m = rows, .n = hs, .k = r1, .a = {d.p, NumType::kBF16, r1},
+        CausalSoftmaxRows(isa, scores, rows, r1, r0);
+        ToBf16(block, scores, int64_t{rows} * r1);
+        Matmul({.m = rows, .n = hs, .k = r1, .a = {block, NumType::kBF16, r1},
                 .b = {d.v, NumType::kBF16, hs}, .c = head_out + static_cast<long>(r0) * hs,
                 .ldc = hs});
       }
@@ -308,7 +389,7 @@ void AttentionForwardBf16(float* out, float* probs, float* scratch, uint16_t* sc
 }
 
 void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
-                           const uint16_t* dout, const uint16_t* qkv, const float* probs,
+                           const uint16_t* dout, const uint16_t* qkv, const uint16_t* probs,
                            int batch, int seq_len, int channels, int heads) {
   const KernelIsa isa = BestKernelIsa();
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
@@ -326,7 +407,7 @@ void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
       float* dq = dqkv + qkv_offset;
       float* dk = dq + C;
       float* dv = dq + 2 * C;
-      const float* p = probs + (static_cast<long>(b) * heads + h) * T * T;
+      const uint16_t* p = probs + (static_cast<long>(b) * heads + h) * T * T;
       // dv[c0:c1] = probs[c0:T, c0:c1]^T @ dout[c0:T]
       KeyBlockProducts(dv, ld, p, d.d_o, 1.0f, T, hs, d.p, head_grad);
       // Per row block: dprobs = dout @ v^T, the softmax backward (d scores in
@@ -337,7 +418,7 @@ void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
         Matmul({.m = rows, .n = r1, .k = hs, .a = {d.d_o + static_cast<long>(r0) * hs,
                                                    NumType::kBF16, hs},
                 .b = {d.v, NumType::kBF16, hs, /*transposed=*/true}, .c = dp + at, .ldc = r1});
-        CausalSoftmaxBackwardRows(isa, dp + at, p + at, rows, r1, r0);
+        CausalSoftmaxBackwardRowsBf16(isa, dp + at, p + at, rows, r1, r0);
         ToBf16(d.p, dp + at, int64_t{rows} * r1);
         Matmul({.m = rows, .n = hs, .k = r1, .a = {d.p, NumType::kBF16, r1},
                 .b = {d.k, NumType::kBF16, hs}, .c = head_grad + static_cast<long>(r0) * hs,

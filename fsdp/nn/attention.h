@@ -41,17 +41,18 @@ void AttentionForward(KernelIsa isa, float* out, float* probs, const float* qkv,
 
 // The bf16 compute mode: the same attention with its four products on bf16
 // operands (fp32 accumulation), qkv and the output gradient in bf16; the
-// softmax and the saved probabilities stay fp32. Each head's operands are
-// copied into dense blocks first ([Note: contiguous bf16 heads] in the .cc):
-// `scratch_bf16` holds AttentionBf16ScratchElements (one head's
-// probabilities, then d scores, and its q, k, v and output gradient),
-// `scratch` AttentionBf16ScratchFloats (d probabilities and one dense T x hs
-// result); both sizes are in fsdp/nn/attention_layout.h. Backward writes
-// the fp32 dqkv.
-void AttentionForwardBf16(float* out, float* probs, float* scratch, uint16_t* scratch_bf16,
+// scores and the softmax are fp32, the probabilities it saves (B, heads, T, T)
+// bf16, as the products read them ([Note: bf16 probabilities] in the .cc).
+// Each head's operands are copied into dense blocks first ([Note: contiguous
+// bf16 heads] in the .cc): `scratch_bf16` holds AttentionBf16ScratchElements
+// (one head's column slabs of probabilities and d scores, and its q, k, v and
+// output gradient), `scratch` AttentionBf16ScratchFloats (a row block's scores
+// or the head's d probabilities, and one dense T x hs result); both sizes are
+// in fsdp/nn/attention_layout.h. Backward writes the fp32 dqkv.
+void AttentionForwardBf16(float* out, uint16_t* probs, float* scratch, uint16_t* scratch_bf16,
                           const uint16_t* qkv, int batch, int seq_len, int channels, int heads);
 void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
-                           const uint16_t* dout, const uint16_t* qkv, const float* probs,
+                           const uint16_t* dout, const uint16_t* qkv, const uint16_t* probs,
                            int batch, int seq_len, int channels, int heads);
 
 void AttentionBackward(KernelIsa isa, float* dqkv, float* scratch, const float* dout,

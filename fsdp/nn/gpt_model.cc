@@ -348,7 +348,7 @@ absl::Status GptModel::AllocateBlockActivations(int layer, bool with_output) {
   if (config_.flash_attention) {
     FSDP_ASSIGN_OR_RETURN(a.lse, Activation(bh * seq_, "att_lse", unit));
   } else {
-    FSDP_ASSIGN_OR_RETURN(a.att_probs, Activation(bh * seq_ * seq_, "att_probs", unit));
+    FSDP_RETURN_IF_ERROR(saved(a.att_probs, a.att_probs_bf16, bh * seq_ * seq_, "att_probs"));
   }
   FSDP_RETURN_IF_ERROR(saved(a.att_out, a.att_bf16, nc, "att_out"));
   FSDP_ASSIGN_OR_RETURN(a.res2, Activation(nc, "res2", unit));
@@ -511,7 +511,7 @@ void GptModel::BlockForwardComputeBf16(int layer, const Bf16UnitParams& p, bool 
     FlashAttentionForwardBf16(staging, a.lse.data(), attention_scratch_.data(), probs_bf16_.data(),
                               a.qkv_bf16.data(), batch_, seq_, C, config_.heads);
   } else {
-    AttentionForwardBf16(staging, a.att_probs.data(), attention_scratch_.data(),
+    AttentionForwardBf16(staging, a.att_probs_bf16.data(), attention_scratch_.data(),
                          probs_bf16_.data(), a.qkv_bf16.data(),
                          batch_, seq_, C, config_.heads);
   }
@@ -570,7 +570,8 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
                                seq_, C, config_.heads);
   } else {
     AttentionBackwardBf16(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), dout16,
-                          a.qkv_bf16.data(), a.att_probs.data(), batch_, seq_, C, config_.heads);
+                          a.qkv_bf16.data(), a.att_probs_bf16.data(), batch_, seq_, C,
+                          config_.heads);
   }
   BiasGradientWithBf16(g[kQkvBias].data(), dout16, d_wide1_.data(), n, 3 * C, write);
   LinearBackwardBf16(d_narrow_.data(), g[kQkvWeight].data(), /*dbias=*/nullptr, nullptr, dout16,

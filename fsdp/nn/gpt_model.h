@@ -74,7 +74,7 @@ class GptModel : public Model {
   struct BlockActivations {
     FloatBuffer ln1_out, ln1_mean, ln1_rstd;
     FloatBuffer qkv;        // (B, T, 3C)
-    FloatBuffer att_probs;  // (B, H, T, T); standard attention
+    FloatBuffer att_probs;  // (B, H, T, T); standard attention (fp32 compute)
     FloatBuffer lse;        // (B, H, T); flash attention: log-sum-exp per query row
     FloatBuffer att_out;    // (B, T, C) before the output projection
     FloatBuffer res2;       // (B, T, C) residual stream after attention
@@ -83,8 +83,9 @@ class GptModel : public Model {
     FloatBuffer gelu_out;   // (B, T, 4C)
     FloatBuffer out;        // (B, T, C) residual stream leaving the block
     // bf16_compute: these replace ln1_out, qkv, att_out, ln2_out and
-    // gelu_out, which only feed matrix products.
-    TrackedBuffer<uint16_t> ln1_bf16, qkv_bf16, att_bf16, ln2_bf16, gelu_bf16;
+    // gelu_out, which only feed matrix products, and att_probs, which the
+    // products and the softmax backward read rounded (fsdp/nn/attention.h).
+    TrackedBuffer<uint16_t> ln1_bf16, qkv_bf16, att_bf16, ln2_bf16, gelu_bf16, att_probs_bf16;
   };
   struct HeadActivations {
     FloatBuffer lnf_out, lnf_mean, lnf_rstd;

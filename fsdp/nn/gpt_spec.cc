@@ -143,8 +143,11 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
     r.workspace_bytes = kFloat * (10 * B * T * C + attention_scratch);
   } else {
     // Of the block's 16 BTC: ln1, att, ln2 (1 each), qkv (3) and gelu (4) in
-    // bf16, the head's ln_f output too.
-    r.block_bytes = kFloat * (6 * B * T * C + 4 * B * T + attention_saved) + kBf16 * 10 * B * T * C;
+    // bf16, the head's ln_f output too; the standard attention's
+    // probabilities in bf16, flash attention's log-sum-exp in fp32.
+    const int64_t fp32_attention = config.flash_attention ? attention_saved : 0;
+    r.block_bytes = kFloat * (6 * B * T * C + 4 * B * T + fp32_attention) +
+                    kBf16 * (10 * B * T * C + attention_saved - fp32_attention);
     r.head_bytes = kFloat * (2 * B * T + B * T * V) + kBf16 * B * T * C + kInt32 * B * T;
     int64_t max_unit = 0, max_small = 0;
     for (const UnitSpec& u : GptUnitSpecs(config)) {

@@ -136,9 +136,10 @@ TEST(FlashAttentionBf16Test, MatchesTheStandardBf16AttentionWithinBf16Rounding) 
     ToBf16(qkv.data(), qkv32.data(), qkv32.size());
     ToBf16(dout.data(), dout32.data(), dout32.size());
 
-    std::vector<float> ref_out(B * T * C), probs(int64_t{B} * H * T * T),
-        dp(AttentionBf16ScratchFloats(T, C / H)), ref_dqkv(qkv.size());
-    std::vector<uint16_t> p16(AttentionBf16ScratchElements(T, C / H));
+    std::vector<float> ref_out(B * T * C), dp(AttentionBf16ScratchFloats(T, C / H)),
+        ref_dqkv(qkv.size());
+    std::vector<uint16_t> probs(int64_t{B} * H * T * T),
+        p16(AttentionBf16ScratchElements(T, C / H));
     AttentionForwardBf16(ref_out.data(), probs.data(), dp.data(), p16.data(), qkv.data(), B, T,
                          C, H);
     AttentionBackwardBf16(ref_dqkv.data(), dp.data(), p16.data(), dout.data(), qkv.data(),

@@ -399,7 +399,8 @@ int Main(int repetitions) {
   std::vector<uint16_t> qkv16(qkv.size()), d16(nc);
   ToBf16(qkv16.data(), qkv.data(), static_cast<int64_t>(qkv.size()));
   ToBf16(d16.data(), d.data(), nc);
-  std::vector<uint16_t> att_scratch16(AttentionBf16ScratchElements(kSeq, head_size));
+  std::vector<uint16_t> att_scratch16(AttentionBf16ScratchElements(kSeq, head_size)),
+      probs16(probs.size());
   std::vector<float> att_scratch(AttentionBf16ScratchFloats(kSeq, head_size));
   struct Timed {
     const char* name;
@@ -408,13 +409,13 @@ int Main(int repetitions) {
   const std::vector<Timed> attention_bf16 = {
       {"attention forward bf16 (B4 H8 T256)",
        [&] {
-         AttentionForwardBf16(att_out.data(), probs.data(), att_scratch.data(),
+         AttentionForwardBf16(att_out.data(), probs16.data(), att_scratch.data(),
                               att_scratch16.data(), qkv16.data(), kBatch, kSeq, kChannels, kHeads);
        }},
       {"attention backward bf16",
        [&] {
          AttentionBackwardBf16(dqkv.data(), att_scratch.data(), att_scratch16.data(), d16.data(),
-                               qkv16.data(), probs.data(), kBatch, kSeq, kChannels, kHeads);
+                               qkv16.data(), probs16.data(), kBatch, kSeq, kChannels, kHeads);
        }},
   };
   std::printf("\n%-46s %10s %10s %9s %8s\n", "bf16 attention (ms)", "all", "products",

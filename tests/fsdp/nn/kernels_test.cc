@@ -19,6 +19,7 @@
 
 #include "absl/types/span.h"
 #include "fsdp/nn/attention.h"
+#include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/embedding.h"
 #include "fsdp/nn/gelu.h"
@@ -244,6 +245,62 @@ TEST_P(KernelsTest, AttentionMatchesDoubleReference) {
     AttentionBackward(KernelIsa::kGeneric, dqkv_g.data(), scratch.data(), dout.data(),
                       qkv.data(), probs_g.data(), B, T, C, H);
     EXPECT_TRUE(SameBits(probs, probs_g) && SameBits(out, out_g) && SameBits(dqkv, dqkv_g)) << T;
+  }
+}
+
+// The bf16 compute mode's attention (the CPU's best variant) against the
+// double reference on the same bf16 values of qkv and dout: probabilities
+// within their bf16 rounding, out and dqkv within a few bf16 roundings of
+// their norm (its products round p, and the backward's d scores, to bf16;
+// the softmax backward reads the saved bf16 p). Every output is first NaN:
+// each must be written. 129 and 300 rows: more than one causal row block.
+TEST(Bf16AttentionTest, MatchesDoubleReferenceWithinBf16Rounding) {
+  const int B = 2, C = 16, H = 2;
+  for (int T : {1, 5, 17, 129, 300}) {
+    std::vector<float> qkv = RandomVector(B * T * 3 * C, 41 + T, 1.5f),
+                       dout = RandomVector(B * T * C, 42 + T);
+    std::vector<uint16_t> qkv16(qkv.size()), dout16(dout.size());
+    ToBf16(qkv16.data(), qkv.data(), static_cast<int64_t>(qkv.size()));
+    ToBf16(dout16.data(), dout.data(), static_cast<int64_t>(dout.size()));
+    FromBf16(qkv.data(), qkv16.data(), static_cast<int64_t>(qkv.size()));
+    FromBf16(dout.data(), dout16.data(), static_cast<int64_t>(dout.size()));
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> out(B * T * C, nan), dqkv(qkv.size(), nan),
+        scratch(AttentionBf16ScratchFloats(T, C / H), nan);
+    std::vector<uint16_t> probs16(static_cast<size_t>(B) * H * T * T, 0x7fc0),  // NaN
+        scratch16(AttentionBf16ScratchElements(T, C / H), 0x7fc0);
+    AttentionForwardBf16(out.data(), probs16.data(), scratch.data(), scratch16.data(),
+                         qkv16.data(), B, T, C, H);
+    AttentionBackwardBf16(dqkv.data(), scratch.data(), scratch16.data(), dout16.data(),
+                          qkv16.data(), probs16.data(), B, T, C, H);
+    std::vector<double> probs_ref, out_ref, dqkv_ref;
+    AttentionRef(qkv, dout, B, T, C, H, &probs_ref, &out_ref, &dqkv_ref);
+    // The saved probabilities: block by block ([Note: causal row blocks]),
+    // row t of a block starting at r0 at (r0 * T + (t - r0) * r1).
+    for (int bh = 0; bh < B * H; ++bh) {
+      for (int r0 = 0; r0 < T; r0 += 128) {
+        const int r1 = std::min(T, r0 + 128);
+        for (int t = r0; t < r1; ++t) {
+          for (int t2 = 0; t2 <= t; ++t2) {
+            float p;
+            FromBf16(&p, &probs16[static_cast<size_t>(bh) * T * T + r0 * T + (t - r0) * r1 + t2],
+                     1);
+            const double ref = probs_ref[static_cast<size_t>(bh) * T * T + t * T + t2];
+            ASSERT_NEAR(p, ref, 1e-6 + ref / 128) << "T=" << T << " row " << t << " key " << t2;
+          }
+        }
+      }
+    }
+    auto relative_l2 = [](const std::vector<float>& x, const std::vector<double>& ref) {
+      double diff = 0, norm = 0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        diff += (x[i] - ref[i]) * (x[i] - ref[i]);
+        norm += ref[i] * ref[i];
+      }
+      return std::sqrt(diff / norm);  // NaN, and failing, if any x is NaN
+    };
+    EXPECT_LT(relative_l2(out, out_ref), 1e-2) << "T=" << T;
+    EXPECT_LT(relative_l2(dqkv, dqkv_ref), 2e-2) << "T=" << T;
   }
 }
 
