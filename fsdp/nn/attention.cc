@@ -26,28 +26,51 @@ FSDP_SIMD_INLINE void CausalSoftmaxRow(float* row, int valid, int row_length) {
   std::fill(row + valid, row + row_length, 0.0f);
 }
 
+// The probabilities as the softmax backward reads them: fp32, or the bf16
+// that the bf16 compute mode saves ([Note: bf16 probabilities]), widened
+// exactly as they are loaded.
+FSDP_SIMD_INLINE F16 LoadProbs(const float* p) { return simd::Load(p); }
+FSDP_SIMD_INLINE F16 LoadProbsPartial(const float* p, int n) {
+  return simd::LoadPartial(p, n, 0.0f);
+}
+FSDP_SIMD_INLINE F16 LoadProbs(const uint16_t* p) {
+  I16 bits;
+  for (int j = 0; j < kLanes; ++j) bits[j] = static_cast<int32_t>(uint32_t{p[j]} << 16);
+  F16 values;
+  std::memcpy(&values, &bits, sizeof(values));
+  return values;
+}
+FSDP_SIMD_INLINE F16 LoadProbsPartial(const uint16_t* p, int n) {
+  I16 bits{};
+  for (int j = 0; j < n; ++j) bits[j] = static_cast<int32_t>(uint32_t{p[j]} << 16);
+  F16 values;
+  std::memcpy(&values, &bits, sizeof(values));
+  return values;
+}
+
 // Softmax backward of one row: dscore = p * (dp - sum_j p_j dp_j) over the
 // valid entries; the masked ones are 0 (their p is 0).
-FSDP_SIMD_INLINE void CausalSoftmaxBackwardRow(float* d_row, const float* p_row, int valid,
+template <typename Prob>
+FSDP_SIMD_INLINE void CausalSoftmaxBackwardRow(float* d_row, const Prob* p_row, int valid,
                                                int row_length) {
   F16 dot_lanes = simd::Splat(0.0f);
   int i = 0;
   for (; i + kLanes <= valid; i += kLanes) {
-    dot_lanes += simd::Load(p_row + i) * simd::Load(d_row + i);
+    dot_lanes += LoadProbs(p_row + i) * simd::Load(d_row + i);
   }
   const int rest = valid - i;
   if (rest > 0) {
-    dot_lanes += simd::LoadPartial(p_row + i, rest, 0.0f) * simd::LoadPartial(d_row + i, rest, 0.0f);
+    dot_lanes += LoadProbsPartial(p_row + i, rest) * simd::LoadPartial(d_row + i, rest, 0.0f);
   }
   const float dot = simd::ReduceAdd(dot_lanes);
   for (i = 0; i + kLanes <= valid; i += kLanes) {
-    simd::Store(d_row + i, simd::Load(p_row + i) * (simd::Load(d_row + i) - dot));
+    simd::Store(d_row + i, LoadProbs(p_row + i) * (simd::Load(d_row + i) - dot));
   }
   if (rest > 0) {
-    simd::StorePartial(d_row + i,
-                       simd::LoadPartial(p_row + i, rest, 0.0f) *
-                           (simd::LoadPartial(d_row + i, rest, 0.0f) - dot),
-                       rest);
+    simd::StorePartial(
+        d_row + i,
+        LoadProbsPartial(p_row + i, rest) * (simd::LoadPartial(d_row + i, rest, 0.0f) - dot),
+        rest);
   }
   std::fill(d_row + valid, d_row + row_length, 0.0f);
 }
@@ -62,61 +85,23 @@ FSDP_SIMD_INLINE void CausalSoftmaxRowsBody(float* p, int rows, int row_length, 
   }
 }
 
-FSDP_SIMD_INLINE void CausalSoftmaxBackwardRowsBody(float* dp, const float* p, int rows,
-                                                    int row_length, int first_row) {
+template <typename Prob>
+FSDP_SIMD_INLINE void CausalSoftmaxBackwardRowsOf(float* dp, const Prob* p, int rows,
+                                                  int row_length, int first_row) {
   for (int i = 0; i < rows; ++i) {
     const long offset = static_cast<long>(i) * row_length;
     CausalSoftmaxBackwardRow(dp + offset, p + offset, first_row + i + 1, row_length);
   }
 }
 
-// The same backward with the probabilities saved in bf16 (the bf16 compute
-// mode): each is widened exactly as it is loaded.
-FSDP_SIMD_INLINE F16 LoadBf16(const uint16_t* p) {
-  I16 bits;
-  for (int j = 0; j < kLanes; ++j) bits[j] = static_cast<int32_t>(uint32_t{p[j]} << 16);
-  F16 values;
-  std::memcpy(&values, &bits, sizeof(values));
-  return values;
-}
-
-FSDP_SIMD_INLINE F16 LoadBf16Partial(const uint16_t* p, int n) {
-  I16 bits{};
-  for (int j = 0; j < n; ++j) bits[j] = static_cast<int32_t>(uint32_t{p[j]} << 16);
-  F16 values;
-  std::memcpy(&values, &bits, sizeof(values));
-  return values;
-}
-
-FSDP_SIMD_INLINE void CausalSoftmaxBackwardRowBf16(float* d_row, const uint16_t* p_row,
-                                                   int valid, int row_length) {
-  F16 dot_lanes = simd::Splat(0.0f);
-  int i = 0;
-  for (; i + kLanes <= valid; i += kLanes) {
-    dot_lanes += LoadBf16(p_row + i) * simd::Load(d_row + i);
-  }
-  const int rest = valid - i;
-  if (rest > 0) {
-    dot_lanes += LoadBf16Partial(p_row + i, rest) * simd::LoadPartial(d_row + i, rest, 0.0f);
-  }
-  const float dot = simd::ReduceAdd(dot_lanes);
-  for (i = 0; i + kLanes <= valid; i += kLanes) {
-    simd::Store(d_row + i, LoadBf16(p_row + i) * (simd::Load(d_row + i) - dot));
-  }
-  if (rest > 0) {
-    simd::StorePartial(
-        d_row + i,
-        LoadBf16Partial(p_row + i, rest) * (simd::LoadPartial(d_row + i, rest, 0.0f) - dot), rest);
-  }
-  std::fill(d_row + valid, d_row + row_length, 0.0f);
+FSDP_SIMD_INLINE void CausalSoftmaxBackwardRowsBody(float* dp, const float* p, int rows,
+                                                    int row_length, int first_row) {
+  CausalSoftmaxBackwardRowsOf(dp, p, rows, row_length, first_row);
 }
 
 FSDP_SIMD_INLINE void CausalSoftmaxBackwardRowsBf16Body(float* dp, const uint16_t* p, int rows,
                                                         int row_length, int first_row) {
-  for (int i = 0; i < rows; ++i) {
-    const long offset = static_cast<long>(i) * row_length;
-    CausalSoftmaxBackwardRowBf16(dp + offset, p + offset, first_row + i + 1, row_length);
-  }
+  CausalSoftmaxBackwardRowsOf(dp, p, rows, row_length, first_row);
 }
 
 FSDP_ISA_VARIANTS(void, CausalSoftmaxRows, (float* p, int rows, int row_length, int first_row),
