@@ -263,7 +263,7 @@ namespace {
 
 // One head's dense bf16 blocks inside the bf16 scratch.
 struct DenseHead {
-  uint16_t* p;  // T x T: probabilities, then d scores
+  uint16_t* p;  // within T x T, backward only: column slabs, a row block of d scores
   uint16_t* q;  // T x hs each
   uint16_t* k;
   uint16_t* v;

@@ -146,8 +146,9 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
     // bf16, the head's ln_f output too; the standard attention's
     // probabilities in bf16, flash attention's log-sum-exp in fp32.
     const int64_t fp32_attention = config.flash_attention ? attention_saved : 0;
+    const int64_t bf16_attention = config.flash_attention ? 0 : attention_saved;
     r.block_bytes = kFloat * (6 * B * T * C + 4 * B * T + fp32_attention) +
-                    kBf16 * (10 * B * T * C + attention_saved - fp32_attention);
+                    kBf16 * (10 * B * T * C + bf16_attention);
     r.head_bytes = kFloat * (2 * B * T + B * T * V) + kBf16 * B * T * C + kInt32 * B * T;
     int64_t max_unit = 0, max_small = 0;
     for (const UnitSpec& u : GptUnitSpecs(config)) {

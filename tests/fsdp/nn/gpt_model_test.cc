@@ -333,10 +333,10 @@ TEST(GptModelBf16Test, MeasuredActivationAndWorkspacePeaksEqualThePrediction) {
   const GptActivationBreakdown predicted = GptActivationBytesByUnit(config, micro_batch);
   // By hand: ln1, qkv, att, ln2 and gelu (10 BTC) and the attention
   // probabilities (B H T T) of a block and the head's ln_f in 2 bytes; the
-  // workspace drops fp32's second 4 BTC gradient (GELU's
-  // backward rounds its gradient block by block), adds the largest unit (here
-  // a block) and 4 BTC in bf16, and attention's dense head blocks: q, k, v
-  // and the output gradient in bf16, one T x hs product in fp32.
+  // workspace drops fp32's second 4 BTC gradient (GELU's backward rounds its
+  // gradient block by block), adds the largest unit (here a block) and 4 BTC
+  // in bf16, and attention's dense head blocks: q, k, v and the output
+  // gradient in bf16, one T x hs product in fp32.
   const int64_t B = 3, T = 12, C = 16, H = 4, V = 37, BT = B * T;
   const GptActivationBreakdown fp32 = GptActivationBytesByUnit({3, 16, 4, 37, 12}, micro_batch);
   EXPECT_EQ(predicted.block_bytes, fp32.block_bytes - 2 * (10 * BT * C + B * H * T * T));
