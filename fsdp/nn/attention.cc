@@ -34,7 +34,7 @@ FSDP_SIMD_INLINE F16 LoadProbsPartial(const float* p, int n) {
   return simd::LoadPartial(p, n, 0.0f);
 }
 FSDP_SIMD_INLINE F16 LoadProbs(const uint16_t* p) {
-  I16 bits;
+  I16 bits{};  // every lane is written below; {} keeps GCC's may-be-uninitialized quiet
   for (int j = 0; j < kLanes; ++j) bits[j] = static_cast<int32_t>(uint32_t{p[j]} << 16);
   F16 values;
   std::memcpy(&values, &bits, sizeof(values));
@@ -263,7 +263,8 @@ namespace {
 
 // One head's dense bf16 blocks inside the bf16 scratch.
 struct DenseHead {
-  uint16_t* p;  // within T x T, backward only: column slabs, a row block of d scores
+  uint16_t* p;  // T x T, backward only: the dv product's column slabs, then the
+                // head's d scores, laid out as the saved probabilities
   uint16_t* q;  // T x hs each
   uint16_t* k;
   uint16_t* v;
@@ -294,24 +295,17 @@ DenseHead CarveHead(uint16_t* scratch_bf16, int T, int hs) {
 // precision the same way. The scores and the softmax stay fp32.
 namespace {
 
-// One row of a column slab: the fp32 d scores are rounded, the saved bf16
-// probabilities copied.
-inline void SlabRow(uint16_t* out, const float* in, int n) { ToBf16(out, in, n); }
-inline void SlabRow(uint16_t* out, const uint16_t* in, int n) {
-  std::memcpy(out, in, sizeof(uint16_t) * n);
-}
-
-// Rows [c0, T), columns [c0, c1) of a head's block-laid probabilities (bf16)
-// or d scores (fp32) `blocks`, in bf16 into the dense (T - c0) x (c1 - c0)
-// `slab`.
-template <typename Element>
-void ColumnSlab(uint16_t* slab, const Element* blocks, int T, int c0, int c1) {
+// Rows [c0, T), columns [c0, c1) of a head's block-laid bf16 values
+// `blocks` (the probabilities or the d scores) copied into the dense
+// (T - c0) x (c1 - c0) `slab`.
+void ColumnSlab(uint16_t* slab, const uint16_t* blocks, int T, int c0, int c1) {
   const int width = c1 - c0;
   for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
     const int r1 = std::min(T, r0 + kCausalRowBlock);
     for (int t = std::max(r0, c0); t < r1; ++t) {
-      SlabRow(slab + static_cast<long>(t - c0) * width,
-              blocks + static_cast<long>(r0) * T + static_cast<long>(t - r0) * r1 + c0, width);
+      std::memcpy(slab + static_cast<long>(t - c0) * width,
+                  blocks + static_cast<long>(r0) * T + static_cast<long>(t - r0) * r1 + c0,
+                  sizeof(uint16_t) * width);
     }
   }
 }
@@ -321,8 +315,7 @@ void ColumnSlab(uint16_t* slab, const Element* blocks, int T, int c0, int c1) {
 // probabilities, dk from the d scores), each over a dense bf16 column slab
 // (in `slab`) into the dense T x hs `dense`, then copied into the strided
 // dst (leading dimension ld). `rows` is a dense T x hs bf16 block.
-template <typename Element>
-void KeyBlockProducts(float* dst, int ld, const Element* blocks, const uint16_t* rows,
+void KeyBlockProducts(float* dst, int ld, const uint16_t* blocks, const uint16_t* rows,
                       float alpha, int T, int hs, uint16_t* slab, float* dense) {
   for (int c0 = 0; c0 < T; c0 += kCausalRowBlock) {
     const int c1 = std::min(T, c0 + kCausalRowBlock);
@@ -339,8 +332,9 @@ void KeyBlockProducts(float* dst, int ld, const Element* blocks, const uint16_t*
 
 // The probabilities are saved in bf16 ([Note: bf16 probabilities]): the
 // products read them so already, and the backward's softmax reads the same
-// rounded values.
-void AttentionForwardBf16(float* out, uint16_t* probs, float* scratch, uint16_t* scratch_bf16,
+// rounded values. Each head's output is rounded as it is copied into its
+// strided rows: only the attention projection's product reads it.
+void AttentionForwardBf16(uint16_t* out, uint16_t* probs, float* scratch, uint16_t* scratch_bf16,
                           const uint16_t* qkv, int batch, int seq_len, int channels, int heads) {
   const KernelIsa isa = BestKernelIsa();
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
@@ -368,7 +362,7 @@ void AttentionForwardBf16(float* out, uint16_t* probs, float* scratch, uint16_t*
                 .b = {d.v, NumType::kBF16, hs}, .c = head_out + static_cast<long>(r0) * hs,
                 .ldc = hs});
       }
-      ScatterRows(out + static_cast<long>(b) * T * C + h * hs, C, head_out, T, hs);
+      ScatterRowsToBf16(out + static_cast<long>(b) * T * C + h * hs, C, head_out, T, hs);
     }
   }
 }
@@ -396,7 +390,8 @@ void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
       // dv[c0:c1] = probs[c0:T, c0:c1]^T @ dout[c0:T]
       KeyBlockProducts(dv, ld, p, d.d_o, 1.0f, T, hs, d.p, head_grad);
       // Per row block: dprobs = dout @ v^T, the softmax backward (d scores in
-      // place), then dq[r0:r1] = scale * dscores @ k[0:r1].
+      // place), their rounding into d.p (laid out as the probabilities), then
+      // dq[r0:r1] = scale * dscores @ k[0:r1].
       for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
         const int r1 = std::min(T, r0 + kCausalRowBlock), rows = r1 - r0;
         const long at = static_cast<long>(r0) * T;
@@ -404,14 +399,17 @@ void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
                                                    NumType::kBF16, hs},
                 .b = {d.v, NumType::kBF16, hs, /*transposed=*/true}, .c = dp + at, .ldc = r1});
         CausalSoftmaxBackwardRowsBf16(isa, dp + at, p + at, rows, r1, r0);
-        ToBf16(d.p, dp + at, int64_t{rows} * r1);
-        Matmul({.m = rows, .n = hs, .k = r1, .a = {d.p, NumType::kBF16, r1},
+        ToBf16(d.p + at, dp + at, int64_t{rows} * r1);
+        Matmul({.m = rows, .n = hs, .k = r1, .a = {d.p + at, NumType::kBF16, r1},
                 .b = {d.k, NumType::kBF16, hs}, .c = head_grad + static_cast<long>(r0) * hs,
                 .ldc = hs, .alpha = scale});
       }
       ScatterRows(dq, ld, head_grad, T, hs);
-      // dk[c0:c1] = scale * dscores[c0:T, c0:c1]^T @ q[c0:T]
-      KeyBlockProducts(dk, ld, dp, d.q, scale, T, hs, d.p, head_grad);
+      // dk[c0:c1] = scale * dscores[c0:T, c0:c1]^T @ q[c0:T], over slabs of
+      // the d scores rounded once above. The fp32 d scores are dead now: their
+      // storage holds the slabs (at most T x kCausalRowBlock bf16 values).
+      KeyBlockProducts(dk, ld, d.p, d.q, scale, T, hs, reinterpret_cast<uint16_t*>(dp),
+                       head_grad);
     }
   }
 }

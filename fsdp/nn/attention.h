@@ -48,8 +48,9 @@ void AttentionForward(KernelIsa isa, float* out, float* probs, const float* qkv,
 // (one head's column slabs of probabilities and d scores, and its q, k, v and
 // output gradient), `scratch` AttentionBf16ScratchFloats (a row block's scores
 // or the head's d probabilities, and one dense T x hs result); both sizes are
-// in fsdp/nn/attention_layout.h. Backward writes the fp32 dqkv.
-void AttentionForwardBf16(float* out, uint16_t* probs, float* scratch, uint16_t* scratch_bf16,
+// in fsdp/nn/attention_layout.h. Forward writes the bf16 output (only a
+// product reads it), backward the fp32 dqkv.
+void AttentionForwardBf16(uint16_t* out, uint16_t* probs, float* scratch, uint16_t* scratch_bf16,
                           const uint16_t* qkv, int batch, int seq_len, int channels, int heads);
 void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
                            const uint16_t* dout, const uint16_t* qkv, const uint16_t* probs,

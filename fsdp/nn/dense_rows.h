@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/kernel_isa.h"
 #include "fsdp/nn/residual.h"
 
@@ -27,6 +28,14 @@ inline void ScatterRows(float* strided, int ld, const float* dense, int rows, in
   for (int r = 0; r < rows; ++r) {
     std::memcpy(strided + static_cast<long>(r) * ld, dense + static_cast<long>(r) * cols,
                 sizeof(float) * cols);
+  }
+}
+
+// The dense rows x cols block, rounded to bf16, into rows at a stride of `ld`.
+inline void ScatterRowsToBf16(uint16_t* strided, int ld, const float* dense, int rows,
+                              int cols) {
+  for (int r = 0; r < rows; ++r) {
+    ToBf16(strided + static_cast<long>(r) * ld, dense + static_cast<long>(r) * cols, cols);
   }
 }
 

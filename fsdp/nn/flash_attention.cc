@@ -252,8 +252,10 @@ HeadOperands<In> Head(const In* q, const In* dout_head, int T, int C, int hs,
   }
 }
 
+// The output has the element type of qkv: under bf16 only the attention
+// projection's product reads it, so each row is rounded as it is written.
 template <typename In>
-void Forward(float* out, float* lse, float* scratch, uint16_t* scratch_bf16, const In* qkv,
+void Forward(In* out, float* lse, float* scratch, uint16_t* scratch_bf16, const In* qkv,
              int batch, int seq_len, int channels, int heads) {
   constexpr NumType kIn = kInType<In>;
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
@@ -288,9 +290,14 @@ void Forward(float* out, float* lse, float* scratch, uint16_t* scratch_bf16, con
         }
         for (int r = 0; r < bq; ++r) {
           const float inv = 1.0f / w.l[r];
-          float* o = out + (static_cast<long>(b) * T + i0 + r) * C + h * hs;
-          const float* a = w.acc + r * hs;
-          for (int d = 0; d < hs; ++d) o[d] = a[d] * inv;
+          In* o = out + (static_cast<long>(b) * T + i0 + r) * C + h * hs;
+          float* a = w.acc + r * hs;
+          for (int d = 0; d < hs; ++d) a[d] *= inv;
+          if constexpr (std::is_same_v<In, uint16_t>) {
+            ToBf16(o, a, hs);
+          } else {
+            std::copy(a, a + hs, o);
+          }
           row_lse[i0 + r] = w.m[r] + std::log(w.l[r]);
         }
       }
@@ -393,7 +400,7 @@ void FlashAttentionBackward(float* dqkv, float* scratch, const float* dout, cons
   Backward<float>(dqkv, scratch, nullptr, dout, qkv, out, lse, batch, seq_len, channels, heads);
 }
 
-void FlashAttentionForwardBf16(float* out, float* lse, float* scratch, uint16_t* scratch_bf16,
+void FlashAttentionForwardBf16(uint16_t* out, float* lse, float* scratch, uint16_t* scratch_bf16,
                                const uint16_t* qkv, int batch, int seq_len, int channels,
                                int heads) {
   Forward<uint16_t>(out, lse, scratch, scratch_bf16, qkv, batch, seq_len, channels, heads);

@@ -40,14 +40,14 @@ void FlashAttentionBackward(float* dqkv, float* scratch, const float* dout, cons
 
 // The bf16 compute mode: the same attention with its products on bf16
 // operands (fp32 accumulation): qkv, and in the backward the output
-// gradient and the forward's output (as saved: in bf16), are bf16; the
-// softmax, lse, the forward's fp32 `out` and dqkv stay fp32. `scratch`
+// gradient and the forward's output (written in bf16: only a product reads
+// it), are bf16; the softmax, lse and dqkv stay fp32. `scratch`
 // holds FlashAttentionBf16ScratchFloats, scratch_bf16
 // FlashAttentionBf16ScratchElements (fsdp/nn/flash_attention_layout.h): one
 // block's probabilities, then its d scores, as a product's operand, and the
 // head's operands and gradients as dense blocks.
-void FlashAttentionForwardBf16(float* out, float* lse, float* scratch, uint16_t* scratch_bf16,
-                               const uint16_t* qkv, int batch, int seq_len, int channels,
+void FlashAttentionForwardBf16(uint16_t* out, float* lse, float* scratch,
+                               uint16_t* scratch_bf16, const uint16_t* qkv, int batch, int seq_len, int channels,
                                int heads);
 void FlashAttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
                                 const uint16_t* dout, const uint16_t* qkv, const uint16_t* out,

@@ -492,7 +492,7 @@ absl::Status GptModel::BlockBackward(int layer, const ParamsIn& params,
 // The fp32 block with its four matrix products on bf16 operands. LayerNorm,
 // attention and GELU compute in fp32; what only feeds a product is saved in
 // bf16, rounded block by block while in L1 (fsdp/nn/bf16_outputs.h) or, for
-// attention's output, through the (idle during the forward) backward scratch.
+// attention's output, row by row as the attention writes it.
 void GptModel::BlockForwardComputeBf16(int layer, const Bf16UnitParams& p, bool through_output) {
   const int unit = layer + 1;
   const int n = batch_ * seq_;
@@ -502,20 +502,18 @@ void GptModel::BlockForwardComputeBf16(int layer, const Bf16UnitParams& p, bool 
   auto w = [&](BlockParam k) { return p.W(k); };
 
   const float* x = UnitInput(unit);
-  float* staging = d_narrow_.data();  // (B, T, C) fp32
   LayerNormForwardToBf16(a.ln1_bf16.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x,
                          p.F(kLn1Weight), p.F(kLn1Bias), n, C);
   LinearForwardBf16Out(a.qkv_bf16.data(), a.ln1_bf16.data(), w(kQkvWeight), p.F(kQkvBias),
                        n, C, 3 * C);
   if (config_.flash_attention) {
-    FlashAttentionForwardBf16(staging, a.lse.data(), attention_scratch_.data(), probs_bf16_.data(),
-                              a.qkv_bf16.data(), batch_, seq_, C, config_.heads);
+    FlashAttentionForwardBf16(a.att_bf16.data(), a.lse.data(), attention_scratch_.data(),
+                              probs_bf16_.data(), a.qkv_bf16.data(), batch_, seq_, C,
+                              config_.heads);
   } else {
-    AttentionForwardBf16(staging, a.att_probs_bf16.data(), attention_scratch_.data(),
-                         probs_bf16_.data(), a.qkv_bf16.data(),
-                         batch_, seq_, C, config_.heads);
+    AttentionForwardBf16(a.att_bf16.data(), a.att_probs_bf16.data(), attention_scratch_.data(),
+                         probs_bf16_.data(), a.qkv_bf16.data(), batch_, seq_, C, config_.heads);
   }
-  ToBf16(a.att_bf16.data(), staging, nc);
   LinearForwardBf16(a.res2.data(), a.att_bf16.data(), w(kAttnProjWeight),
                     p.F(kAttnProjBias), n, C, C);
   ResidualForward(a.res2.data(), a.res2.data(), x, nc);

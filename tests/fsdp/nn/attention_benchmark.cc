@@ -79,14 +79,15 @@ int main(int argc, char** argv) {
       // The bf16 compute mode's standard attention on the same values.
       const int hs = C / H;
       std::vector<uint16_t> qkv16(qkv.size()), dout16(dout.size()),
-          scratch16(fsdp::AttentionBf16ScratchElements(T, hs)), probs16(probs.size());
+          scratch16(fsdp::AttentionBf16ScratchElements(T, hs)), probs16(probs.size()),
+          out16(out.size());
       fsdp::ToBf16(qkv16.data(), qkv.data(), static_cast<int64_t>(qkv.size()));
       fsdp::ToBf16(dout16.data(), dout.data(), static_cast<int64_t>(dout.size()));
       std::vector<float> scratch_bf16_mode(fsdp::AttentionBf16ScratchFloats(T, hs));
       naive_bf16 = 1e30;
       for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {
         const auto start = std::chrono::steady_clock::now();
-        fsdp::AttentionForwardBf16(out.data(), probs16.data(), scratch_bf16_mode.data(),
+        fsdp::AttentionForwardBf16(out16.data(), probs16.data(), scratch_bf16_mode.data(),
                                    scratch16.data(), qkv16.data(), B, T, C, H);
         fsdp::AttentionBackwardBf16(dqkv.data(), scratch_bf16_mode.data(), scratch16.data(),
                                     dout16.data(), qkv16.data(), probs16.data(), B, T, C, H);

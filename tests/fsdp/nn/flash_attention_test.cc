@@ -139,18 +139,19 @@ TEST(FlashAttentionBf16Test, MatchesTheStandardBf16AttentionWithinBf16Rounding) 
     std::vector<float> ref_out(B * T * C), dp(AttentionBf16ScratchFloats(T, C / H)),
         ref_dqkv(qkv.size());
     std::vector<uint16_t> probs(int64_t{B} * H * T * T),
-        p16(AttentionBf16ScratchElements(T, C / H));
-    AttentionForwardBf16(ref_out.data(), probs.data(), dp.data(), p16.data(), qkv.data(), B, T,
+        p16(AttentionBf16ScratchElements(T, C / H)), ref_out16(ref_out.size());
+    AttentionForwardBf16(ref_out16.data(), probs.data(), dp.data(), p16.data(), qkv.data(), B, T,
                          C, H);
+    FromBf16(ref_out.data(), ref_out16.data(), ref_out16.size());
     AttentionBackwardBf16(ref_dqkv.data(), dp.data(), p16.data(), dout.data(), qkv.data(),
                           probs.data(), B, T, C, H);
 
     std::vector<float> out(B * T * C), lse(B * H * T),
         scratch(FlashAttentionBf16ScratchFloats(T, C / H)), dqkv(qkv.size());
     std::vector<uint16_t> s16(FlashAttentionBf16ScratchElements(T, C / H)), out16(out.size());
-    FlashAttentionForwardBf16(out.data(), lse.data(), scratch.data(), s16.data(), qkv.data(), B,
-                              T, C, H);
-    ToBf16(out16.data(), out.data(), out.size());  // saved in bf16, as the model does
+    FlashAttentionForwardBf16(out16.data(), lse.data(), scratch.data(), s16.data(), qkv.data(),
+                              B, T, C, H);
+    FromBf16(out.data(), out16.data(), out16.size());
     FlashAttentionBackwardBf16(dqkv.data(), scratch.data(), s16.data(), dout.data(), qkv.data(),
                                out16.data(), lse.data(), B, T, C, H);
     auto relative_l2 = [](const std::vector<float>& x, const std::vector<float>& ref) {

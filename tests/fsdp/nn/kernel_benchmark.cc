@@ -400,7 +400,7 @@ int Main(int repetitions) {
   ToBf16(qkv16.data(), qkv.data(), static_cast<int64_t>(qkv.size()));
   ToBf16(d16.data(), d.data(), nc);
   std::vector<uint16_t> att_scratch16(AttentionBf16ScratchElements(kSeq, head_size)),
-      probs16(probs.size());
+      probs16(probs.size()), att_out16(nc);
   std::vector<float> att_scratch(AttentionBf16ScratchFloats(kSeq, head_size));
   struct Timed {
     const char* name;
@@ -409,7 +409,7 @@ int Main(int repetitions) {
   const std::vector<Timed> attention_bf16 = {
       {"attention forward bf16 (B4 H8 T256)",
        [&] {
-         AttentionForwardBf16(att_out.data(), probs16.data(), att_scratch.data(),
+         AttentionForwardBf16(att_out16.data(), probs16.data(), att_scratch.data(),
                               att_scratch16.data(), qkv16.data(), kBatch, kSeq, kChannels, kHeads);
        }},
       {"attention backward bf16",

@@ -265,12 +265,13 @@ TEST(Bf16AttentionTest, MatchesDoubleReferenceWithinBf16Rounding) {
     FromBf16(qkv.data(), qkv16.data(), static_cast<int64_t>(qkv.size()));
     FromBf16(dout.data(), dout16.data(), static_cast<int64_t>(dout.size()));
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    std::vector<float> out(B * T * C, nan), dqkv(qkv.size(), nan),
+    std::vector<float> out(B * T * C), dqkv(qkv.size(), nan),
         scratch(AttentionBf16ScratchFloats(T, C / H), nan);
     std::vector<uint16_t> probs16(static_cast<size_t>(B) * H * T * T, 0x7fc0),  // NaN
-        scratch16(AttentionBf16ScratchElements(T, C / H), 0x7fc0);
-    AttentionForwardBf16(out.data(), probs16.data(), scratch.data(), scratch16.data(),
+        scratch16(AttentionBf16ScratchElements(T, C / H), 0x7fc0), out16(out.size(), 0x7fc0);
+    AttentionForwardBf16(out16.data(), probs16.data(), scratch.data(), scratch16.data(),
                          qkv16.data(), B, T, C, H);
+    FromBf16(out.data(), out16.data(), static_cast<int64_t>(out.size()));
     AttentionBackwardBf16(dqkv.data(), scratch.data(), scratch16.data(), dout16.data(),
                           qkv16.data(), probs16.data(), B, T, C, H);
     std::vector<double> probs_ref, out_ref, dqkv_ref;
