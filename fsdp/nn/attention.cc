@@ -13,7 +13,6 @@
 namespace fsdp {
 namespace {
 using simd::F16;
-using simd::I16;
 using simd::kLanes;
 
 // Causal softmax of row t of the scores: entries [0, t] take part, the
@@ -33,19 +32,9 @@ FSDP_SIMD_INLINE F16 LoadProbs(const float* p) { return simd::Load(p); }
 FSDP_SIMD_INLINE F16 LoadProbsPartial(const float* p, int n) {
   return simd::LoadPartial(p, n, 0.0f);
 }
-FSDP_SIMD_INLINE F16 LoadProbs(const uint16_t* p) {
-  I16 bits{};  // every lane is written below; {} keeps GCC's may-be-uninitialized quiet
-  for (int j = 0; j < kLanes; ++j) bits[j] = static_cast<int32_t>(uint32_t{p[j]} << 16);
-  F16 values;
-  std::memcpy(&values, &bits, sizeof(values));
-  return values;
-}
+FSDP_SIMD_INLINE F16 LoadProbs(const uint16_t* p) { return simd::LoadBf16(p); }
 FSDP_SIMD_INLINE F16 LoadProbsPartial(const uint16_t* p, int n) {
-  I16 bits{};
-  for (int j = 0; j < n; ++j) bits[j] = static_cast<int32_t>(uint32_t{p[j]} << 16);
-  F16 values;
-  std::memcpy(&values, &bits, sizeof(values));
-  return values;
+  return simd::LoadBf16Partial(p, n);
 }
 
 // Softmax backward of one row: dscore = p * (dp - sum_j p_j dp_j) over the

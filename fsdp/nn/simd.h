@@ -76,6 +76,8 @@ typedef float F16 __attribute__((vector_size(64)));
 typedef int32_t I16 __attribute__((vector_size(64)));
 typedef float F8 __attribute__((vector_size(32)));
 typedef double D8 __attribute__((vector_size(64)));
+typedef uint16_t U16x16 __attribute__((vector_size(32)));
+typedef uint32_t U32x16 __attribute__((vector_size(64)));
 
 // 16 double lanes: lo holds lanes 0-7, hi lanes 8-15.
 struct D16 {
@@ -106,6 +108,28 @@ FSDP_SIMD_INLINE void StorePartial(float* p, F16 v, int64_t n) {
   float lanes[kLanes];
   Store(lanes, v);
   std::memcpy(p, lanes, n * sizeof(float));
+}
+
+// 16 bf16 values (their uint16_t bits) at p, widened exactly: the bits become
+// the top half of each float. The conversion zero-extends in registers
+// (vpmovzxwd under avx512f); a lane-by-lane loop built the vector on the
+// stack, in two 32-byte halves that a 64-byte reload cannot forward from,
+// and stalled every load (half of the bf16 softmax backward's time in a
+// profile, 2026-12-06).
+FSDP_SIMD_INLINE F16 LoadBf16(const uint16_t* p) {
+  U16x16 half;
+  std::memcpy(&half, p, sizeof(half));
+  const U32x16 bits = __builtin_convertvector(half, U32x16) << 16;
+  F16 v;
+  std::memcpy(&v, &bits, sizeof(v));
+  return v;
+}
+
+// The first n (< 16) bf16 values at p widened, the other lanes 0.
+FSDP_SIMD_INLINE F16 LoadBf16Partial(const uint16_t* p, int64_t n) {
+  uint16_t lanes[kLanes] = {};
+  std::memcpy(lanes, p, n * sizeof(uint16_t));
+  return LoadBf16(lanes);
 }
 
 // Selects are written as lane loops rather than vector `?:`: GCC 12 splits a

@@ -22,8 +22,15 @@ FSDP_SIMD_INLINE void TanhBody(float* out, const float* inp, int64_t n) {
   }
 }
 
+FSDP_SIMD_INLINE void WidenBf16Body(float* out, const uint16_t* inp, int64_t n) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) simd::Store(out + i, simd::LoadBf16(inp + i));
+  if (i < n) simd::StorePartial(out + i, simd::LoadBf16Partial(inp + i, n - i), n - i);
+}
+
 FSDP_ISA_VARIANTS(void, Exp, (float* out, const float* inp, int64_t n), (out, inp, n))
 FSDP_ISA_VARIANTS(void, Tanh, (float* out, const float* inp, int64_t n), (out, inp, n))
+FSDP_ISA_VARIANTS(void, WidenBf16, (float* out, const uint16_t* inp, int64_t n), (out, inp, n))
 
 }  // namespace
 
@@ -33,6 +40,10 @@ void VectorExp(KernelIsa isa, float* out, const float* inp, int64_t n) {
 
 void VectorTanh(KernelIsa isa, float* out, const float* inp, int64_t n) {
   FSDP_ISA_DISPATCH(isa, Tanh, (out, inp, n));
+}
+
+void VectorWidenBf16(KernelIsa isa, float* out, const uint16_t* inp, int64_t n) {
+  FSDP_ISA_DISPATCH(isa, WidenBf16, (out, inp, n));
 }
 
 }  // namespace fsdp

@@ -2,7 +2,8 @@
 //
 // exp and tanh over arrays with the polynomial kernels of fsdp/nn/simd.h
 // (the ones inside softmax, cross-entropy and GELU), for tests that sweep
-// their accuracy against libm and for the kernel benchmark. out may alias inp.
+// their accuracy against libm and for the kernel benchmark, and simd.h's
+// bf16 widening load, for a test of every bit pattern. out may alias inp.
 #ifndef FSDP_NN_VECTOR_MATH_H_
 #define FSDP_NN_VECTOR_MATH_H_
 
@@ -14,6 +15,7 @@ namespace fsdp {
 
 void VectorExp(KernelIsa isa, float* out, const float* inp, int64_t n);
 void VectorTanh(KernelIsa isa, float* out, const float* inp, int64_t n);
+void VectorWidenBf16(KernelIsa isa, float* out, const uint16_t* inp, int64_t n);
 
 }  // namespace fsdp
 

@@ -85,6 +85,23 @@ TEST(VectorMathTest, TanhIsWithinThreeTenthsOfAMillionthAbsolute) {
   EXPECT_EQ(out[1], 1.0f);
 }
 
+// Every bf16 bit pattern (NaNs and infinities included) widened by the
+// vector load becomes the float whose top half it is; 65,536 + 7 values, so
+// the last block goes through the partial load.
+TEST(VectorMathTest, WidenBf16GivesEveryPatternItsExactFloat) {
+  std::vector<uint16_t> bits(65536 + 7);
+  for (size_t i = 0; i < bits.size(); ++i) bits[i] = static_cast<uint16_t>(i * 40503u);
+  for (KernelIsa isa : SupportedKernelIsas()) {
+    std::vector<float> y(bits.size());
+    VectorWidenBf16(isa, y.data(), bits.data(), static_cast<int64_t>(bits.size()));
+    for (size_t i = 0; i < bits.size(); ++i) {
+      uint32_t got;
+      std::memcpy(&got, &y[i], sizeof(got));
+      ASSERT_EQ(got, uint32_t{bits[i]} << 16) << KernelIsaName(isa) << " at " << i;
+    }
+  }
+}
+
 TEST(KernelIsaTest, BestIsSupportedAndGenericAlwaysIs) {
   EXPECT_TRUE(KernelIsaSupported(KernelIsa::kGeneric));
   EXPECT_TRUE(KernelIsaSupported(BestKernelIsa()));
