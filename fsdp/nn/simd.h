@@ -190,19 +190,15 @@ FSDP_SIMD_INLINE float ReduceMax(F16 v) {
   return t[0];
 }
 
-// exp(x), Cephes' expf scheme: x = n ln2 + r with |r| <= ln2/2 (ln2 split in
-// two so n ln2 is exact), exp(r) by a degree-7 polynomial, 2^n built in the
-// exponent bits. Within 2 ulp of the exact result on normal outputs
-// (tests/fsdp/nn/vector_math_test.cc sweeps it). x < -87.336 (where exp
-// would be subnormal) gives 0, x > 88 gives +inf (exp(88.72) is the largest
-// float; inputs in between are never produced by a softmax, whose arguments
-// are <= 0), NaN gives NaN.
-FSDP_SIMD_INLINE F16 Exp(F16 x) {
-  constexpr float kHigh = 88.0f;
-  constexpr float kLow = -87.33654475f;  // ln(2^-126): the smallest normal
+inline constexpr float kExpHigh = 88.0f;
+inline constexpr float kExpLow = -87.33654475f;  // ln(2^-126): the smallest normal
+
+// exp(x) for x already within [kExpLow, kExpHigh] (NaN gives NaN): Exp
+// below without its saturated lanes, for a caller that clamps its argument
+// itself (GELU, whose x / (1 + exp(z)) saturates by itself).
+FSDP_SIMD_INLINE F16 ExpInRange(F16 clamped) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const F16 clamped = Max(Min(x, Splat(kHigh)), Splat(kLow));
   const F16 shifted = clamped * kLog2e + kRound;
   const F16 n = shifted - kRound;
   F16 r = clamped - n * 0.693359375f;
@@ -223,11 +219,22 @@ FSDP_SIMD_INLINE F16 Exp(F16 x) {
   exponent = (exponent - round_bits + 127) << 23;
   F16 scale;
   std::memcpy(&scale, &exponent, sizeof(scale));
-  const F16 scaled = e * scale;
+  return e * scale;
+}
+
+// exp(x), Cephes' expf scheme: x = n ln2 + r with |r| <= ln2/2 (ln2 split in
+// two so n ln2 is exact), exp(r) by a degree-7 polynomial, 2^n built in the
+// exponent bits. Within 2 ulp of the exact result on normal outputs
+// (tests/fsdp/nn/vector_math_test.cc sweeps it). x < -87.336 (where exp
+// would be subnormal) gives 0, x > 88 gives +inf (exp(88.72) is the largest
+// float; inputs in between are never produced by a softmax, whose arguments
+// are <= 0), NaN gives NaN.
+FSDP_SIMD_INLINE F16 Exp(F16 x) {
+  const F16 scaled = ExpInRange(Max(Min(x, Splat(kExpHigh)), Splat(kExpLow)));
   F16 result;
   for (int j = 0; j < kLanes; ++j) {
-    const float v = x[j] < kLow ? 0.0f : scaled[j];
-    result[j] = x[j] > kHigh ? std::numeric_limits<float>::infinity() : v;
+    const float v = x[j] < kExpLow ? 0.0f : scaled[j];
+    result[j] = x[j] > kExpHigh ? std::numeric_limits<float>::infinity() : v;
   }
   // NaN fails both compares above; clamped (Min, Max) passed it through.
   for (int j = 0; j < kLanes; ++j) result[j] = x[j] != x[j] ? x[j] : result[j];
