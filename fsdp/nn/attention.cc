@@ -15,14 +15,35 @@ namespace {
 using simd::F16;
 using simd::kLanes;
 
+// Where a softmax writes its result: fp32 (the fp32 attention, in place), or
+// bf16 rounded as it is stored (the bf16 compute mode, whose products and
+// saved probabilities take bf16: no fp32 copy to round in a second pass).
+FSDP_SIMD_INLINE void StoreOut(float* p, F16 v) { simd::Store(p, v); }
+FSDP_SIMD_INLINE void StoreOutPartial(float* p, F16 v, int n) { simd::StorePartial(p, v, n); }
+FSDP_SIMD_INLINE void StoreOut(uint16_t* p, F16 v) { simd::StoreBf16(p, v); }
+FSDP_SIMD_INLINE void StoreOutPartial(uint16_t* p, F16 v, int n) {
+  simd::StoreBf16Partial(p, v, n);
+}
+
+// out[i] = row[i] * scale for i < n (out may be row itself).
+template <typename Out>
+FSDP_SIMD_INLINE void ScaleRowInto(Out* out, const float* row, int n, float scale) {
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes) StoreOut(out + i, simd::Load(row + i) * scale);
+  if (i < n) StoreOutPartial(out + i, simd::LoadPartial(row + i, n - i, 0.0f) * scale, n - i);
+}
+
 // Causal softmax of row t of the scores: entries [0, t] take part, the
 // masked rest becomes 0. Vector exp and 16-lane sums (simd.h); issue 11
-// measured the scalar expf here at 2.4% of a GPT step.
-FSDP_SIMD_INLINE void CausalSoftmaxRow(float* row, int valid, int row_length) {
+// measured the scalar expf here at 2.4% of a GPT step. The probabilities go
+// to `out`: the row itself (fp32), or a bf16 row (then `row` is left holding
+// the unnormalized exps).
+template <typename Out>
+FSDP_SIMD_INLINE void CausalSoftmaxRow(Out* out, float* row, int valid, int row_length) {
   const float max_score = simd::RowMax(row, valid);
   const float sum = simd::ExpShiftedInPlace(row, valid, max_score);
-  simd::ScaleRow(row, valid, 1.0f / sum);
-  std::fill(row + valid, row + row_length, 0.0f);
+  ScaleRowInto(out, row, valid, 1.0f / sum);
+  std::fill(out + valid, out + row_length, Out{0});
 }
 
 // The probabilities as the softmax backward reads them: fp32, or the bf16
@@ -38,10 +59,11 @@ FSDP_SIMD_INLINE F16 LoadProbsPartial(const uint16_t* p, int n) {
 }
 
 // Softmax backward of one row: dscore = p * (dp - sum_j p_j dp_j) over the
-// valid entries; the masked ones are 0 (their p is 0).
-template <typename Prob>
-FSDP_SIMD_INLINE void CausalSoftmaxBackwardRow(float* d_row, const Prob* p_row, int valid,
-                                               int row_length) {
+// valid entries; the masked ones are 0 (their p is 0). The d scores go to
+// `out`: d_row itself (fp32), or a bf16 row, rounded as they are stored.
+template <typename Prob, typename Out>
+FSDP_SIMD_INLINE void CausalSoftmaxBackwardRow(Out* out, const float* d_row, const Prob* p_row,
+                                               int valid, int row_length) {
   F16 dot_lanes = simd::Splat(0.0f);
   int i = 0;
   for (; i + kLanes <= valid; i += kLanes) {
@@ -53,58 +75,82 @@ FSDP_SIMD_INLINE void CausalSoftmaxBackwardRow(float* d_row, const Prob* p_row, 
   }
   const float dot = simd::ReduceAdd(dot_lanes);
   for (i = 0; i + kLanes <= valid; i += kLanes) {
-    simd::Store(d_row + i, LoadProbs(p_row + i) * (simd::Load(d_row + i) - dot));
+    StoreOut(out + i, LoadProbs(p_row + i) * (simd::Load(d_row + i) - dot));
   }
   if (rest > 0) {
-    simd::StorePartial(
-        d_row + i,
+    StoreOutPartial(
+        out + i,
         LoadProbsPartial(p_row + i, rest) * (simd::LoadPartial(d_row + i, rest, 0.0f) - dot),
         rest);
   }
-  std::fill(d_row + valid, d_row + row_length, 0.0f);
+  std::fill(out + valid, out + row_length, Out{0});
 }
 
 // `rows` rows of `row_length` entries, the first of them query row
 // `first_row`: row i sees keys 0..first_row + i. The square T x T layout is
 // (T, T, 0); the bf16 path's causal row blocks ([Note: causal row blocks])
 // are (rows of the block, keys they see, the block's first row).
-FSDP_SIMD_INLINE void CausalSoftmaxRowsBody(float* p, int rows, int row_length, int first_row) {
+template <typename Out>
+FSDP_SIMD_INLINE void CausalSoftmaxRowsOf(Out* out, float* p, int rows, int row_length,
+                                          int first_row) {
   for (int i = 0; i < rows; ++i) {
-    CausalSoftmaxRow(p + static_cast<long>(i) * row_length, first_row + i + 1, row_length);
+    const long offset = static_cast<long>(i) * row_length;
+    CausalSoftmaxRow(out + offset, p + offset, first_row + i + 1, row_length);
   }
 }
 
-template <typename Prob>
-FSDP_SIMD_INLINE void CausalSoftmaxBackwardRowsOf(float* dp, const Prob* p, int rows,
-                                                  int row_length, int first_row) {
+template <typename Prob, typename Out>
+FSDP_SIMD_INLINE void CausalSoftmaxBackwardRowsOf(Out* out, const float* dp, const Prob* p,
+                                                  int rows, int row_length, int first_row) {
   for (int i = 0; i < rows; ++i) {
     const long offset = static_cast<long>(i) * row_length;
-    CausalSoftmaxBackwardRow(dp + offset, p + offset, first_row + i + 1, row_length);
+    CausalSoftmaxBackwardRow(out + offset, dp + offset, p + offset, first_row + i + 1,
+                             row_length);
   }
+}
+
+FSDP_SIMD_INLINE void CausalSoftmaxRowsBody(float* p, int rows, int row_length, int first_row) {
+  CausalSoftmaxRowsOf(p, p, rows, row_length, first_row);
+}
+
+FSDP_SIMD_INLINE void CausalSoftmaxRowsToBf16Body(uint16_t* out, float* scores, int rows,
+                                                  int row_length, int first_row) {
+  CausalSoftmaxRowsOf(out, scores, rows, row_length, first_row);
 }
 
 FSDP_SIMD_INLINE void CausalSoftmaxBackwardRowsBody(float* dp, const float* p, int rows,
                                                     int row_length, int first_row) {
-  CausalSoftmaxBackwardRowsOf(dp, p, rows, row_length, first_row);
+  CausalSoftmaxBackwardRowsOf(dp, dp, p, rows, row_length, first_row);
 }
 
-FSDP_SIMD_INLINE void CausalSoftmaxBackwardRowsBf16Body(float* dp, const uint16_t* p, int rows,
+FSDP_SIMD_INLINE void CausalSoftmaxBackwardRowsBf16Body(uint16_t* dscores, const float* dp,
+                                                        const uint16_t* p, int rows,
                                                         int row_length, int first_row) {
-  CausalSoftmaxBackwardRowsOf(dp, p, rows, row_length, first_row);
+  CausalSoftmaxBackwardRowsOf(dscores, dp, p, rows, row_length, first_row);
 }
 
 FSDP_ISA_VARIANTS(void, CausalSoftmaxRows, (float* p, int rows, int row_length, int first_row),
                   (p, rows, row_length, first_row))
+FSDP_ISA_VARIANTS(void, CausalSoftmaxRowsToBf16,
+                  (uint16_t* out, float* scores, int rows, int row_length, int first_row),
+                  (out, scores, rows, row_length, first_row))
 FSDP_ISA_VARIANTS(void, CausalSoftmaxBackwardRows,
                   (float* dp, const float* p, int rows, int row_length, int first_row),
                   (dp, p, rows, row_length, first_row))
-
 FSDP_ISA_VARIANTS(void, CausalSoftmaxBackwardRowsBf16,
-                  (float* dp, const uint16_t* p, int rows, int row_length, int first_row),
-                  (dp, p, rows, row_length, first_row))
+                  (uint16_t* dscores, const float* dp, const uint16_t* p, int rows,
+                   int row_length, int first_row),
+                  (dscores, dp, p, rows, row_length, first_row))
 
 void CausalSoftmaxRows(KernelIsa isa, float* p, int rows, int row_length, int first_row) {
   FSDP_ISA_DISPATCH(isa, CausalSoftmaxRows, (p, rows, row_length, first_row));
+}
+
+// The probabilities of `scores` rounded into `out` (same layout); `scores`
+// keeps the unnormalized exps.
+void CausalSoftmaxRowsToBf16(KernelIsa isa, uint16_t* out, float* scores, int rows,
+                             int row_length, int first_row) {
+  FSDP_ISA_DISPATCH(isa, CausalSoftmaxRowsToBf16, (out, scores, rows, row_length, first_row));
 }
 
 void CausalSoftmaxBackwardRows(KernelIsa isa, float* dp, const float* p, int rows,
@@ -112,9 +158,12 @@ void CausalSoftmaxBackwardRows(KernelIsa isa, float* dp, const float* p, int row
   FSDP_ISA_DISPATCH(isa, CausalSoftmaxBackwardRows, (dp, p, rows, row_length, first_row));
 }
 
-void CausalSoftmaxBackwardRowsBf16(KernelIsa isa, float* dp, const uint16_t* p, int rows,
-                                   int row_length, int first_row) {
-  FSDP_ISA_DISPATCH(isa, CausalSoftmaxBackwardRowsBf16, (dp, p, rows, row_length, first_row));
+// The d scores from the d probabilities `dp` (left unchanged) and the saved
+// bf16 probabilities, rounded into `dscores` (same layout).
+void CausalSoftmaxBackwardRowsBf16(KernelIsa isa, uint16_t* dscores, const float* dp,
+                                   const uint16_t* p, int rows, int row_length, int first_row) {
+  FSDP_ISA_DISPATCH(isa, CausalSoftmaxBackwardRowsBf16,
+                    (dscores, dp, p, rows, row_length, first_row));
 }
 
 }  // namespace
@@ -345,8 +394,7 @@ void AttentionForwardBf16(uint16_t* out, uint16_t* probs, float* scratch, uint16
                                                    NumType::kBF16, hs},
                 .b = {d.k, NumType::kBF16, hs, /*transposed=*/true}, .c = scores, .ldc = r1,
                 .alpha = scale});
-        CausalSoftmaxRows(isa, scores, rows, r1, r0);
-        ToBf16(block, scores, int64_t{rows} * r1);
+        CausalSoftmaxRowsToBf16(isa, block, scores, rows, r1, r0);
         Matmul({.m = rows, .n = hs, .k = r1, .a = {block, NumType::kBF16, r1},
                 .b = {d.v, NumType::kBF16, hs}, .c = head_out + static_cast<long>(r0) * hs,
                 .ldc = hs});
@@ -378,8 +426,8 @@ void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
       const uint16_t* p = probs + (static_cast<long>(b) * heads + h) * T * T;
       // dv[c0:c1] = probs[c0:T, c0:c1]^T @ dout[c0:T]
       KeyBlockProducts(dv, ld, p, d.d_o, 1.0f, T, hs, d.p, head_grad);
-      // Per row block: dprobs = dout @ v^T, the softmax backward (d scores in
-      // place), their rounding into d.p (laid out as the probabilities), then
+      // Per row block: dprobs = dout @ v^T, the softmax backward (the d
+      // scores rounded into d.p, laid out as the probabilities), then
       // dq[r0:r1] = scale * dscores @ k[0:r1].
       for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
         const int r1 = std::min(T, r0 + kCausalRowBlock), rows = r1 - r0;
@@ -387,16 +435,16 @@ void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
         Matmul({.m = rows, .n = r1, .k = hs, .a = {d.d_o + static_cast<long>(r0) * hs,
                                                    NumType::kBF16, hs},
                 .b = {d.v, NumType::kBF16, hs, /*transposed=*/true}, .c = dp + at, .ldc = r1});
-        CausalSoftmaxBackwardRowsBf16(isa, dp + at, p + at, rows, r1, r0);
-        ToBf16(d.p + at, dp + at, int64_t{rows} * r1);
+        CausalSoftmaxBackwardRowsBf16(isa, d.p + at, dp + at, p + at, rows, r1, r0);
         Matmul({.m = rows, .n = hs, .k = r1, .a = {d.p + at, NumType::kBF16, r1},
                 .b = {d.k, NumType::kBF16, hs}, .c = head_grad + static_cast<long>(r0) * hs,
                 .ldc = hs, .alpha = scale});
       }
       ScatterRows(dq, ld, head_grad, T, hs);
       // dk[c0:c1] = scale * dscores[c0:T, c0:c1]^T @ q[c0:T], over slabs of
-      // the d scores rounded once above. The fp32 d scores are dead now: their
-      // storage holds the slabs (at most T x kCausalRowBlock bf16 values).
+      // the d scores rounded once above. The fp32 d probabilities are dead
+      // now: their storage holds the slabs (at most T x kCausalRowBlock bf16
+      // values).
       KeyBlockProducts(dk, ld, d.p, d.q, scale, T, hs, reinterpret_cast<uint16_t*>(dp),
                        head_grad);
     }

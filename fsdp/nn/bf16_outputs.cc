@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "fsdp/nn/bf16_convert.h"
-#include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/gelu.h"
 #include "fsdp/nn/layer_norm.h"
 #include "fsdp/nn/linear.h"
@@ -87,25 +86,6 @@ void LayerNormBackwardWithBf16(float* dinp, uint16_t* dinp16, float* dweight, fl
     LayerNormBackward(dinp + offset, dweight, dbias, dout + offset, inp + offset, weight,
                       mean + r, rstd + r, rows, channels);
     ToBf16(dinp16 + offset, dinp + offset, int64_t{rows} * channels);
-  }
-}
-
-void CrossEntropyBackwardToBf16(float* probs_to_dlogits, const int32_t* targets, int n,
-                                int vocab, float loss_scale) {
-  // CrossEntropyBackward scales every row by loss_scale / n; one row at a
-  // time with n = 1 and that factor multiplies by the same float.
-  const float factor = loss_scale / static_cast<float>(n);
-  uint16_t* dlogits16 = reinterpret_cast<uint16_t*>(probs_to_dlogits);
-  for (int r = 0; r < n; ++r) {
-    float* row = probs_to_dlogits + int64_t{r} * vocab;
-    CrossEntropyBackward(row, targets + r, 1, vocab, factor);
-    if (r == 0) {
-      ToBf16InPlace(row, vocab);  // its bf16 half starts where the row does
-    } else {
-      // Row r's bf16 (bytes 2rV .. 2(r+1)V) lies within rows 0 .. r-1, all
-      // consumed: 2(r+1)V <= 4rV for r >= 1.
-      ToBf16(dlogits16 + int64_t{r} * vocab, row, vocab);
-    }
   }
 }
 

@@ -39,12 +39,6 @@ void LayerNormBackwardWithBf16(float* dinp, uint16_t* dinp16, float* dweight, fl
                                const float* dout, const float* inp, const float* weight,
                                const float* mean, const float* rstd, int n, int channels);
 
-// CrossEntropyBackward, then its gradient rounded to bf16 IN PLACE, row by
-// row: afterwards the buffer's first n * vocab * 2 bytes hold the bf16
-// dlogits (the head's product reads nothing else).
-void CrossEntropyBackwardToBf16(float* probs_to_dlogits, const int32_t* targets, int n,
-                                int vocab, float loss_scale);
-
 }  // namespace fsdp
 
 #endif  // FSDP_NN_BF16_OUTPUTS_H_

@@ -36,10 +36,30 @@ FSDP_SIMD_INLINE void CrossEntropyBackwardBody(float* probs_to_dlogits, const in
   }
 }
 
+// Row r's bf16 gradient goes to bytes 2rV .. 2(r+1)V of the buffer: for
+// r = 0 the row's own start (ScaleRowToBf16 reads each 16 values before it
+// writes over them), for r >= 1 within rows 0 .. r-1, all consumed
+// (2(r+1)V <= 4rV).
+FSDP_SIMD_INLINE void CrossEntropyBackwardToBf16Body(float* probs_to_dlogits,
+                                                     const int32_t* targets, int n, int vocab,
+                                                     float loss_scale) {
+  const float factor = loss_scale / static_cast<float>(n);
+  uint16_t* dlogits16 = reinterpret_cast<uint16_t*>(probs_to_dlogits);
+  for (int i = 0; i < n; ++i) {
+    float* row = probs_to_dlogits + static_cast<long>(i) * vocab;
+    row[targets[i]] -= 1.0f;
+    simd::ScaleRowToBf16(dlogits16 + static_cast<long>(i) * vocab, row, vocab, factor);
+  }
+}
+
 FSDP_ISA_VARIANTS(float, CrossEntropyForward,
                   (float* logits_to_probs, const int32_t* targets, int n, int vocab),
                   (logits_to_probs, targets, n, vocab))
 FSDP_ISA_VARIANTS(void, CrossEntropyBackward,
+                  (float* probs_to_dlogits, const int32_t* targets, int n, int vocab,
+                   float loss_scale),
+                  (probs_to_dlogits, targets, n, vocab, loss_scale))
+FSDP_ISA_VARIANTS(void, CrossEntropyBackwardToBf16,
                   (float* probs_to_dlogits, const int32_t* targets, int n, int vocab,
                    float loss_scale),
                   (probs_to_dlogits, targets, n, vocab, loss_scale))
@@ -63,6 +83,17 @@ float CrossEntropyForward(float* logits_to_probs, const int32_t* targets, int n,
 void CrossEntropyBackward(float* probs_to_dlogits, const int32_t* targets, int n, int vocab,
                           float loss_scale) {
   CrossEntropyBackward(BestKernelIsa(), probs_to_dlogits, targets, n, vocab, loss_scale);
+}
+
+void CrossEntropyBackwardToBf16(KernelIsa isa, float* probs_to_dlogits, const int32_t* targets,
+                                int n, int vocab, float loss_scale) {
+  FSDP_ISA_DISPATCH(isa, CrossEntropyBackwardToBf16,
+                    (probs_to_dlogits, targets, n, vocab, loss_scale));
+}
+
+void CrossEntropyBackwardToBf16(float* probs_to_dlogits, const int32_t* targets, int n,
+                                int vocab, float loss_scale) {
+  CrossEntropyBackwardToBf16(BestKernelIsa(), probs_to_dlogits, targets, n, vocab, loss_scale);
 }
 
 }  // namespace fsdp

@@ -31,6 +31,15 @@ float CrossEntropyForward(KernelIsa isa, float* logits_to_probs, const int32_t* 
 void CrossEntropyBackward(KernelIsa isa, float* probs_to_dlogits, const int32_t* targets, int n,
                           int vocab, float loss_scale);
 
+// CrossEntropyBackward with its gradient rounded to bf16 IN PLACE as it is
+// stored, row by row in one pass: afterwards the buffer's first
+// n * vocab * 2 bytes hold the bf16 dlogits (the head's bf16 product reads
+// nothing else), the bits of CrossEntropyBackward followed by ToBf16.
+void CrossEntropyBackwardToBf16(float* probs_to_dlogits, const int32_t* targets, int n,
+                                int vocab, float loss_scale);
+void CrossEntropyBackwardToBf16(KernelIsa isa, float* probs_to_dlogits, const int32_t* targets,
+                                int n, int vocab, float loss_scale);
+
 }  // namespace fsdp
 
 #endif  // FSDP_NN_CROSS_ENTROPY_H_

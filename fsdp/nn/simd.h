@@ -132,6 +132,37 @@ FSDP_SIMD_INLINE F16 LoadBf16Partial(const uint16_t* p, int64_t n) {
   return LoadBf16(lanes);
 }
 
+// 16 floats rounded to bf16 bits: to nearest even, a NaN quieted (its top
+// half with the quiet bit set), lane by lane the formula of RoundToBf16 in
+// fsdp/nn/bf16_convert.cc, so the bits equal ToBf16's on every path. For
+// kernels that produce a value and store it rounded in the same pass, where
+// a separate ToBf16 would read the fp32 array back.
+FSDP_SIMD_INLINE U16x16 RoundToBf16(F16 v) {
+  U32x16 bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  const U32x16 rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  const U32x16 quieted = (bits >> 16) | 0x40u;
+  // Compared as signed: both sides are below 2^31 once the sign is masked.
+  I16 magnitude;
+  const U32x16 masked = bits & 0x7fffffffu;
+  std::memcpy(&magnitude, &masked, sizeof(magnitude));
+  U32x16 result;
+  for (int j = 0; j < kLanes; ++j) result[j] = magnitude[j] > 0x7f800000 ? quieted[j] : rounded[j];
+  return __builtin_convertvector(result, U16x16);
+}
+
+FSDP_SIMD_INLINE void StoreBf16(uint16_t* p, F16 v) {
+  const U16x16 half = RoundToBf16(v);
+  std::memcpy(p, &half, sizeof(half));
+}
+
+// The first n (< 16) lanes of v, rounded, at p.
+FSDP_SIMD_INLINE void StoreBf16Partial(uint16_t* p, F16 v, int64_t n) {
+  uint16_t lanes[kLanes];
+  StoreBf16(lanes, v);
+  std::memcpy(p, lanes, n * sizeof(uint16_t));
+}
+
 // Selects are written as lane loops rather than vector `?:`: GCC 12 splits a
 // 64-byte `?:` into scalar code under avx2 (measured 1.2x slower than SSE2),
 // while it turns these loops into whole-register vmaxps / blends everywhere.

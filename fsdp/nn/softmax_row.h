@@ -48,6 +48,16 @@ FSDP_SIMD_INLINE void ScaleRow(float* row, int64_t n, float scale) {
   if (i < n) StorePartial(row + i, LoadPartial(row + i, n - i, 0.0f) * scale, n - i);
 }
 
+// out[i] = bf16(row[i] * scale) for i < n: ScaleRow and ToBf16 in one pass.
+// out may start where row does (the bf16 half of an array rounded in place):
+// each 16 values are read before their bf16 bits, which land on values
+// already read, are written.
+FSDP_SIMD_INLINE void ScaleRowToBf16(uint16_t* out, const float* row, int64_t n, float scale) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) StoreBf16(out + i, Load(row + i) * scale);
+  if (i < n) StoreBf16Partial(out + i, LoadPartial(row + i, n - i, 0.0f) * scale, n - i);
+}
+
 }  // namespace simd
 }  // namespace fsdp
 

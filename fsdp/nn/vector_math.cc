@@ -28,9 +28,16 @@ FSDP_SIMD_INLINE void WidenBf16Body(float* out, const uint16_t* inp, int64_t n) 
   if (i < n) simd::StorePartial(out + i, simd::LoadBf16Partial(inp + i, n - i), n - i);
 }
 
+FSDP_SIMD_INLINE void RoundBf16Body(uint16_t* out, const float* inp, int64_t n) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) simd::StoreBf16(out + i, simd::Load(inp + i));
+  if (i < n) simd::StoreBf16Partial(out + i, simd::LoadPartial(inp + i, n - i, 0.0f), n - i);
+}
+
 FSDP_ISA_VARIANTS(void, Exp, (float* out, const float* inp, int64_t n), (out, inp, n))
 FSDP_ISA_VARIANTS(void, Tanh, (float* out, const float* inp, int64_t n), (out, inp, n))
 FSDP_ISA_VARIANTS(void, WidenBf16, (float* out, const uint16_t* inp, int64_t n), (out, inp, n))
+FSDP_ISA_VARIANTS(void, RoundBf16, (uint16_t* out, const float* inp, int64_t n), (out, inp, n))
 
 }  // namespace
 
@@ -44,6 +51,10 @@ void VectorTanh(KernelIsa isa, float* out, const float* inp, int64_t n) {
 
 void VectorWidenBf16(KernelIsa isa, float* out, const uint16_t* inp, int64_t n) {
   FSDP_ISA_DISPATCH(isa, WidenBf16, (out, inp, n));
+}
+
+void VectorRoundBf16(KernelIsa isa, uint16_t* out, const float* inp, int64_t n) {
+  FSDP_ISA_DISPATCH(isa, RoundBf16, (out, inp, n));
 }
 
 }  // namespace fsdp

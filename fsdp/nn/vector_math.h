@@ -3,7 +3,8 @@
 // exp and tanh over arrays with the polynomial kernels of fsdp/nn/simd.h
 // (the ones inside softmax, cross-entropy and GELU), for tests that sweep
 // their accuracy against libm and for the kernel benchmark, and simd.h's
-// bf16 widening load, for a test of every bit pattern. out may alias inp.
+// bf16 widening load and rounding store, for tests over bit patterns. out
+// may alias inp.
 #ifndef FSDP_NN_VECTOR_MATH_H_
 #define FSDP_NN_VECTOR_MATH_H_
 
@@ -16,6 +17,7 @@ namespace fsdp {
 void VectorExp(KernelIsa isa, float* out, const float* inp, int64_t n);
 void VectorTanh(KernelIsa isa, float* out, const float* inp, int64_t n);
 void VectorWidenBf16(KernelIsa isa, float* out, const uint16_t* inp, int64_t n);
+void VectorRoundBf16(KernelIsa isa, uint16_t* out, const float* inp, int64_t n);
 
 }  // namespace fsdp
 

@@ -2,7 +2,7 @@
 //
 // Sweeps the polynomial exp and tanh of fsdp/nn/simd.h against libm in
 // double, for every ISA variant this CPU runs, and checks they agree bit for
-// bit across variants.
+// bit across variants; and simd.h's bf16 load and store over bit patterns.
 #include "fsdp/nn/vector_math.h"
 
 #include <cmath>
@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "fsdp/nn/bf16_convert.h"
 #include "gtest/gtest.h"
 
 namespace fsdp {
@@ -98,6 +99,34 @@ TEST(VectorMathTest, WidenBf16GivesEveryPatternItsExactFloat) {
       uint32_t got;
       std::memcpy(&got, &y[i], sizeof(got));
       ASSERT_EQ(got, uint32_t{bits[i]} << 16) << KernelIsaName(isa) << " at " << i;
+    }
+  }
+}
+
+// The rounding store against ToBf16 (itself checked against the integer
+// formula over bit patterns in matmul_test): every top half with low halves
+// around the rounding boundaries (ties to even and odd, just below and above)
+// and at the ends, so NaNs, infinities, denormals, zeros and the largest
+// finite values are all there; 2^16 * 8 + 5 values, the last block partial.
+TEST(VectorMathTest, RoundBf16EqualsToBf16OverBitPatterns) {
+  const uint32_t lows[] = {0x0000, 0x0001, 0x7fff, 0x8000, 0x8001, 0xbfff, 0xc000, 0xffff};
+  std::vector<float> x;
+  for (uint32_t top = 0; top < 65536; ++top) {
+    for (uint32_t low : lows) {
+      const uint32_t bits = (top << 16) | low;
+      float f;
+      std::memcpy(&f, &bits, sizeof(f));
+      x.push_back(f);
+    }
+  }
+  for (int i = 0; i < 5; ++i) x.push_back(x[i * 1000 + 3]);
+  std::vector<uint16_t> expected(x.size());
+  ToBf16(expected.data(), x.data(), static_cast<int64_t>(x.size()));
+  for (KernelIsa isa : SupportedKernelIsas()) {
+    std::vector<uint16_t> got(x.size());
+    VectorRoundBf16(isa, got.data(), x.data(), static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(got[i], expected[i]) << KernelIsaName(isa) << " at " << i;
     }
   }
 }
