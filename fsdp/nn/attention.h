@@ -45,10 +45,10 @@ void AttentionForward(KernelIsa isa, float* out, float* probs, const float* qkv,
 // bf16, as the products read them ([Note: bf16 probabilities] in the .cc).
 // Each head's operands are copied into dense blocks first ([Note: contiguous
 // bf16 heads] in the .cc): `scratch_bf16` holds AttentionBf16ScratchElements
-// (one head's column slabs of probabilities and d scores, and its q, k, v and
-// output gradient), `scratch` AttentionBf16ScratchFloats (a row block's scores
-// or the head's d probabilities, and one dense T x hs result); both sizes are
-// in fsdp/nn/attention_layout.h. Forward writes the bf16 output (only a
+// (one head's column slabs of probabilities, then its d scores, and its q, k,
+// v and output gradient), `scratch` AttentionBf16ScratchFloats (a row block's
+// scores or the head's d probabilities, and one dense T x hs result); both
+// sizes are in fsdp/nn/attention_layout.h. Forward writes the bf16 output (only a
 // product reads it), backward the fp32 dqkv.
 void AttentionForwardBf16(uint16_t* out, uint16_t* probs, float* scratch, uint16_t* scratch_bf16,
                           const uint16_t* qkv, int batch, int seq_len, int channels, int heads);

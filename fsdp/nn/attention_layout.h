@@ -10,14 +10,16 @@
 
 namespace fsdp {
 
-// bf16 elements: one head's column slabs of probabilities (then d scores),
-// within T x T, and its dense q, k, v and output gradient, T x hs each.
+// bf16 elements: T x T for one head's column slabs of the probabilities,
+// then its d scores (laid out as the probabilities), and its dense q, k, v
+// and output gradient, T x hs each.
 inline int64_t AttentionBf16ScratchElements(int seq_len, int head_size) {
   return int64_t{seq_len} * seq_len + 4 * int64_t{seq_len} * head_size;
 }
 
 // floats: a row block's scores (forward) or the head's d probabilities
-// (backward), within T x T, and one dense T x hs product.
+// (backward, and after them the dk product's bf16 column slabs), within
+// T x T, and one dense T x hs product.
 inline int64_t AttentionBf16ScratchFloats(int seq_len, int head_size) {
   return int64_t{seq_len} * seq_len + int64_t{seq_len} * head_size;
 }
