@@ -19,18 +19,31 @@ using simd::kLanes;
 // bf16 rounded as it is stored (the bf16 compute mode, whose products and
 // saved probabilities take bf16: no fp32 copy to round in a second pass).
 FSDP_SIMD_INLINE void StoreOut(float* p, F16 v) { simd::Store(p, v); }
-FSDP_SIMD_INLINE void StoreOutPartial(float* p, F16 v, int n) { simd::StorePartial(p, v, n); }
 FSDP_SIMD_INLINE void StoreOut(uint16_t* p, F16 v) { simd::StoreBf16(p, v); }
-FSDP_SIMD_INLINE void StoreOutPartial(uint16_t* p, F16 v, int n) {
-  simd::StoreBf16Partial(p, v, n);
+
+// The row's last, partial vector (i < n < i + 16): all 16 lanes when the
+// row's storage reaches i + 16 ([Note: row tails in registers] in
+// softmax_row.h; the callers fill the entries past n afterwards), else the
+// first n - i.
+FSDP_SIMD_INLINE void StoreOutTail(float* row, int i, int n, int capacity, F16 v) {
+  simd::StoreTail(row, i, n, capacity, v);
+}
+FSDP_SIMD_INLINE void StoreOutTail(uint16_t* row, int i, int n, int capacity, F16 v) {
+  if (i + kLanes > capacity) {
+    simd::StoreBf16Partial(row + i, v, n - i);
+  } else {
+    simd::StoreBf16(row + i, v);
+  }
 }
 
-// out[i] = row[i] * scale for i < n (out may be row itself).
+// out[i] = row[i] * scale for i < n (out may be row itself); out[n, capacity)
+// may be overwritten.
 template <typename Out>
-FSDP_SIMD_INLINE void ScaleRowInto(Out* out, const float* row, int n, float scale) {
+FSDP_SIMD_INLINE void ScaleRowInto(Out* out, const float* row, int n, int capacity,
+                                   float scale) {
   int i = 0;
   for (; i + kLanes <= n; i += kLanes) StoreOut(out + i, simd::Load(row + i) * scale);
-  if (i < n) StoreOutPartial(out + i, simd::LoadPartial(row + i, n - i, 0.0f) * scale, n - i);
+  if (i < n) StoreOutTail(out, i, n, capacity, simd::LoadTail(row, i, n, capacity, 0.0f) * scale);
 }
 
 // Causal softmax of row t of the scores: entries [0, t] take part, the
@@ -40,22 +53,29 @@ FSDP_SIMD_INLINE void ScaleRowInto(Out* out, const float* row, int n, float scal
 // the unnormalized exps).
 template <typename Out>
 FSDP_SIMD_INLINE void CausalSoftmaxRow(Out* out, float* row, int valid, int row_length) {
-  const float max_score = simd::RowMax(row, valid);
-  const float sum = simd::ExpShiftedInPlace(row, valid, max_score);
-  ScaleRowInto(out, row, valid, 1.0f / sum);
+  const float max_score = simd::RowMax(row, valid, row_length);
+  const float sum = simd::ExpShiftedInPlace(row, valid, max_score, row_length);
+  ScaleRowInto(out, row, valid, row_length, 1.0f / sum);
   std::fill(out + valid, out + row_length, Out{0});
 }
 
 // The probabilities as the softmax backward reads them: fp32, or the bf16
 // that the bf16 compute mode saves ([Note: bf16 probabilities]), widened
 // exactly as they are loaded.
+// The tails (i < n < i + 16) read whole when the row's storage reaches
+// i + 16, the lanes at or past n set to 0 ([Note: row tails in registers]).
 FSDP_SIMD_INLINE F16 LoadProbs(const float* p) { return simd::Load(p); }
-FSDP_SIMD_INLINE F16 LoadProbsPartial(const float* p, int n) {
-  return simd::LoadPartial(p, n, 0.0f);
+FSDP_SIMD_INLINE F16 LoadProbsTail(const float* row, int i, int n, int capacity) {
+  return simd::LoadTail(row, i, n, capacity, 0.0f);
 }
 FSDP_SIMD_INLINE F16 LoadProbs(const uint16_t* p) { return simd::LoadBf16(p); }
-FSDP_SIMD_INLINE F16 LoadProbsPartial(const uint16_t* p, int n) {
-  return simd::LoadBf16Partial(p, n);
+FSDP_SIMD_INLINE F16 LoadProbsTail(const uint16_t* row, int i, int n, int capacity) {
+  if (i + kLanes > capacity) return simd::LoadBf16Partial(row + i, n - i);
+  const F16 whole = simd::LoadBf16(row + i);
+  const int rest = n - i;
+  F16 v;
+  for (int j = 0; j < kLanes; ++j) v[j] = j < rest ? whole[j] : 0.0f;
+  return v;
 }
 
 // Softmax backward of one row: dscore = p * (dp - sum_j p_j dp_j) over the
@@ -69,20 +89,21 @@ FSDP_SIMD_INLINE void CausalSoftmaxBackwardRow(Out* out, const float* d_row, con
   for (; i + kLanes <= valid; i += kLanes) {
     dot_lanes += LoadProbs(p_row + i) * simd::Load(d_row + i);
   }
-  const int rest = valid - i;
-  if (rest > 0) {
-    dot_lanes += LoadProbsPartial(p_row + i, rest) * simd::LoadPartial(d_row + i, rest, 0.0f);
+  const int tail = i;
+  if (tail < valid) {
+    dot_lanes += LoadProbsTail(p_row, tail, valid, row_length) *
+                 simd::LoadTail(d_row, tail, valid, row_length, 0.0f);
   }
   const float dot = simd::ReduceAdd(dot_lanes);
   for (i = 0; i + kLanes <= valid; i += kLanes) {
     StoreOut(out + i, LoadProbs(p_row + i) * (simd::Load(d_row + i) - dot));
   }
-  if (rest > 0) {
-    StoreOutPartial(
-        out + i,
-        LoadProbsPartial(p_row + i, rest) * (simd::LoadPartial(d_row + i, rest, 0.0f) - dot),
-        rest);
+  if (tail < valid) {
+    StoreOutTail(out, tail, valid, row_length,
+                 LoadProbsTail(p_row, tail, valid, row_length) *
+                     (simd::LoadTail(d_row, tail, valid, row_length, 0.0f) - dot));
   }
+  // Also what a whole tail vector wrote past `valid` (signed zeros).
   std::fill(out + valid, out + row_length, Out{0});
 }
 

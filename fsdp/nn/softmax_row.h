@@ -14,19 +14,54 @@
 namespace fsdp {
 namespace simd {
 
-// max over row[0, n), in 16 lanes and one fixed tree (padding: -inf).
-FSDP_SIMD_INLINE float RowMax(const float* row, int64_t n) {
+// [Note: row tails in registers] A row's last, partial vector (i < n <
+// i + 16) goes through the stack in LoadPartial / StorePartial: a memcpy
+// call and a 64-byte reload that cannot be forwarded from the smaller
+// stores. Once per long row that is nothing; the causal softmax has a tail
+// in every row (row t has t + 1 entries), several per row, and there it was
+// a visible share of the kernel. When the row's storage reaches i + 16 (its
+// `capacity`: the causal rows are row_length long and hold `valid` <=
+// row_length entries), the tail is read whole and the lanes at or past n are
+// replaced in registers, and written whole where the caller allows the
+// extra lanes to be overwritten. The lanes hold the same values either way.
+
+// row[i, i + 16) with the lanes at or past n (i < n < i + 16) set to `fill`.
+FSDP_SIMD_INLINE F16 LoadTail(const float* row, int64_t i, int64_t n, int64_t capacity,
+                              float fill) {
+  if (i + kLanes > capacity) return LoadPartial(row + i, n - i, fill);
+  const F16 whole = Load(row + i);
+  const int64_t rest = n - i;
+  F16 v;
+  for (int j = 0; j < kLanes; ++j) v[j] = j < rest ? whole[j] : fill;
+  return v;
+}
+
+// Writes lanes [0, n - i) of v at row + i, or all 16 when capacity allows.
+FSDP_SIMD_INLINE void StoreTail(float* row, int64_t i, int64_t n, int64_t capacity, F16 v) {
+  if (i + kLanes > capacity) {
+    StorePartial(row + i, v, n - i);
+  } else {
+    Store(row + i, v);
+  }
+}
+
+// max over row[0, n), in 16 lanes and one fixed tree (padding: -inf). The
+// row's storage holds `capacity` >= n floats.
+FSDP_SIMD_INLINE float RowMax(const float* row, int64_t n, int64_t capacity) {
   constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
   F16 max = Splat(kMinusInf);
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) max = Max(max, Load(row + i));
-  if (i < n) max = Max(max, LoadPartial(row + i, n - i, kMinusInf));
+  if (i < n) max = Max(max, LoadTail(row, i, n, capacity, kMinusInf));
   return ReduceMax(max);
 }
 
+FSDP_SIMD_INLINE float RowMax(const float* row, int64_t n) { return RowMax(row, n, n); }
+
 // row[i] = exp(row[i] - shift) for i < n; returns their sum, in 16 float
-// lanes and one fixed tree. Padded lanes hold -inf, whose exp is 0.
-FSDP_SIMD_INLINE float ExpShiftedInPlace(float* row, int64_t n, float shift) {
+// lanes and one fixed tree. Padded lanes hold -inf, whose exp is 0. With a
+// `capacity` beyond n, row[n, capacity) may be overwritten with zeros.
+FSDP_SIMD_INLINE float ExpShiftedInPlace(float* row, int64_t n, float shift, int64_t capacity) {
   F16 sum = Splat(0.0f);
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
@@ -35,11 +70,16 @@ FSDP_SIMD_INLINE float ExpShiftedInPlace(float* row, int64_t n, float shift) {
     sum += e;
   }
   if (i < n) {
-    const F16 e = Exp(LoadPartial(row + i, n - i, -std::numeric_limits<float>::infinity()) - shift);
-    StorePartial(row + i, e, n - i);
+    const F16 e =
+        Exp(LoadTail(row, i, n, capacity, -std::numeric_limits<float>::infinity()) - shift);
+    StoreTail(row, i, n, capacity, e);
     sum += e;
   }
   return ReduceAdd(sum);
+}
+
+FSDP_SIMD_INLINE float ExpShiftedInPlace(float* row, int64_t n, float shift) {
+  return ExpShiftedInPlace(row, n, shift, n);
 }
 
 FSDP_SIMD_INLINE void ScaleRow(float* row, int64_t n, float scale) {
