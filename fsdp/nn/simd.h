@@ -75,6 +75,8 @@ inline constexpr int kLanes = 16;
 typedef float F16 __attribute__((vector_size(64)));
 typedef int32_t I16 __attribute__((vector_size(64)));
 typedef float F8 __attribute__((vector_size(32)));
+typedef float F4 __attribute__((vector_size(16)));
+typedef float F2 __attribute__((vector_size(8)));
 typedef double D8 __attribute__((vector_size(64)));
 typedef uint16_t U16x16 __attribute__((vector_size(32)));
 typedef uint32_t U32x16 __attribute__((vector_size(64)));
@@ -192,14 +194,16 @@ FSDP_SIMD_INLINE D16 ToDouble(F16 v) {
   return D16{__builtin_convertvector(lo, D8), __builtin_convertvector(hi, D8)};
 }
 
-// Fixed tree: lanes j and j + 8, then j and j + 4, ... (see the note above).
+// Fixed tree: lanes j and j + 8, then j and j + 4, ... (see the note above),
+// each level one vector operation on halves taken in registers (a store and
+// 15 scalar reloads before; the same additions, so the same bits).
 FSDP_SIMD_INLINE float ReduceAdd(F16 v) {
-  float t[kLanes];
-  Store(t, v);
-  for (int width = kLanes / 2; width >= 1; width /= 2) {
-    for (int j = 0; j < width; ++j) t[j] += t[j + width];
-  }
-  return t[0];
+  const F8 s8 = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  const F4 s4 = __builtin_shufflevector(s8, s8, 0, 1, 2, 3) +
+                __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+  const F2 s2 = __builtin_shufflevector(s4, s4, 0, 1) + __builtin_shufflevector(s4, s4, 2, 3);
+  return s2[0] + s2[1];
 }
 
 FSDP_SIMD_INLINE double ReduceAdd(D16 v) {
@@ -212,13 +216,23 @@ FSDP_SIMD_INLINE double ReduceAdd(D16 v) {
   return t[0];
 }
 
+// The same tree for the maximum: at each level lane j takes lane j + width
+// when that is greater (so a NaN in lane j stays, one in j + width loses).
+template <typename V, int kWidth>
+FSDP_SIMD_INLINE V MaxOfHalves(V lo, V hi) {
+  V r;
+  for (int j = 0; j < kWidth; ++j) r[j] = hi[j] > lo[j] ? hi[j] : lo[j];
+  return r;
+}
+
 FSDP_SIMD_INLINE float ReduceMax(F16 v) {
-  float t[kLanes];
-  Store(t, v);
-  for (int width = kLanes / 2; width >= 1; width /= 2) {
-    for (int j = 0; j < width; ++j) t[j] = t[j + width] > t[j] ? t[j + width] : t[j];
-  }
-  return t[0];
+  const F8 m8 = MaxOfHalves<F8, 8>(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7),
+                                   __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
+  const F4 m4 = MaxOfHalves<F4, 4>(__builtin_shufflevector(m8, m8, 0, 1, 2, 3),
+                                   __builtin_shufflevector(m8, m8, 4, 5, 6, 7));
+  const F2 m2 = MaxOfHalves<F2, 2>(__builtin_shufflevector(m4, m4, 0, 1),
+                                   __builtin_shufflevector(m4, m4, 2, 3));
+  return m2[1] > m2[0] ? m2[1] : m2[0];
 }
 
 inline constexpr float kExpHigh = 88.0f;
