@@ -29,11 +29,7 @@ FSDP_SIMD_INLINE void StoreOutTail(float* row, int i, int n, int capacity, F16 v
   simd::StoreTail(row, i, n, capacity, v);
 }
 FSDP_SIMD_INLINE void StoreOutTail(uint16_t* row, int i, int n, int capacity, F16 v) {
-  if (i + kLanes > capacity) {
-    simd::StoreBf16Partial(row + i, v, n - i);
-  } else {
-    simd::StoreBf16(row + i, v);
-  }
+  simd::StoreBf16Tail(row, i, n, capacity, v);
 }
 
 // out[i] = row[i] * scale for i < n (out may be row itself); out[n, capacity)
@@ -70,12 +66,7 @@ FSDP_SIMD_INLINE F16 LoadProbsTail(const float* row, int i, int n, int capacity)
 }
 FSDP_SIMD_INLINE F16 LoadProbs(const uint16_t* p) { return simd::LoadBf16(p); }
 FSDP_SIMD_INLINE F16 LoadProbsTail(const uint16_t* row, int i, int n, int capacity) {
-  if (i + kLanes > capacity) return simd::LoadBf16Partial(row + i, n - i);
-  const F16 whole = simd::LoadBf16(row + i);
-  const int rest = n - i;
-  F16 v;
-  for (int j = 0; j < kLanes; ++j) v[j] = j < rest ? whole[j] : 0.0f;
-  return v;
+  return simd::LoadBf16Tail(row, i, n, capacity);
 }
 
 // Softmax backward of one row: dscore = p * (dp - sum_j p_j dp_j) over the

@@ -25,15 +25,24 @@ namespace simd {
 // replaced in registers, and written whole where the caller allows the
 // extra lanes to be overwritten. The lanes hold the same values either way.
 
+// The first `rest` lanes of `whole`, the others `fill`.
+FSDP_SIMD_INLINE F16 KeepFirstLanes(F16 whole, int64_t rest, float fill) {
+  F16 v;
+  for (int j = 0; j < kLanes; ++j) v[j] = j < rest ? whole[j] : fill;
+  return v;
+}
+
 // row[i, i + 16) with the lanes at or past n (i < n < i + 16) set to `fill`.
 FSDP_SIMD_INLINE F16 LoadTail(const float* row, int64_t i, int64_t n, int64_t capacity,
                               float fill) {
   if (i + kLanes > capacity) return LoadPartial(row + i, n - i, fill);
-  const F16 whole = Load(row + i);
-  const int64_t rest = n - i;
-  F16 v;
-  for (int j = 0; j < kLanes; ++j) v[j] = j < rest ? whole[j] : fill;
-  return v;
+  return KeepFirstLanes(Load(row + i), n - i, fill);
+}
+
+// The same over bf16 values, widened; the lanes at or past n are 0.
+FSDP_SIMD_INLINE F16 LoadBf16Tail(const uint16_t* row, int64_t i, int64_t n, int64_t capacity) {
+  if (i + kLanes > capacity) return LoadBf16Partial(row + i, n - i);
+  return KeepFirstLanes(LoadBf16(row + i), n - i, 0.0f);
 }
 
 // Writes lanes [0, n - i) of v at row + i, or all 16 when capacity allows.
@@ -42,6 +51,16 @@ FSDP_SIMD_INLINE void StoreTail(float* row, int64_t i, int64_t n, int64_t capaci
     StorePartial(row + i, v, n - i);
   } else {
     Store(row + i, v);
+  }
+}
+
+// The same, rounded to bf16.
+FSDP_SIMD_INLINE void StoreBf16Tail(uint16_t* row, int64_t i, int64_t n, int64_t capacity,
+                                    F16 v) {
+  if (i + kLanes > capacity) {
+    StoreBf16Partial(row + i, v, n - i);
+  } else {
+    StoreBf16(row + i, v);
   }
 }
 
