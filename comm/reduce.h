@@ -10,17 +10,24 @@
 // multiplication by the reciprocal) before that single rounding. Partial sums
 // travel between ranks in the dtype, so bf16 partials are rounded at every
 // hop; fp32 adds are exact IEEE adds. Addition is commutative in IEEE
-// arithmetic, so a+b and b+a give the same bits: only the shape of the
-// reduction tree matters, and each algorithm fixes it independently of timing.
+// arithmetic, so a+b and b+a give the same bits (but for which payload
+// survives when both are NaN: the CPU keeps the first operand's): only the
+// shape of the reduction tree matters, and each algorithm fixes it
+// independently of timing.
 //
 // The loops are plain loops over restrict pointers so that the compiler
 // vectorizes them: -O2 plus -fvect-cost-model=dynamic (set by the //comm:reduce
-// target; GCC 12's default -O2 cost model vectorizes none of them).
+// target; GCC 12's default -O2 cost model vectorizes none of them), compiled
+// for SSE2 and for AVX2 and picked at run time (base/kernel_isa.h); bf16 on an
+// AVX-512 CPU runs 16 lanes in registers, written with intrinsics. Integer
+// rounding and IEEE adds and divisions only, so every variant gives the same
+// bits.
 #ifndef COMM_REDUCE_H_
 #define COMM_REDUCE_H_
 
 #include <cstddef>
 
+#include "base/kernel_isa.h"
 #include "comm/dtype.h"
 
 namespace comm {
@@ -48,6 +55,16 @@ void ReduceSumInPlace(Dtype dtype, const void* in, void* inout, size_t count,
 // more pass over memory. Same bits either way.
 void ReduceSumChain(Dtype dtype, const void* const* inputs, size_t num_inputs, void* out,
                     size_t count, float divisor = 1.0f, bool stream_output = false);
+
+// The same three with the loops of one instruction set, which the CPU must
+// have (the overloads above take the best it has): tests run every variant.
+void ReduceSum(base::KernelIsa isa, Dtype dtype, const void* a, const void* b, void* out,
+               size_t count, float divisor = 1.0f);
+void ReduceSumInPlace(base::KernelIsa isa, Dtype dtype, const void* in, void* inout,
+                      size_t count, float divisor = 1.0f);
+void ReduceSumChain(base::KernelIsa isa, Dtype dtype, const void* const* inputs,
+                    size_t num_inputs, void* out, size_t count, float divisor = 1.0f,
+                    bool stream_output = false);
 
 }  // namespace comm
 

@@ -11,6 +11,8 @@
 //   void Scale(KernelIsa isa, float* x, int64_t n, float s) {
 //     FSDP_ISA_DISPATCH(isa, Scale, (x, n, s));
 //   }
+// (the variant macros and the CPU detection are base/kernel_isa.h's, shared
+// with comm's reductions)
 //
 // [Note: ISA-independent results] Every kernel is written for 16 float lanes
 // (or 16 double lanes, as two 8-double vectors) whatever the machine: GCC
@@ -45,27 +47,6 @@
 #include "fsdp/nn/kernel_isa.h"
 
 #define FSDP_SIMD_INLINE inline __attribute__((always_inline))
-
-// Defines name##Avx512, name##Avx2 and name##Generic, each calling the
-// always-inlined name##Body compiled for that instruction set.
-#define FSDP_ISA_VARIANTS(ret, name, params, args)                                          \
-  __attribute__((target("avx512f"))) ret name##Avx512 params { return name##Body args; } \
-  __attribute__((target("avx2"))) ret name##Avx2 params { return name##Body args; }      \
-  ret name##Generic params { return name##Body args; }
-
-// Calls the variant for `isa`. Asking for one the CPU lacks is a programmer
-// bug (it would die of SIGILL somewhere less obvious).
-#define FSDP_ISA_DISPATCH(isa, name, args)      \
-  FSDP_CHECK(::fsdp::KernelIsaSupported(isa));  \
-  switch (isa) {                                \
-    case ::fsdp::KernelIsa::kAvx512:            \
-      return name##Avx512 args;                 \
-    case ::fsdp::KernelIsa::kAvx2:              \
-      return name##Avx2 args;                   \
-    case ::fsdp::KernelIsa::kGeneric:           \
-      break;                                    \
-  }                                             \
-  return name##Generic args
 
 namespace fsdp {
 namespace simd {

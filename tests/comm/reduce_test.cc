@@ -1,5 +1,6 @@
 // File: tests/comm/reduce_test.cc
-// The kernels against scalar references built on comm/dtype.h conversions.
+// The kernels against scalar references built on comm/dtype.h conversions,
+// for every instruction-set variant this CPU runs (base/kernel_isa.h).
 #include "comm/reduce.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "base/kernel_isa.h"
 #include "comm/dtype.h"
 #include "gtest/gtest.h"
 
@@ -28,17 +30,33 @@ std::vector<float> RandomFloats(size_t n, uint32_t seed) {
   return v;
 }
 
-TEST(ReduceTest, Float32SumAndAverage) {
+class ReduceTest : public ::testing::TestWithParam<base::KernelIsa> {};
+
+INSTANTIATE_TEST_SUITE_P(EveryIsa, ReduceTest,
+                         ::testing::ValuesIn(base::SupportedKernelIsas()),
+                         [](const ::testing::TestParamInfo<base::KernelIsa>& info) {
+                           switch (info.param) {
+                             case base::KernelIsa::kAvx512:
+                               return "avx512";
+                             case base::KernelIsa::kAvx2:
+                               return "avx2";
+                             case base::KernelIsa::kGeneric:
+                               break;
+                           }
+                           return "generic";
+                         });
+
+TEST_P(ReduceTest, Float32SumAndAverage) {
   const size_t n = 1031;  // not a multiple of any vector width
   auto a = RandomFloats(n, 1), b = RandomFloats(n, 2);
   std::vector<float> out(n), inout = b;
-  ReduceSum(Dtype::kFloat32, a.data(), b.data(), out.data(), n);
+  ReduceSum(GetParam(), Dtype::kFloat32, a.data(), b.data(), out.data(), n);
   for (size_t i = 0; i < n; ++i) EXPECT_EQ(Bits(out[i]), Bits(a[i] + b[i]));
-  ReduceSumInPlace(Dtype::kFloat32, a.data(), inout.data(), n, 3.0f);
+  ReduceSumInPlace(GetParam(), Dtype::kFloat32, a.data(), inout.data(), n, 3.0f);
   for (size_t i = 0; i < n; ++i) EXPECT_EQ(Bits(inout[i]), Bits((a[i] + b[i]) / 3.0f));
 }
 
-TEST(ReduceTest, BFloat16AddsInFloatAndRoundsOnce) {
+TEST_P(ReduceTest, BFloat16AddsInFloatAndRoundsOnce) {
   const size_t n = 1031;
   auto fa = RandomFloats(n, 3), fb = RandomFloats(n, 4);
   std::vector<BFloat16> a(n), b(n), out(n), inout(n);
@@ -47,8 +65,8 @@ TEST(ReduceTest, BFloat16AddsInFloatAndRoundsOnce) {
     b[i] = FloatToBFloat16(fb[i]);
   }
   inout = b;
-  ReduceSum(Dtype::kBFloat16, a.data(), b.data(), out.data(), n);
-  ReduceSumInPlace(Dtype::kBFloat16, a.data(), inout.data(), n, 8.0f / 3.0f);
+  ReduceSum(GetParam(), Dtype::kBFloat16, a.data(), b.data(), out.data(), n);
+  ReduceSumInPlace(GetParam(), Dtype::kBFloat16, a.data(), inout.data(), n, 8.0f / 3.0f);
   for (size_t i = 0; i < n; ++i) {
     float sum = BFloat16ToFloat(a[i]) + BFloat16ToFloat(b[i]);
     EXPECT_EQ(out[i], FloatToBFloat16(sum));
@@ -56,24 +74,68 @@ TEST(ReduceTest, BFloat16AddsInFloatAndRoundsOnce) {
   }
 }
 
-TEST(ReduceTest, BFloat16RoundsTiesToEvenAndKeepsNaN) {
+TEST_P(ReduceTest, BFloat16RoundsTiesToEvenAndKeepsNaN) {
   // 1 + 2^-8 is halfway between bf16 1.0 and 1.0078125: ties to even -> 1.0.
   BFloat16 one = FloatToBFloat16(1.0f);
   BFloat16 tiny = FloatToBFloat16(std::ldexp(1.0f, -8));
   BFloat16 out;
-  ReduceSum(Dtype::kBFloat16, &one, &tiny, &out, 1);
+  ReduceSum(GetParam(), Dtype::kBFloat16, &one, &tiny, &out, 1);
   EXPECT_EQ(out, one);
   BFloat16 nan = FloatToBFloat16(std::nanf(""));
-  ReduceSum(Dtype::kBFloat16, &one, &nan, &out, 1);
+  ReduceSum(GetParam(), Dtype::kBFloat16, &one, &nan, &out, 1);
   EXPECT_TRUE(std::isnan(BFloat16ToFloat(out)));
 }
 
+// Every bf16 pattern as one operand, against partners that make sums with
+// ties, carries into the exponent, overflow to infinity, denormals, signed
+// zeros, infinities of both signs and NaNs of both signs (quieted: bit 6 of
+// the result set, the payload kept), with and without a divisor; compared
+// with comm/dtype.h's scalar conversion. The vector bodies see all of them
+// (65,536 is a multiple of 16) and the tails the last few.
+TEST_P(ReduceTest, BFloat16EveryPatternMatchesTheScalarFormula) {
+  const std::vector<BFloat16> partners = {
+      0x0000, 0x8000, 0x0001, 0x8001, 0x007f, 0x0080, 0x3f80, 0xbf80, 0x3b80,
+      0x3f81, 0x7f7f, 0xff7f, 0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x7f81, 0x4b00};
+  const size_t n = 65536 + 7;
+  std::vector<BFloat16> a(n);
+  for (size_t i = 0; i < n; ++i) a[i] = static_cast<BFloat16>(i);
+  for (BFloat16 partner : partners) {
+    std::vector<BFloat16> b(n, partner);
+    for (float divisor : {1.0f, 3.0f}) {
+      std::vector<BFloat16> out(n), inout = b;
+      ReduceSum(GetParam(), Dtype::kBFloat16, a.data(), b.data(), out.data(), n, divisor);
+      ReduceSumInPlace(GetParam(), Dtype::kBFloat16, a.data(), inout.data(), n, divisor);
+      size_t mismatches = 0;
+      for (size_t i = 0; i < n; ++i) {
+        float sum = BFloat16ToFloat(a[i]) + BFloat16ToFloat(b[i]);
+        BFloat16 expected = FloatToBFloat16(divisor == 1.0f ? sum : sum / divisor);
+        if (std::isnan(BFloat16ToFloat(a[i])) && std::isnan(BFloat16ToFloat(b[i]))) {
+          // Two NaNs: the CPU keeps the first operand's payload, so a + b and
+          // b + a differ; any quiet NaN is right.
+          auto quiet_nan = [](BFloat16 x) { return (x & 0x7fc0) == 0x7fc0; };
+          if (!quiet_nan(out[i]) || !quiet_nan(inout[i])) ++mismatches;
+          continue;
+        }
+        if (out[i] != expected || inout[i] != expected) {
+          if (++mismatches <= 3) {
+            ADD_FAILURE() << std::hex << "a=0x" << a[i] << " b=0x" << partner
+                          << " divisor=" << divisor << ": got 0x" << out[i] << " / 0x"
+                          << inout[i] << ", want 0x" << expected;
+          }
+        }
+      }
+      EXPECT_EQ(mismatches, 0u) << "partner 0x" << std::hex << partner;
+    }
+  }
+}
 
-// ReduceSumChain must give exactly what a chain of two-operand hops gives
-// (that is what makes the direct reduce-scatter bit-identical to the ring),
+
+// ReduceSumChain must give exactly what a chain of two-operand hops (of the
+// generic loops) gives (that is what makes the direct reduce-scatter
+// bit-identical to the ring, and every variant equal),
 // for every input count, both dtypes, with and without a divisor, across
 // the block boundary (5000 > 2048), and when the output is an input.
-TEST(ReduceTest, ChainEqualsHopByHop) {
+TEST_P(ReduceTest, ChainEqualsHopByHop) {
   const size_t count = 5003;
   for (Dtype dtype : {Dtype::kFloat32, Dtype::kBFloat16}) {
     const size_t element = DtypeSize(dtype);
@@ -96,26 +158,33 @@ TEST(ReduceTest, ChainEqualsHopByHop) {
         std::vector<std::byte> expected = inputs[0];
         for (size_t j = 1; j < k; ++j) {
           std::vector<std::byte> next(count * element);
-          ReduceSum(dtype, expected.data(), inputs[j].data(), next.data(), count,
-                    j + 1 == k ? divisor : 1.0f);
+          ReduceSum(base::KernelIsa::kGeneric, dtype, expected.data(), inputs[j].data(),
+                    next.data(), count, j + 1 == k ? divisor : 1.0f);
           expected = next;
         }
         std::vector<const void*> pointers;
         for (const auto& input : inputs) pointers.push_back(input.data());
         std::vector<std::byte> out(count * element);
-        ReduceSumChain(dtype, pointers.data(), k, out.data(), count, divisor);
+        ReduceSumChain(GetParam(), dtype, pointers.data(), k, out.data(), count, divisor);
         EXPECT_EQ(out, expected) << DtypeName(dtype) << " k=" << k << " divisor=" << divisor;
         // Streamed stores, to an output one element off 16-byte alignment.
         std::vector<std::byte> streamed((count + 1) * element);
-        ReduceSumChain(dtype, pointers.data(), k, streamed.data() + element, count, divisor,
-                       /*stream_output=*/true);
+        ReduceSumChain(GetParam(), dtype, pointers.data(), k, streamed.data() + element, count,
+                       divisor, /*stream_output=*/true);
         EXPECT_TRUE(std::equal(expected.begin(), expected.end(), streamed.begin() + element))
             << DtypeName(dtype) << " k=" << k << " streamed";
         // In place: the output is the last input (all-reduce's own chunk).
         std::vector<std::byte> last = inputs[k - 1];
         pointers[k - 1] = last.data();
-        ReduceSumChain(dtype, pointers.data(), k, last.data(), count, divisor);
+        ReduceSumChain(GetParam(), dtype, pointers.data(), k, last.data(), count, divisor);
         EXPECT_EQ(last, expected) << DtypeName(dtype) << " k=" << k << " in place";
+        // In place on the first input (direct reduce-scatter's own chunk
+        // may sit anywhere in the order).
+        std::vector<std::byte> first = inputs[0];
+        pointers[k - 1] = inputs[k - 1].data();
+        pointers[0] = first.data();
+        ReduceSumChain(GetParam(), dtype, pointers.data(), k, first.data(), count, divisor);
+        EXPECT_EQ(first, expected) << DtypeName(dtype) << " k=" << k << " in place, first";
       }
     }
   }

@@ -1,7 +1,7 @@
-// File: fsdp/nn/kernel_isa.cc
-#include "fsdp/nn/kernel_isa.h"
+// File: base/kernel_isa.cc
+#include "base/kernel_isa.h"
 
-namespace fsdp {
+namespace base {
 namespace {
 
 KernelIsa DetectKernelIsa() {
@@ -44,4 +44,4 @@ const char* KernelIsaName(KernelIsa isa) {
   return "generic (SSE2)";
 }
 
-}  // namespace fsdp
+}  // namespace base
