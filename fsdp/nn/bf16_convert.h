@@ -51,8 +51,8 @@ inline constexpr int64_t kWidenBlock = 1024;
 // Calls fn(block, begin, len) for consecutive blocks of the `n` bf16 values
 // at `in`, each widened (exactly) into `block` (float*, writable scratch):
 // a consumer that wants floats reads every bf16 value from memory once and
-// never writes a widened copy of the whole array (the optimizer and the
-// gradient norm under --precision=bf16).
+// never writes a widened copy of the whole array (SGD and the gradient
+// norm's sum of squares under --precision=bf16).
 template <typename Fn>
 void ForEachWidenedBlock(const uint16_t* in, int64_t n, Fn&& fn) {
   alignas(64) float block[kWidenBlock];

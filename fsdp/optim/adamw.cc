@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/simd.h"
 
 namespace fsdp {
@@ -73,6 +72,48 @@ FSDP_ISA_VARIANTS(void, AdamWUpdate,
                    int64_t n),
                   (k, params, grads, m, v, n))
 
+// The same update on bf16 gradients, widened in registers (exactly), which
+// also stores each updated parameter's bf16 rounding (ToBf16's bits): one
+// pass that reads 14 bytes and writes 14 per parameter, as the fp32 update
+// reads 16 and writes 12. Widening block by block into L1 first and rounding
+// the block after took 9.2-9.7 ms per 16.9 M parameters against the fp32
+// update's 7.8-8.8 (AMD EPYC, 2026-12-05).
+FSDP_SIMD_INLINE void AdamWUpdateBf16Body(const AdamWConstants& k, float* params,
+                                          const uint16_t* grads, float* m, float* v,
+                                          uint16_t* params_bf16, int64_t n) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    F16 p = simd::Load(params + i), mi = simd::Load(m + i), vi = simd::Load(v + i);
+    AdamWLanes(k, p, simd::LoadBf16(grads + i), mi, vi);
+    simd::Store(params + i, p);
+    simd::Store(m + i, mi);
+    simd::Store(v + i, vi);
+    simd::StoreBf16(params_bf16 + i, p);
+  }
+  if (i < n) {
+    const int64_t rest = n - i;
+    F16 p = simd::LoadPartial(params + i, rest, 0.0f);
+    F16 mi = simd::LoadPartial(m + i, rest, 0.0f);
+    F16 vi = simd::LoadPartial(v + i, rest, 0.0f);
+    AdamWLanes(k, p, simd::LoadBf16Partial(grads + i, rest), mi, vi);
+    simd::StorePartial(params + i, p, rest);
+    simd::StorePartial(m + i, mi, rest);
+    simd::StorePartial(v + i, vi, rest);
+    simd::StoreBf16Partial(params_bf16 + i, p, rest);
+  }
+}
+
+FSDP_ISA_VARIANTS(void, AdamWUpdateBf16,
+                  (const AdamWConstants& k, float* params, const uint16_t* grads, float* m,
+                   float* v, uint16_t* params_bf16, int64_t n),
+                  (k, params, grads, m, v, params_bf16, n))
+
+void AdamWUpdateBf16Dispatch(KernelIsa isa, const AdamWConstants& k, float* params,
+                             const uint16_t* grads, float* m, float* v, uint16_t* params_bf16,
+                             int64_t n) {
+  FSDP_ISA_DISPATCH(isa, AdamWUpdateBf16, (k, params, grads, m, v, params_bf16, n));
+}
+
 void AdamWUpdateDispatch(KernelIsa isa, const AdamWConstants& k, float* params,
                          const float* grads, float* m, float* v, int64_t n) {
   FSDP_ISA_DISPATCH(isa, AdamWUpdate, (k, params, grads, m, v, n));
@@ -137,13 +178,9 @@ absl::Status AdamW::StepBf16(float lr, absl::Span<float> params, absl::Span<cons
         " bf16 parameters"));
   }
   ++step_;
-  const KernelIsa isa = BestKernelIsa();
   const AdamWConstants k = MakeConstants(options_, lr, step_, grad_scale);
-  ForEachWidenedBlock(grads.data(), numel(), [&](const float* g, int64_t begin, int64_t len) {
-    float* p = params.data() + begin;
-    AdamWUpdateDispatch(isa, k, p, g, m_.data() + begin, v_.data() + begin, len);
-    ToBf16(params_bf16.data() + begin, p, len);
-  });
+  AdamWUpdateBf16Dispatch(BestKernelIsa(), k, params.data(), grads.data(), m_.data(), v_.data(),
+                          params_bf16.data(), numel());
   return absl::OkStatus();
 }
 

@@ -68,10 +68,14 @@ SquareUnits SumOfSquareUnits(absl::Span<const float> values, int exponent);
 SquareUnits SumOfSquareUnits(KernelIsa isa, absl::Span<const float> values, int exponent);
 
 // The same two on bf16 values (the 2-byte gradients of --precision=bf16),
-// widened block by block in L1: exactly MaxAbs and SumOfSquareUnits of the
-// widened span, without writing it anywhere.
+// widened in registers (the maximum) or block by block in L1 (the sum):
+// exactly MaxAbs and SumOfSquareUnits of the widened span, without writing
+// it anywhere.
 float MaxAbsBf16(absl::Span<const uint16_t> values);
+float MaxAbsBf16(KernelIsa isa, absl::Span<const uint16_t> values);
 SquareUnits SumOfSquareUnitsBf16(absl::Span<const uint16_t> values, int exponent);
+SquareUnits SumOfSquareUnitsBf16(KernelIsa isa, absl::Span<const uint16_t> values,
+                                 int exponent);
 
 // units * 2^exponent as a double.
 double SquareSumFromUnits(SquareUnits units, int exponent);

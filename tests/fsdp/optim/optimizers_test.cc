@@ -335,23 +335,30 @@ TEST(SgdTest, Bf16StepEqualsWideningThenStepThenRounding) {
 }
 
 // The norm's two passes read bf16 gradients directly: the same maximum and
-// the same integer sum as on the widened values, special values included.
+// the same integer sum as on the widened values, special values included,
+// in every ISA variant the CPU runs (a ragged tail after the whole vectors).
 TEST(GradClipTest, Bf16PassesEqualTheWidenedOnes) {
-  std::vector<float> g = Random(2 * static_cast<int>(kWidenBlock) + 300, 61);
-  std::vector<uint16_t> g16 = RoundedToBf16(g);
-  std::vector<float> widened = WidenedAndScaled(g16, 1.0f);
-  const float max_abs = MaxAbs(widened);
-  EXPECT_EQ(MaxAbsBf16(g16), max_abs);
-  const int e = SquareUnitExponent(max_abs);
-  EXPECT_TRUE(SumOfSquareUnitsBf16(g16, e) == SumOfSquareUnits(widened, e));
-  EXPECT_EQ(MaxAbsBf16({}), 0.0f);
-  // The largest magnitude in the last block; then an infinity, then a NaN.
-  g16.back() = RoundedToBf16({-1000.0f})[0];
-  EXPECT_EQ(MaxAbsBf16(g16), 1000.0f);
-  g16[5] = RoundedToBf16({-std::numeric_limits<float>::infinity()})[0];
-  EXPECT_EQ(MaxAbsBf16(g16), std::numeric_limits<float>::infinity());
-  g16[kWidenBlock + 1] = RoundedToBf16({std::nanf("")})[0];
-  EXPECT_TRUE(std::isnan(MaxAbsBf16(g16)));
+  for (KernelIsa isa : SupportedKernelIsas()) {
+    SCOPED_TRACE(KernelIsaName(isa));
+    std::vector<float> g = Random(2 * static_cast<int>(kWidenBlock) + 300 + 7, 61);
+    std::vector<uint16_t> g16 = RoundedToBf16(g);
+    std::vector<float> widened = WidenedAndScaled(g16, 1.0f);
+    const float max_abs = MaxAbs(widened);
+    EXPECT_EQ(MaxAbsBf16(isa, g16), max_abs);
+    const int e = SquareUnitExponent(max_abs);
+    EXPECT_TRUE(SumOfSquareUnitsBf16(isa, g16, e) == SumOfSquareUnits(widened, e));
+    EXPECT_EQ(MaxAbsBf16(isa, {}), 0.0f);
+    // The largest magnitude in the tail; then an infinity, then a NaN.
+    g16.back() = RoundedToBf16({-1000.0f})[0];
+    EXPECT_EQ(MaxAbsBf16(isa, g16), 1000.0f);
+    widened = WidenedAndScaled(g16, 1.0f);
+    const int e_tail = SquareUnitExponent(1000.0f);
+    EXPECT_TRUE(SumOfSquareUnitsBf16(isa, g16, e_tail) == SumOfSquareUnits(widened, e_tail));
+    g16[5] = RoundedToBf16({-std::numeric_limits<float>::infinity()})[0];
+    EXPECT_EQ(MaxAbsBf16(isa, g16), std::numeric_limits<float>::infinity());
+    g16[kWidenBlock + 1] = RoundedToBf16({std::nanf("")})[0];
+    EXPECT_TRUE(std::isnan(MaxAbsBf16(isa, g16)));
+  }
 }
 
 TEST(GradClipTest, ClipScale) {
