@@ -15,33 +15,6 @@ namespace {
 using simd::F16;
 using simd::kLanes;
 
-// Where a softmax writes its result: fp32 (the fp32 attention, in place), or
-// bf16 rounded as it is stored (the bf16 compute mode, whose products and
-// saved probabilities take bf16: no fp32 copy to round in a second pass).
-FSDP_SIMD_INLINE void StoreOut(float* p, F16 v) { simd::Store(p, v); }
-FSDP_SIMD_INLINE void StoreOut(uint16_t* p, F16 v) { simd::StoreBf16(p, v); }
-
-// The row's last, partial vector (i < n < i + 16): all 16 lanes when the
-// row's storage reaches i + 16 ([Note: row tails in registers] in
-// softmax_row.h; the callers fill the entries past n afterwards), else the
-// first n - i.
-FSDP_SIMD_INLINE void StoreOutTail(float* row, int i, int n, int capacity, F16 v) {
-  simd::StoreTail(row, i, n, capacity, v);
-}
-FSDP_SIMD_INLINE void StoreOutTail(uint16_t* row, int i, int n, int capacity, F16 v) {
-  simd::StoreBf16Tail(row, i, n, capacity, v);
-}
-
-// out[i] = row[i] * scale for i < n (out may be row itself); out[n, capacity)
-// may be overwritten.
-template <typename Out>
-FSDP_SIMD_INLINE void ScaleRowInto(Out* out, const float* row, int n, int capacity,
-                                   float scale) {
-  int i = 0;
-  for (; i + kLanes <= n; i += kLanes) StoreOut(out + i, simd::Load(row + i) * scale);
-  if (i < n) StoreOutTail(out, i, n, capacity, simd::LoadTail(row, i, n, capacity, 0.0f) * scale);
-}
-
 // Causal softmax of row t of the scores: entries [0, t] take part, the
 // masked rest becomes 0. Vector exp and 16-lane sums (simd.h); issue 11
 // measured the scalar expf here at 2.4% of a GPT step. The probabilities go
@@ -51,7 +24,7 @@ template <typename Out>
 FSDP_SIMD_INLINE void CausalSoftmaxRow(Out* out, float* row, int valid, int row_length) {
   const float max_score = simd::RowMax(row, valid, row_length);
   const float sum = simd::ExpShiftedInPlace(row, valid, max_score, row_length);
-  ScaleRowInto(out, row, valid, row_length, 1.0f / sum);
+  simd::ScaleRowInto(out, row, valid, row_length, 1.0f / sum);
   std::fill(out + valid, out + row_length, Out{0});
 }
 
@@ -87,10 +60,10 @@ FSDP_SIMD_INLINE void CausalSoftmaxBackwardRow(Out* out, const float* d_row, con
   }
   const float dot = simd::ReduceAdd(dot_lanes);
   for (i = 0; i + kLanes <= valid; i += kLanes) {
-    StoreOut(out + i, LoadProbs(p_row + i) * (simd::Load(d_row + i) - dot));
+    simd::StoreRow(out + i, LoadProbs(p_row + i) * (simd::Load(d_row + i) - dot));
   }
   if (tail < valid) {
-    StoreOutTail(out, tail, valid, row_length,
+    simd::StoreRowTail(out, tail, valid, row_length,
                  LoadProbsTail(p_row, tail, valid, row_length) *
                      (simd::LoadTail(d_row, tail, valid, row_length, 0.0f) - dot));
   }

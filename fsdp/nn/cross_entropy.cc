@@ -37,7 +37,7 @@ FSDP_SIMD_INLINE void CrossEntropyBackwardBody(float* probs_to_dlogits, const in
 }
 
 // Row r's bf16 gradient goes to bytes 2rV .. 2(r+1)V of the buffer: for
-// r = 0 the row's own start (ScaleRowToBf16 reads each 16 values before it
+// r = 0 the row's own start (ScaleRowInto reads each 16 values before it
 // writes over them), for r >= 1 within rows 0 .. r-1, all consumed
 // (2(r+1)V <= 4rV).
 FSDP_SIMD_INLINE void CrossEntropyBackwardToBf16Body(float* probs_to_dlogits,
@@ -48,7 +48,7 @@ FSDP_SIMD_INLINE void CrossEntropyBackwardToBf16Body(float* probs_to_dlogits,
   for (int i = 0; i < n; ++i) {
     float* row = probs_to_dlogits + static_cast<long>(i) * vocab;
     row[targets[i]] -= 1.0f;
-    simd::ScaleRowToBf16(dlogits16 + static_cast<long>(i) * vocab, row, vocab, factor);
+    simd::ScaleRowInto(dlogits16 + static_cast<long>(i) * vocab, row, vocab, vocab, factor);
   }
 }
 

@@ -107,14 +107,33 @@ FSDP_SIMD_INLINE void ScaleRow(float* row, int64_t n, float scale) {
   if (i < n) StorePartial(row + i, LoadPartial(row + i, n - i, 0.0f) * scale, n - i);
 }
 
-// out[i] = bf16(row[i] * scale) for i < n: ScaleRow and ToBf16 in one pass.
-// out may start where row does (the bf16 half of an array rounded in place):
-// each 16 values are read before their bf16 bits, which land on values
-// already read, are written.
-FSDP_SIMD_INLINE void ScaleRowToBf16(uint16_t* out, const float* row, int64_t n, float scale) {
+// Where a softmax (or a scaled row) writes its result: fp32, or bf16 rounded
+// as it is stored (the bf16 compute mode, whose products and saved
+// probabilities take bf16: no fp32 copy to round in a second pass).
+FSDP_SIMD_INLINE void StoreRow(float* p, F16 v) { Store(p, v); }
+FSDP_SIMD_INLINE void StoreRow(uint16_t* p, F16 v) { StoreBf16(p, v); }
+
+// The row's last, partial vector (i < n < i + 16), as StoreTail and
+// StoreBf16Tail write it.
+FSDP_SIMD_INLINE void StoreRowTail(float* row, int64_t i, int64_t n, int64_t capacity, F16 v) {
+  StoreTail(row, i, n, capacity, v);
+}
+FSDP_SIMD_INLINE void StoreRowTail(uint16_t* row, int64_t i, int64_t n, int64_t capacity,
+                                   F16 v) {
+  StoreBf16Tail(row, i, n, capacity, v);
+}
+
+// out[i] = row[i] * scale for i < n, in fp32 or rounded to bf16 (ScaleRow
+// and ToBf16 in one pass); out[n, capacity) may be overwritten (capacity = n:
+// nothing past the row). out may start where row does (the row itself, or
+// the bf16 half of an array rounded in place): each 16 values are read
+// before their results, which land on values already read, are written.
+template <typename Out>
+FSDP_SIMD_INLINE void ScaleRowInto(Out* out, const float* row, int64_t n, int64_t capacity,
+                                   float scale) {
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) StoreBf16(out + i, Load(row + i) * scale);
-  if (i < n) StoreBf16Partial(out + i, LoadPartial(row + i, n - i, 0.0f) * scale, n - i);
+  for (; i + kLanes <= n; i += kLanes) StoreRow(out + i, Load(row + i) * scale);
+  if (i < n) StoreRowTail(out, i, n, capacity, LoadTail(row, i, n, capacity, 0.0f) * scale);
 }
 
 }  // namespace simd
