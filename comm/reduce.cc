@@ -5,14 +5,7 @@
 #include <cstring>
 #include <vector>
 
-// GCC 12 warns, under optimization, that its own AVX-512 intrinsics read an
-// uninitialized `__Y` (GCC bug 105593, fixed in GCC 13; as in
-// fsdp/nn/bf16_convert.cc): not our code, and nothing is read undefined.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
+#include "base/bf16_avx512.h"
 #include "base/status_macros.h"
 
 namespace comm {
@@ -177,26 +170,9 @@ COMM_REDUCE_VARIANTS(ChainBf16, (const void* const* inputs, size_t num_inputs, v
 // vectors ran slower there on buffers not 64-byte aligned, which collective
 // segments often are (2.4 against 1.5 ms).
 
-__attribute__((target("avx512f"))) inline __m512 WidenAvx512(const uint16_t* in) {
-  const __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
-}
-
-// FloatToBf16Bits lane by lane, each result in the low half of its lane.
-__attribute__((target("avx512f"))) inline __m512i RoundLanesAvx512(__m512 value) {
-  const __m512i bits = _mm512_castps_si512(value);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-  const __m512i rounded = _mm512_srli_epi32(
-      _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(
-      _mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-  const __m512i quiet_nan = _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
-  return _mm512_mask_mov_epi32(rounded, nan, quiet_nan);
-}
-
 __attribute__((target("avx512f"))) inline void StoreRoundedAvx512(uint16_t* out, __m512 value) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
-                      _mm512_cvtepi32_epi16(RoundLanesAvx512(value)));
+                      base::RoundBf16Avx512(_mm512_castps_si512(value)));
 }
 
 // The last hop of a sum: (a + b) / divisor (no division when it is 1).
@@ -211,7 +187,9 @@ __attribute__((target("avx512f"))) void SumBf16Avx512(const uint16_t* a, const u
                                                       float divisor) {
   size_t i = 0;
   for (; i + 16 <= count; i += 16) {
-    StoreRoundedAvx512(out + i, LastHopAvx512(WidenAvx512(a + i), WidenAvx512(b + i), divisor));
+    const __m512 sum = LastHopAvx512(base::WidenBf16Avx512(a + i), base::WidenBf16Avx512(b + i),
+                                     divisor);
+    StoreRoundedAvx512(out + i, sum);
   }
   SumBf16Body(a + i, b + i, out + i, count - i, divisor);
 }
@@ -221,8 +199,9 @@ __attribute__((target("avx512f"))) void SumBf16InPlaceAvx512(const uint16_t* in,
                                                              float divisor) {
   size_t i = 0;
   for (; i + 16 <= count; i += 16) {
-    StoreRoundedAvx512(inout + i,
-                       LastHopAvx512(WidenAvx512(inout + i), WidenAvx512(in + i), divisor));
+    const __m512 sum = LastHopAvx512(base::WidenBf16Avx512(inout + i),
+                                     base::WidenBf16Avx512(in + i), divisor);
+    StoreRoundedAvx512(inout + i, sum);
   }
   SumBf16InPlaceBody(in + i, inout + i, count - i, divisor);
 }
@@ -237,12 +216,14 @@ __attribute__((target("avx512f"))) void ChainBf16Avx512(const void* const* input
   uint16_t* bo = static_cast<uint16_t*>(out);
   size_t i = 0;
   for (; i + 16 <= count; i += 16) {
-    __m512 sum = WidenAvx512(input(0) + i);
+    __m512 sum = base::WidenBf16Avx512(input(0) + i);
     for (size_t k = 1; k < last; ++k) {
-      const __m512i rounded = RoundLanesAvx512(_mm512_add_ps(sum, WidenAvx512(input(k) + i)));
+      const __m512i rounded = base::RoundBf16LanesAvx512(
+          _mm512_castps_si512(_mm512_add_ps(sum, base::WidenBf16Avx512(input(k) + i))));
       sum = _mm512_castsi512_ps(_mm512_slli_epi32(rounded, 16));
     }
-    StoreRoundedAvx512(bo + i, LastHopAvx512(sum, WidenAvx512(input(last) + i), divisor));
+    StoreRoundedAvx512(bo + i,
+                       LastHopAvx512(sum, base::WidenBf16Avx512(input(last) + i), divisor));
   }
   for (; i < count; ++i) {  // the tail, the same arithmetic one element at a time
     float sum = Bf16BitsToFloat(input(0)[i]);
@@ -324,7 +305,9 @@ void SumBf16InPlace(KernelIsa isa, const uint16_t* in, uint16_t* inout, size_t c
 void Chain(KernelIsa isa, Dtype dtype, const void* const* inputs, size_t num_inputs, void* out,
            size_t count, float divisor) {
   if (dtype == Dtype::kFloat32) {
-    if (isa == KernelIsa::kGeneric) return ChainFloatGeneric(inputs, num_inputs, out, count, divisor);
+    if (isa == KernelIsa::kGeneric) {
+      return ChainFloatGeneric(inputs, num_inputs, out, count, divisor);
+    }
     return ChainFloatAvx2(inputs, num_inputs, out, count, divisor);
   }
   switch (isa) {

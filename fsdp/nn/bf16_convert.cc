@@ -9,15 +9,9 @@
 // chosen at run time.
 #include "fsdp/nn/bf16_convert.h"
 
-// GCC 12 warns, under optimization, that its own AVX-512 intrinsics read an
-// uninitialized `__Y` (the _mm512_undefined_* they start from; GCC bug
-// 105593, fixed in GCC 13): not our code, and nothing is read undefined.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
 #include <cstring>
+
+#include "base/bf16_avx512.h"
 
 namespace fsdp {
 namespace {
@@ -36,17 +30,6 @@ void ToBf16Scalar(uint16_t* out, const float* in, int64_t n) {
   }
 }
 
-// 16 floats, the same formula as RoundToBf16, lane by lane.
-__attribute__((target("avx512f"))) inline __m256i RoundVectorAvx512(__m512i bits) {
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-  const __m512i rounded = _mm512_srli_epi32(
-      _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(
-      _mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-  const __m512i nan_value = _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
-  return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, nan_value));
-}
-
 // 16 floats at a time. Reads a block before writing it, so it is also
 // correct in place (out at the start of in), as ToBf16InPlace needs.
 __attribute__((target("avx512f"))) void ToBf16Avx512(uint16_t* out, const float* in,
@@ -54,7 +37,7 @@ __attribute__((target("avx512f"))) void ToBf16Avx512(uint16_t* out, const float*
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
-                        RoundVectorAvx512(_mm512_loadu_si512(in + i)));
+                        base::RoundBf16Avx512(_mm512_loadu_si512(in + i)));
   }
   ToBf16Scalar(out + i, in + i, n - i);
 }
@@ -73,7 +56,7 @@ __attribute__((target("avx512f,avx512bf16"))) inline __m256i RoundVectorAvx512Bf
   const __mmask16 denormal =
       _mm512_mask_test_epi32_mask(zero_exponent, bits, _mm512_set1_epi32(0x007fffff));
   return denormal == 0 ? reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v))
-                       : RoundVectorAvx512(bits);
+                       : base::RoundBf16Avx512(bits);
 }
 
 __attribute__((target("avx512f,avx512bf16"))) void ToBf16Avx512Bf16(uint16_t* out,
@@ -92,16 +75,11 @@ __attribute__((target("avx512f"))) int64_t FromBf16Avx512(float* out, const uint
                                                           int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
-    _mm512_storeu_si512(out + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
+    _mm512_storeu_ps(out + i, base::WidenBf16Avx512(in + i));
   }
   return i;
 }
 
-__attribute__((target("avx512f"))) inline __m512 WidenVectorAvx512(const uint16_t* in) {
-  const __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
-}
 
 // data[i] = bf16(fp32(data[i]) * scale), 16 at a time in registers: the
 // widening, the one IEEE multiplication and the rounding of ScaleBf16InPlace's
@@ -111,9 +89,9 @@ __attribute__((target("avx512f"))) int64_t ScaleBf16Avx512(uint16_t* data, int64
   const __m512 factor = _mm512_set1_ps(scale);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m512 v = _mm512_mul_ps(WidenVectorAvx512(data + i), factor);
+    const __m512 v = _mm512_mul_ps(base::WidenBf16Avx512(data + i), factor);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(data + i),
-                        RoundVectorAvx512(_mm512_castps_si512(v)));
+                        base::RoundBf16Avx512(_mm512_castps_si512(v)));
   }
   return i;
 }
@@ -124,7 +102,7 @@ __attribute__((target("avx512f,avx512bf16"))) int64_t ScaleBf16Avx512Bf16(uint16
   const __m512 factor = _mm512_set1_ps(scale);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m512 v = _mm512_mul_ps(WidenVectorAvx512(data + i), factor);
+    const __m512 v = _mm512_mul_ps(base::WidenBf16Avx512(data + i), factor);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(data + i), RoundVectorAvx512Bf16(v));
   }
   return i;

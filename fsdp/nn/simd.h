@@ -146,6 +146,17 @@ FSDP_SIMD_INLINE void StoreBf16Partial(uint16_t* p, F16 v, int64_t n) {
   std::memcpy(p, lanes, n * sizeof(uint16_t));
 }
 
+// 16 values as floats, from fp32 as they are or from bf16 widened: for
+// kernels that take either (the optimizer and the gradient norm).
+FSDP_SIMD_INLINE F16 LoadAsFloat(const float* p) { return Load(p); }
+FSDP_SIMD_INLINE F16 LoadAsFloat(const uint16_t* p) { return LoadBf16(p); }
+FSDP_SIMD_INLINE F16 LoadAsFloatPartial(const float* p, int64_t n) {
+  return LoadPartial(p, n, 0.0f);
+}
+FSDP_SIMD_INLINE F16 LoadAsFloatPartial(const uint16_t* p, int64_t n) {
+  return LoadBf16Partial(p, n);
+}
+
 // Selects are written as lane loops rather than vector `?:`: GCC 12 splits a
 // 64-byte `?:` into scalar code under avx2 (measured 1.2x slower than SSE2),
 // while it turns these loops into whole-register vmaxps / blends everywhere.

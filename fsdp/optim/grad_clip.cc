@@ -35,23 +35,15 @@ FSDP_SIMD_INLINE I16 MaxLanes(I16 a, I16 b) {
   return r;
 }
 
-// 16 values as floats: fp32 gradients as they are, bf16 ones widened in
-// registers (exactly), so MaxAbs reads either from memory once.
-FSDP_SIMD_INLINE F16 LoadValues(const float* p) { return simd::Load(p); }
-FSDP_SIMD_INLINE F16 LoadValues(const uint16_t* p) { return simd::LoadBf16(p); }
-FSDP_SIMD_INLINE F16 LoadValuesPartial(const float* p, int64_t n) {
-  return simd::LoadPartial(p, n, 0.0f);
-}
-FSDP_SIMD_INLINE F16 LoadValuesPartial(const uint16_t* p, int64_t n) {
-  return simd::LoadBf16Partial(p, n);
-}
-
+// fp32 or bf16 values (widened in registers, so either is read once).
 template <typename T>
 FSDP_SIMD_INLINE float MaxAbsBody(const T* values, int64_t n) {
   I16 best{};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) best = MaxLanes(best, AbsBits(LoadValues(values + i)));
-  if (i < n) best = MaxLanes(best, AbsBits(LoadValuesPartial(values + i, n - i)));
+  for (; i + kLanes <= n; i += kLanes) {
+    best = MaxLanes(best, AbsBits(simd::LoadAsFloat(values + i)));
+  }
+  if (i < n) best = MaxLanes(best, AbsBits(simd::LoadAsFloatPartial(values + i, n - i)));
   int32_t largest = 0;
   for (int j = 0; j < kLanes; ++j) largest = best[j] > largest ? best[j] : largest;
   float result;
