@@ -278,28 +278,12 @@ void SumFloatInPlace(KernelIsa isa, const float* in, float* inout, size_t count,
 
 void SumBf16(KernelIsa isa, const uint16_t* a, const uint16_t* b, uint16_t* out, size_t count,
              float divisor) {
-  switch (isa) {
-    case KernelIsa::kAvx512:
-      return SumBf16Avx512(a, b, out, count, divisor);
-    case KernelIsa::kAvx2:
-      return SumBf16Avx2(a, b, out, count, divisor);
-    case KernelIsa::kGeneric:
-      break;
-  }
-  SumBf16Generic(a, b, out, count, divisor);
+  FSDP_ISA_DISPATCH(isa, SumBf16, (a, b, out, count, divisor));
 }
 
 void SumBf16InPlace(KernelIsa isa, const uint16_t* in, uint16_t* inout, size_t count,
                     float divisor) {
-  switch (isa) {
-    case KernelIsa::kAvx512:
-      return SumBf16InPlaceAvx512(in, inout, count, divisor);
-    case KernelIsa::kAvx2:
-      return SumBf16InPlaceAvx2(in, inout, count, divisor);
-    case KernelIsa::kGeneric:
-      break;
-  }
-  SumBf16InPlaceGeneric(in, inout, count, divisor);
+  FSDP_ISA_DISPATCH(isa, SumBf16InPlace, (in, inout, count, divisor));
 }
 
 void Chain(KernelIsa isa, Dtype dtype, const void* const* inputs, size_t num_inputs, void* out,
@@ -310,15 +294,7 @@ void Chain(KernelIsa isa, Dtype dtype, const void* const* inputs, size_t num_inp
     }
     return ChainFloatAvx2(inputs, num_inputs, out, count, divisor);
   }
-  switch (isa) {
-    case KernelIsa::kAvx512:
-      return ChainBf16Avx512(inputs, num_inputs, out, count, divisor);
-    case KernelIsa::kAvx2:
-      return ChainBf16Avx2(inputs, num_inputs, out, count, divisor);
-    case KernelIsa::kGeneric:
-      break;
-  }
-  ChainBf16Generic(inputs, num_inputs, out, count, divisor);
+  FSDP_ISA_DISPATCH(isa, ChainBf16, (inputs, num_inputs, out, count, divisor));
 }
 
 }  // namespace
