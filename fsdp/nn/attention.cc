@@ -28,44 +28,34 @@ FSDP_SIMD_INLINE void CausalSoftmaxRow(Out* out, float* row, int valid, int row_
   std::fill(out + valid, out + row_length, Out{0});
 }
 
-// The probabilities as the softmax backward reads them: fp32, or the bf16
-// that the bf16 compute mode saves ([Note: bf16 probabilities]), widened
-// exactly as they are loaded.
-// The tails (i < n < i + 16) read whole when the row's storage reaches
-// i + 16, the lanes at or past n set to 0 ([Note: row tails in registers]).
-FSDP_SIMD_INLINE F16 LoadProbs(const float* p) { return simd::Load(p); }
-FSDP_SIMD_INLINE F16 LoadProbsTail(const float* row, int i, int n, int capacity) {
-  return simd::LoadTail(row, i, n, capacity, 0.0f);
-}
-FSDP_SIMD_INLINE F16 LoadProbs(const uint16_t* p) { return simd::LoadBf16(p); }
-FSDP_SIMD_INLINE F16 LoadProbsTail(const uint16_t* row, int i, int n, int capacity) {
-  return simd::LoadBf16Tail(row, i, n, capacity);
-}
-
 // Softmax backward of one row: dscore = p * (dp - sum_j p_j dp_j) over the
-// valid entries; the masked ones are 0 (their p is 0). The d scores go to
-// `out`: d_row itself (fp32), or a bf16 row, rounded as they are stored.
+// valid entries; the masked ones are 0 (their p is 0). The probabilities are
+// fp32, or the bf16 that the bf16 compute mode saves ([Note: bf16
+// probabilities]), widened exactly as they are loaded; the row tails are read
+// and written whole where the row's storage allows ([Note: row tails in
+// registers]). The d scores go to `out`: d_row itself (fp32), or a bf16 row,
+// rounded as they are stored.
 template <typename Prob, typename Out>
 FSDP_SIMD_INLINE void CausalSoftmaxBackwardRow(Out* out, const float* d_row, const Prob* p_row,
                                                int valid, int row_length) {
   F16 dot_lanes = simd::Splat(0.0f);
   int i = 0;
   for (; i + kLanes <= valid; i += kLanes) {
-    dot_lanes += LoadProbs(p_row + i) * simd::Load(d_row + i);
+    dot_lanes += simd::LoadAsFloat(p_row + i) * simd::Load(d_row + i);
   }
   const int tail = i;
   if (tail < valid) {
-    dot_lanes += LoadProbsTail(p_row, tail, valid, row_length) *
+    dot_lanes += simd::LoadTail(p_row, tail, valid, row_length, 0.0f) *
                  simd::LoadTail(d_row, tail, valid, row_length, 0.0f);
   }
   const float dot = simd::ReduceAdd(dot_lanes);
   for (i = 0; i + kLanes <= valid; i += kLanes) {
-    simd::StoreRow(out + i, LoadProbs(p_row + i) * (simd::Load(d_row + i) - dot));
+    simd::StoreRow(out + i, simd::LoadAsFloat(p_row + i) * (simd::Load(d_row + i) - dot));
   }
   if (tail < valid) {
-    simd::StoreRowTail(out, tail, valid, row_length,
-                 LoadProbsTail(p_row, tail, valid, row_length) *
-                     (simd::LoadTail(d_row, tail, valid, row_length, 0.0f) - dot));
+    simd::StoreTail(out, tail, valid, row_length,
+                    simd::LoadTail(p_row, tail, valid, row_length, 0.0f) *
+                        (simd::LoadTail(d_row, tail, valid, row_length, 0.0f) - dot));
   }
   // Also what a whole tail vector wrote past `valid` (signed zeros).
   std::fill(out + valid, out + row_length, Out{0});

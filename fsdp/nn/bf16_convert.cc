@@ -80,7 +80,6 @@ __attribute__((target("avx512f"))) int64_t FromBf16Avx512(float* out, const uint
   return i;
 }
 
-
 // data[i] = bf16(fp32(data[i]) * scale), 16 at a time in registers: the
 // widening, the one IEEE multiplication and the rounding of ScaleBf16InPlace's
 // scalar loop. Each returns how many it did; the caller finishes the tail.

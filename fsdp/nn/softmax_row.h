@@ -39,10 +39,11 @@ FSDP_SIMD_INLINE F16 LoadTail(const float* row, int64_t i, int64_t n, int64_t ca
   return KeepFirstLanes(Load(row + i), n - i, fill);
 }
 
-// The same over bf16 values, widened; the lanes at or past n are 0.
-FSDP_SIMD_INLINE F16 LoadBf16Tail(const uint16_t* row, int64_t i, int64_t n, int64_t capacity) {
-  if (i + kLanes > capacity) return LoadBf16Partial(row + i, n - i);
-  return KeepFirstLanes(LoadBf16(row + i), n - i, 0.0f);
+// The same over bf16 values, widened.
+FSDP_SIMD_INLINE F16 LoadTail(const uint16_t* row, int64_t i, int64_t n, int64_t capacity,
+                              float fill) {
+  const F16 whole = i + kLanes > capacity ? LoadBf16Partial(row + i, n - i) : LoadBf16(row + i);
+  return KeepFirstLanes(whole, n - i, fill);
 }
 
 // Writes lanes [0, n - i) of v at row + i, or all 16 when capacity allows.
@@ -55,7 +56,7 @@ FSDP_SIMD_INLINE void StoreTail(float* row, int64_t i, int64_t n, int64_t capaci
 }
 
 // The same, rounded to bf16.
-FSDP_SIMD_INLINE void StoreBf16Tail(uint16_t* row, int64_t i, int64_t n, int64_t capacity,
+FSDP_SIMD_INLINE void StoreTail(uint16_t* row, int64_t i, int64_t n, int64_t capacity,
                                     F16 v) {
   if (i + kLanes > capacity) {
     StoreBf16Partial(row + i, v, n - i);
@@ -113,16 +114,6 @@ FSDP_SIMD_INLINE void ScaleRow(float* row, int64_t n, float scale) {
 FSDP_SIMD_INLINE void StoreRow(float* p, F16 v) { Store(p, v); }
 FSDP_SIMD_INLINE void StoreRow(uint16_t* p, F16 v) { StoreBf16(p, v); }
 
-// The row's last, partial vector (i < n < i + 16), as StoreTail and
-// StoreBf16Tail write it.
-FSDP_SIMD_INLINE void StoreRowTail(float* row, int64_t i, int64_t n, int64_t capacity, F16 v) {
-  StoreTail(row, i, n, capacity, v);
-}
-FSDP_SIMD_INLINE void StoreRowTail(uint16_t* row, int64_t i, int64_t n, int64_t capacity,
-                                   F16 v) {
-  StoreBf16Tail(row, i, n, capacity, v);
-}
-
 // out[i] = row[i] * scale for i < n, in fp32 or rounded to bf16 (ScaleRow
 // and ToBf16 in one pass); out[n, capacity) may be overwritten (capacity = n:
 // nothing past the row). out may start where row does (the row itself, or
@@ -133,7 +124,7 @@ FSDP_SIMD_INLINE void ScaleRowInto(Out* out, const float* row, int64_t n, int64_
                                    float scale) {
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) StoreRow(out + i, Load(row + i) * scale);
-  if (i < n) StoreRowTail(out, i, n, capacity, LoadTail(row, i, n, capacity, 0.0f) * scale);
+  if (i < n) StoreTail(out, i, n, capacity, LoadTail(row, i, n, capacity, 0.0f) * scale);
 }
 
 }  // namespace simd
