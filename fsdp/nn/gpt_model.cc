@@ -222,6 +222,22 @@ absl::Status GptModel::BackwardUnitBf16(int unit, absl::Span<const uint16_t> par
   return Backward(unit, {{}, params, true}, grads, loss_scale, write);
 }
 
+absl::Status GptModel::BackwardUnitBf16ToBf16Grads(int unit, absl::Span<const uint16_t> params,
+                                                   absl::Span<float> grads,
+                                                   absl::Span<uint16_t> grads16,
+                                                   float loss_scale) {
+  if (!config_.bf16_params) {
+    return absl::FailedPreconditionError(
+        "this GptModel takes fp32 parameters (config.bf16_params is off): call BackwardUnit");
+  }
+  if (grads16.size() != grads.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("BackwardUnitBf16ToBf16Grads(", unit, "): ",
+                                                   grads16.size(), " bf16 gradients for ",
+                                                   grads.size(), " fp32 ones"));
+  }
+  return Backward(unit, {{}, params, true}, grads, loss_scale, GradWrite::kOverwrite, grads16);
+}
+
 absl::Status GptModel::Forward(int unit, const ParamsIn& params, const Batch& batch) {
   FSDP_RETURN_IF_ERROR(order_.CheckForward(unit));
   if (unit == 0) {
@@ -244,24 +260,45 @@ absl::Status GptModel::Forward(int unit, const ParamsIn& params, const Batch& ba
 }
 
 absl::Status GptModel::Backward(int unit, const ParamsIn& params, absl::Span<float> grads,
-                                float loss_scale, GradWrite write) {
+                                float loss_scale, GradWrite write,
+                                absl::Span<uint16_t> grads16) {
   FSDP_RETURN_IF_ERROR(order_.CheckBackward(unit));
   if (static_cast<int64_t>(grads.size()) != params.size()) {
     return absl::InvalidArgumentError(absl::StrCat("BackwardUnit(", unit, "): ", grads.size(),
                                                    " gradients for ", params.size(),
                                                    " parameters"));
   }
+  if (!grads16.empty() && (!config_.bf16_compute || write != GradWrite::kOverwrite)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "BackwardUnit(", unit, "): bf16 gradients need bf16 compute and GradWrite::kOverwrite"));
+  }
   if (write == GradWrite::kOverwrite) FSDP_RETURN_IF_ERROR(ZeroAddedGrads(unit, grads));
   const int last = num_units() - 1;
   if (unit == last) {
-    FSDP_RETURN_IF_ERROR(HeadBackward(params, grads, loss_scale, write));
+    FSDP_RETURN_IF_ERROR(HeadBackward(params, grads, loss_scale, write, grads16));
   } else if (unit == 0) {
     FSDP_RETURN_IF_ERROR(EmbeddingBackward(grads));
+    RoundGradsExcept(unit, grads, grads16, {});
   } else {
-    FSDP_RETURN_IF_ERROR(BlockBackward(unit - 1, params, grads, write));
+    FSDP_RETURN_IF_ERROR(BlockBackward(unit - 1, params, grads, write, grads16));
   }
   order_.BackwardDone(unit);
   return absl::OkStatus();
+}
+
+void GptModel::RoundGradsExcept(int unit, absl::Span<const float> grads,
+                                absl::Span<uint16_t> grads16,
+                                std::initializer_list<int> written) const {
+  if (grads16.empty()) return;
+  const std::vector<ParamSpec>& specs = units_[unit].params;
+  int64_t offset = 0;
+  for (int k = 0; k < static_cast<int>(specs.size()); ++k) {
+    const int64_t numel = specs[k].numel();
+    if (std::find(written.begin(), written.end(), k) == written.end()) {
+      ToBf16(grads16.data() + offset, grads.data() + offset, numel);
+    }
+    offset += numel;
+  }
 }
 
 absl::Status GptModel::ZeroAddedGrads(int unit, absl::Span<float> grads) {
@@ -426,7 +463,8 @@ absl::Status GptModel::BlockForwardCompute(int layer, absl::Span<const float> pa
 }
 
 absl::Status GptModel::BlockBackward(int layer, const ParamsIn& params,
-                                     absl::Span<float> grads, GradWrite write) {
+                                     absl::Span<float> grads, GradWrite write,
+                                     absl::Span<uint16_t> grads16) {
   const bool checkpointed = IsCheckpointedBlock(config_, layer);
   const int unit = layer + 1;
   if (config_.bf16_compute) {
@@ -437,7 +475,7 @@ absl::Status GptModel::BlockBackward(int layer, const ParamsIn& params,
       FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/false));
       BlockForwardComputeBf16(layer, p, /*through_output=*/false);
     }
-    return BlockBackwardBf16(layer, p, grads, write);
+    return BlockBackwardBf16(layer, p, grads, write, grads16);
   }
   if (checkpointed) {
     FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/false));
@@ -529,7 +567,8 @@ void GptModel::BlockForwardComputeBf16(int layer, const Bf16UnitParams& p, bool 
 }
 
 absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
-                                         absl::Span<float> grads, GradWrite write) {
+                                         absl::Span<float> grads, GradWrite write,
+                                         absl::Span<uint16_t> grads16) {
   const int unit = layer + 1;
   FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
   const int n = batch_ * seq_;
@@ -537,6 +576,10 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
   const int64_t nc = int64_t{n} * C;
   BlockActivations& a = blocks_[layer];
   auto w = [&](BlockParam k) { return p.W(k); };
+  // With grads16, where the products write their weight gradients in bf16.
+  auto w16 = [&](BlockParam k) -> uint16_t* {
+    return grads16.empty() ? nullptr : grads16.data() + p.offset[k];
+  };
   float* dres = d_residual_.data();  // enters as d(out)
   // Enters as bf16(d(out)): the unit above (units run backward in order,
   // fsdp/nn/unit_order.h) rounded it in the LayerNorm backward that wrote
@@ -545,21 +588,21 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
 
   LinearBackwardBf16(d_wide1_.data(), g[kMlpProjWeight].data(), g[kMlpProjBias].data(), dres,
                      dout16, a.gelu_bf16.data(), w(kMlpProjWeight), n, 4 * C, C,
-                     GradWrite::kOverwrite, write);
+                     GradWrite::kOverwrite, write, w16(kMlpProjWeight));
   // d(fc_out) in bf16 and the fc bias gradient in one pass; its fp32 values
   // exist only block by block.
   GeluBackwardToBf16WithBiasGradient(g[kFcBias].data(), dout16, a.fc_out.data(), d_wide1_.data(),
                                      n, 4 * C, write);
   LinearBackwardBf16(d_narrow_.data(), g[kFcWeight].data(), /*dbias=*/nullptr, nullptr, dout16,
                      a.ln2_bf16.data(), w(kFcWeight), n, C, 4 * C, GradWrite::kOverwrite,
-                     write);
+                     write, w16(kFcWeight));
   // dres becomes d(res2), dout16 its rounding.
   LayerNormBackwardWithBf16(dres, dout16, g[kLn2Weight].data(), g[kLn2Bias].data(),
                             d_narrow_.data(), a.res2.data(), p.F(kLn2Weight), a.ln2_mean.data(),
                             a.ln2_rstd.data(), n, C);
   LinearBackwardBf16(d_narrow_.data(), g[kAttnProjWeight].data(), g[kAttnProjBias].data(), dres,
                      dout16, a.att_bf16.data(), w(kAttnProjWeight), n, C, C,
-                     GradWrite::kOverwrite, write);
+                     GradWrite::kOverwrite, write, w16(kAttnProjWeight));
   ToBf16(dout16, d_narrow_.data(), nc);
   if (config_.flash_attention) {
     Zero(d_wide1_, 3 * nc);  // the blocked backward adds into dqkv; the standard one writes it
@@ -574,7 +617,7 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
   BiasGradientWithBf16(g[kQkvBias].data(), dout16, d_wide1_.data(), n, 3 * C, write);
   LinearBackwardBf16(d_narrow_.data(), g[kQkvWeight].data(), /*dbias=*/nullptr, nullptr, dout16,
                      a.ln1_bf16.data(), w(kQkvWeight), n, C, 3 * C, GradWrite::kOverwrite,
-                     write);
+                     write, w16(kQkvWeight));
   if (layer > 0) {  // the block below starts with a product of d(x) in bf16
     LayerNormBackwardWithBf16(dres, dout16, g[kLn1Weight].data(), g[kLn1Bias].data(),
                               d_narrow_.data(), UnitInput(unit), p.F(kLn1Weight),
@@ -584,6 +627,8 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
                       UnitInput(unit), p.F(kLn1Weight), a.ln1_mean.data(), a.ln1_rstd.data(),
                       n, C);
   }
+  RoundGradsExcept(unit, grads, grads16,
+                   {kQkvWeight, kAttnProjWeight, kFcWeight, kMlpProjWeight});
   a = BlockActivations();
   return absl::OkStatus();
 }
@@ -626,7 +671,8 @@ absl::Status GptModel::HeadForward(const ParamsIn& params, const Batch& batch) {
 }
 
 absl::Status GptModel::HeadBackward(const ParamsIn& params, absl::Span<float> grads,
-                                    float loss_scale, GradWrite write) {
+                                    float loss_scale, GradWrite write,
+                                    absl::Span<uint16_t> grads16) {
   const int unit = num_units() - 1;
   FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
   const int n = batch_ * seq_;
@@ -643,7 +689,8 @@ absl::Status GptModel::HeadBackward(const ParamsIn& params, absl::Span<float> gr
     const uint16_t* dlogits = reinterpret_cast<const uint16_t*>(a.probs.data());
     LinearBackwardBf16(d_narrow_.data(), g[kLmHeadWeight].data(), nullptr, nullptr, dlogits,
                        a.lnf_bf16.data(), p.W(kLmHeadWeight), n, C, V,
-                       GradWrite::kOverwrite, write);
+                       GradWrite::kOverwrite, write,
+                       grads16.empty() ? nullptr : grads16.data() + p.offset[kLmHeadWeight]);
     lnf_weight = p.F(kLnfWeight);
   } else {
     CrossEntropyBackward(a.probs.data(), a.targets.data(), n, V, loss_scale);
@@ -663,6 +710,7 @@ absl::Status GptModel::HeadBackward(const ParamsIn& params, absl::Span<float> gr
                       d_narrow_.data(), UnitInput(unit), lnf_weight, a.lnf_mean.data(),
                       a.lnf_rstd.data(), n, C);
   }
+  RoundGradsExcept(unit, grads, grads16, {kLmHeadWeight});
   head_ = HeadActivations();
   return absl::OkStatus();
 }

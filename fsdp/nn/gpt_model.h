@@ -30,6 +30,7 @@
 #ifndef FSDP_NN_GPT_MODEL_H_
 #define FSDP_NN_GPT_MODEL_H_
 
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -65,6 +66,11 @@ class GptModel : public Model {
   absl::Status BackwardUnitBf16(int unit, absl::Span<const uint16_t> params,
                                 absl::Span<float> grads, float loss_scale,
                                 GradWrite write) override;
+  // The Linear layers' weight gradients go straight into `grads16` from
+  // their products; the rest is computed in `grads` and rounded.
+  absl::Status BackwardUnitBf16ToBf16Grads(int unit, absl::Span<const uint16_t> params,
+                                           absl::Span<float> grads, absl::Span<uint16_t> grads16,
+                                           float loss_scale) override;
 
   const GptConfig& config() const { return config_; }
   int micro_batch() const { return micro_batch_; }
@@ -124,9 +130,12 @@ class GptModel : public Model {
   absl::Status Forward(int unit, const ParamsIn& params, const Batch& batch);
   // `write` as in BackwardUnit: under kOverwrite the Linear layers write
   // their weight and bias gradients fresh and the rest (LayerNorm, the
-  // embedding's scattered rows) is zeroed first.
+  // embedding's scattered rows) is zeroed first. With `grads16` (bf16
+  // compute, kOverwrite) the gradients end up in bf16 there, as
+  // BackwardUnitBf16ToBf16Grads says.
   absl::Status Backward(int unit, const ParamsIn& params, absl::Span<float> grads,
-                        float loss_scale, GradWrite write);
+                        float loss_scale, GradWrite write,
+                        absl::Span<uint16_t> grads16 = {});
   // Everything a block's backward reads, in forward order; `with_output`
   // adds the block's output (a checkpointed block allocates that apart: it
   // outlives the rest).
@@ -139,7 +148,8 @@ class GptModel : public Model {
   absl::Status BlockForwardCompute(int layer, absl::Span<const float> params, bool through_output);
   void BlockForwardComputeBf16(int layer, const Bf16UnitParams& params, bool through_output);
   absl::Status BlockBackwardBf16(int layer, const Bf16UnitParams& params,
-                                 absl::Span<float> grads, GradWrite write);
+                                 absl::Span<float> grads, GradWrite write,
+                                 absl::Span<uint16_t> grads16);
   // The residual stream entering unit `unit` (>= 1): the previous unit's output.
   const float* UnitInput(int unit) const;
 
@@ -149,9 +159,13 @@ class GptModel : public Model {
   absl::Status EmbeddingBackward(absl::Span<float> grads);
   // A checkpointed block's backward first recomputes what its forward dropped.
   absl::Status BlockBackward(int layer, const ParamsIn& params, absl::Span<float> grads,
-                             GradWrite write);
+                             GradWrite write, absl::Span<uint16_t> grads16);
   absl::Status HeadBackward(const ParamsIn& params, absl::Span<float> grads, float loss_scale,
-                            GradWrite write);
+                            GradWrite write, absl::Span<uint16_t> grads16);
+  // With grads16: rounds unit `unit`'s gradients from `grads` into `grads16`,
+  // all but the parameters in `written` (their products wrote them there).
+  void RoundGradsExcept(int unit, absl::Span<const float> grads, absl::Span<uint16_t> grads16,
+                        std::initializer_list<int> written) const;
   // kOverwrite: zeroes the gradients of unit `unit` that its layers add into
   // (all but the Linear weights and biases).
   absl::Status ZeroAddedGrads(int unit, absl::Span<float> grads);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "base/status_macros.h"
 #include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/matmul.h"
 #include "fsdp/nn/simd.h"
@@ -122,7 +123,7 @@ void LinearForwardBf16Out(uint16_t* out, const uint16_t* inp, const uint16_t* we
 void LinearBackwardBf16(float* dinp, float* dweight, float* dbias, const float* dout,
                         const uint16_t* dout_bf16, const uint16_t* inp, const uint16_t* weight,
                         int n, int in_features, int out_features,
-                        GradWrite dinp_write, GradWrite param_write) {
+                        GradWrite dinp_write, GradWrite param_write, uint16_t* dweight16) {
   if (dinp != nullptr) {
     Matmul({.m = n, .n = in_features, .k = out_features,
             .a = {dout_bf16, NumType::kBF16, out_features},
@@ -130,7 +131,13 @@ void LinearBackwardBf16(float* dinp, float* dweight, float* dbias, const float* 
             .c = dinp, .c_type = NumType::kF32, .ldc = in_features,
             .accumulate = dinp_write == GradWrite::kAdd});
   }
-  if (dweight != nullptr) {
+  if (dweight16 != nullptr) {
+    FSDP_CHECK(param_write == GradWrite::kOverwrite);
+    Matmul({.m = out_features, .n = in_features, .k = n,
+            .a = {dout_bf16, NumType::kBF16, out_features, /*transposed=*/true},
+            .b = {inp, NumType::kBF16, in_features},
+            .c = dweight16, .c_type = NumType::kBF16, .ldc = in_features});
+  } else if (dweight != nullptr) {
     Matmul({.m = out_features, .n = in_features, .k = n,
             .a = {dout_bf16, NumType::kBF16, out_features, /*transposed=*/true},
             .b = {inp, NumType::kBF16, in_features},

@@ -36,11 +36,18 @@ void LinearForwardBf16(float* out, const uint16_t* inp, const uint16_t* weight, 
 void LinearForwardBf16Out(uint16_t* out, const uint16_t* inp, const uint16_t* weight,
                           const float* bias, int n, int in_features, int out_features);
 
+//
+// `dweight16`, when set, takes the weight gradient instead of dweight (which
+// may then be null): written in bf16 from the product's fp32 accumulators,
+// rounded once, the bits ToBf16 gives the fp32 gradient, without writing and
+// reading that fp32 gradient (the first micro-batch under 2-byte gradients,
+// [Note: bf16 gradients] in fsdp/train/unit_state.h). Needs param_write
+// kOverwrite: a bf16 gradient is not accumulated into.
 void LinearBackwardBf16(float* dinp, float* dweight, float* dbias, const float* dout,
                         const uint16_t* dout_bf16, const uint16_t* inp, const uint16_t* weight,
                         int n, int in_features, int out_features,
                         GradWrite dinp_write = GradWrite::kAdd,
-                        GradWrite param_write = GradWrite::kAdd);
+                        GradWrite param_write = GradWrite::kAdd, uint16_t* dweight16 = nullptr);
 
 // dbias (+)= the column sums of dout, the bits LinearBackwardBf16 gives them,
 // and dout16 = bf16(dout), in one pass over dout (the unfused way reads it

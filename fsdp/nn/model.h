@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/grad_write.h"
 #include "fsdp/nn/param_spec.h"
 
@@ -84,6 +85,26 @@ class Model {
                                         absl::Span<float> grads, float loss_scale,
                                         GradWrite write) {
     return absl::UnimplementedError("this model takes fp32 parameters only");
+  }
+
+  // Under 2-byte gradients ([Note: bf16 gradients] in fsdp/train/unit_state.h),
+  // the first micro-batch's backward: what BackwardUnitBf16 with kOverwrite
+  // gives, rounded to bf16 into `grads16` (the same layout, every element
+  // written, the bits ToBf16 gives the fp32 gradients). `grads` is fp32
+  // scratch of the same size for what the model computes in fp32. This
+  // default computes everything there and rounds it; a model whose products
+  // write their weight gradients in bf16 straight from their accumulators
+  // saves writing, reading and rounding those fp32 gradients.
+  virtual absl::Status BackwardUnitBf16ToBf16Grads(int unit, absl::Span<const uint16_t> params,
+                                                   absl::Span<float> grads,
+                                                   absl::Span<uint16_t> grads16,
+                                                   float loss_scale) {
+    if (grads16.size() != grads.size()) {
+      return absl::InvalidArgumentError("BackwardUnitBf16ToBf16Grads: grads16 and grads differ in size");
+    }
+    absl::Status status = BackwardUnitBf16(unit, params, grads, loss_scale, GradWrite::kOverwrite);
+    if (status.ok()) ToBf16(grads16.data(), grads.data(), static_cast<int64_t>(grads.size()));
+    return status;
   }
 };
 

@@ -337,7 +337,12 @@ absl::Status DataParallelTrainer::BackwardUnit(int u, float loss_scale) {
   for (int s = sources.size() - 1; s >= 0; --s) {
     const proto::SourceUnit& source = sources[s];
     absl::Span<float> source_grads = grads.grads.subspan(source.offset(), source.numel());
-    if (runtime_.bf16_params) {
+    if (!grads.grads16.empty()) {  // bf16 gradients, the first micro-batch
+      FSDP_ASSIGN_OR_RETURN(absl::Span<const uint16_t> params, unit.UnshardedParamsBf16());
+      FSDP_RETURN_IF_ERROR(model_->BackwardUnitBf16ToBf16Grads(
+          source.model_unit_index(), params.subspan(source.offset(), source.numel()),
+          source_grads, grads.grads16.subspan(source.offset(), source.numel()), loss_scale));
+    } else if (runtime_.bf16_params) {
       FSDP_ASSIGN_OR_RETURN(absl::Span<const uint16_t> params, unit.UnshardedParamsBf16());
       FSDP_RETURN_IF_ERROR(model_->BackwardUnitBf16(
           source.model_unit_index(), params.subspan(source.offset(), source.numel()),

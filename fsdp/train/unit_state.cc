@@ -302,6 +302,11 @@ absl::StatusOr<BackwardGrads> ShardedUnit::GradsForBackward() {
     }
     // The workspace holds one micro-batch of one unit: always written fresh.
     const absl::Span<float> workspace = grad_workspace_.subspan(0, plan_.padded_numel());
+    if (grad_state_ == GradState::kIdle) {
+      // The model writes the bf16 gradients; the workspace is its scratch.
+      ZeroUnwrittenGrads(grads16_.span());
+      return BackwardGrads{workspace, GradWrite::kOverwrite, grads16_.span()};
+    }
     ZeroUnwrittenGrads(workspace);
     return BackwardGrads{workspace, GradWrite::kOverwrite};
   }
@@ -317,13 +322,14 @@ absl::StatusOr<BackwardGrads> ShardedUnit::GradsForBackward() {
   return BackwardGrads{grads_.span(), GradWrite::kOverwrite};
 }
 
-void ShardedUnit::ZeroUnwrittenGrads(absl::Span<float> grads) const {
+template <typename T>
+void ShardedUnit::ZeroUnwrittenGrads(absl::Span<T> grads) const {
   int64_t written_end = 0;
   for (const proto::SourceUnit& source : plan_.source_units()) {
-    std::fill(grads.begin() + written_end, grads.begin() + source.offset(), 0.0f);
+    std::fill(grads.begin() + written_end, grads.begin() + source.offset(), T{0});
     written_end = source.offset() + source.numel();
   }
-  std::fill(grads.begin() + written_end, grads.end(), 0.0f);
+  std::fill(grads.begin() + written_end, grads.end(), T{0});
 }
 
 absl::Status ShardedUnit::MarkBackwardDone() {
@@ -331,15 +337,10 @@ absl::Status ShardedUnit::MarkBackwardDone() {
     return Fail("MarkBackwardDone", "gradient state kIdle or kAccumulated",
                 GradStateName(grad_state_));
   }
-  if (runtime_.bf16_grads) {
-    // [Note: bf16 gradients] This micro-batch's fp32 gradients into the bf16
-    // ones: rounded (the first), or added in fp32 and rounded.
-    const int64_t n = plan_.padded_numel();
-    if (grad_state_ == GradState::kIdle) {
-      ToBf16(grads16_.data(), grad_workspace_.data(), n);
-    } else {
-      AccumulateToBf16(grads16_.data(), grad_workspace_.data(), n);
-    }
+  if (runtime_.bf16_grads && grad_state_ == GradState::kAccumulated) {
+    // [Note: bf16 gradients] A later micro-batch's fp32 gradients added
+    // into the bf16 ones in fp32 and rounded (the first wrote them itself).
+    AccumulateToBf16(grads16_.data(), grad_workspace_.data(), plan_.padded_numel());
   }
   grad_state_ = GradState::kAccumulated;
   return absl::OkStatus();

@@ -108,10 +108,13 @@ struct UnitRuntime {
   // optimizer state and the master stay fp32.
   bool bf16_params = false;
   // [Note: bf16 gradients] --precision=bf16 with --reduce_dtype=bf16 (its
-  // default): the gradients are 2-byte as well. The model's backward writes
-  // a unit's fp32 gradients into the trainer's one fp32 gradient workspace
-  // (the largest unit's padded size); each micro-batch is then added into
-  // the unit's bf16 gradients (one fp32 addition, one rounding per element).
+  // default): the gradients are 2-byte as well. On a step's first
+  // micro-batch the model writes the unit's bf16 gradients itself
+  // (Model::BackwardUnitBf16ToBf16Grads: the products round their weight
+  // gradients from their fp32 accumulators, the rest goes through the
+  // trainer's one fp32 gradient workspace, the largest unit's padded size).
+  // Each later micro-batch writes fp32 gradients into that workspace, added
+  // into the bf16 ones (one fp32 addition, one rounding per element).
   // The reduce-scatter runs in bf16 in place, its sum lands in this rank's
   // slot, and the average is rounded to bf16 again: the reduced gradient
   // shard is bf16 in every strategy (no_shard's whole gradients are the
@@ -138,6 +141,10 @@ struct UnitRuntime {
 struct BackwardGrads {
   absl::Span<float> grads;
   GradWrite write = GradWrite::kAdd;
+  // bf16_grads, the step's first micro-batch: the unit's bf16 gradients,
+  // which the model writes itself (Model::BackwardUnitBf16ToBf16Grads), with
+  // `grads` as its fp32 scratch. Empty otherwise.
+  absl::Span<uint16_t> grads16;
 };
 
 // One rank's part of a unit's averaged gradients, as stored: fp32, or bf16
@@ -193,7 +200,8 @@ class ShardedUnit {
   // this step, so no zeroing pass precedes the backward; kAdd after that.
   // Elements no model unit writes (gaps between merged units, padding) are
   // zero. Needs kIdle or kAccumulated. bf16_grads: the fp32 workspace, always
-  // kOverwrite, rounded or added into the bf16 gradients by MarkBackwardDone.
+  // kOverwrite; on the first micro-batch with the bf16 gradients for the
+  // model to write, after that added into them by MarkBackwardDone.
   absl::StatusOr<BackwardGrads> GradsForBackward();
   absl::Status MarkBackwardDone();
   absl::Status StartReduction(const UnitComms& comms);
@@ -279,8 +287,9 @@ class ShardedUnit {
   void Average(absl::Span<float> shard) const;
   void AverageBf16(absl::Span<uint16_t> shard) const;
   // Zeroes what no model unit's backward writes: the gaps between the
-  // plan's source units and the padding.
-  void ZeroUnwrittenGrads(absl::Span<float> grads) const;
+  // plan's source units and the padding (fp32 or bf16 gradients).
+  template <typename T>
+  void ZeroUnwrittenGrads(absl::Span<T> grads) const;
 
   proto::UnitPlan plan_;
   UnitRuntime runtime_;

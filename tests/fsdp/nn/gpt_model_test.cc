@@ -407,6 +407,74 @@ TEST(GptModelBf16Test, Bf16ParametersMeasuredPeaksEqualThePrediction) {
             GptActivationBytesByUnit(converted, 3).workspace_bytes - 2 * max_unit + 4 * 13 * C);
 }
 
+// The first micro-batch under 2-byte gradients: the model writes its
+// gradients in bf16 itself (the products straight from their accumulators),
+// and they are the bits of the fp32 gradients rounded, whatever the scratch
+// and the destination held. So is the Model interface's generic default.
+TEST(GptModelBf16Test, Bf16GradientsAreTheRoundedFp32Gradients) {
+  struct Mode {
+    const char* name;
+    bool flash;
+    int checkpoint_every;
+  };
+  for (const Mode mode : {Mode{"standard", false, 0}, Mode{"flash", true, 0},
+                          Mode{"checkpointed", false, 2}}) {
+    GptConfig config{3, 32, 4, 53, 24};
+    config.bf16_compute = true;
+    config.bf16_params = true;
+    config.flash_attention = mode.flash;
+    config.activation_checkpoint_every = mode.checkpoint_every;
+    MemoryTracker tracker;
+    auto model = GptModel::Create(config, 2, &tracker);
+    ASSERT_TRUE(model.ok()) << model.status();
+    ModelHarness h(model->get());
+    h.Randomize(7, 0.2f);
+    const Batch batch = RandomBatch(2, 24, 53, 8);
+    ASSERT_TRUE(h.Forward(batch).ok());
+    ASSERT_TRUE(h.Backward(0.5f, GradWrite::kOverwrite).ok());
+    std::vector<std::vector<uint16_t>> expected;
+    for (const std::vector<float>& g : h.grads) {
+      expected.emplace_back(g.size());
+      ToBf16(expected.back().data(), g.data(), static_cast<int64_t>(g.size()));
+    }
+    for (const bool generic : {false, true}) {
+      ASSERT_TRUE(h.Forward(batch).ok());
+      for (int u = h.model->num_units() - 1; u >= 0; --u) {
+        std::vector<float> scratch(h.grads[u].size(), std::numeric_limits<float>::quiet_NaN());
+        std::vector<uint16_t> grads16(h.grads[u].size(), 0xFFFF);
+        const absl::Span<const uint16_t> params = h.Bf16Params(u);
+        const absl::Status status =
+            generic ? (*model)->Model::BackwardUnitBf16ToBf16Grads(
+                          u, params, absl::MakeSpan(scratch), absl::MakeSpan(grads16), 0.5f)
+                    : (*model)->BackwardUnitBf16ToBf16Grads(
+                          u, params, absl::MakeSpan(scratch), absl::MakeSpan(grads16), 0.5f);
+        ASSERT_TRUE(status.ok()) << status;
+        EXPECT_EQ(grads16, expected[u])
+            << mode.name << (generic ? ", generic" : "") << ", unit " << u;
+      }
+    }
+  }
+}
+
+TEST(GptModelBf16Test, Bf16GradientsOfTheWrongSizeAreRefused) {
+  GptConfig config{2, 32, 4, 53, 24};
+  config.bf16_compute = true;
+  config.bf16_params = true;
+  MemoryTracker tracker;
+  auto model = GptModel::Create(config, 2, &tracker);
+  ASSERT_TRUE(model.ok());
+  ModelHarness h(model->get());
+  h.Init(3);
+  ASSERT_TRUE(h.Forward(RandomBatch(2, 24, 53, 4)).ok());
+  const int last = h.model->num_units() - 1;
+  std::vector<uint16_t> short_grads16(h.grads[last].size() - 1);
+  const absl::Status status = (*model)->BackwardUnitBf16ToBf16Grads(
+      last, h.Bf16Params(last), absl::MakeSpan(h.grads[last]), absl::MakeSpan(short_grads16),
+      1.0f);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("bf16 gradients for"), std::string::npos) << status;
+}
+
 // Same inputs, same bits: the bf16 path is deterministic.
 TEST(GptModelBf16Test, RepeatedStepsAreBitIdentical) {
   GptConfig config{2, 32, 4, 53, 24};

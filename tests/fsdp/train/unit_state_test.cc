@@ -288,7 +288,17 @@ TEST(ShardedUnitTest, Bf16GradientsAccumulateAndReduceInBf16) {
           ASSERT_TRUE(grads.ok()) << grads.status();
           // The workspace holds one micro-batch: always written fresh.
           ASSERT_EQ(grads->write, GradWrite::kOverwrite);
-          for (int i = 0; i < kNumel; ++i) grads->grads[i] = micro_batch(r, m, i);
+          // The first micro-batch, as a model writes it: straight into the
+          // bf16 gradients (Model::BackwardUnitBf16ToBf16Grads); the second
+          // into the fp32 workspace, added by MarkBackwardDone.
+          ASSERT_EQ(grads->grads16.size(), m == 0 ? grads->grads.size() : 0) << m;
+          for (int i = 0; i < kNumel; ++i) {
+            if (m == 0) {
+              grads->grads16[i] = comm::FloatToBFloat16(micro_batch(r, m, i));
+            } else {
+              grads->grads[i] = micro_batch(r, m, i);
+            }
+          }
           ASSERT_TRUE((*unit)->MarkBackwardDone().ok());
         }
         CommWaitClock clock;
