@@ -142,6 +142,54 @@ std::vector<Case> AllCases() {
 
 INSTANTIATE_TEST_SUITE_P(AllCombinations, MatmulTest, testing::ValuesIn(AllCases()), Name);
 
+// A bf16 result is the fp32 result rounded (ToBf16's bits), which the
+// layers rely on when a product writes bf16 directly (the weight gradients of
+// the 2-byte gradient layout, fsdp/nn/linear.h). Rows of A scaled down so
+// that results reach fp32's denormal range.
+TEST(MatmulBf16Output, IsTheFp32ResultRounded) {
+  for (MatmulBackend backend : {MatmulBackend::kOneDnn, MatmulBackend::kOpenBlas}) {
+    SetMatmulBackend(backend);
+    for (const bool a_transposed : {false, true}) {
+      std::mt19937 rng(5);
+      const int m = 48, n = 40, k = 64;
+      Stored a(a_transposed ? k : m, a_transposed ? m : k, 0, rng), b(k, n, 0, rng);
+      // Row i of the logical A scaled by 2^(-3 i): results from ~1 down to ~2^-141.
+      std::vector<uint16_t> a16(a.f32.size()), b16(b.f32.size());
+      for (int i = 0; i < m; ++i) {
+        for (int p = 0; p < k; ++p) {
+          float& v = a_transposed ? a.f32[p * m + i] : a.f32[i * k + p];
+          v = std::ldexp(v, -3 * i);
+        }
+      }
+      ToBf16(a16.data(), a.f32.data(), static_cast<int64_t>(a16.size()));
+      ToBf16(b16.data(), b.f32.data(), static_cast<int64_t>(b16.size()));
+      std::vector<float> c32(m * n);
+      std::vector<uint16_t> c16(m * n), rounded(m * n);
+      const MatrixArg a_arg{a16.data(), NumType::kBF16, a_transposed ? m : k, a_transposed};
+      const MatrixArg b_arg{b16.data(), NumType::kBF16, n};
+      Matmul({.m = m, .n = n, .k = k, .a = a_arg, .b = b_arg, .c = c32.data(), .ldc = n});
+      Matmul({.m = m, .n = n, .k = k, .a = a_arg, .b = b_arg, .c = c16.data(),
+              .c_type = NumType::kBF16, .ldc = n});
+      ToBf16(rounded.data(), c32.data(), m * n);
+      int denormals = 0, differ = 0;
+      for (int i = 0; i < m * n; ++i) {
+        if (c32[i] != 0.0f && std::fabs(c32[i]) < std::numeric_limits<float>::min()) ++denormals;
+        if (c16[i] != rounded[i]) {
+          if (++differ <= 5) {
+            ADD_FAILURE() << MatmulBackendName(backend) << (a_transposed ? " A^T" : " A")
+                          << " element " << i << ": fp32 " << c32[i] << " rounded 0x" << std::hex
+                          << rounded[i] << ", bf16 output 0x" << c16[i] << std::dec;
+          }
+        }
+      }
+      // oneDNN's bf16 dot products (vdpbf16ps, AMX) read and write denormals
+      // as zero, so its fp32 results have none; OpenBLAS's do.
+      if (backend == MatmulBackend::kOpenBlas) EXPECT_GT(denormals, 0);
+      EXPECT_EQ(differ, 0) << MatmulBackendName(backend);
+    }
+  }
+}
+
 // The same product twice gives the same bits (the primitive is cached).
 TEST(MatmulDeterminism, RepeatedCallsAreBitIdentical) {
   for (MatmulBackend backend : {MatmulBackend::kOneDnn, MatmulBackend::kOpenBlas}) {
