@@ -321,6 +321,38 @@ int Main(int repetitions) {
          std::copy(ce_probs0.begin(), ce_probs0.end(), ce_probs.begin());
          CrossEntropyBackwardToBf16(ce_probs.data(), ce_targets.data(), kRows, kVocab, 1.0f);
        }});
+  // A Linear's weight gradient on the first micro-batch of the 2-byte
+  // gradient layout: the product into the fp32 workspace and ToBf16 into the
+  // bf16 gradients, against the product writing bf16 from its accumulators
+  // (LinearBackwardBf16's dweight16). The fc layer's and the head's shapes.
+  std::vector<uint16_t> wg_dout16(int64_t{kRows} * kVocab), wg_inp16(n4c),
+      wg_grad16(int64_t{kVocab} * kChannels);
+  std::vector<float> wg_grad(wg_grad16.size());
+  ToBf16(wg_inp16.data(), wide_in.data(), n4c);
+  for (size_t i = 0; i < wg_dout16.size(); ++i) wg_dout16[i] = out16[i % out16.size()];
+  struct WeightShape {
+    const char* name;
+    int in, out;
+  };
+  for (const WeightShape& shape : {WeightShape{"fc weight grad -> bf16 (2048 x 512)", kChannels,
+                                               4 * kChannels},
+                                   WeightShape{"head weight grad -> bf16 (8192 x 512)", kChannels,
+                                               kVocab}}) {
+    const int in = shape.in, out = shape.out;
+    fused.push_back(
+        {shape.name,
+         [&, in, out] {
+           LinearBackwardBf16(nullptr, wg_grad.data(), nullptr, nullptr, wg_dout16.data(),
+                              wg_inp16.data(), nullptr, kRows, in, out, GradWrite::kAdd,
+                              GradWrite::kOverwrite);
+           ToBf16(wg_grad16.data(), wg_grad.data(), int64_t{in} * out);
+         },
+         [&, in, out] {
+           LinearBackwardBf16(nullptr, nullptr, nullptr, nullptr, wg_dout16.data(),
+                              wg_inp16.data(), nullptr, kRows, in, out, GradWrite::kAdd,
+                              GradWrite::kOverwrite, wg_grad16.data());
+         }});
+  }
   // The rounding itself over 64 MiB that streams from memory (the gradient
   // workspace into the bf16 gradients): the integer path against the CPU's
   // bf16 conversion where ToBf16 uses it.
