@@ -36,7 +36,6 @@ void LinearForwardBf16(float* out, const uint16_t* inp, const uint16_t* weight, 
 void LinearForwardBf16Out(uint16_t* out, const uint16_t* inp, const uint16_t* weight,
                           const float* bias, int n, int in_features, int out_features);
 
-//
 // `dweight16`, when set, takes the weight gradient instead of dweight (which
 // may then be null): written in bf16 from the product's fp32 accumulators,
 // rounded once, the bits ToBf16 gives the fp32 gradient, without writing and

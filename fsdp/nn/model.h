@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "fsdp/nn/bf16_convert.h"
 #include "fsdp/nn/grad_write.h"
@@ -100,7 +101,9 @@ class Model {
                                                    absl::Span<uint16_t> grads16,
                                                    float loss_scale) {
     if (grads16.size() != grads.size()) {
-      return absl::InvalidArgumentError("BackwardUnitBf16ToBf16Grads: grads16 and grads differ in size");
+      return absl::InvalidArgumentError(absl::StrCat("BackwardUnitBf16ToBf16Grads(", unit, "): ",
+                                                     grads16.size(), " bf16 gradients for ",
+                                                     grads.size(), " fp32 ones"));
     }
     absl::Status status = BackwardUnitBf16(unit, params, grads, loss_scale, GradWrite::kOverwrite);
     if (status.ok()) ToBf16(grads16.data(), grads.data(), static_cast<int64_t>(grads.size()));

@@ -184,7 +184,9 @@ TEST(MatmulBf16Output, IsTheFp32ResultRounded) {
       }
       // oneDNN's bf16 dot products (vdpbf16ps, AMX) read and write denormals
       // as zero, so its fp32 results have none; OpenBLAS's do.
-      if (backend == MatmulBackend::kOpenBlas) EXPECT_GT(denormals, 0);
+      if (backend == MatmulBackend::kOpenBlas) {
+        EXPECT_GT(denormals, 0);
+      }
       EXPECT_EQ(differ, 0) << MatmulBackendName(backend);
     }
   }
