@@ -44,6 +44,12 @@ void Zero(FloatBuffer& buffer, int64_t numel) {
   std::memset(buffer.data(), 0, sizeof(float) * numel);
 }
 
+// Where a product writes the gradient of the parameter at `offset` in bf16:
+// there in `grads16`, or nowhere (null) when the gradients go to fp32.
+uint16_t* Bf16GradAt(absl::Span<uint16_t> grads16, int64_t offset) {
+  return grads16.empty() ? nullptr : grads16.data() + offset;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GptModel>> GptModel::Create(const GptConfig& config,
@@ -267,10 +273,6 @@ absl::Status GptModel::Backward(int unit, const ParamsIn& params, absl::Span<flo
     return absl::InvalidArgumentError(absl::StrCat("BackwardUnit(", unit, "): ", grads.size(),
                                                    " gradients for ", params.size(),
                                                    " parameters"));
-  }
-  if (!grads16.empty() && (!config_.bf16_compute || write != GradWrite::kOverwrite)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "BackwardUnit(", unit, "): bf16 gradients need bf16 compute and GradWrite::kOverwrite"));
   }
   if (write == GradWrite::kOverwrite) FSDP_RETURN_IF_ERROR(ZeroAddedGrads(unit, grads));
   const int last = num_units() - 1;
@@ -577,9 +579,7 @@ absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
   BlockActivations& a = blocks_[layer];
   auto w = [&](BlockParam k) { return p.W(k); };
   // With grads16, where the products write their weight gradients in bf16.
-  auto w16 = [&](BlockParam k) -> uint16_t* {
-    return grads16.empty() ? nullptr : grads16.data() + p.offset[k];
-  };
+  auto w16 = [&](BlockParam k) { return Bf16GradAt(grads16, p.offset[k]); };
   float* dres = d_residual_.data();  // enters as d(out)
   // Enters as bf16(d(out)): the unit above (units run backward in order,
   // fsdp/nn/unit_order.h) rounded it in the LayerNorm backward that wrote
@@ -690,7 +690,7 @@ absl::Status GptModel::HeadBackward(const ParamsIn& params, absl::Span<float> gr
     LinearBackwardBf16(d_narrow_.data(), g[kLmHeadWeight].data(), nullptr, nullptr, dlogits,
                        a.lnf_bf16.data(), p.W(kLmHeadWeight), n, C, V,
                        GradWrite::kOverwrite, write,
-                       grads16.empty() ? nullptr : grads16.data() + p.offset[kLmHeadWeight]);
+                       Bf16GradAt(grads16, p.offset[kLmHeadWeight]));
     lnf_weight = p.F(kLnfWeight);
   } else {
     CrossEntropyBackward(a.probs.data(), a.targets.data(), n, V, loss_scale);

@@ -130,9 +130,9 @@ class GptModel : public Model {
   absl::Status Forward(int unit, const ParamsIn& params, const Batch& batch);
   // `write` as in BackwardUnit: under kOverwrite the Linear layers write
   // their weight and bias gradients fresh and the rest (LayerNorm, the
-  // embedding's scattered rows) is zeroed first. With `grads16` (bf16
-  // compute, kOverwrite) the gradients end up in bf16 there, as
-  // BackwardUnitBf16ToBf16Grads says.
+  // embedding's scattered rows) is zeroed first. `grads16` is set only by
+  // BackwardUnitBf16ToBf16Grads (bf16 parameters, so bf16 compute, and
+  // kOverwrite): the gradients end up in bf16 there, as it says.
   absl::Status Backward(int unit, const ParamsIn& params, absl::Span<float> grads,
                         float loss_scale, GradWrite write,
                         absl::Span<uint16_t> grads16 = {});
