@@ -58,7 +58,8 @@ ABSL_FLAG(int, steps, 4, "optimizer steps per job; the first is not timed");
 ABSL_FLAG(std::string, modes, "none,every:2,all,flash,all+flash",
           "comma-separated: none, every:K, all, flash, or a checkpointing mode +flash");
 ABSL_FLAG(std::string, strategy, "full_shard", "sharding strategy of every job");
-ABSL_FLAG(std::string, matmul_backend, "onednn", "auto, onednn or openblas (as train_gpt)");
+ABSL_FLAG(std::string, matmul_backend, "default",
+          "default, onednn, openblas or auto (as train_gpt)");
 ABSL_FLAG(int, layers, 8, "model layers");
 ABSL_FLAG(int, d_model, 512, "model width");
 ABSL_FLAG(int, heads, 8, "attention heads");

@@ -71,7 +71,8 @@ ABSL_FLAG(int, steps, 6, "optimizer steps per job; the first is not timed");
 ABSL_FLAG(std::string, precisions, "fp32,bf16",
           "comma-separated: fp32, bf16 (2-byte gradients), bf16_fp32grad (--reduce_dtype=fp32)");
 ABSL_FLAG(std::string, strategies, "no_shard,full_shard", "comma-separated strategies");
-ABSL_FLAG(std::string, matmul_backend, "auto", "auto, onednn or openblas (as train_gpt)");
+ABSL_FLAG(std::string, matmul_backend, "default",
+          "default, onednn, openblas or auto (as train_gpt)");
 ABSL_FLAG(int, layers, 8, "model layers");
 ABSL_FLAG(int, d_model, 512, "model width");
 ABSL_FLAG(int, heads, 8, "attention heads");
@@ -427,18 +428,21 @@ int main(int argc, char** argv) {
   if (!fsdp::SetComputeThreads(1).ok()) return 1;
   fsdp::MatmulBackend backend = fsdp::MatmulBackend::kOneDnn;
   std::string how = absl::GetFlag(FLAGS_matmul_backend);
-  if (how == "auto") {
-    const fsdp::BackendMeasurement m = fsdp::ChooseMatmulBackend();
+  if (absl::Status valid = fsdp::ValidateMatmulBackendName(how); !valid.ok()) {
+    std::fprintf(stderr, "speed_bench: %s\n", std::string(valid.message()).c_str());
+    return 2;
+  }
+  if (how == "default") {
+    const fsdp::DefaultBackendChoice rule = fsdp::DefaultMatmulBackend();
+    backend = rule.backend;
+    how = "default: " + rule.reason;
+  } else if (how == "auto") {
+    const fsdp::BackendMeasurement m = fsdp::MeasureMatmulBackends();
     backend = m.chosen;
     how = absl::StrFormat("auto: onednn %.0f, openblas %.0f GFLOP/s fp32", m.onednn_gflops,
                           m.openblas_gflops);
   } else {
-    absl::StatusOr<fsdp::MatmulBackend> parsed = fsdp::ParseMatmulBackend(how);
-    if (!parsed.ok()) {
-      std::fprintf(stderr, "speed_bench: %s\n", std::string(parsed.status().message()).c_str());
-      return 2;
-    }
-    backend = *parsed;
+    backend = *fsdp::ParseMatmulBackend(how);
   }
   fsdp::SetMatmulBackend(backend);
   fsdp::GptConfig config;

@@ -106,8 +106,9 @@ ABSL_FLAG(std::string, attention, kDefaults.attention,
           "standard (saves the B H T T probabilities) or flash (blocked, saves one "
           "log-sum-exp per query row; equal to standard within rounding; either precision)");
 ABSL_FLAG(std::string, matmul_backend, kDefaults.matmul_backend,
-          "matrix products: auto (measure both on rank 0, take oneDNN unless OpenBLAS is "
-          ">20% faster), onednn or openblas");
+          "matrix products: default (oneDNN from AVX2 up, else OpenBLAS: a rule of the "
+          "machine, the same bits every run), onednn, openblas, or auto (timed on rank 0: "
+          "oneDNN unless OpenBLAS is >20% faster; the bits can change between runs)");
 ABSL_FLAG(int, threads, kDefaults.threads,
           "compute threads per rank; 0 = hardware threads / ranks");
 ABSL_FLAG(std::string, data, "",

@@ -15,10 +15,12 @@
 //           .b = {w, NumType::kF32, in, /*transposed=*/true},
 //           .c = y, .c_type = NumType::kF32, .ldc = out, .bias = b});
 //
-// Which backend is faster depends on the machine (OpenBLAS 0.3.21 falls back to
-// generic kernels on CPUs it does not know; oneDNN picks its instruction set at
-// run time), so `ChooseMatmulBackend` measures both on a GPT-shaped product.
-// Results are deterministic for a given backend, shape and thread count.
+// The backends round differently, so the backend is part of a run's bits. The
+// default (`DefaultMatmulBackend`) is a fixed rule of the machine and the build,
+// never a timing: the same command gives the same bits every time.
+// `MeasureMatmulBackends` times both, for an explicit `--matmul_backend=auto`
+// and for benchmarks. Results are deterministic for a given backend, kernel,
+// shape and thread count.
 //
 // Matmul keeps process-wide counters (calls, seconds, floating-point
 // operations) so a training step can report the share of its time spent in
@@ -70,25 +72,45 @@ enum class MatmulBackend { kOpenBlas, kOneDnn };
 
 // "openblas" / "onednn".
 const char* MatmulBackendName(MatmulBackend backend);
-// Parses "openblas" or "onednn"; "auto" is the caller's (ChooseMatmulBackend).
+// Parses "openblas" or "onednn" (the choices of `--matmul_backend` that name
+// a backend; "default" and "auto" are the caller's).
 absl::StatusOr<MatmulBackend> ParseMatmulBackend(absl::string_view name);
+
+// OK for the four choices of `--matmul_backend` (default, auto, onednn,
+// openblas), else InvalidArgument saying what each one means.
+absl::Status ValidateMatmulBackendName(absl::string_view name);
 
 // Process-wide. The default is oneDNN. Not thread-safe against concurrent Matmul.
 void SetMatmulBackend(MatmulBackend backend);
 MatmulBackend CurrentMatmulBackend();
 
+// The default backend for this machine and build, a pure function of the
+// instruction set oneDNN runs with here (its effective ISA: the CPU's, capped
+// by ONEDNN_MAX_CPU_ISA if set): oneDNN from AVX2 up (its JIT kernels for
+// AVX2, AVX-512 and AMX, and the only native bf16 products), OpenBLAS below.
+// `reason` says which ISA decided, e.g. "oneDNN's instruction set here is
+// avx512_core_bf16 (AVX2 or newer)".
+struct DefaultBackendChoice {
+  MatmulBackend backend = MatmulBackend::kOneDnn;
+  std::string reason;
+};
+DefaultBackendChoice DefaultMatmulBackend();
+
 // Times both backends on an fp32 256 x 1536 x 512 product (the GPT's qkv
-// projection shape) with the current thread count, best of 5 after a
-// warm-up, about 0.05 s in all (once per process: later calls return the
-// first answer), and returns oneDNN unless OpenBLAS is faster by
-// more than 20% (a margin, so that machines where the two are close do not
-// flip between runs: the backend changes the rounding of every step).
+// projection shape) with the current thread count: three untimed calls each
+// first (oneDNN generates its kernel, OpenBLAS allocates its buffers), then 9
+// rounds alternating which backend goes first, the best time of each. It
+// returns oneDNN unless OpenBLAS is faster by more than 20% (a margin, so that
+// machines where the two are close do not flip between runs). About 0.1 s,
+// once per process: later calls return the first answer. A timing is noisy,
+// so a choice made from it makes the bits depend on the timing; the default
+// never uses it.
 struct BackendMeasurement {
   MatmulBackend chosen = MatmulBackend::kOneDnn;
   double openblas_gflops = 0;
   double onednn_gflops = 0;
 };
-BackendMeasurement ChooseMatmulBackend();
+BackendMeasurement MeasureMatmulBackends();
 
 // Which kernels run here, for benchmark output: for oneDNN the instruction set
 // it detected and the implementation it chose for an fp32 and a bf16 product

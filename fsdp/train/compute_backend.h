@@ -1,9 +1,15 @@
 // File: fsdp/train/compute_backend.h
 //
-// Picks the matrix-product backend (fsdp/nn/matmul.h) for a job. "onednn" and
-// "openblas" are taken as given; "auto" measures both on rank 0 and every
-// rank uses rank 0's answer, so a job never mixes backends (they round
-// differently, and the strategies' bit-identity needs one rounding).
+// Picks the matrix-product backend (fsdp/nn/matmul.h) for a job, one for every
+// rank: the backends round differently, and the strategies' bit-identity needs
+// one rounding.
+//
+//   "default"   the machine's rule (DefaultMatmulBackend: oneDNN from AVX2 up),
+//               evaluated on rank 0 and taken by every rank: the same command
+//               gives the same bits every time;
+//   "onednn", "openblas"  as named;
+//   "auto"      timed on rank 0 (MeasureMatmulBackends), taken by every rank;
+//               the choice, and so the bits, can change between runs.
 #ifndef FSDP_TRAIN_COMPUTE_BACKEND_H_
 #define FSDP_TRAIN_COMPUTE_BACKEND_H_
 
@@ -19,13 +25,19 @@ namespace fsdp {
 
 struct ComputeBackendChoice {
   MatmulBackend backend = MatmulBackend::kOneDnn;
-  // What was decided and why, e.g. "onednn (auto: onednn 186 GFLOP/s,
-  // openblas 21 GFLOP/s on rank 0); kernels: onednn 2.6.3: f32 brg:avx512_core, ...".
-  std::string description;
+  // How it was chosen, e.g. "default: oneDNN's instruction set here is
+  // avx512_core_bf16 (AVX2 or newer)".
+  std::string why;
+  // The kernels it runs here (MatmulKernelDescription), e.g. "onednn 2.6.3:
+  // f32 brg:avx512_core, bf16 brg:avx512_core_bf16".
+  std::string kernels;
+
+  // "onednn (default: ...); kernels: onednn 2.6.3: ...", for the start-up line.
+  std::string Description() const;
 };
 
-// InvalidArgument for a name other than auto/onednn/openblas. Every rank
-// must call it (it exchanges rank 0's choice). Sets the process's backend.
+// Every rank must call it (it exchanges rank 0's choice). Sets the process's
+// backend.
 absl::StatusOr<ComputeBackendChoice> SelectMatmulBackend(absl::string_view name,
                                                          comm::Communicator& world,
                                                          absl::Duration timeout);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
 
 namespace fsdp {
 
@@ -28,9 +29,11 @@ std::string FinalMetricsJson(const FinalMetrics& m) {
   return absl::StrFormat(
       "{\"final\":true,\"steps\":%d,\"loss\":%.9g,\"param_sha256\":\"%s\",\"world_size\":%d,"
       "\"strategy\":\"%s\",\"tokens_per_s\":%.6g,\"comm_wait_share\":%.6g,"
-      "\"matmul_share\":%.6g,\"matmul_gflops\":%.6g,\"peak_bytes\":%d}",
+      "\"matmul_share\":%.6g,\"matmul_gflops\":%.6g,\"peak_bytes\":%d,"
+      "\"matmul_backend\":%s,\"matmul_kernels\":%s}",
       m.steps, m.loss, m.param_sha256, m.world_size, m.strategy, m.tokens_per_s,
-      m.comm_wait_share, m.matmul_share, m.matmul_gflops, m.peak_bytes);
+      m.comm_wait_share, m.matmul_share, m.matmul_gflops, m.peak_bytes,
+      nlohmann::json(m.matmul_backend).dump(), nlohmann::json(m.matmul_kernels).dump());
 }
 
 absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::Open(const std::string& path) {

@@ -9,7 +9,8 @@
 //
 //   {"final":true,"steps":20,"loss":2.01,"param_sha256":"ab12...",
 //    "world_size":2,"strategy":"no_shard","tokens_per_s":...,"comm_wait_share":0.08,
-//    "matmul_share":0.6,"matmul_gflops":180.5,"peak_bytes":...}
+//    "matmul_share":0.6,"matmul_gflops":180.5,"peak_bytes":...,
+//    "matmul_backend":"onednn","matmul_kernels":"onednn 2.6.3: f32 brg:avx512_core, ..."}
 //
 // Floats are written with 9 significant digits, enough to round-trip a float
 // exactly, so runs can be compared to the last bit.
@@ -57,6 +58,8 @@ struct FinalMetrics {
   double matmul_share = 0;     // rank 0's matrix-product time / step time, same steps
   double matmul_gflops = 0;    // rank 0's matrix-product rate, same steps
   int64_t peak_bytes = 0;
+  std::string matmul_backend;  // "onednn" or "openblas": the bits depend on it
+  std::string matmul_kernels;  // its kernels here, e.g. "onednn 2.6.3: f32 brg:avx512_core, ..."
 };
 
 std::string StepMetricsJson(const StepMetrics& metrics);

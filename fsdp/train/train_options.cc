@@ -94,10 +94,7 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
         "--attention=", o.attention,
         " is not one of standard (saves B H T T probabilities), flash (memory-efficient)"));
   }
-  if (o.matmul_backend != "auto" && !ParseMatmulBackend(o.matmul_backend).ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--matmul_backend=", o.matmul_backend, " is not one of auto, onednn, openblas"));
-  }
+  FSDP_RETURN_IF_ERROR(ValidateMatmulBackendName(o.matmul_backend));
   if (o.d_model % o.heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--heads=", o.heads, " does not divide --d_model=", o.d_model,

@@ -75,9 +75,10 @@ struct TrainOptions {
   // Compute threads per rank (matrix products and their libraries); 0 =
   // hardware threads / ranks on this machine.
   int threads = 0;
-  // Matrix products (fsdp/nn/matmul.h): "auto" (measured on rank 0),
-  // "onednn" or "openblas".
-  std::string matmul_backend = "auto";
+  // Matrix products (fsdp/train/compute_backend.h): "default" (the machine's
+  // rule, never a timing), "onednn", "openblas", or "auto" (timed on rank 0;
+  // the bits can change between runs).
+  std::string matmul_backend = "default";
   // Data: an llm.c .bin token file, or "" for the synthetic Markov stream.
   std::string data;
   // Output: one JSON line per step, see fsdp/train/metrics_writer.h; "" = none.

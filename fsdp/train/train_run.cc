@@ -86,6 +86,14 @@ absl::StatusOr<int> StartFromCheckpoint(const TrainOptions& options, comm::Commu
         FSDP_ASSIGN_OR_RETURN(proto::CheckpointManifest manifest,
                               checkpoint::ReadManifest(choice.path));
         FSDP_RETURN_IF_ERROR(checkpoint::CheckResumeFitsRun(manifest, options, &notes));
+        // Another backend rounds differently: the run goes on, but not with
+        // the bits of one that never stopped.
+        if (!manifest.matmul().empty() && manifest.matmul() != summary.MatmulRecord()) {
+          notes.push_back(absl::StrCat("the checkpoint was computed with matmul ",
+                                       manifest.matmul(), "; this run computes with ",
+                                       summary.MatmulRecord(),
+                                       ", which rounds differently from here on"));
+        }
       }
       for (const std::string& note : notes) {
         if (log != nullptr) std::fprintf(log, "train_gpt: note: %s\n", note.c_str());
@@ -126,8 +134,10 @@ absl::Status SaveRunCheckpoint(const TrainOptions& options, comm::Communicator& 
   save.keep = options.keep_checkpoints;
   save.timeout = options.comm_timeout;
   save.keep_alive = [&world] { world.KeepAlive(); };
-  absl::StatusOr<checkpoint::SaveStats> saved = checkpoint::SaveCheckpoint(
-      world, trainer, checkpoint::RunManifest(options, trainer.steps_taken()), save);
+  proto::CheckpointManifest manifest = checkpoint::RunManifest(options, trainer.steps_taken());
+  manifest.set_matmul(summary.MatmulRecord());
+  absl::StatusOr<checkpoint::SaveStats> saved =
+      checkpoint::SaveCheckpoint(world, trainer, manifest, save);
   if (!saved.ok()) {
     const bool job_broken = absl::IsUnavailable(saved.status()) ||
                             absl::IsDeadlineExceeded(saved.status());
@@ -215,8 +225,11 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
       SetComputeThreads(options.threads > 0 ? options.threads : DefaultComputeThreads()));
   FSDP_ASSIGN_OR_RETURN(ComputeBackendChoice backend,
                         SelectMatmulBackend(options.matmul_backend, world, options.comm_timeout));
+  RunSummary summary;
+  summary.matmul_backend = MatmulBackendName(backend.backend);
+  summary.matmul_kernels = backend.kernels;
   if (log != nullptr) {
-    std::fprintf(log, "train_gpt: matmul backend %s\n", backend.description.c_str());
+    std::fprintf(log, "train_gpt: matmul backend %s\n", backend.Description().c_str());
     std::fflush(log);  // before the model is built: a crash there should not swallow it
   }
 
@@ -251,7 +264,6 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
   if (reporter && !options.metrics_out.empty()) {
     FSDP_ASSIGN_OR_RETURN(metrics, MetricsWriter::Open(options.metrics_out));
   }
-  RunSummary summary;
   summary.num_params = 0;
   for (const UnitSpec& unit : model->units()) summary.num_params += unit.numel();
   if (log != nullptr) {
@@ -437,15 +449,18 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
     f.matmul_share = summary.matmul_share;
     f.matmul_gflops = summary.matmul_gflops;
     f.peak_bytes = summary.peak_bytes;
+    f.matmul_backend = summary.matmul_backend;
+    f.matmul_kernels = summary.matmul_kernels;
     FSDP_RETURN_IF_ERROR(metrics->WriteLine(FinalMetricsJson(f)));
   }
   if (log != nullptr) {
     std::fprintf(log,
                  "train_gpt: done, %d steps, loss %.4f -> %.4f, %.0f tok/s, comm wait %.1f%% "
-                 "of step time, matmul %.1f%% at %.0f GFLOP/s, peak %s/rank, params sha256 %s\n",
+                 "of step time, matmul %s %.1f%% at %.0f GFLOP/s, peak %s/rank, params sha256 %s\n",
                  summary.steps, summary.first_loss, summary.final_loss, summary.tokens_per_s,
-                 100.0 * summary.comm_wait_share, 100.0 * summary.matmul_share,
-                 summary.matmul_gflops, FormatBytes(summary.peak_bytes).c_str(),
+                 100.0 * summary.comm_wait_share, summary.matmul_backend.c_str(),
+                 100.0 * summary.matmul_share, summary.matmul_gflops,
+                 FormatBytes(summary.peak_bytes).c_str(),
                  summary.param_sha256.c_str());
     std::fflush(log);
   }

@@ -37,6 +37,10 @@ struct RunSummary {
   double comm_wait_share = 0.0;  // time blocked in collectives / step time, same steps
   double matmul_share = 0.0;     // time in matrix products / step time, same steps
   double matmul_gflops = 0.0;    // their achieved rate
+  // The product backend every rank computed with ("onednn", "openblas") and
+  // its kernels here (fsdp/train/compute_backend.h): the bits depend on both.
+  std::string matmul_backend;
+  std::string matmul_kernels;
   int64_t peak_bytes = 0;     // this rank's tracked peak
   int64_t num_params = 0;
   // This rank's tracker after the last step (current and peak per category),
@@ -61,6 +65,12 @@ struct RunSummary {
   double first_val_loss = 0.0;
   double final_val_loss = 0.0;
   std::string last_sample;
+
+  // "onednn (onednn 2.6.3: f32 brg:avx512_core, ...)": what a checkpoint
+  // records of the backend.
+  std::string MatmulRecord() const {
+    return matmul_backend + " (" + matmul_kernels + ")";
+  }
 };
 
 // The step options a TrainOptions asks for (strategy, accumulation, clip,

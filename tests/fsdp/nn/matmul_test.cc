@@ -217,6 +217,30 @@ TEST(MatmulBackendNames, ParseRoundTripsAndRejectsUnknown) {
   EXPECT_NE(std::string(bad.status().message()).find("onednn"), std::string::npos);
 }
 
+TEST(MatmulBackendNames, TheFlagTakesFourChoicesAndExplainsThem) {
+  for (const char* name : {"default", "auto", "onednn", "openblas"}) {
+    EXPECT_TRUE(ValidateMatmulBackendName(name).ok()) << name;
+  }
+  const absl::Status bad = ValidateMatmulBackendName("fastest");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  for (const char* named : {"fastest", "default", "auto", "onednn", "openblas", "bits"}) {
+    EXPECT_NE(std::string(bad.message()).find(named), std::string::npos) << bad.message();
+  }
+}
+
+// The default is a rule of the instruction set: the same answer every call,
+// and the reason names the instruction set that decided.
+TEST(DefaultMatmulBackend, IsTheSameEveryCallAndSaysWhy) {
+  const DefaultBackendChoice first = DefaultMatmulBackend();
+  for (int i = 0; i < 3; ++i) {
+    const DefaultBackendChoice again = DefaultMatmulBackend();
+    EXPECT_EQ(again.backend, first.backend);
+    EXPECT_EQ(again.reason, first.reason);
+  }
+  EXPECT_NE(first.reason.find("instruction set here is "), std::string::npos) << first.reason;
+}
+
 TEST(MatmulKernels, DescriptionsNameTheKernels) {
   EXPECT_NE(MatmulKernelDescription(MatmulBackend::kOneDnn).find("f32 "), std::string::npos);
   EXPECT_NE(MatmulKernelDescription(MatmulBackend::kOpenBlas).find("core"), std::string::npos);

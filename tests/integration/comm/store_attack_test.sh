@@ -30,8 +30,7 @@ for _ in range(200):
 # here (2,048 per step), so 600 steps last at least ~15 s. (120 steps lasted
 # only 3 s once the kernels got faster, and the silent clients outlived the
 # job, uncounted.)
-flags=(--strategy=full_shard --steps=600 --warmup_steps=1 --threads=1 --hang_timeout_s=10
-  --matmul_backend=onednn)  # pinned: two "auto" jobs under load may pick differently
+flags=(--strategy=full_shard --steps=600 --warmup_steps=1 --threads=1 --hang_timeout_s=10)
 
 # run_job NAME PORT: 4 ranks as real processes, torchrun-style environment.
 run_job() {

@@ -32,10 +32,9 @@ if [ "$passes" -ne 12 ] || grep -q ' FAIL ' "$tmp/coll.txt"; then
   cat "$tmp/coll.txt"; exit 1
 fi
 
-# The backend pinned: --matmul_backend=auto measures at start-up, and on a
-# loaded machine two jobs can pick differently (and round differently).
-flags=(--strategy=full_shard --steps=6 --warmup_steps=1 --threads=1 --hang_timeout_s=10
-  --matmul_backend=onednn)
+# No --matmul_backend: the default backend is a rule of the machine, so the
+# jobs under each launcher compute with the same one and end with one digest.
+flags=(--strategy=full_shard --steps=6 --warmup_steps=1 --threads=1 --hang_timeout_s=10)
 echo "--- mpirun -np 4 train_gpt ${flags[*]}"
 if ! "${clean[@]}" timeout 300 "${mpi[@]}" "$train_gpt" "${flags[@]}" >"$tmp/mpi.txt" 2>&1; then
   echo "mpirun_test: train_gpt failed under mpirun:" >&2; cat "$tmp/mpi.txt"; exit 1
@@ -45,6 +44,8 @@ under_mpirun=$(grep -o 'params sha256 [0-9a-f]*' "$tmp/mpi.txt" | head -n 1)
 grep -m1 'through PMIx' "$tmp/mpi.txt" ||
   { echo "mpirun_test: train_gpt did not bootstrap through PMIx:" >&2; cat "$tmp/mpi.txt"; exit 1; }
 grep -q 'nproc=4 ' "$tmp/mpi.txt" || { echo "mpirun_test: world size is not 4:" >&2; cat "$tmp/mpi.txt"; exit 1; }
+grep -q 'matmul backend [a-z]* (default: ' "$tmp/mpi.txt" ||
+  { echo "mpirun_test: the job did not take the default backend:" >&2; cat "$tmp/mpi.txt"; exit 1; }
 launcher=$("${clean[@]}" timeout 300 "$train_gpt" --nproc=4 "${flags[@]}" 2>&1 | grep -o 'params sha256 [0-9a-f]*' | head -n 1)
 echo "mpirun -np 4:       ${under_mpirun}"
 echo "train_gpt --nproc=4: ${launcher}"

@@ -21,10 +21,9 @@ trap 'slurm_cluster_stop; rm -rf "$cluster"' EXIT
 slurm_cluster_start "$cluster" || { echo "slurm_test: the cluster did not come up" >&2; exit 1; }
 unset MASTER_ADDR MASTER_PORT RANK WORLD_SIZE FSDP_JOB_TOKEN
 
-# The backend pinned: --matmul_backend=auto measures at start-up, and on a
-# loaded machine two jobs can pick differently (and round differently).
-flags=(--strategy=full_shard --steps=6 --warmup_steps=1 --threads=1 --hang_timeout_s=10
-  --matmul_backend=onednn)
+# No --matmul_backend: the default backend is a rule of the machine, so the
+# jobs under each launcher compute with the same one and end with one digest.
+flags=(--strategy=full_shard --steps=6 --warmup_steps=1 --threads=1 --hang_timeout_s=10)
 launcher=$(timeout 300 "$train_gpt" --nproc=4 "${flags[@]}" 2>&1 | grep -o 'params sha256 [0-9a-f]*' | head -n 1)
 echo "train_gpt --nproc=4: ${launcher}"
 [ -n "$launcher" ] || { echo "slurm_test: the built-in launcher's run printed no digest" >&2; exit 1; }
@@ -37,6 +36,8 @@ under_srun=$(grep -o 'params sha256 [0-9a-f]*' "$tmp/srun.txt" | head -n 1)
 echo "srun -n 4:           ${under_srun}"
 grep -q 'nproc=4 ' "$tmp/srun.txt" || { echo "slurm_test: world size is not 4:" >&2; cat "$tmp/srun.txt"; exit 1; }
 [ "$under_srun" = "$launcher" ] || { echo "slurm_test: srun's digest differs" >&2; cat "$tmp/srun.txt"; exit 1; }
+grep -q 'matmul backend [a-z]* (default: ' "$tmp/srun.txt" ||
+  { echo "slurm_test: srun's job did not take the default backend:" >&2; cat "$tmp/srun.txt"; exit 1; }
 if grep -q 'through PMIx' "$tmp/srun.txt"; then
   echo "slurm_test: plain srun (no --mpi=pmix) used PMIx:" >&2; cat "$tmp/srun.txt"; exit 1
 fi

@@ -109,8 +109,7 @@ echo "srun -N 2 -n 2 hostname: $hosts"
 [ "$hosts" = "$node_a $node_b " ] ||
   { echo "slurm_two_nodes_test: the tasks did not run one per node" >&2; exit 1; }
 
-flags=(--strategy=full_shard --steps=5 --warmup_steps=1 --threads=1 --matmul_backend=onednn
-       --hang_timeout_s=10)
+flags=(--strategy=full_shard --steps=5 --warmup_steps=1 --threads=1 --hang_timeout_s=10)
 # UCX over TCP between the nodes, as between machines (the namespaces still
 # share memory, so UCX would otherwise pick shared memory).
 if ! UCX_TLS=tcp,self node_exec "$ns_a" "$node_a" timeout 180 \

@@ -19,7 +19,7 @@ id=$$
 
 # --threads=1 on both runs: OpenBLAS's summation order depends on its thread
 # count, and bit-for-bit equality needs the same arithmetic.
-flags=(--nproc=2 --strategy=full_shard --steps=5 --warmup_steps=1 --threads=1 --matmul_backend=onednn)
+flags=(--nproc=2 --strategy=full_shard --steps=5 --warmup_steps=1 --threads=1)
 port=$((29000 + id % 1000))
 rank_env=(WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR="$addr_a"
           MASTER_PORT="$port" FSDP_JOB_TOKEN="multi-host-${id}" UCX_TLS=tcp,self)

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 
 namespace fsdp_test {
 namespace {
@@ -43,17 +44,37 @@ std::string TrainGptPath() {
                       "/examples/train_gpt");
 }
 
-std::vector<std::string> WithPinnedMatmulBackend(const std::vector<std::string>& flags) {
-  for (const std::string& flag : flags) {
-    if (flag.rfind("--matmul_backend", 0) == 0) return flags;
-  }
-  std::vector<std::string> pinned = flags;
-  pinned.push_back("--matmul_backend=onednn");
-  return pinned;
+std::string ExamplePath(const std::string& name) {
+  const std::string train_gpt = TrainGptPath();
+  return train_gpt.substr(0, train_gpt.rfind('/') + 1) + name;
 }
 
-TrainGptRun RunTrainGpt(const std::string& run_name, const std::vector<std::string>& given) {
-  const std::vector<std::string> flags = WithPinnedMatmulBackend(given);
+int RunCommand(const std::string& command, std::string* output) {
+  std::FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buffer[4096];
+  size_t n;
+  output->clear();
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output->append(buffer, n);
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+const std::string& TokenizedFortunes(int vocab) {
+  static const std::string* prefix = [vocab] {
+    auto* p = new std::string(absl::StrCat(TmpDir(), "/fortunes"));
+    std::string output;
+    const int code = RunCommand(
+        absl::StrCat(ExamplePath("tokenize"), " --input=/usr/share/games/fortunes/fortunes",
+                     " --vocab=", vocab, " --out=", *p),
+        &output);
+    EXPECT_EQ(code, 0) << output << " (tools/setup.sh installs fortunes)";
+    return p;
+  }();
+  return *prefix;
+}
+
+TrainGptRun RunTrainGpt(const std::string& run_name, const std::vector<std::string>& flags) {
   const std::string metrics = absl::StrCat(TmpDir(), "/", run_name, ".jsonl");
   std::remove(metrics.c_str());
   std::string command = TrainGptPath();
@@ -73,16 +94,19 @@ TrainGptRun RunTrainGpt(const std::string& run_name, const std::vector<std::stri
     if (line.find("\"final\":true") != std::string::npos) {
       run.has_final_line = true;
       run.param_sha256 = StringField(line, "param_sha256");
-    } else {
+      run.matmul_backend = StringField(line, "matmul_backend");
+    } else if (line.find("\"loss\":") != std::string::npos) {
       run.losses.push_back(NumberField(line, "loss"));
       run.lrs.push_back(NumberField(line, "lr"));
+    }
+    if (line.find("\"val_loss\":") != std::string::npos) {
+      run.val_losses.push_back(NumberField(line, "val_loss"));
     }
   }
   return run;
 }
 
-pid_t StartTrainGpt(const std::vector<std::string>& given, const std::string& log) {
-  const std::vector<std::string> flags = WithPinnedMatmulBackend(given);
+pid_t StartTrainGpt(const std::vector<std::string>& flags, const std::string& log) {
   std::vector<std::string> args = {TrainGptPath()};
   args.insert(args.end(), flags.begin(), flags.end());
   const pid_t pid = fork();

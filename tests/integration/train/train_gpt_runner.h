@@ -17,23 +17,34 @@ struct TrainGptRun {
   std::string output;  // stdout and stderr, interleaved
   std::vector<double> losses;  // per step, from the metrics file
   std::vector<double> lrs;
+  std::vector<double> val_losses;  // every val_loss in the metrics file, in order
   std::string param_sha256;    // from the final line
+  std::string matmul_backend;  // from the final line: "onednn" or "openblas"
   bool has_final_line = false;
 };
 
 // The path of //examples:train_gpt inside the test's runfiles.
 std::string TrainGptPath();
 
-// Tests compare digests across jobs, so the runner pins the matmul backend:
-// `flags` plus --matmul_backend=onednn unless they name one. (--matmul_backend
-// =auto measures at start-up; on a loaded machine two jobs could pick
-// differently, and the backends round differently.)
-std::vector<std::string> WithPinnedMatmulBackend(const std::vector<std::string>& flags);
-
-// Runs train_gpt with WithPinnedMatmulBackend(`flags`) (each "--name=value")
-// plus --metrics_out in $TEST_TMPDIR under `run_name`, and parses the metrics
-// file.
+// Runs train_gpt with `flags` (each "--name=value") plus --metrics_out in
+// $TEST_TMPDIR under `run_name`, and parses the metrics file. The product
+// backend is train_gpt's default unless `flags` name one: the default is a
+// rule of the machine, so jobs compare bit for bit.
 TrainGptRun RunTrainGpt(const std::string& run_name, const std::vector<std::string>& flags);
+
+// The path of another example binary beside train_gpt (a data dependency of
+// the test too), e.g. ExamplePath("tokenize").
+std::string ExamplePath(const std::string& name);
+
+// Runs a shell command, returning its exit code; stdout and stderr into
+// `output`.
+int RunCommand(const std::string& command, std::string* output);
+
+// Tokenizes Debian's fortunes file once per test process with
+// //examples:tokenize at `vocab` tokens; returns the prefix of its
+// <prefix>_train.bin and <prefix>_val.bin. A failure is a test failure
+// (tools/setup.sh installs fortunes).
+const std::string& TokenizedFortunes(int vocab);
 
 // Starts train_gpt with `flags` in the background, stdout and stderr to the
 // file `log`; returns its pid (the launcher's, for --nproc > 1).

@@ -26,36 +26,8 @@ namespace {
 
 std::string Tmp() { return std::getenv("TEST_TMPDIR"); }
 
-std::string ExampleDir() {
-  const std::string train_gpt = TrainGptPath();
-  return train_gpt.substr(0, train_gpt.rfind('/'));
-}
-
-// Runs a command, returning its exit code; output into `output`.
-int RunCommand(const std::string& command, std::string* output) {
-  std::FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buffer[4096];
-  size_t n;
-  output->clear();
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output->append(buffer, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // The fortunes file tokenized once for the whole test (vocabulary 300).
-const std::string& Prefix() {
-  static const std::string* prefix = [] {
-    auto* p = new std::string(Tmp() + "/fortunes");
-    std::string output;
-    const int code = RunCommand(absl::StrCat(ExampleDir(), "/tokenize --input=/usr/share/games/fortunes/"
-                                      "fortunes --vocab=300 --out=", *p),
-                         &output);
-    EXPECT_EQ(code, 0) << output << " (tools/setup.sh installs fortunes)";
-    return p;
-  }();
-  return *prefix;
-}
+const std::string& Prefix() { return TokenizedFortunes(300); }
 
 std::vector<std::string> Flags(int nproc, int micro_batch, const std::string& strategy) {
   return {absl::StrCat("--nproc=", nproc), absl::StrCat("--micro_batch=", micro_batch),
@@ -176,21 +148,22 @@ TEST(TrainGptTextTest, GenerateFromTheExportOrCheckpointPrintsTheRunsSample) {
   const TrainGptRun run = RunTrainGpt("generate_source", flags);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   std::string output;
-  ASSERT_EQ(RunCommand(absl::StrCat(ExampleDir(), "/generate --safetensors=", exported,
+  ASSERT_EQ(RunCommand(absl::StrCat(ExamplePath("generate"), " --safetensors=", exported,
                              " --tokenizer=", Prefix(), ".tokenizer --tokens=30 --seed=5"),
                 &output),
             0)
       << output;
   EXPECT_EQ(output, SampleText(run.output));
   // From the sharded checkpoint of the same step: the same weights, the same text.
-  ASSERT_EQ(RunCommand(absl::StrCat(ExampleDir(), "/generate --checkpoint=", checkpoints,
+  ASSERT_EQ(RunCommand(absl::StrCat(ExamplePath("generate"), " --checkpoint=", checkpoints,
                                     "/step-00000006 --tokenizer=", Prefix(),
                                     ".tokenizer --tokens=30 --seed=5"),
                        &output),
             0)
       << output;
   EXPECT_EQ(output, SampleText(run.output));
-  EXPECT_NE(RunCommand(absl::StrCat(ExampleDir(), "/generate --safetensors=/nonexistent.safetensors"),
+  EXPECT_NE(RunCommand(
+                absl::StrCat(ExamplePath("generate"), " --safetensors=/nonexistent.safetensors"),
                 &output),
             0);
   EXPECT_NE(output.find("/nonexistent.safetensors"), std::string::npos) << output;
