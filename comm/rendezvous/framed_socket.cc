@@ -198,16 +198,19 @@ bool FramedSocket::TakeFrame(std::string* frame) {
   return true;
 }
 
-absl::StatusOr<bool> FramedSocket::ReadAvailable(std::vector<std::string>* frames) {
+absl::StatusOr<bool> FramedSocket::ReadAvailable(std::vector<std::string>* frames,
+                                                 size_t max_bytes) {
   for (std::string& frame : ready_) frames->push_back(std::move(frame));
   ready_.clear();
   if (fd_ < 0) return false;
   bool open = true;
   char chunk[65536];
   std::string frame;
-  while (true) {
+  size_t read_bytes = 0;
+  while (read_bytes < max_bytes) {
     ssize_t n = recv(fd_, chunk, sizeof(chunk), 0);
     if (n > 0) {
+      read_bytes += static_cast<size_t>(n);
       buffer_.append(chunk, static_cast<size_t>(n));
       // Each frame's announced length is checked before it is taken, chunk
       // by chunk: the buffer never holds more than one chunk beyond a frame

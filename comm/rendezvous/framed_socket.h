@@ -8,6 +8,7 @@
 #define COMM_RENDEZVOUS_FRAMED_SOCKET_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -59,8 +60,11 @@ class FramedSocket {
   // frame to `frames`. Returns true while the connection is open, false once
   // the peer closed it (or it broke); frames read before that are returned.
   // A frame over the limit (set_max_frame_bytes) is kDataLoss, reported
-  // before more than one read chunk beyond its header is buffered.
-  absl::StatusOr<bool> ReadAvailable(std::vector<std::string>* frames);
+  // before more than one read chunk beyond its header is buffered. At most
+  // about `max_bytes` (one read chunk more) are read per call; what is left
+  // stays in the kernel for the next call.
+  absl::StatusOr<bool> ReadAvailable(std::vector<std::string>* frames,
+                                     size_t max_bytes = SIZE_MAX);
 
   // Waits until one frame arrives. kDeadlineExceeded at `deadline`,
   // kUnavailable if the peer closed the connection first.

@@ -67,14 +67,28 @@ absl::StatusOr<StoreListenAddress> ChooseStoreListenAddress(
   }
   if (!job_spans_hosts) return StoreListenAddress{local_matches[0], local_matches[0], ""};
   // [Note: MASTER_ADDR resolving to loopback] in store_address.h.
-  return StoreListenAddress{
-      kEveryInterface, "127.0.0.1",
-      absl::StrCat("MASTER_ADDR=", master_addr, " resolves to ", ListOrNone(local_matches),
-                   " (loopback) on rank 0's host, which ranks on other hosts cannot reach "
-                   "(Debian maps a host's own name to 127.0.1.1 in /etc/hosts); the "
-                   "rendezvous store listens on every interface instead. To listen on one, "
-                   "set MASTER_ADDR to this host's address on the cluster network, or "
-                   "FSDP_STORE_BIND=<that address>")};
+  std::vector<std::string> others;
+  for (const std::string& ip : local_ips) {
+    if (!IsLoopback(ip)) others.push_back(ip);
+  }
+  const std::string why = absl::StrCat(
+      "MASTER_ADDR=", master_addr, " resolves to ", ListOrNone(local_matches),
+      " (loopback) on rank 0's host, which ranks on other hosts cannot reach (Debian maps a "
+      "host's own name to 127.0.1.1 in /etc/hosts)");
+  if (others.size() == 1) {
+    return StoreListenAddress{
+        others[0], others[0],
+        absl::StrCat(why, "; the rendezvous store listens on this host's one other address, ",
+                     others[0], ", instead. To choose, set MASTER_ADDR to this host's address "
+                     "on the cluster network, or FSDP_STORE_BIND=<that address>")};
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      why, "; this host has ",
+      others.empty() ? std::string("no other IPv4 address")
+                     : absl::StrCat("several other addresses (", ListOrNone(others),
+                                    ") and the store does not guess which the others reach"),
+      ". Set MASTER_ADDR to rank 0's address on the cluster network, or FSDP_STORE_BIND to "
+      "it (FSDP_STORE_BIND=all listens on every interface)"));
 }
 
 namespace {

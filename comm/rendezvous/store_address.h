@@ -17,9 +17,12 @@
 // ranks on other hosts resolve it, through DNS or their own /etc/hosts, to
 // its real address. Listening on 127.0.1.1 would then lock them out. So when
 // MASTER_ADDR resolves only to loopback addresses and the job spans hosts
-// (world size > local world size), the store listens on every interface and
-// rank 0 says so and why on stderr, with how to narrow it; on one host
-// (every launcher's single-host case) it listens on that loopback address.
+// (world size > local world size), the store listens on this host's one
+// non-loopback address, and rank 0 says so and why on stderr; with none, or
+// several (the store does not guess which network the others use), rank 0
+// refuses to form the job and says what to set. It listens on every
+// interface only when asked (FSDP_STORE_BIND=all). On one host (every
+// launcher's single-host case) it listens on that loopback address.
 //
 // Example:
 //   FSDP_ASSIGN_OR_RETURN(StoreListenAddress where, StoreListenAddressOnThisHost(env));

@@ -37,7 +37,8 @@ absl::Duration Since(SteadyClock::time_point then, SteadyClock::time_point now) 
 
 struct StoreServer::Connection {
   std::unique_ptr<FramedSocket> socket;
-  std::string peer;  // "10.0.0.2:41234", for the refusal log
+  std::string peer;     // "10.0.0.2:41234", for the refusal log
+  std::string peer_ip;  // "10.0.0.2", for the per-address cap
   SteadyClock::time_point accepted_at = SteadyClock::now();
   int rank = -1;  // -1 until a JoinRequest was accepted
   std::string host;
@@ -54,11 +55,15 @@ class StoreServer::Loop {
  public:
   Loop(StoreServer* server, const StoreServerOptions& options, int listen_fd)
       : server_(server), options_(options), listen_fd_(listen_fd),
-        start_(absl::Now()), blobs_(options.world_size), hosts_(options.world_size) {}
-
-  ~Loop() {
-    if (listen_fd_ >= 0) close(listen_fd_);
+        start_(absl::Now()), blobs_(options.world_size), hosts_(options.world_size) {
+    max_pending_ = options.max_pending_connections > 0 ? options.max_pending_connections
+                                                       : 2 * options.world_size + 64;
+    max_pending_per_address_ = options.max_pending_per_address > 0
+                                   ? options.max_pending_per_address
+                                   : options.world_size + 32;
   }
+
+  ~Loop() { StopListening(); }
 
   void Run(int wake_fd);
   int port() const { return options_.port; }
@@ -67,6 +72,10 @@ class StoreServer::Loop {
   enum class State { kJoining, kRunning, kAborted };
 
   void Accept();
+  // Closes the listener: nobody new can reach the store.
+  void StopListening();
+  // Whether a connection from `ip` may wait for its join now.
+  bool HasRoomFor(const std::string& ip) const;
   // Handles what arrived on connection `index`; returns false to drop it.
   bool Serve(Connection& connection);
   bool HandleJoin(Connection& connection, const fsdp::proto::JoinRequest& join);
@@ -76,7 +85,9 @@ class StoreServer::Loop {
   void ConnectionLost(Connection& connection);
   void UpdateOthersConnected();
   // Counts and logs one refused connection; the caller drops it.
-  enum class Refusal { kSilent, kOversized, kMalformed, kOutOfOrder, kWrongToken };
+  enum class Refusal {
+    kSilent, kOversized, kMalformed, kOutOfOrder, kWrongToken, kOverCapacity
+  };
   void Refuse(const Connection& connection, Refusal why, const std::string& detail);
   // Drops connections that never joined within first_message_timeout; returns
   // the time until the next such deadline (for poll), or -1 ms if none.
@@ -98,6 +109,10 @@ class StoreServer::Loop {
   std::vector<std::string> hosts_;  // host name of each rank, for the roster
   SteadyClock::time_point next_tick_ = SteadyClock::now();
   SteadyClock::time_point last_tick_ = SteadyClock::now();
+  // Out of descriptors or kernel memory: no accept before then.
+  SteadyClock::time_point accept_paused_until_ = SteadyClock::now();
+  int max_pending_ = 0;
+  int max_pending_per_address_ = 0;
 };
 
 void StoreServer::Loop::Run(int wake_fd) {
@@ -107,7 +122,9 @@ void StoreServer::Loop::Run(int wake_fd) {
     const int64_t silent_ms = DropSilent(SteadyClock::now());
     std::vector<pollfd> fds;
     fds.push_back({wake_fd, POLLIN, 0});
-    fds.push_back({listen_fd_, POLLIN, 0});
+    // A negative fd is ignored by poll: not listening, or pausing.
+    const bool accepting = listen_fd_ >= 0 && SteadyClock::now() >= accept_paused_until_;
+    fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});
     for (const auto& connection : connections_) {
       fds.push_back({connection->socket->fd(), POLLIN, 0});
     }
@@ -123,6 +140,13 @@ void StoreServer::Loop::Run(int wake_fd) {
     }
     if (silent_ms >= 0 && (timeout_ms < 0 || silent_ms < timeout_ms)) {
       timeout_ms = static_cast<int>(silent_ms);
+    }
+    if (listen_fd_ >= 0 && !accepting) {
+      const int64_t pause_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   accept_paused_until_ - SteadyClock::now())
+                                   .count() +
+                               1;
+      if (timeout_ms < 0 || pause_ms < timeout_ms) timeout_ms = static_cast<int>(pause_ms);
     }
     int ready = poll(fds.data(), fds.size(), timeout_ms);
     if (ready < 0 && errno != EINTR) return;
@@ -227,20 +251,64 @@ std::string StoreServer::Loop::MissingRanks() const {
 }
 
 void StoreServer::Loop::Accept() {
-  while (true) {
+  // A bounded number per turn, so that a flood of connections cannot keep
+  // the loop from the ranks' messages.
+  for (int accepted = 0; accepted < 64; ++accepted) {
     sockaddr_in address{};
     socklen_t address_size = sizeof(address);
     int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&address), &address_size,
                      SOCK_CLOEXEC);
-    if (fd < 0) return;
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // The pending connection stays in the kernel's queue; polling the
+        // listener now would return at once, again and again.
+        accept_paused_until_ =
+            SteadyClock::now() + absl::ToChronoNanoseconds(options_.accept_backoff);
+        std::fprintf(stderr,
+                     "rendezvous store on rank 0 (port %d): cannot accept a connection (%s); "
+                     "accepting again in %s\n",
+                     options_.port, strerror(errno),
+                     absl::FormatDuration(options_.accept_backoff).c_str());
+        std::fflush(stderr);
+      }
+      return;
+    }
     auto connection = std::make_unique<Connection>();
     connection->socket = std::make_unique<FramedSocket>(fd);
     connection->socket->set_max_frame_bytes(options_.max_client_frame_bytes);
     char text[INET_ADDRSTRLEN] = "?";
     inet_ntop(AF_INET, &address.sin_addr, text, sizeof(text));
+    connection->peer_ip = text;
     connection->peer = absl::StrCat(text, ":", ntohs(address.sin_port));
+    if (!HasRoomFor(connection->peer_ip)) {
+      const std::string why =
+          absl::StrCat("over capacity: ", max_pending_, " connections in all, or ",
+                       max_pending_per_address_, " from one address, are already waiting to join");
+      Refuse(*connection, Refusal::kOverCapacity, why);
+      // A rank of the job learns why (a flood of strangers on this port?).
+      fsdp::proto::ServerMessage reply;
+      reply.mutable_refused()->set_reason(absl::StrCat("the rendezvous store on MASTER_PORT ",
+                                                       options_.port, " is ", why));
+      SendTo(*connection, reply);
+      continue;  // closed as it goes out of scope
+    }
     connections_.push_back(std::move(connection));
   }
+}
+
+bool StoreServer::Loop::HasRoomFor(const std::string& ip) const {
+  int pending = 0, from_ip = 0;
+  for (const auto& connection : connections_) {
+    if (connection->rank >= 0) continue;
+    ++pending;
+    if (connection->peer_ip == ip) ++from_ip;
+  }
+  return pending < max_pending_ && from_ip < max_pending_per_address_;
+}
+
+void StoreServer::Loop::StopListening() {
+  if (listen_fd_ >= 0) close(listen_fd_);
+  listen_fd_ = -1;
 }
 
 void StoreServer::Loop::Refuse(const Connection& connection, Refusal why,
@@ -255,6 +323,7 @@ void StoreServer::Loop::Refuse(const Connection& connection, Refusal why,
       case Refusal::kMalformed: ++r.malformed; break;
       case Refusal::kOutOfOrder: ++r.out_of_order; break;
       case Refusal::kWrongToken: ++r.wrong_token; break;
+      case Refusal::kOverCapacity: ++r.over_capacity; break;
     }
     counts = r;
   }
@@ -399,6 +468,8 @@ bool StoreServer::Loop::HandleJoin(Connection& connection,
     Broadcast(roster, /*except_rank=*/-1);
     blobs_.clear();
     blobs_.shrink_to_fit();
+    // Every later join would be refused: nobody new needs to reach the store.
+    StopListening();
   }
   return true;
 }
@@ -421,7 +492,8 @@ void StoreServer::Loop::ConnectionLost(Connection& connection) {
 
 bool StoreServer::Loop::Serve(Connection& connection) {
   std::vector<std::string> frames;
-  absl::StatusOr<bool> open = connection.socket->ReadAvailable(&frames);
+  absl::StatusOr<bool> open =
+      connection.socket->ReadAvailable(&frames, options_.read_budget_bytes);
   if (!frames.empty()) connection.last_message_at = SteadyClock::now();
   for (const std::string& frame : frames) {
     fsdp::proto::ClientMessage message;
@@ -467,7 +539,8 @@ bool StoreServer::Loop::Serve(Connection& connection) {
 std::string DescribeRefusals(const StoreRefusals& r) {
   return absl::StrCat(r.total(), " refused: ", r.silent, " silent, ", r.oversized,
                       " oversized, ", r.malformed, " malformed, ", r.out_of_order,
-                      " out of order, ", r.wrong_token, " wrong token");
+                      " out of order, ", r.wrong_token, " wrong token, ", r.over_capacity,
+                      " over capacity");
 }
 
 StoreRefusals StoreServer::refusals() {

@@ -28,6 +28,17 @@
 // read each; none of them delays the ranks' join or heartbeats past the
 // deadlines above.
 //
+// Bounded (issue 39). The listener closes once the roster is out: every
+// later join was refused anyway, so from then on nobody new can reach the
+// store (a connect is refused by the kernel) and the port is free again.
+// While it listens, connections that have not joined are capped in total
+// (max_pending_connections) and per peer address (max_pending_per_address):
+// one over a cap is accepted and closed at once, counted as "over capacity".
+// When the process is out of descriptors (EMFILE, ENFILE) or kernel memory,
+// accepting pauses for accept_backoff instead of spinning on the listener.
+// Each connection is read at most read_budget_bytes per turn of the loop, so
+// a client streaming valid frames cannot starve the others.
+//
 // Hang detection (kRunning, when options.hang_timeout is finite): the store
 // sends every rank a heartbeat each HeartbeatInterval(bound), keeps each
 // rank's latest heartbeat and the time of its last message, and applies
@@ -69,6 +80,13 @@ struct StoreServerOptions {
   // The largest frame a client may send: a JoinRequest carries one UCX worker
   // address (hundreds of bytes); heartbeats are tens of bytes.
   size_t max_client_frame_bytes = size_t{1} << 20;
+  // Connections that have not joined yet, in all and from one peer address
+  // (the ranks of one host share theirs); 0: 2 x world_size + 64 and
+  // world_size + 32.
+  int max_pending_connections = 0;
+  int max_pending_per_address = 0;
+  absl::Duration accept_backoff = absl::Milliseconds(100);
+  size_t read_budget_bytes = size_t{256} << 10;
 };
 
 // Connections the store refused, by reason (see the banner).
@@ -78,10 +96,14 @@ struct StoreRefusals {
   int64_t malformed = 0;
   int64_t out_of_order = 0;
   int64_t wrong_token = 0;
-  int64_t total() const { return silent + oversized + malformed + out_of_order + wrong_token; }
+  int64_t over_capacity = 0;
+  int64_t total() const {
+    return silent + oversized + malformed + out_of_order + wrong_token + over_capacity;
+  }
 };
 
-// "5 refused: 1 silent, 2 oversized, 1 malformed, 0 out of order, 1 wrong token".
+// "5 refused: 1 silent, 2 oversized, 1 malformed, 0 out of order, 1 wrong token,
+// 0 over capacity".
 std::string DescribeRefusals(const StoreRefusals& refusals);
 
 class StoreServer {

@@ -75,9 +75,17 @@ INSTANTIATE_TEST_SUITE_P(
         // Debian's 127.0.1.1 for the host's own name: fine on one host...
         Case{"debian_name_one_host", "", "vm", {"127.0.1.1"}, kLocal, false, "127.0.1.1",
              "127.0.1.1", false, {}},
-        // ... every interface, said aloud, when others must reach it.
-        Case{"debian_name_across_hosts", "", "vm", {"127.0.1.1"}, kLocal, true,
-             kEveryInterface, "127.0.0.1", true, {}},
+        // ... across hosts the host's one other address, said aloud; with
+        // several or none, an error saying what to set (every interface
+        // only when asked).
+        Case{"debian_name_across_hosts", "", "vm", {"127.0.1.1"}, {"127.0.0.1", "10.0.0.5"},
+             true, "10.0.0.5", "10.0.0.5", true, {}},
+        Case{"debian_name_across_hosts_several", "", "vm", {"127.0.1.1"}, kLocal, true, "", "",
+             false,
+             {"MASTER_ADDR=vm resolves to 127.0.1.1 (loopback)", "10.0.0.5, 172.17.0.1",
+              "FSDP_STORE_BIND", "FSDP_STORE_BIND=all"}},
+        Case{"debian_name_across_hosts_none", "", "vm", {"127.0.1.1"}, {"127.0.0.1"}, true, "",
+             "", false, {"no other IPv4 address", "FSDP_STORE_BIND"}},
         // Asked: every interface, or one address.
         Case{"bind_all", "all", "n0", {"10.0.0.5"}, kLocal, true, kEveryInterface,
              "127.0.0.1", false, {}},

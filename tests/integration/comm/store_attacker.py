@@ -6,9 +6,13 @@ the store listens (up to 60 s), then runs ROUNDS rounds of five bad clients in
 turn: 2 KiB of random bytes, a frame announcing 2 GiB, a 64 KiB frame of
 garbage, a heartbeat before any join, and a join with another job's token; and
 holds SILENT connections open that send nothing. Each client waits up to 15 s
-for the store to close on it. Prints one line:
-  attacker: tried N, refused R (closed by the store), silent S of S dropped
-and exits 1 if any bad client was not refused.
+for the store to close on it; after the last it prints "attacker: rounds
+done" (the test then lets the other ranks join). Once the job has formed the
+store no longer listens: a client whose connection the kernel refuses is
+counted as refused at connect (the store never saw it). Prints one line:
+  attacker: tried N, refused R (closed by the store), C refused at connect,
+  silent S of S dropped
+and exits 1 if any bad client was neither refused nor kept out.
 """
 import os
 import socket
@@ -62,7 +66,15 @@ def connect(port, deadline):
         except OSError:
             if time.time() > deadline:
                 raise
-            time.sleep(0.05)
+            time.sleep(0.01)
+
+
+def connect_once(port):
+    """A socket, or None when the kernel refuses (nobody listens any more)."""
+    try:
+        return socket.create_connection(("127.0.0.1", port), timeout=5)
+    except ConnectionRefusedError:
+        return None
 
 
 def closed_by_peer(sock, timeout):
@@ -84,18 +96,19 @@ def closed_by_peer(sock, timeout):
 def main():
     port, rounds, silent = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     deadline = time.time() + 60
-    quiet = [connect(port, deadline) for _ in range(silent)]
+    first = connect(port, deadline)  # the store listens from here on
+    quiet = [first] + [connect_once(port) for _ in range(silent - 1)]
+    at_connect = sum(1 for s in quiet if s is None)
+    quiet = [s for s in quiet if s is not None]
     tried = refused = 0
     not_refused = []
     for _ in range(rounds):
         for name, make in PAYLOADS:
             tried += 1
-            try:
-                s = connect(port, deadline)
-            except OSError:
-                # The job ended and the store is gone: the rest is moot.
-                tried -= 1
-                break
+            s = connect_once(port)
+            if s is None:
+                at_connect += 1
+                continue
             try:
                 s.sendall(make())
             except (BrokenPipeError, ConnectionResetError):
@@ -105,12 +118,15 @@ def main():
             else:
                 not_refused.append(name)
             s.close()
+    print("attacker: rounds done", flush=True)
     dropped = sum(1 for s in quiet if closed_by_peer(s, 15))
-    print("attacker: tried %d, refused %d (closed by the store), silent %d of %d dropped"
-          % (tried + silent, refused + dropped, dropped, silent), flush=True)
+    print("attacker: tried %d, refused %d (closed by the store), %d refused at connect, "
+          "silent %d of %d dropped"
+          % (tried + silent, refused + dropped, at_connect, dropped, len(quiet)), flush=True)
     if not_refused:
         print("attacker: not refused: %s" % ", ".join(sorted(set(not_refused))))
-    return 0 if refused == tried and dropped == silent else 1
+    kept_out = refused + dropped + at_connect
+    return 0 if kept_out == tried + silent and dropped == len(quiet) else 1
 
 
 if __name__ == "__main__":
