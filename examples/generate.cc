@@ -21,16 +21,16 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "fsdp/checkpoint/gpt_safetensors.h"
 #include "fsdp/checkpoint/model_export.h"
 #include "fsdp/checkpoint/safetensors.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/gpt_inference.h"
 #include "fsdp/nn/gpt_spec.h"
-#include "fsdp/report/atomic_file.h"
 #include "fsdp/text/byte_bpe.h"
+#include "fsdp/text/tokenizer_file.h"
 #include "fsdp/train/model_forward.h"
 #include "fsdp/train/sampler.h"
 
@@ -45,18 +45,6 @@ ABSL_FLAG(int, top_k, 40, "sample among the k most likely tokens; 0 = all");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the sampling draws");
 
 namespace {
-
-absl::StatusOr<int> MetadataInt(const fsdp::checkpoint::SafetensorsReader& reader,
-                                const std::string& key) {
-  auto it = reader.metadata().find(key);
-  int value = 0;
-  if (it == reader.metadata().end() || !absl::SimpleAtoi(it->second, &value)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        reader.path(), " has no integer __metadata__ \"", key,
-        "\"; generate reads files written by train_gpt --export or export_checkpoint"));
-  }
-  return value;
-}
 
 absl::Status Run() {
   const std::string safetensors = absl::GetFlag(FLAGS_safetensors);
@@ -81,13 +69,9 @@ absl::Status Run() {
   if (!temporary.empty()) std::remove(temporary.c_str());  // the open descriptor keeps it
   if (!opened.ok()) return opened.status();
   const auto& reader = **opened;
-  fsdp::GptConfig config;
-  FSDP_ASSIGN_OR_RETURN(config.layers, MetadataInt(reader, "layers"));
-  FSDP_ASSIGN_OR_RETURN(config.d_model, MetadataInt(reader, "d_model"));
-  FSDP_ASSIGN_OR_RETURN(config.heads, MetadataInt(reader, "heads"));
-  FSDP_ASSIGN_OR_RETURN(config.vocab, MetadataInt(reader, "vocab"));
-  FSDP_ASSIGN_OR_RETURN(config.seq_len, MetadataInt(reader, "seq_len"));
-  FSDP_RETURN_IF_ERROR(fsdp::ValidateGptConfig(config));
+  // Checked against the file's tensors before anything is sized by it.
+  FSDP_ASSIGN_OR_RETURN(const fsdp::GptConfig config,
+                        fsdp::checkpoint::GptConfigFromSafetensors(reader));
   std::vector<std::vector<float>> params;
   for (const fsdp::UnitSpec& unit : fsdp::GptUnitSpecs(config)) {
     std::vector<float> flat(unit.numel());
@@ -101,8 +85,7 @@ absl::Status Run() {
   }
   fsdp::text::ByteBpe tokenizer;
   if (const std::string path = absl::GetFlag(FLAGS_tokenizer); !path.empty()) {
-    FSDP_ASSIGN_OR_RETURN(std::string contents, fsdp::report::ReadWholeFile(path));
-    FSDP_ASSIGN_OR_RETURN(tokenizer, fsdp::text::ByteBpe::Parse(contents));
+    FSDP_ASSIGN_OR_RETURN(tokenizer, fsdp::text::LoadByteBpe(path));
   }
   if (tokenizer.vocab_size() > config.vocab) {
     return absl::InvalidArgumentError(absl::StrCat(
