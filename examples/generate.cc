@@ -2,9 +2,9 @@
 //
 // Text from a trained model, in one process: the weights of a safetensors
 // file (train_gpt --export) or of a sharded checkpoint (train_gpt
-// --checkpoint_dir, consolidated into a temporary safetensors file first),
-// the model configuration from the file's __metadata__, the tokenizer from
-// the tokenize example.
+// --checkpoint_dir, consolidated first into a temporary safetensors file in
+// a private directory), the model configuration from the file's
+// __metadata__, the tokenizer from the tokenize example.
 //
 //   bazel run -c opt //examples:generate -- --safetensors=/tmp/gpt.safetensors --tokenizer=/tmp/fortunes.tokenizer --prompt="The meaning of life" --tokens=200
 //
@@ -12,7 +12,9 @@
 // for those weights (fsdp/train/sampler.h).
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,20 +55,34 @@ absl::Status Run() {
     return absl::InvalidArgumentError("give exactly one of --safetensors=FILE or --checkpoint=DIR");
   }
   std::string weights = safetensors;
-  std::string temporary;
+  std::string temporary_dir;
   if (!checkpoint.empty()) {
-    temporary = absl::StrCat("/tmp/generate.", getpid(), ".safetensors");
+    // A directory only this user can enter (mkdtemp: mode 0700, a new name),
+    // not a guessable name in the shared /tmp that another user could take
+    // first.
+    const char* tmpdir = std::getenv("TMPDIR");
+    std::string pattern =
+        absl::StrCat(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp", "/generate.XXXXXX");
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return absl::ErrnoToStatus(errno, absl::StrCat("cannot create a directory like ", pattern,
+                                                     " for the consolidated checkpoint"));
+    }
+    temporary_dir = pattern;
+    weights = temporary_dir + "/model.safetensors";
     absl::StatusOr<fsdp::checkpoint::ConvertStats> converted =
-        fsdp::checkpoint::ConvertCheckpoint(checkpoint, temporary);
+        fsdp::checkpoint::ConvertCheckpoint(checkpoint, weights);
     if (!converted.ok()) {
-      std::remove(temporary.c_str());
+      std::remove(weights.c_str());
+      rmdir(temporary_dir.c_str());
       return converted.status();
     }
-    weights = temporary;
   }
   absl::StatusOr<std::unique_ptr<fsdp::checkpoint::SafetensorsReader>> opened =
       fsdp::checkpoint::SafetensorsReader::Open(weights);
-  if (!temporary.empty()) std::remove(temporary.c_str());  // the open descriptor keeps it
+  if (!temporary_dir.empty()) {  // the open descriptor keeps the file
+    std::remove(weights.c_str());
+    rmdir(temporary_dir.c_str());
+  }
   if (!opened.ok()) return opened.status();
   const auto& reader = **opened;
   // Checked against the file's tensors before anything is sized by it.
