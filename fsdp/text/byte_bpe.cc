@@ -243,7 +243,7 @@ absl::StatusOr<ByteBpe> ByteBpe::Parse(absl::string_view contents) {
     }
     const int length = token_length[left] + token_length[right];
     if (length > kMaxTokenBytes) {
-      return bad(2 + i, absl::StrCat("merge ", left, " ", right, " makes token ", defined, " ",
+      return bad(2 + i, absl::StrCat("merge ", left, " ", right, " makes token ", defined, ", ",
                                      length, " bytes long, more than the limit of ",
                                      kMaxTokenBytes, " bytes per token"));
     }
