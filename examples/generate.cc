@@ -2,9 +2,9 @@
 //
 // Text from a trained model, in one process: the weights of a safetensors
 // file (train_gpt --export) or of a sharded checkpoint (train_gpt
-// --checkpoint_dir, consolidated into a temporary safetensors file first),
-// the model configuration from the file's __metadata__, the tokenizer from
-// the tokenize example.
+// --checkpoint_dir, consolidated first into a temporary safetensors file in
+// a private directory), the model configuration from the file's
+// __metadata__, the tokenizer from the tokenize example.
 //
 //   bazel run -c opt //examples:generate -- --safetensors=/tmp/gpt.safetensors --tokenizer=/tmp/fortunes.tokenizer --prompt="The meaning of life" --tokens=200
 //
@@ -12,7 +12,9 @@
 // for those weights (fsdp/train/sampler.h).
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,16 +23,16 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "fsdp/checkpoint/gpt_safetensors.h"
 #include "fsdp/checkpoint/model_export.h"
 #include "fsdp/checkpoint/safetensors.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/gpt_inference.h"
 #include "fsdp/nn/gpt_spec.h"
-#include "fsdp/report/atomic_file.h"
 #include "fsdp/text/byte_bpe.h"
+#include "fsdp/text/tokenizer_file.h"
 #include "fsdp/train/model_forward.h"
 #include "fsdp/train/sampler.h"
 
@@ -46,18 +48,6 @@ ABSL_FLAG(uint64_t, seed, 1, "seed of the sampling draws");
 
 namespace {
 
-absl::StatusOr<int> MetadataInt(const fsdp::checkpoint::SafetensorsReader& reader,
-                                const std::string& key) {
-  auto it = reader.metadata().find(key);
-  int value = 0;
-  if (it == reader.metadata().end() || !absl::SimpleAtoi(it->second, &value)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        reader.path(), " has no integer __metadata__ \"", key,
-        "\"; generate reads files written by train_gpt --export or export_checkpoint"));
-  }
-  return value;
-}
-
 absl::Status Run() {
   const std::string safetensors = absl::GetFlag(FLAGS_safetensors);
   const std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
@@ -65,29 +55,39 @@ absl::Status Run() {
     return absl::InvalidArgumentError("give exactly one of --safetensors=FILE or --checkpoint=DIR");
   }
   std::string weights = safetensors;
-  std::string temporary;
+  std::string temporary_dir;
   if (!checkpoint.empty()) {
-    temporary = absl::StrCat("/tmp/generate.", getpid(), ".safetensors");
+    // A directory only this user can enter (mkdtemp: mode 0700, a new name),
+    // not a guessable name in the shared /tmp that another user could take
+    // first.
+    const char* tmpdir = std::getenv("TMPDIR");
+    std::string pattern =
+        absl::StrCat(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp", "/generate.XXXXXX");
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return absl::ErrnoToStatus(errno, absl::StrCat("cannot create a directory like ", pattern,
+                                                     " for the consolidated checkpoint"));
+    }
+    temporary_dir = pattern;
+    weights = temporary_dir + "/model.safetensors";
     absl::StatusOr<fsdp::checkpoint::ConvertStats> converted =
-        fsdp::checkpoint::ConvertCheckpoint(checkpoint, temporary);
+        fsdp::checkpoint::ConvertCheckpoint(checkpoint, weights);
     if (!converted.ok()) {
-      std::remove(temporary.c_str());
+      std::remove(weights.c_str());
+      rmdir(temporary_dir.c_str());
       return converted.status();
     }
-    weights = temporary;
   }
   absl::StatusOr<std::unique_ptr<fsdp::checkpoint::SafetensorsReader>> opened =
       fsdp::checkpoint::SafetensorsReader::Open(weights);
-  if (!temporary.empty()) std::remove(temporary.c_str());  // the open descriptor keeps it
+  if (!temporary_dir.empty()) {  // the open descriptor keeps the file
+    std::remove(weights.c_str());
+    rmdir(temporary_dir.c_str());
+  }
   if (!opened.ok()) return opened.status();
   const auto& reader = **opened;
-  fsdp::GptConfig config;
-  FSDP_ASSIGN_OR_RETURN(config.layers, MetadataInt(reader, "layers"));
-  FSDP_ASSIGN_OR_RETURN(config.d_model, MetadataInt(reader, "d_model"));
-  FSDP_ASSIGN_OR_RETURN(config.heads, MetadataInt(reader, "heads"));
-  FSDP_ASSIGN_OR_RETURN(config.vocab, MetadataInt(reader, "vocab"));
-  FSDP_ASSIGN_OR_RETURN(config.seq_len, MetadataInt(reader, "seq_len"));
-  FSDP_RETURN_IF_ERROR(fsdp::ValidateGptConfig(config));
+  // Checked against the file's tensors before anything is sized by it.
+  FSDP_ASSIGN_OR_RETURN(const fsdp::GptConfig config,
+                        fsdp::checkpoint::GptConfigFromSafetensors(reader));
   std::vector<std::vector<float>> params;
   for (const fsdp::UnitSpec& unit : fsdp::GptUnitSpecs(config)) {
     std::vector<float> flat(unit.numel());
@@ -101,8 +101,7 @@ absl::Status Run() {
   }
   fsdp::text::ByteBpe tokenizer;
   if (const std::string path = absl::GetFlag(FLAGS_tokenizer); !path.empty()) {
-    FSDP_ASSIGN_OR_RETURN(std::string contents, fsdp::report::ReadWholeFile(path));
-    FSDP_ASSIGN_OR_RETURN(tokenizer, fsdp::text::ByteBpe::Parse(contents));
+    FSDP_ASSIGN_OR_RETURN(tokenizer, fsdp::text::LoadByteBpe(path));
   }
   if (tokenizer.vocab_size() > config.vocab) {
     return absl::InvalidArgumentError(absl::StrCat(

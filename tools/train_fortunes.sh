@@ -8,14 +8,19 @@
 #   tools/train_fortunes.sh                      # the README's first command
 #   tools/train_fortunes.sh --steps=2000 --d_model=192   # any train_gpt flag overrides
 #
-# Output goes to $FSDP_EXAMPLE_DIR (default /tmp/fsdp-fortunes): the token
-# files and tokenizer, metrics.jsonl, curves.png (+ curves.png.gp).
+# Output goes to $FSDP_EXAMPLE_DIR (default ~/.cache/fsdp-fortunes, under
+# $XDG_CACHE_HOME if set): the token files and tokenizer, metrics.jsonl,
+# curves.png (+ curves.png.gp). The directory is private (created mode 0700;
+# one that is a symlink, belongs to someone else or that others may write to
+# is refused: tools/private_dir.sh), so no other user can plant the data or
+# tokenizer this script would reuse.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/private_dir.sh
 
+out=${FSDP_EXAMPLE_DIR:-${XDG_CACHE_HOME:-${HOME:?set HOME or FSDP_EXAMPLE_DIR}/.cache}/fsdp-fortunes}
+private_dir "$out"
 tools/setup.sh
-out=${FSDP_EXAMPLE_DIR:-/tmp/fsdp-fortunes}
-mkdir -p "$out"
 if [ ! -f "$out/fortunes_train.bin" ] || [ ! -f "$out/fortunes_val.bin" ] ||
    [ ! -f "$out/fortunes.tokenizer" ]; then
   bazel run -c opt //examples:tokenize -- --input=/usr/share/games/fortunes \

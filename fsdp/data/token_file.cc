@@ -1,11 +1,15 @@
 // File: fsdp/data/token_file.cc
 #include "fsdp/data/token_file.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace fsdp {
 namespace {
@@ -76,17 +80,39 @@ absl::StatusOr<std::unique_ptr<TokenFileSource>> TokenFileSource::Open(const std
         absl::StrCat("token file ", path, " announces a negative token count ", header[2]));
   }
   const size_t count = static_cast<size_t>(header[2]);
+  auto truncated = [&](uint64_t present) {
+    return absl::DataLossError(absl::StrCat("token file ", path, " is truncated: its header "
+                                            "announces ", count, " tokens but only ", present,
+                                            " follow"));
+  };
+  auto trailing = [&](absl::string_view how_many) {
+    return absl::InvalidArgumentError(absl::StrCat("token file ", path, " has ", how_many,
+                                                   "bytes after the ", count,
+                                                   " tokens its header announces"));
+  };
+  // The file's size must be what the header announces before the header
+  // sizes anything (issue #39: 2^31 - 1 tokens announced, 100 present).
+  struct stat st;
+  if (fstat(fileno(f.get()), &st) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot stat token file ", path));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "token file ", path, " is not a regular file (its size is checked against its header "
+        "before it is read); copy it to a file"));
+  }
+  const uint64_t body_bytes =
+      static_cast<uint64_t>(std::max<off_t>(st.st_size, sizeof(header)) - sizeof(header));
+  const uint64_t announced_bytes = count * sizeof(uint16_t);
+  if (body_bytes < announced_bytes) return truncated(body_bytes / sizeof(uint16_t));
+  if (body_bytes > announced_bytes) {
+    return trailing(absl::StrCat(body_bytes - announced_bytes, " "));
+  }
   std::vector<uint16_t> tokens(count);
   const size_t got = count == 0 ? 0 : std::fread(tokens.data(), sizeof(uint16_t), count, f.get());
-  if (got != count) {
-    return absl::DataLossError(absl::StrCat("token file ", path, " is truncated: its header "
-                                            "announces ", count, " tokens but only ", got,
-                                            " follow"));
-  }
-  if (std::fgetc(f.get()) != EOF) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "token file ", path, " has bytes after the ", count, " tokens its header announces"));
-  }
+  // The file may have changed since fstat.
+  if (got != count) return truncated(got);
+  if (std::fgetc(f.get()) != EOF) return trailing("");
   for (size_t i = 0; i < count; ++i) {
     if (tokens[i] >= vocab) {
       return absl::InvalidArgumentError(absl::StrCat("token file ", path, ": token ", tokens[i],

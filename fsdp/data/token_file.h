@@ -8,7 +8,9 @@
 // project trains on are small) and checks it: wrong magic, wrong version,
 // a header or body shorter than announced, trailing bytes, or a token outside
 // the vocabulary are InvalidArgument (DataLoss for truncation) naming the file
-// and what to do.
+// and what to do. The file's size is compared with the header's count before
+// anything is allocated, so memory never exceeds the file's size (issue #39);
+// the file must therefore be a regular file (not a pipe).
 //
 // Sequence i of length L+1 is the window starting at token (i mod W) * L,
 // W = (N - 1) / L: consecutive windows overlap by one token, exactly as

@@ -114,6 +114,7 @@ absl::StatusOr<ByteBpe> ByteBpe::Train(absl::string_view corpus, int vocab) {
   }
 
   std::vector<std::pair<uint16_t, uint16_t>> merges;
+  std::vector<int> token_length(kByteVocab, 1);  // bytes per token: [Note: tokenizer limits]
   absl::flat_hash_map<uint32_t, int64_t> pair_counts;
   while (kByteVocab + static_cast<int>(merges.size()) < vocab) {
     pair_counts.clear();
@@ -125,6 +126,7 @@ absl::StatusOr<ByteBpe> ByteBpe::Train(absl::string_view corpus, int vocab) {
     uint32_t best_key = 0;
     int64_t best_count = 0;
     for (const auto& [key, count] : pair_counts) {
+      if (token_length[key >> 16] + token_length[key & 0xffff] > kMaxTokenBytes) continue;
       if (count > best_count || (count == best_count && key < best_key)) {
         best_key = key;
         best_count = count;
@@ -135,6 +137,7 @@ absl::StatusOr<ByteBpe> ByteBpe::Train(absl::string_view corpus, int vocab) {
     const auto right = static_cast<uint16_t>(best_key & 0xffff);
     const auto merged = static_cast<uint16_t>(kByteVocab + merges.size());
     merges.emplace_back(left, right);
+    token_length.push_back(token_length[left] + token_length[right]);
     for (Word& word : words) ApplyMerge(word.tokens, left, right, merged);
     words.erase(std::remove_if(words.begin(), words.end(),
                                [](const Word& w) { return w.tokens.size() < 2; }),
@@ -197,6 +200,12 @@ std::string ByteBpe::Serialize() const {
 }
 
 absl::StatusOr<ByteBpe> ByteBpe::Parse(absl::string_view contents) {
+  if (contents.size() > static_cast<size_t>(kMaxTokenizerFileBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the tokenizer file has ", contents.size(), " bytes, more than the limit of ",
+        kMaxTokenizerFileBytes, " (a tokenizer of ", kMaxVocab,
+        " tokens takes less); is it a tokenizer written by //examples:tokenize?"));
+  }
   std::vector<absl::string_view> lines = absl::StrSplit(contents, '\n');
   if (!lines.empty() && lines.back().empty()) lines.pop_back();
   auto bad = [](size_t line, absl::string_view what) {
@@ -216,7 +225,12 @@ absl::StatusOr<ByteBpe> ByteBpe::Parse(absl::string_view contents) {
     return bad(1, absl::StrCat("announces ", count, " merges but the file has ",
                                lines.size() - 2, " merge lines"));
   }
+  // Lengths first, so that a file defining long tokens is refused before
+  // any token's bytes exist ([Note: tokenizer limits]).
+  std::vector<int> token_length(kByteVocab, 1);
+  token_length.reserve(kByteVocab + count);
   std::vector<std::pair<uint16_t, uint16_t>> merges;
+  merges.reserve(count);
   for (int64_t i = 0; i < count; ++i) {
     std::vector<absl::string_view> parts = absl::StrSplit(lines[2 + i], ' ');
     int left = -1, right = -1;
@@ -227,6 +241,13 @@ absl::StatusOr<ByteBpe> ByteBpe::Parse(absl::string_view contents) {
       return bad(2 + i, absl::StrCat("expected two tokens below ", defined,
                                      " (the tokens defined so far)"));
     }
+    const int length = token_length[left] + token_length[right];
+    if (length > kMaxTokenBytes) {
+      return bad(2 + i, absl::StrCat("merge ", left, " ", right, " makes token ", defined, ", ",
+                                     length, " bytes long, more than the limit of ",
+                                     kMaxTokenBytes, " bytes per token"));
+    }
+    token_length.push_back(length);
     merges.emplace_back(static_cast<uint16_t>(left), static_cast<uint16_t>(right));
   }
   return ByteBpe(std::move(merges));

@@ -27,6 +27,15 @@
 //   fsdp-byte-bpe 1
 //   merges M
 //   <left> <right>        M lines; line i defines token 256 + i
+//
+// [Note: tokenizer limits] Each merge concatenates two tokens, so a file of
+// a few lines can define tokens of gigabytes (merges 65 65, 256 256,
+// 257 257, ... double the length every line: issue #39). Parse therefore
+// checks, before it builds any table, that the file is at most
+// kMaxTokenizerFileBytes and that no token is longer than kMaxTokenBytes;
+// Train never learns a longer token, so what it writes always loads. With at
+// most 65280 merges the token table then holds at most kMaxTokenTableBytes,
+// and a decoded sample at most kMaxTokenBytes bytes per token.
 #ifndef FSDP_TEXT_BYTE_BPE_H_
 #define FSDP_TEXT_BYTE_BPE_H_
 
@@ -46,6 +55,12 @@ namespace text {
 inline constexpr int kByteVocab = 256;
 // Token files hold uint16 tokens (fsdp/data/token_file.h).
 inline constexpr int kMaxVocab = 65536;
+// See [Note: tokenizer limits]. GPT-2's longest token is 128 bytes; ours
+// come from pieces (words, digit runs, whitespace runs) of real text.
+inline constexpr int kMaxTokenBytes = 256;
+// "merges 65280\n" and 65280 lines "65535 65535\n" after the header: 784 KB.
+inline constexpr int64_t kMaxTokenizerFileBytes = int64_t{1} << 20;
+inline constexpr int64_t kMaxTokenTableBytes = int64_t{kMaxVocab} * kMaxTokenBytes;
 
 class ByteBpe {
  public:
@@ -55,11 +70,15 @@ class ByteBpe {
   // Learns vocab - 256 merges from `corpus` (see the note above).
   // InvalidArgument for vocab < 256 or > 65536 (the message says why), or
   // an empty corpus. The result may hold fewer merges when the corpus runs
-  // out of repeated pairs; vocab_size() tells.
+  // out of repeated pairs; vocab_size() tells. No merge makes a token
+  // longer than kMaxTokenBytes (the pair is skipped).
   static absl::StatusOr<ByteBpe> Train(absl::string_view corpus, int vocab);
 
   // Reads what Serialize wrote. InvalidArgument naming the line that is
-  // wrong (bad header, count, a merge naming a token not yet defined).
+  // wrong (bad header, count, a merge naming a token not yet defined, a
+  // merge making a token longer than kMaxTokenBytes), or naming the limit
+  // for contents longer than kMaxTokenizerFileBytes; nothing is allocated
+  // before those checks beyond one length per token.
   static absl::StatusOr<ByteBpe> Parse(absl::string_view contents);
   std::string Serialize() const;
 

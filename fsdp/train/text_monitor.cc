@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
-#include "fsdp/report/atomic_file.h"
+#include "fsdp/text/tokenizer_file.h"
 #include "fsdp/train/model_forward.h"
 
 namespace fsdp {
@@ -39,15 +39,10 @@ absl::StatusOr<text::ByteBpe> RunTokenizer(const TrainOptions& options) {
   }
   text::ByteBpe tokenizer;
   if (!path.empty()) {
-    absl::StatusOr<std::string> contents = report::ReadWholeFile(path);
-    if (!contents.ok()) {
-      return absl::Status(contents.status().code(),
-                          absl::StrCat("--tokenizer: ", contents.status().message()));
-    }
-    absl::StatusOr<text::ByteBpe> parsed = text::ByteBpe::Parse(*contents);
+    absl::StatusOr<text::ByteBpe> parsed = text::LoadByteBpe(path);
     if (!parsed.ok()) {
       return absl::Status(parsed.status().code(),
-                          absl::StrCat("--tokenizer=", path, ": ", parsed.status().message()));
+                          absl::StrCat("--tokenizer: ", parsed.status().message()));
     }
     tokenizer = std::move(*parsed);
   }

@@ -1,12 +1,18 @@
 // File: tests/fsdp/data/token_file_test.cc
 #include "fsdp/data/token_file.h"
 
+#include <sys/stat.h>
+
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/testing/child_peak_memory.h"
 
 namespace fsdp {
 namespace {
@@ -97,6 +103,60 @@ TEST(TokenFileTest, BadFilesGiveClearErrors) {
   EXPECT_EQ(small_vocab.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(small_vocab.status().message().find("token 4 at position 3"), std::string::npos)
       << small_vocab.status();
+}
+
+// Issue #39: a header announcing 2^31 - 1 tokens with 100 behind it was
+// refused only after 4.2 GB were allocated. The size is now checked first:
+// the same error, measured under 100 MB of peak memory.
+TEST(TokenFileTest, AHeaderAnnouncingMoreThanTheFileHoldsCostsNoMemory) {
+  const std::string path = TempPath("announces_2g.bin");
+  WriteRaw(path, kTokenFileMagic, kTokenFileVersion, INT32_MAX, std::vector<uint16_t>(100, 7));
+  const fsdp_test::ChildRun run =
+      fsdp_test::RunInChild([&] { return TokenFileSource::Open(path, 100).status(); });
+  ASSERT_TRUE(run.finished) << run.failure;
+  EXPECT_EQ(run.status.code(), absl::StatusCode::kDataLoss) << run.status;
+  EXPECT_NE(run.status.message().find(
+                absl::StrCat("announces ", INT32_MAX, " tokens but only 100 follow")),
+            std::string::npos)
+      << run.status;
+  EXPECT_LT(run.peak_rss_growth_bytes, int64_t{100} << 20);
+
+  // A file far longer than announced is refused from its size too (sparse:
+  // 4 GiB without a byte on disk).
+  const std::string long_path = TempPath("long_tail.bin");
+  WriteRaw(long_path, kTokenFileMagic, kTokenFileVersion, 4, {1, 2, 3, 4});
+  ASSERT_EQ(truncate(long_path.c_str(), int64_t{4} << 30), 0);
+  const fsdp_test::ChildRun tail =
+      fsdp_test::RunInChild([&] { return TokenFileSource::Open(long_path, 100).status(); });
+  ASSERT_TRUE(tail.finished) << tail.failure;
+  EXPECT_EQ(tail.status.code(), absl::StatusCode::kInvalidArgument) << tail.status;
+  EXPECT_NE(tail.status.message().find(
+                absl::StrCat((int64_t{4} << 30) - 1024 - 8, " bytes after the 4 tokens")),
+            std::string::npos)
+      << tail.status;
+  EXPECT_LT(tail.peak_rss_growth_bytes, int64_t{100} << 20);
+}
+
+TEST(TokenFileTest, APipeIsRefusedBecauseItsSizeCannotBeChecked) {
+  const std::string path = TempPath("tokens.fifo");
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  // Opening a FIFO for reading waits for a writer: one that writes a good
+  // header and closes.
+  std::thread writer([&] {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (f == nullptr) return;
+    std::vector<int32_t> header(kTokenFileHeaderInts, 0);
+    header[0] = kTokenFileMagic;
+    header[1] = kTokenFileVersion;
+    header[2] = 4;
+    std::fwrite(header.data(), sizeof(int32_t), header.size(), f);
+    std::fclose(f);
+  });
+  auto source = TokenFileSource::Open(path, 100);
+  writer.join();
+  ASSERT_FALSE(source.ok());
+  EXPECT_NE(source.status().message().find("not a regular file"), std::string::npos)
+      << source.status();
 }
 
 }  // namespace
