@@ -99,6 +99,8 @@ absl::Status Execute(Slot& slot, int n) {
                                               "than rank 0 at the same position"));
     }
   }
+  // Nothing to move (and null buffers, which memmove may not be given).
+  if (first.op != Op::kSplit && first.input_bytes == 0) return absl::OkStatus();
   switch (first.op) {
     case Op::kBarrier:
       return absl::OkStatus();
