@@ -23,13 +23,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/posix_file.h"
 #include "base/status_macros.h"
 #include "fsdp/checkpoint/model_export.h"
 #include "fsdp/checkpoint/safetensors.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/gpt_inference.h"
 #include "fsdp/nn/gpt_spec.h"
-#include "fsdp/report/atomic_file.h"
 #include "fsdp/text/byte_bpe.h"
 #include "fsdp/train/model_forward.h"
 #include "fsdp/train/sampler.h"
@@ -101,7 +101,7 @@ absl::Status Run() {
   }
   fsdp::text::ByteBpe tokenizer;
   if (const std::string path = absl::GetFlag(FLAGS_tokenizer); !path.empty()) {
-    FSDP_ASSIGN_OR_RETURN(std::string contents, fsdp::report::ReadWholeFile(path));
+    FSDP_ASSIGN_OR_RETURN(std::string contents, base::ReadWholeFile(path));
     FSDP_ASSIGN_OR_RETURN(tokenizer, fsdp::text::ByteBpe::Parse(contents));
   }
   if (tokenizer.vocab_size() > config.vocab) {

@@ -6,8 +6,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/posix_file.h"
 #include "base/status_macros.h"
-#include "fsdp/report/atomic_file.h"
 #include "fsdp/train/model_forward.h"
 
 namespace fsdp {
@@ -39,7 +39,7 @@ absl::StatusOr<text::ByteBpe> RunTokenizer(const TrainOptions& options) {
   }
   text::ByteBpe tokenizer;
   if (!path.empty()) {
-    absl::StatusOr<std::string> contents = report::ReadWholeFile(path);
+    absl::StatusOr<std::string> contents = base::ReadWholeFile(path);
     if (!contents.ok()) {
       return absl::Status(contents.status().code(),
                           absl::StrCat("--tokenizer: ", contents.status().message()));
