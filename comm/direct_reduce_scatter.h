@@ -34,8 +34,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "comm/collective_enums.h"
 #include "comm/collective_op.h"
-#include "comm/communicator.h"
 #include "comm/dtype.h"
 #include "comm/ring_schedule.h"
 #include "comm/scratch_pool.h"
