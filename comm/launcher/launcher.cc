@@ -533,6 +533,7 @@ class Supervisor {
   // stopped rank is: it may be the hung one the others name).
   bool ReapRanks() {
     bool any_running = false;
+    std::vector<std::pair<int, int>> failed;  // (rank, wait status), ended in this pass
     for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
       Rank& rank = ranks_[r];
       if (!rank.running) continue;
@@ -556,8 +557,18 @@ class Supervisor {
       }
       rank.running = false;
       rank.stopped = false;
-      const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-      if (failed && !stopping_) RecordFirstFailure(r, status);
+      if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) failed.push_back({r, status});
+    }
+    if (!failed.empty() && !stopping_) {
+      // The order of ranks that ended within one pass is unknown: a killed
+      // rank's pipes close (waking us) before it can be reaped, and a
+      // survivor that noticed its death may exit meanwhile. A rank killed by
+      // a signal is taken as the first then: an error exit is most often a
+      // survivor's reaction to such a death.
+      auto first = std::find_if(failed.begin(), failed.end(),
+                                [](const std::pair<int, int>& f) { return WIFSIGNALED(f.second); });
+      if (first == failed.end()) first = failed.begin();
+      RecordFirstFailure(first->first, first->second);
     }
     return any_running;
   }
