@@ -20,7 +20,7 @@
 
 #include <cstddef>
 
-#include "comm/communicator.h"
+#include "comm/collective_enums.h"
 
 namespace comm {
 

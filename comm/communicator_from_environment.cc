@@ -14,6 +14,7 @@
 #include "base/status_macros.h"
 #include "comm/communicator.h"
 #include "comm/communicator_impl.h"
+#include "comm/launcher/failure_report.h"
 #include "comm/progress_engine.h"
 #include "comm/rendezvous/job_env.h"
 #include "comm/ucx/ucx_transport.h"
@@ -41,6 +42,14 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::CreateFromEnvironmen
   transport_options.hang_timeout = options.hang_timeout.has_value() ? *options.hang_timeout
                                    : env->hang_timeout.has_value()  ? *env->hang_timeout
                                                                     : kDefaultHangTimeout;
+  // The launcher learns the root cause from the ranks that found it
+  // (comm/launcher/failure_report.h); the transport only says who failed.
+  if (env->failure_report_fd >= 0) {
+    transport_options.on_peer_failure = [fd = env->failure_report_fd,
+                                         rank = env->rank](const PeerFailure& failure) {
+      WriteFailureReport(fd, FailureReport{failure.culprit, failure.kind, rank, failure.message});
+    };
+  }
   absl::StatusOr<std::unique_ptr<Transport>> transport =
       CreateUcxTransport(*env, transport_options);
   if (!transport.ok()) {

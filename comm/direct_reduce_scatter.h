@@ -34,9 +34,10 @@
 #include <cstddef>
 #include <vector>
 
+#include "comm/collective_enums.h"
 #include "comm/collective_op.h"
-#include "comm/communicator.h"
 #include "comm/dtype.h"
+#include "comm/reduce.h"
 #include "comm/ring_schedule.h"
 #include "comm/scratch_pool.h"
 
@@ -51,12 +52,8 @@ inline constexpr size_t kDirectSegmentsInFlight = 4;
 // (this budget) against 1 MiB ones: see docs/collective-bench.md.
 inline constexpr size_t kDirectSlotBudgetBytes = size_t{3} << 20;
 
-// An out-of-place fp32 output of at least this many bytes is written with
-// non-temporal stores (ReduceSumChain's stream_output): it outgrows the
-// caches before anyone reads it. 2 ranks, 64 MiB, huge pages, 4 rounds:
-// 7.55 -> 8.47 GB/s busbw (4 ranks and 4 KiB pages: unchanged). Not for
-// bf16, whose reduction is bound by the conversions: 3.58 -> 3.31.
-inline constexpr size_t kStreamOutputMinBytes = size_t{4} << 20;
+// kStreamOutputMinBytes (comm/reduce.h) decides this collective's
+// non-temporal stores.
 
 // The segment size of the direct reduce-scatter in a group of `n`.
 size_t DirectSegmentElements(size_t max_segment_bytes, size_t element_size, int n);

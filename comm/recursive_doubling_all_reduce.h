@@ -31,7 +31,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "comm/communicator.h"
+#include "comm/collective_enums.h"
 #include "comm/dtype.h"
 #include "comm/rounds_op.h"
 

@@ -33,7 +33,7 @@
 #include <memory>
 #include <vector>
 
-#include "comm/communicator.h"
+#include "comm/collective_enums.h"
 #include "comm/dtype.h"
 #include "comm/ring_pipeline.h"
 #include "comm/scratch_pool.h"

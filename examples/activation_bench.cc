@@ -38,6 +38,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/atomic_file.h"
 #include "base/status_macros.h"
 #include "comm/communicator.h"
 #include "comm/launcher/crash_trace.h"
@@ -134,11 +135,11 @@ absl::Status RunRank(const std::string& config) {
   o.nproc = world->size();
   if (world->rank() == 0) o.metrics_out = parts[4];
   FSDP_ASSIGN_OR_RETURN(fsdp::RunSummary summary, fsdp::RunTraining(o, *world, nullptr));
-  std::ofstream out(absl::StrCat(parts[5], world->rank()));
-  out << summary.memory.peak_total_bytes << " "
-      << summary.memory.peak(fsdp::MemoryCategory::kActivations) << " "
-      << summary.memory.peak(fsdp::MemoryCategory::kWorkspace) << "\n";
-  return out ? absl::OkStatus() : absl::InternalError("cannot write the rank's peaks");
+  return base::WriteFileAtomically(
+      absl::StrCat(parts[5], world->rank()),
+      absl::StrCat(summary.memory.peak_total_bytes, " ",
+                   summary.memory.peak(fsdp::MemoryCategory::kActivations), " ",
+                   summary.memory.peak(fsdp::MemoryCategory::kWorkspace), "\n"));
 }
 
 struct JobResult {

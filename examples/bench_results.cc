@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "fsdp/report/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace collective_bench {
 
@@ -19,7 +19,7 @@ std::string CsvLine(const Row& row) {
 absl::Status WriteCsv(const std::string& path, const std::vector<Row>& rows) {
   std::string text = absl::StrCat(kCsvHeader, "\n");
   for (const Row& row : rows) absl::StrAppend(&text, CsvLine(row), "\n");
-  return fsdp::report::WriteFileAtomically(path, text);
+  return base::WriteFileAtomically(path, text);
 }
 
 absl::StatusOr<std::vector<Row>> ReadCsv(const std::string& path) {

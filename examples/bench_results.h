@@ -39,7 +39,7 @@ inline constexpr char kCsvHeader[] = "collective,ranks,bytes,time_us,algbw_gbps,
 // `row` as one CSV line, without the newline.
 std::string CsvLine(const Row& row);
 
-// Header plus one line per row, written atomically (fsdp/report/atomic_file.h):
+// Header plus one line per row, written atomically (base/atomic_file.h):
 // a reader sees the old file or the whole new one.
 absl::Status WriteCsv(const std::string& path, const std::vector<Row>& rows);
 

@@ -22,9 +22,7 @@
 //
 // Exit code: 0; 1 if a measured point failed or a file could not be
 // written; 2 for bad flags.
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -49,13 +47,15 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/atomic_file.h"
+#include "base/gnuplot.h"
+#include "base/posix_file.h"
 #include "base/status_macros.h"
 #include "comm/communicator.h"
 #include "comm/launcher/crash_trace.h"
 #include "comm/launcher/launcher.h"
 #include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/report/activation_mode.h"
-#include "fsdp/report/atomic_file.h"
 #include "fsdp/report/budget.h"
 #include "fsdp/report/byte_size.h"
 #include "fsdp/report/gpt_family.h"
@@ -257,7 +257,7 @@ absl::Status RunMeasuringRank() {
                         comm::Communicator::CreateFromEnvironment());
   FSDP_ASSIGN_OR_RETURN(RankMeasurement measurement,
                         fsdp::report::MeasureTrainingMemory(options, *world));
-  return fsdp::report::WriteFileAtomically(
+  return base::WriteFileAtomically(
       absl::StrCat(absl::GetFlag(FLAGS_rank_out), ".rank", world->rank()),
       fsdp::report::RankMeasurementToText(measurement));
 }
@@ -279,7 +279,7 @@ absl::StatusOr<RankMeasurement> MeasurePoint(const MemoryPoint& point, int steps
   std::vector<RankMeasurement> ranks;
   for (int r = 0; r < point.ranks; ++r) {
     const std::string path = absl::StrCat(out, ".rank", r);
-    FSDP_ASSIGN_OR_RETURN(std::string text, fsdp::report::ReadWholeFile(path));
+    FSDP_ASSIGN_OR_RETURN(std::string text, base::ReadWholeFile(path));
     absl::StatusOr<RankMeasurement> m = fsdp::report::ParseRankMeasurement(text);
     if (!m.ok()) {
       return absl::InternalError(absl::StrCat("rank ", r, " (", path, "): ", m.status().message()));
@@ -290,47 +290,16 @@ absl::StatusOr<RankMeasurement> MeasurePoint(const MemoryPoint& point, int steps
   return fsdp::report::MaxOverRanks(ranks);
 }
 
-// Runs `gnuplot script`; the PNG it writes is renamed into place afterwards.
-absl::Status RunGnuplot(const std::string& script_path) {
-  pid_t pid = 0;
-  char arg0[] = "gnuplot";
-  std::string script = script_path;
-  char* argv[] = {arg0, script.data(), nullptr};
-  const int error = posix_spawnp(&pid, "gnuplot", nullptr, nullptr, argv, environ);
-  if (error != 0) {
-    return absl::NotFoundError(absl::StrCat(
-        "cannot run gnuplot (", std::strerror(error),
-        "); install it with tools/setup.sh (package gnuplot-nox)"));
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return absl::InternalError("waitpid(gnuplot) failed");
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return absl::InternalError(absl::StrCat("gnuplot ", script_path, " failed (status ", status,
-                                            "); see its messages above"));
-  }
-  return absl::OkStatus();
-}
-
 // Writes out_dir/<stem>.gp (naming <stem>.png, to rerun from out_dir) and
-// <stem>.png, drawn by a temporary copy of the script that writes a
-// temporary PNG, renamed when complete. `script_for(png)` makes the script.
+// draws out_dir/<stem>.png with it (base/gnuplot.h: published whole or not at
+// all). `script_for(png)` makes the script.
 absl::Status WritePlot(const std::string& out_dir, const std::string& stem,
                        const std::function<std::string(const std::string&)>& script_for) {
-  const std::string path = absl::StrCat(out_dir, "/", stem);
-  const std::string png = path + ".png", png_tmp = absl::StrCat(path, ".png.tmp.", getpid());
-  FSDP_RETURN_IF_ERROR(
-      fsdp::report::WriteFileAtomically(path + ".gp", script_for(stem + ".png")));
-  const std::string run_script = absl::StrCat(path, ".gp.run.", getpid());
-  FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(run_script, script_for(png_tmp)));
-  absl::Status status = RunGnuplot(run_script);
-  std::remove(run_script.c_str());
-  if (status.ok() && std::rename(png_tmp.c_str(), png.c_str()) != 0) {
-    status = absl::InternalError(absl::StrCat("cannot rename ", png_tmp, " to ", png));
-  }
-  if (!status.ok()) std::remove(png_tmp.c_str());
-  return status;
+  base::GnuplotPlot plot;
+  plot.png_path = absl::StrCat(out_dir, "/", stem, ".png");
+  plot.script_path = absl::StrCat(out_dir, "/", stem, ".gp");
+  plot.script_output = stem + ".png";
+  return base::DrawWithGnuplot(plot, script_for);
 }
 
 std::string Mib(int64_t bytes) {
@@ -646,8 +615,8 @@ absl::StatusOr<int> RunSweep() {
   }
 
   FSDP_RETURN_IF_ERROR(
-      fsdp::report::WriteFileAtomically(out_dir + "/memory.csv", fsdp::report::ReportCsv(data)));
-  FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(out_dir + "/memory.md",
+      base::WriteFileAtomically(out_dir + "/memory.csv", fsdp::report::ReportCsv(data)));
+  FSDP_RETURN_IF_ERROR(base::WriteFileAtomically(out_dir + "/memory.md",
                                                           fsdp::report::ReportMarkdown(data)));
   for (Precision precision : sweep.precisions) {
     FSDP_RETURN_IF_ERROR(WritePlot(
@@ -658,9 +627,9 @@ absl::StatusOr<int> RunSweep() {
   }
   std::string seq_outputs;
   if (!seq_points.empty()) {
-    FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(out_dir + "/memory_seq_len.csv",
+    FSDP_RETURN_IF_ERROR(base::WriteFileAtomically(out_dir + "/memory_seq_len.csv",
                                                             fsdp::report::ReportCsv(seq_data)));
-    FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(
+    FSDP_RETURN_IF_ERROR(base::WriteFileAtomically(
         out_dir + "/memory_seq_len.md", fsdp::report::ReportMarkdown(seq_data)));
     FSDP_RETURN_IF_ERROR(WritePlot(out_dir, "memory_seq_len", [&](const std::string& png) {
       return fsdp::report::SeqLenGnuplotScript(seq_data, png);

@@ -51,6 +51,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/types/span.h"
+#include "base/atomic_file.h"
 #include "base/status_macros.h"
 #include "comm/communicator.h"
 #include "comm/dtype.h"
@@ -262,9 +263,8 @@ absl::Status RunRank(const std::string& config) {
   if (world->rank() == 0) o.metrics_out = parts[2];
   FSDP_ASSIGN_OR_RETURN(fsdp::RunSummary summary, fsdp::RunTraining(o, *world, nullptr));
   FSDP_ASSIGN_OR_RETURN(int64_t rss, fsdp::PeakRssBytes());
-  std::ofstream out(absl::StrCat(parts[3], world->rank()));
-  out << rss << " " << summary.peak_bytes << "\n";
-  return out ? absl::OkStatus() : absl::InternalError("cannot write the RSS file");
+  return base::WriteFileAtomically(absl::StrCat(parts[3], world->rank()),
+                                   absl::StrCat(rss, " ", summary.peak_bytes, "\n"));
 }
 
 // A launched rank of the busy floor: "<precision>,<backend>,<result path prefix>".
@@ -286,9 +286,8 @@ absl::Status RunFloorRank(const std::string& config) {
                           FSDP_ASSIGN_OR_RETURN(comm::WorkHandle barrier, world->Barrier());
                           return barrier->Wait(absl::Seconds(120));
                         }));
-  std::ofstream out(absl::StrCat(parts[2], world->rank()));
-  out << floor.seconds << " " << floor.flops << "\n";
-  return out ? absl::OkStatus() : absl::InternalError("cannot write the floor file");
+  return base::WriteFileAtomically(absl::StrCat(parts[2], world->rank()),
+                                   absl::StrCat(floor.seconds, " ", floor.flops, "\n"));
 }
 
 // The floor with every rank's core computing at once: the mean over ranks of

@@ -9,7 +9,7 @@
 //
 //   bazel run -c opt //examples:tokenize -- --input=/usr/share/games/fortunes --out=/tmp/fortunes
 //
-// Every file is written whole or not at all (report::WriteFileAtomically).
+// Every file is written whole or not at all (base::WriteFileAtomically).
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -21,8 +21,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/atomic_file.h"
 #include "base/status_macros.h"
-#include "fsdp/report/atomic_file.h"
 #include "fsdp/text/byte_bpe.h"
 #include "fsdp/text/corpus.h"
 #include "fsdp/text/corpus_split.h"
@@ -79,9 +79,9 @@ absl::Status Run() {
   }
   FSDP_ASSIGN_OR_RETURN(std::string train_bytes, fsdp::text::TokenFileBytes(train));
   FSDP_ASSIGN_OR_RETURN(std::string val_bytes, fsdp::text::TokenFileBytes(val));
-  FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(out + ".tokenizer", bpe.Serialize()));
-  FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(out + "_train.bin", train_bytes));
-  FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(out + "_val.bin", val_bytes));
+  FSDP_RETURN_IF_ERROR(base::WriteFileAtomically(out + ".tokenizer", bpe.Serialize()));
+  FSDP_RETURN_IF_ERROR(base::WriteFileAtomically(out + "_train.bin", train_bytes));
+  FSDP_RETURN_IF_ERROR(base::WriteFileAtomically(out + "_val.bin", val_bytes));
   std::printf(
       "tokenize: %zu files, %zu bytes -> train %zu bytes, val %zu bytes (%zu chunks)\n"
       "tokenize: vocabulary %d (%zu merges, learned in %.2f s); train %zu tokens, val %zu "

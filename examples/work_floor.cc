@@ -23,7 +23,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "comm/direct_reduce_scatter.h"
 #include "comm/dtype.h"
 #include "comm/launcher/launcher.h"
 #include "comm/reduce.h"

@@ -6,9 +6,11 @@
 // gave up on the culprit; a hung culprit never exits by itself).
 //
 // //comm/launcher gives every rank the write end of one pipe and its number
-// in FSDP_FAILURE_REPORT_FD (comm/rendezvous/job_env.h). The UCX transport
-// writes one line there the first time it learns that the job failed (its
-// health() stops being OK): the first rank it knows to have died or hung.
+// in FSDP_FAILURE_REPORT_FD (comm/rendezvous/job_env.h). The rank's runtime
+// (Communicator::CreateFromEnvironment, comm/communicator_from_environment.cc)
+// writes one line there when its transport tells it of the job's first
+// failure (UcxTransportOptions::on_peer_failure): the first rank it knows to
+// have died or hung.
 // Each report is a single write() of at most kMaxReportBytes (< PIPE_BUF), so
 // reports of different ranks never mix. Other launchers simply do not set
 // the variable.

@@ -16,14 +16,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "base/unique_fd.h"
 #include "comm/launcher/failure_report.h"
+#include "comm/launcher/job_failure.h"
 
 extern char** environ;
 
@@ -69,16 +75,15 @@ void WriteAll(int fd, const std::string& text) {
 }
 
 // One read of a non-blocking pipe, appended to `into`. False when nothing
-// is available now, or at EOF or an error (then `fd` is closed and set to -1).
-bool ReadAvailable(int& fd, std::string& into) {
+// is available now, or at EOF or an error (then `fd` is closed).
+bool ReadAvailable(base::UniqueFd& fd, std::string& into) {
   char chunk[65536];
   while (true) {
-    const ssize_t n = read(fd, chunk, sizeof(chunk));
+    const ssize_t n = read(fd.get(), chunk, sizeof(chunk));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
     if (n <= 0) {
-      close(fd);
-      fd = -1;
+      fd.Reset();
       return false;
     }
     into.append(chunk, static_cast<size_t>(n));
@@ -86,17 +91,29 @@ bool ReadAvailable(int& fd, std::string& into) {
   }
 }
 
+// Both ends of a new pipe, owned.
+struct Pipe {
+  base::UniqueFd read;
+  base::UniqueFd write;
+};
+
+absl::StatusOr<Pipe> MakePipe(int flags) {
+  int fds[2];
+  if (pipe2(fds, flags) != 0) return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
+  return Pipe{base::UniqueFd(fds[0]), base::UniqueFd(fds[1])};
+}
+
 // One output stream of one rank: bytes in, "[rank k] line\n" out.
 struct Stream {
-  int fd = -1;         // read end of the pipe; -1 at EOF
+  base::UniqueFd fd;   // read end of the pipe; closed at EOF
   int out_fd = 1;      // where prefixed lines go
   std::string prefix;  // "[rank k] "
   std::string partial; // the unfinished last line
 
   void Drain() {
-    while (fd >= 0) {
+    while (fd.valid()) {
       if (!ReadAvailable(fd, partial)) {
-        if (fd < 0 && !partial.empty()) {  // EOF: the unterminated last line
+        if (!fd.valid() && !partial.empty()) {  // EOF: the unterminated last line
           WriteAll(out_fd, prefix + partial + "\n");
           partial.clear();
         }
@@ -129,12 +146,12 @@ struct Rank {
 // The ranks' failure reports (comm/launcher/failure_report.h), in arrival
 // order, read from the report pipe.
 struct Reports {
-  int fd = -1;  // read end; -1 once closed
+  base::UniqueFd fd;  // read end; closed at EOF
   std::string partial;
   std::vector<FailureReport> received;
 
   void Drain() {
-    while (fd >= 0) {
+    while (fd.valid()) {
       if (!ReadAvailable(fd, partial)) return;
       size_t newline;
       while ((newline = partial.find('\n')) != std::string::npos) {
@@ -143,24 +160,6 @@ struct Reports {
         partial.erase(0, newline + 1);
       }
     }
-  }
-
-  // The root cause the ranks agree on first: the culprit of the first report,
-  // with every rank that reported it ("rank 3 is hung: ... (reported by ranks
-  // 0, 2)"). Empty if there is none.
-  std::string RootCause(int* culprit) const {
-    if (received.empty()) return "";
-    const FailureReport& first = received.front();
-    std::vector<int> reporters;
-    for (const FailureReport& report : received) {
-      if (report.culprit == first.culprit &&
-          std::find(reporters.begin(), reporters.end(), report.reporter) == reporters.end()) {
-        reporters.push_back(report.reporter);
-      }
-    }
-    *culprit = first.culprit;
-    return absl::StrCat(first.message, " (reported by rank", reporters.size() > 1 ? "s " : " ",
-                        absl::StrJoin(reporters, ", "), ")");
   }
 };
 
@@ -333,6 +332,285 @@ std::vector<int> CoresForRank(const std::vector<int>& cpus, int rank, int nproc)
   return share;
 }
 
+namespace {
+
+// Everything a child needs, built before fork(): the child only execs.
+struct SpawnPlan {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // without RANK and LOCAL_RANK
+  std::vector<cpu_set_t> rank_cpus;         // one per rank; empty: not pinned
+  int report_write_fd = -1;                 // inherited by every rank
+};
+
+// The plan for `options`: this process's environment with the job's
+// variables (MASTER_PORT `port`, FSDP_FAILURE_REPORT_FD `report_write_fd`).
+absl::StatusOr<SpawnPlan> PlanRanks(const LaunchOptions& options, int port,
+                                    int report_write_fd) {
+  SpawnPlan plan;
+  plan.argv = options.argv;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const char* equals = std::strchr(*entry, '=');
+    if (equals == nullptr) continue;
+    plan.env[std::string(*entry, equals - *entry)] = equals + 1;
+  }
+  for (const auto& [key, value] : options.extra_env) plan.env[key] = value;
+  plan.env["WORLD_SIZE"] = std::to_string(options.nproc);
+  plan.env["LOCAL_WORLD_SIZE"] = std::to_string(options.nproc);
+  plan.env["MASTER_ADDR"] = "127.0.0.1";
+  plan.env["MASTER_PORT"] = std::to_string(port);
+  plan.env["FSDP_JOB_TOKEN"] = RandomToken();
+  plan.env["FSDP_FAILURE_REPORT_FD"] = std::to_string(report_write_fd);
+  plan.report_write_fd = report_write_fd;
+  if (options.bind_to_cores) {
+    FSDP_ASSIGN_OR_RETURN(std::vector<int> cpus, AllowedCpus());
+    plan.rank_cpus.resize(options.nproc);
+    for (int r = 0; r < options.nproc; ++r) {
+      CPU_ZERO(&plan.rank_cpus[r]);
+      for (int cpu : CoresForRank(cpus, r, options.nproc)) CPU_SET(cpu, &plan.rank_cpus[r]);
+    }
+  }
+  return plan;
+}
+
+// Forks and execs rank `r` with its stdout and stderr on new pipes, whose
+// read ends it returns in `rank`.
+absl::Status SpawnRank(const SpawnPlan& plan, int r, Rank& rank) {
+  std::map<std::string, std::string> env = plan.env;
+  env["RANK"] = std::to_string(r);
+  env["LOCAL_RANK"] = std::to_string(r);
+  std::vector<std::string> env_strings;
+  for (const auto& [key, value] : env) env_strings.push_back(key + "=" + value);
+  std::vector<char*> child_env;
+  for (std::string& entry : env_strings) child_env.push_back(&entry[0]);
+  child_env.push_back(nullptr);
+  std::vector<char*> child_argv;
+  for (const std::string& arg : plan.argv) child_argv.push_back(const_cast<char*>(arg.c_str()));
+  child_argv.push_back(nullptr);
+
+  FSDP_ASSIGN_OR_RETURN(Pipe out, MakePipe(O_CLOEXEC));
+  FSDP_ASSIGN_OR_RETURN(Pipe err, MakePipe(O_CLOEXEC));
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    return absl::InternalError(absl::StrCat("fork for rank ", r, " failed: ", strerror(errno)));
+  }
+  if (pid == 0) {
+    // Child: die with the launcher, default signal handling, pipes as
+    // stdout/stderr, then exec. Only async-signal-safe calls here (and no
+    // return: the owned descriptors are the parent's to close).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
+    // Ignored signals stay ignored across exec: give the rank the defaults.
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    dup2(out.write.get(), 1);
+    dup2(err.write.get(), 2);
+    fcntl(plan.report_write_fd, F_SETFD, 0);  // inherited across exec
+    if (!plan.rank_cpus.empty()) {
+      // Best effort: a refused binding leaves the rank unpinned.
+      (void)sched_setaffinity(0, sizeof(cpu_set_t), &plan.rank_cpus[r]);
+    }
+    environ = child_env.data();
+    execvp(child_argv[0], child_argv.data());
+    const char* message = "launcher: cannot execute the program: ";
+    (void)!write(2, message, std::strlen(message));
+    (void)!write(2, child_argv[0], std::strlen(child_argv[0]));
+    (void)!write(2, "\n", 1);
+    _exit(127);
+  }
+  fcntl(out.read.get(), F_SETFL, O_NONBLOCK);
+  fcntl(err.read.get(), F_SETFL, O_NONBLOCK);
+  rank.pid = pid;
+  rank.running = true;
+  rank.out = {std::move(out.read), 1, absl::StrCat("[rank ", r, "] "), ""};
+  rank.err = {std::move(err.read), 2, absl::StrCat("[rank ", r, "] "), ""};
+  return absl::OkStatus();  // the write ends close here: the rank holds its copies
+}
+
+// How supervision ended.
+struct JobEnd {
+  // OK; kCancelled after a stop signal; the spawning error; or kAborted
+  // when a rank failed (then `failure` says which, to be worded).
+  absl::Status result;
+  std::optional<JobFailure> failure;
+};
+
+// Runs the job until every rank has exited: forwards the ranks' output,
+// collects their failure reports, and at the first failure (a rank failing,
+// a stop signal, or an error while spawning) stops the others: SIGTERM,
+// SIGKILL after the grace. The state of the job: running until the first
+// failure, then stopping (SIGTERM sent, SIGKILL due at kill_deadline_).
+class Supervisor {
+ public:
+  Supervisor(std::vector<Rank>& ranks, const base::UniqueFd& signal_read, Reports& reports,
+             absl::Duration grace)
+      : ranks_(ranks), signal_read_(signal_read), reports_(reports), grace_(grace) {}
+
+  JobEnd Run(absl::Status launch_error) {
+    end_.result = launch_error;
+    if (!launch_error.ok()) BeginStop();
+    absl::Time all_exited_at = absl::InfiniteFuture();
+    while (true) {
+      ForwardWhatArrives(absl::Milliseconds(50));
+      const bool any_running = ReapRanks();
+      if (stopping_ && any_running && absl::Now() >= kill_deadline_) {
+        StopAll(SIGKILL);
+        kill_deadline_ = absl::InfiniteFuture();
+      }
+      if (!any_running) {
+        if (all_exited_at == absl::InfiniteFuture()) all_exited_at = absl::Now();
+        bool streams_open = false;
+        for (Rank& rank : ranks_) streams_open |= rank.out.fd.valid() || rank.err.fd.valid();
+        // Grandchildren may hold the pipes open; do not wait on them for long.
+        if (!streams_open || absl::Now() - all_exited_at > absl::Seconds(1)) break;
+      }
+    }
+    reports_.Drain();
+    return std::move(end_);
+  }
+
+ private:
+  void StopAll(int signal_number) {
+    for (Rank& rank : ranks_) {
+      if (!rank.running) continue;
+      kill(rank.pid, signal_number);
+      // A stopped rank acts on SIGTERM only once continued.
+      if (signal_number == SIGTERM) kill(rank.pid, SIGCONT);
+    }
+  }
+
+  void BeginStop() {
+    if (stopping_) return;
+    stopping_ = true;
+    StopAll(SIGTERM);
+    kill_deadline_ = absl::Now() + grace_;
+  }
+
+  // Waits up to `timeout` for output, reports or a stop signal, and handles
+  // what came.
+  void ForwardWhatArrives(absl::Duration timeout) {
+    std::vector<pollfd> fds;
+    fds.push_back({signal_read_.get(), POLLIN, 0});
+    fds.push_back({reports_.fd.get(), POLLIN, 0});  // ignored by poll once -1
+    std::vector<Stream*> streams;
+    for (Rank& rank : ranks_) {
+      for (Stream* stream : {&rank.out, &rank.err}) {
+        if (stream->fd.valid()) {
+          fds.push_back({stream->fd.get(), POLLIN, 0});
+          streams.push_back(stream);
+        }
+      }
+    }
+    poll(fds.data(), fds.size(), static_cast<int>(absl::ToInt64Milliseconds(timeout)));
+    if (fds[0].revents & POLLIN) HandleStopSignals();
+    if (fds[1].revents != 0) reports_.Drain();
+    for (size_t i = 2; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) streams[i - 2]->Drain();
+    }
+  }
+
+  // SIGINT/SIGTERM to the launcher: stop the job; a second one: no more grace.
+  void HandleStopSignals() {
+    unsigned char signal_number = 0;
+    while (read(signal_read_.get(), &signal_number, 1) == 1) {
+      if (stopping_) {
+        StopAll(SIGKILL);
+        continue;
+      }
+      std::fprintf(stderr, "[launcher] got signal %d (%s); stopping all ranks\n", signal_number,
+                   strsignal(signal_number));
+      if (end_.result.ok()) {
+        end_.result = absl::CancelledError(absl::StrCat(
+            "the launcher got signal ", static_cast<int>(signal_number), " (",
+            strsignal(signal_number), ") and stopped all ranks"));
+      }
+      BeginStop();
+    }
+  }
+
+  // Collects the ranks that changed state; whether any is still running (a
+  // stopped rank is: it may be the hung one the others name).
+  bool ReapRanks() {
+    bool any_running = false;
+    std::vector<std::pair<int, int>> failed;  // (rank, wait status), ended in this pass
+    for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
+      Rank& rank = ranks_[r];
+      if (!rank.running) continue;
+      int status = 0;
+      const pid_t done = waitpid(rank.pid, &status, WNOHANG | WUNTRACED | WCONTINUED);
+      if (done != rank.pid) {
+        any_running = true;
+        continue;
+      }
+      if (WIFSTOPPED(status) || WIFCONTINUED(status)) {
+        any_running = true;
+        rank.stopped = WIFSTOPPED(status);
+        rank.stop_signal = WIFSTOPPED(status) ? WSTOPSIG(status) : 0;
+        if (rank.stopped) {
+          std::fprintf(stderr, "[launcher] rank %d was stopped by signal %d (%s)\n", r,
+                       rank.stop_signal, strsignal(rank.stop_signal));
+        } else if (!stopping_) {
+          std::fprintf(stderr, "[launcher] rank %d continued\n", r);
+        }
+        continue;
+      }
+      rank.running = false;
+      rank.stopped = false;
+      if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) failed.push_back({r, status});
+    }
+    if (!failed.empty() && !stopping_) {
+      // The order of ranks that ended within one pass is unknown: a killed
+      // rank's pipes close (waking us) before it can be reaped, and a
+      // survivor that noticed its death may exit meanwhile. A rank killed by
+      // a signal is taken as the first then: an error exit is most often a
+      // survivor's reaction to such a death.
+      auto first = std::find_if(failed.begin(), failed.end(),
+                                [](const std::pair<int, int>& f) { return WIFSIGNALED(f.second); });
+      if (first == failed.end()) first = failed.begin();
+      RecordFirstFailure(first->first, first->second);
+    }
+    return any_running;
+  }
+
+  // Rank r is the first to fail: say so (with the root cause the ranks
+  // reported so far) and stop the others.
+  void RecordFirstFailure(int r, int status) {
+    JobFailure failure;
+    failure.first_failed = r;
+    failure.first_failure = absl::StrCat("rank ", r, " ", DescribeWaitStatus(status));
+    failure.exit_code = ExitCodeOf(status);
+    // Ranks stopped at this moment (the stop sends SIGCONT, which clears
+    // Rank::stopped).
+    for (int s = 0; s < static_cast<int>(ranks_.size()); ++s) {
+      if (ranks_[s].running && ranks_[s].stopped) {
+        failure.stopped_at_failure.push_back({s, ranks_[s].stop_signal});
+      }
+    }
+    // What the ranks diagnosed so far (a rank reports before it exits).
+    reports_.Drain();
+    int culprit = -1;
+    const std::string cause = RootCause(reports_.received, &culprit);
+    std::fprintf(stderr, "[launcher] %s%s; stopping the other ranks\n",
+                 failure.first_failure.c_str(),
+                 cause.empty() || culprit == r ? ""
+                                               : absl::StrCat("; root cause: ", cause).c_str());
+    end_.result = absl::AbortedError(failure.first_failure);  // worded at the end
+    end_.failure = std::move(failure);
+    BeginStop();
+  }
+
+  std::vector<Rank>& ranks_;
+  const base::UniqueFd& signal_read_;
+  Reports& reports_;
+  const absl::Duration grace_;
+  bool stopping_ = false;
+  absl::Time kill_deadline_ = absl::InfiniteFuture();
+  JobEnd end_;
+};
+
+}  // namespace
+
 absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
   if (options.nproc < 1) {
     return absl::InvalidArgumentError(
@@ -347,283 +625,37 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
   }
   int port = options.master_port;
   if (port == 0) {
-    absl::StatusOr<int> picked = PickFreePort();
-    if (!picked.ok()) return picked.status();
-    port = *picked;
+    FSDP_ASSIGN_OR_RETURN(port, PickFreePort());
   }
-  const std::string token = RandomToken();
 
-  // Everything a child needs is built before fork(): the child only execs.
-  std::map<std::string, std::string> base_env;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const char* equals = std::strchr(*entry, '=');
-    if (equals == nullptr) continue;
-    base_env[std::string(*entry, equals - *entry)] = equals + 1;
-  }
-  for (const auto& [key, value] : options.extra_env) base_env[key] = value;
-  base_env["WORLD_SIZE"] = std::to_string(options.nproc);
-  base_env["LOCAL_WORLD_SIZE"] = std::to_string(options.nproc);
-  base_env["MASTER_ADDR"] = "127.0.0.1";
-  base_env["MASTER_PORT"] = std::to_string(port);
-  base_env["FSDP_JOB_TOKEN"] = token;
-  std::vector<char*> child_argv;
-  for (const std::string& arg : options.argv) child_argv.push_back(const_cast<char*>(arg.c_str()));
-  child_argv.push_back(nullptr);
-
-  int signal_pipe[2];
-  if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-    return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
-  }
+  // Every descriptor below is owned: any return closes what was opened.
+  FSDP_ASSIGN_OR_RETURN(Pipe signal_pipe, MakePipe(O_CLOEXEC | O_NONBLOCK));
   // The ranks report the failure they diagnosed here (failure_report.h). The
   // write end is close-on-exec in the launcher; each child clears that flag
   // on its copy before exec.
-  int report_pipe[2];
-  if (pipe2(report_pipe, O_CLOEXEC) != 0) {
-    close(signal_pipe[0]);
-    close(signal_pipe[1]);
-    return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
-  }
-  fcntl(report_pipe[0], F_SETFL, O_NONBLOCK);
-  base_env["FSDP_FAILURE_REPORT_FD"] = std::to_string(report_pipe[1]);
+  FSDP_ASSIGN_OR_RETURN(Pipe report_pipe, MakePipe(O_CLOEXEC));
+  fcntl(report_pipe.read.get(), F_SETFL, O_NONBLOCK);
+  FSDP_ASSIGN_OR_RETURN(const SpawnPlan plan,
+                        PlanRanks(options, port, report_pipe.write.get()));
   Reports reports;
-  reports.fd = report_pipe[0];
-  StopSignalScope signal_scope(signal_pipe[1]);
-
-  // CPU sets for bind_to_cores, built here: the child only applies one.
-  std::vector<cpu_set_t> rank_cpus(options.nproc);
-  if (options.bind_to_cores) {
-    absl::StatusOr<std::vector<int>> cpus = AllowedCpus();
-    if (!cpus.ok()) return cpus.status();
-    for (int r = 0; r < options.nproc; ++r) {
-      CPU_ZERO(&rank_cpus[r]);
-      for (int cpu : CoresForRank(*cpus, r, options.nproc)) CPU_SET(cpu, &rank_cpus[r]);
-    }
-  }
+  reports.fd = std::move(report_pipe.read);
+  StopSignalScope signal_scope(signal_pipe.write.get());
 
   std::vector<Rank> ranks(options.nproc);
   absl::Status launch_error;
-  for (int r = 0; r < options.nproc; ++r) {
-    std::map<std::string, std::string> env = base_env;
-    env["RANK"] = std::to_string(r);
-    env["LOCAL_RANK"] = std::to_string(r);
-    std::vector<std::string> env_strings;
-    for (const auto& [key, value] : env) env_strings.push_back(key + "=" + value);
-    std::vector<char*> child_env;
-    for (std::string& entry : env_strings) child_env.push_back(&entry[0]);
-    child_env.push_back(nullptr);
-
-    int out_pipe[2], err_pipe[2];
-    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
-      launch_error = absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
-      break;
-    }
-    const pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
-      launch_error = absl::InternalError(
-          absl::StrCat("fork for rank ", r, " failed: ", strerror(errno)));
-      close(out_pipe[0]); close(out_pipe[1]); close(err_pipe[0]); close(err_pipe[1]);
-      break;
-    }
-    if (pid == 0) {
-      // Child: die with the launcher, default signal handling, pipes as
-      // stdout/stderr, then exec. Only async-signal-safe calls here.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(1);
-      // Ignored signals stay ignored across exec: give the rank the defaults.
-      signal(SIGINT, SIG_DFL);
-      signal(SIGTERM, SIG_DFL);
-      signal(SIGPIPE, SIG_DFL);
-      dup2(out_pipe[1], 1);
-      dup2(err_pipe[1], 2);
-      fcntl(report_pipe[1], F_SETFD, 0);  // inherited across exec
-      if (options.bind_to_cores) {
-        // Best effort: a refused binding leaves the rank unpinned.
-        (void)sched_setaffinity(0, sizeof(cpu_set_t), &rank_cpus[r]);
-      }
-      environ = child_env.data();
-      execvp(child_argv[0], child_argv.data());
-      const char* message = "launcher: cannot execute the program: ";
-      (void)!write(2, message, std::strlen(message));
-      (void)!write(2, child_argv[0], std::strlen(child_argv[0]));
-      (void)!write(2, "\n", 1);
-      _exit(127);
-    }
-    close(out_pipe[1]);
-    close(err_pipe[1]);
-    fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
-    fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
-    Rank& rank = ranks[r];
-    rank.pid = pid;
-    rank.running = true;
-    rank.out = {out_pipe[0], 1, absl::StrCat("[rank ", r, "] "), ""};
-    rank.err = {err_pipe[0], 2, absl::StrCat("[rank ", r, "] "), ""};
+  for (int r = 0; r < options.nproc && launch_error.ok(); ++r) {
+    launch_error = SpawnRank(plan, r, ranks[r]);
   }
-
   // Only the ranks write to the report pipe: its end comes when they are gone.
-  close(report_pipe[1]);
+  report_pipe.write.Reset();
 
-  // The state of the job: running until the first failure (or a stop
-  // signal), then stopping: SIGTERM sent, SIGKILL due at kill_deadline.
-  bool stopping = false;
-  absl::Time kill_deadline = absl::InfiniteFuture();
-  absl::Status result = launch_error;
-  absl::Time all_exited_at = absl::InfiniteFuture();
-  // The first rank to fail, and how (for the final message).
-  int first_failed = -1;
-  std::string first_failure;
-  int first_failure_code = 0;
-  // Ranks that were stopped when the first one failed, with the signal that
-  // stopped them (the stop sends SIGCONT, which clears Rank::stopped).
-  std::vector<std::pair<int, int>> stopped_at_failure;
-  auto stop_all = [&](int signal_number) {
-    for (Rank& rank : ranks) {
-      if (!rank.running) continue;
-      kill(rank.pid, signal_number);
-      // A stopped rank acts on SIGTERM only once continued.
-      if (signal_number == SIGTERM) kill(rank.pid, SIGCONT);
-    }
-  };
-  auto begin_stop = [&]() {
-    if (stopping) return;
-    stopping = true;
-    stop_all(SIGTERM);
-    kill_deadline = absl::Now() + options.grace;
-  };
-  if (!launch_error.ok()) begin_stop();
-
-  while (true) {
-    std::vector<pollfd> fds;
-    fds.push_back({signal_pipe[0], POLLIN, 0});
-    fds.push_back({reports.fd, POLLIN, 0});  // ignored by poll once -1
-    std::vector<Stream*> streams;
-    for (Rank& rank : ranks) {
-      for (Stream* stream : {&rank.out, &rank.err}) {
-        if (stream->fd >= 0) {
-          fds.push_back({stream->fd, POLLIN, 0});
-          streams.push_back(stream);
-        }
-      }
-    }
-    poll(fds.data(), fds.size(), 50);
-    if (fds[0].revents & POLLIN) {
-      unsigned char signal_number = 0;
-      while (read(signal_pipe[0], &signal_number, 1) == 1) {
-        if (stopping) {
-          stop_all(SIGKILL);  // a second Ctrl-C: no more grace
-        } else {
-          std::fprintf(stderr, "[launcher] got signal %d (%s); stopping all ranks\n",
-                       signal_number, strsignal(signal_number));
-          if (result.ok()) {
-            result = absl::CancelledError(absl::StrCat(
-                "the launcher got signal ", static_cast<int>(signal_number), " (",
-                strsignal(signal_number), ") and stopped all ranks"));
-          }
-          begin_stop();
-        }
-      }
-    }
-    if (fds[1].revents != 0) reports.Drain();
-    for (size_t i = 2; i < fds.size(); ++i) {
-      if (fds[i].revents != 0) streams[i - 2]->Drain();
-    }
-
-    bool any_running = false;
-    for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
-      Rank& rank = ranks[r];
-      if (!rank.running) continue;
-      int status = 0;
-      pid_t done = waitpid(rank.pid, &status, WNOHANG | WUNTRACED | WCONTINUED);
-      if (done != rank.pid) {
-        any_running = true;
-        continue;
-      }
-      if (WIFSTOPPED(status) || WIFCONTINUED(status)) {
-        // Not an end: a stopped rank may be the hung one the others name.
-        any_running = true;
-        rank.stopped = WIFSTOPPED(status);
-        rank.stop_signal = WIFSTOPPED(status) ? WSTOPSIG(status) : 0;
-        if (rank.stopped) {
-          std::fprintf(stderr, "[launcher] rank %d was stopped by signal %d (%s)\n", r,
-                       rank.stop_signal, strsignal(rank.stop_signal));
-        } else if (!stopping) {
-          std::fprintf(stderr, "[launcher] rank %d continued\n", r);
-        }
-        continue;
-      }
-      rank.running = false;
-      rank.stopped = false;
-      const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-      if (failed && !stopping) {
-        first_failed = r;
-        first_failure = absl::StrCat("rank ", r, " ", DescribeWaitStatus(status));
-        first_failure_code = ExitCodeOf(status);
-        for (int s = 0; s < static_cast<int>(ranks.size()); ++s) {
-          if (ranks[s].running && ranks[s].stopped) {
-            stopped_at_failure.push_back({s, ranks[s].stop_signal});
-          }
-        }
-        // What the ranks diagnosed so far (a rank reports before it exits).
-        reports.Drain();
-        int culprit = -1;
-        std::string cause = reports.RootCause(&culprit);
-        std::fprintf(stderr, "[launcher] %s%s; stopping the other ranks\n",
-                     first_failure.c_str(),
-                     cause.empty() || culprit == r
-                         ? ""
-                         : absl::StrCat("; root cause: ", cause).c_str());
-        result = absl::AbortedError(first_failure);  // worded at the end
-        begin_stop();
-      }
-    }
-    if (stopping && any_running && absl::Now() >= kill_deadline) {
-      stop_all(SIGKILL);
-      kill_deadline = absl::InfiniteFuture();
-    }
-    if (!any_running) {
-      if (all_exited_at == absl::InfiniteFuture()) all_exited_at = absl::Now();
-      bool streams_open = false;
-      for (Rank& rank : ranks) streams_open |= rank.out.fd >= 0 || rank.err.fd >= 0;
-      // Grandchildren may hold the pipes open; do not wait on them for long.
-      if (!streams_open || absl::Now() - all_exited_at > absl::Seconds(1)) break;
-    }
+  JobEnd end = Supervisor(ranks, signal_pipe.read, reports, options.grace).Run(launch_error);
+  if (end.failure.has_value()) {
+    absl::Status failed = absl::AbortedError(DescribeJobFailure(*end.failure, reports.received));
+    failed.SetPayload(kExitCodePayload, absl::Cord(std::to_string(end.failure->exit_code)));
+    return failed;
   }
-  for (Rank& rank : ranks) {
-    for (Stream* stream : {&rank.out, &rank.err}) {
-      if (stream->fd >= 0) close(stream->fd);
-    }
-  }
-  reports.Drain();
-  if (reports.fd >= 0) close(reports.fd);
-  close(signal_pipe[0]);
-  close(signal_pipe[1]);
-  if (first_failed >= 0) {
-    // Name the root cause: what the ranks reported (a hung rank never exits
-    // by itself, and the first rank to exit is usually a survivor that gave
-    // up on it), else a rank that was stopped, else the first to fail.
-    int culprit = -1;
-    const std::string cause = reports.RootCause(&culprit);
-    std::string message;
-    if (!cause.empty() && culprit != first_failed) {
-      message = absl::StrCat(cause, ": the root cause; ", first_failure,
-                             " (the first rank to exit); the other ranks were stopped");
-    } else if (!cause.empty()) {
-      message = absl::StrCat(first_failure, " (the first rank to fail; ", cause,
-                             "); the other ranks were stopped");
-    } else if (!stopped_at_failure.empty()) {
-      const auto [s, stop_signal] = stopped_at_failure.front();
-      message = absl::StrCat(
-          "rank ", s, " was stopped (signal ", stop_signal, ", ", strsignal(stop_signal),
-          ") when ", first_failure,
-          ": the stopped rank is the likely root cause; the other ranks were stopped");
-    } else {
-      message = absl::StrCat(first_failure,
-                             " (the first rank to fail); the other ranks were stopped");
-    }
-    result = absl::AbortedError(message);
-    result.SetPayload(kExitCodePayload, absl::Cord(std::to_string(first_failure_code)));
-  }
-  if (!result.ok()) return result;
+  if (!end.result.ok()) return end.result;
   return 0;
 }
 

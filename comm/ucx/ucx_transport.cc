@@ -17,7 +17,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "comm/launcher/failure_report.h"
 #include "comm/liveness.h"
 #include "comm/rendezvous/rendezvous.h"
 #include "comm/ucx/peer_copy_guard.h"
@@ -116,8 +115,8 @@ class UcxTransport final : public Transport {
   // ..."): kUnavailable `what` plus who was told becomes its operations'
   // status (and health() if it is the first failure).
   void MarkPeerFailed(int peer, const char* kind, const std::string& what);
-  // The job's first failure, as this rank saw it: health() and the report
-  // to the launcher (comm/launcher/failure_report.h), which gets `what`.
+  // The job's first failure, as this rank saw it: health() and
+  // on_peer_failure_, which gets `what`.
   void SetFirstFailure(int culprit, const char* kind, const absl::Status& why,
                        const std::string& what);
   // The store declared this very rank hung.
@@ -134,6 +133,7 @@ class UcxTransport final : public Transport {
   std::vector<PeerState> peers_;
   std::vector<absl::Time> left_at_;
   std::vector<absl::Status> peer_failure_;  // why peers_[p] is kDead
+  std::function<void(const PeerFailure&)> on_peer_failure_;  // UcxTransportOptions
   absl::Status health_;
   absl::Status stopped_;  // why Stop() was called; OK while running
   CallerLiveness liveness_;  // reported by the heartbeats
@@ -178,6 +178,7 @@ absl::Status UcxTransport::Init(const UcxTransportOptions& options) {
   event.data.fd = interrupt_fd_;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, interrupt_fd_, &event);
   endpoints_.assign(env_.world_size, nullptr);
+  on_peer_failure_ = options.on_peer_failure;
   if (env_.world_size == 1) return absl::OkStatus();
 
   // A peer that dies mid-transfer must give us an error, not abort us.
@@ -520,7 +521,7 @@ void UcxTransport::SetFirstFailure(int culprit, const char* kind, const absl::St
                                    const std::string& what) {
   if (!health_.ok()) return;
   health_ = why;
-  WriteFailureReport(env_.failure_report_fd, FailureReport{culprit, kind, env_.rank, what});
+  if (on_peer_failure_) on_peer_failure_(PeerFailure{culprit, kind, what});
   // One failure stops the job: whatever this rank still had in flight can
   // no longer finish correctly.
   Stop(why);

@@ -70,7 +70,9 @@
 #ifndef COMM_UCX_UCX_TRANSPORT_H_
 #define COMM_UCX_UCX_TRANSPORT_H_
 
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -82,6 +84,14 @@ namespace comm {
 // How long operations with a peer that left cleanly may still complete.
 inline constexpr absl::Duration kLeftPeerGrace = absl::Seconds(2);
 
+// The job's first failure as this rank saw it: a peer found dead or hung, or
+// this rank itself declared hung.
+struct PeerFailure {
+  int culprit = -1;     // the rank found dead or hung
+  std::string kind;     // "died" or "hung"
+  std::string message;  // "rank 3 is hung: no heartbeat for 20s ..."
+};
+
 struct UcxTransportOptions {
   // How long the rendezvous waits for every rank (errors as in
   // comm/rendezvous/rendezvous.h).
@@ -89,6 +99,12 @@ struct UcxTransportOptions {
   // The hang bound (see the banner); rank 0's is the job's. Infinite: no
   // heartbeats, hangs end only by the callers' own timeouts.
   absl::Duration hang_timeout = absl::InfiniteDuration();
+  // Told once, at the job's first failure this rank learns of, on the thread
+  // progressing the transport (it must not call into the transport). The
+  // transport knows bytes, peers and tags; whoever runs the rank decides
+  // where the news goes (Communicator::CreateFromEnvironment writes the
+  // launcher's failure report, comm/launcher/failure_report.h). Unset: nobody.
+  std::function<void(const PeerFailure&)> on_peer_failure;
 };
 
 // Creates the UCX context and worker, rendezvouses with the other ranks and

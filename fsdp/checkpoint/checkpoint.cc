@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "base/atomic_file.h"
 #include "base/status_macros.h"
 #include "fsdp/checkpoint/checkpoint_dir.h"
 #include "fsdp/checkpoint/checkpoint_reader.h"
@@ -38,7 +39,7 @@ absl::Status CommitOnRankZero(const std::string& partial, const std::string& fin
   std::string text;
   google::protobuf::TextFormat::PrintToString(readable, &text);
   FSDP_RETURN_IF_ERROR(WriteNewFileDurably(JoinPath(partial, kManifestTextFileName), text));
-  FSDP_RETURN_IF_ERROR(SyncDirectory(partial));
+  FSDP_RETURN_IF_ERROR(base::SyncDirectory(partial));
   if (IsCompleteCheckpoint(final_path)) {
     // The same step saved again (a run resumed before its last save was
     // pruned, or restarted): replace it. Older checkpoints stay intact.
@@ -46,7 +47,7 @@ absl::Status CommitOnRankZero(const std::string& partial, const std::string& fin
     FSDP_RETURN_IF_ERROR(RemoveTree(replaced));
     FSDP_RETURN_IF_ERROR(RenamePath(final_path, replaced));
     FSDP_RETURN_IF_ERROR(RenamePath(partial, final_path));
-    FSDP_RETURN_IF_ERROR(SyncDirectory(options.dir));
+    FSDP_RETURN_IF_ERROR(base::SyncDirectory(options.dir));
     if (absl::Status removed = RemoveTree(replaced); !removed.ok()) {
       stats.warnings.push_back(std::string(removed.message()));
     }
@@ -54,7 +55,7 @@ absl::Status CommitOnRankZero(const std::string& partial, const std::string& fin
     FSDP_RETURN_IF_ERROR(RemoveTree(final_path));  // an incomplete one, never read
     FSDP_RETURN_IF_ERROR(RenamePath(partial, final_path));
   }
-  FSDP_RETURN_IF_ERROR(SyncDirectory(options.dir));
+  FSDP_RETURN_IF_ERROR(base::SyncDirectory(options.dir));
 
   if (options.keep > 0) {
     absl::StatusOr<CheckpointListing> listing = ListCheckpoints(options.dir);
@@ -67,7 +68,7 @@ absl::Status CommitOnRankZero(const std::string& partial, const std::string& fin
       const std::string& old = listing->complete[i].path;
       const std::string deleting = old + ".deleting";
       absl::Status pruned = RenamePath(old, deleting);
-      if (pruned.ok()) pruned = SyncDirectory(options.dir);
+      if (pruned.ok()) pruned = base::SyncDirectory(options.dir);
       if (pruned.ok()) pruned = RemoveTree(deleting);
       if (pruned.ok()) {
         stats.pruned.push_back(old);

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "base/unique_fd.h"
 
 namespace fsdp {
 namespace checkpoint {
@@ -143,23 +144,13 @@ absl::Status RemoveTree(const std::string& path) {
   return absl::OkStatus();
 }
 
-absl::Status SyncDirectory(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("cannot open directory", path, errno);
-  const int rc = fsync(fd);
-  const int error = errno;
-  close(fd);
-  if (rc != 0) return ErrnoError("cannot fsync directory", path, error);
-  return absl::OkStatus();
-}
-
 absl::Status WriteNewFileDurably(const std::string& path, absl::string_view contents) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("cannot create", path, errno);
+  base::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd.valid()) return ErrnoError("cannot create", path, errno);
   size_t written = 0;
   int error = 0;
   while (written < contents.size()) {
-    const ssize_t n = write(fd, contents.data() + written, contents.size() - written);
+    const ssize_t n = write(fd.get(), contents.data() + written, contents.size() - written);
     if (n < 0) {
       if (errno == EINTR) continue;
       error = errno;
@@ -167,33 +158,13 @@ absl::Status WriteNewFileDurably(const std::string& path, absl::string_view cont
     }
     written += static_cast<size_t>(n);
   }
-  if (error == 0 && fsync(fd) != 0) error = errno;
-  if (close(fd) != 0 && error == 0) error = errno;
+  if (error == 0 && fsync(fd.get()) != 0) error = errno;
+  if (close(fd.Release()) != 0 && error == 0) error = errno;
   if (error != 0) {
     unlink(path.c_str());
     return ErrnoError("cannot write", path, error);
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("cannot open", path, errno);
-  std::string contents;
-  char buffer[1 << 16];
-  while (true) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int error = errno;
-      close(fd);
-      return ErrnoError("cannot read", path, error);
-    }
-    if (n == 0) break;
-    contents.append(buffer, static_cast<size_t>(n));
-  }
-  close(fd);
-  return contents;
 }
 
 absl::Status RenamePath(const std::string& from, const std::string& to) {

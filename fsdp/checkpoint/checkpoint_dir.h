@@ -67,14 +67,13 @@ bool IsCompleteCheckpoint(const std::string& path);
 absl::Status MakeDirs(const std::string& path);
 // rm -rf of a path (a missing path is OK).
 absl::Status RemoveTree(const std::string& path);
-// fsync of a directory, so that entries created or renamed in it are durable.
-absl::Status SyncDirectory(const std::string& path);
 // Creates `path` (which must not exist), writes `contents`, fsyncs, closes.
-// On any error the file is removed.
+// On any error the file is removed. (Files inside DIR/step-N.partial need no
+// temporary of their own: the directory's rename publishes them all.)
 absl::Status WriteNewFileDurably(const std::string& path, absl::string_view contents);
-// The whole file. NotFound / Internal naming the path.
-absl::StatusOr<std::string> ReadFileToString(const std::string& path);
-// rename(2), with the paths in the error.
+// rename(2) of a checkpoint directory (the commit and pruning steps above),
+// with the paths in the error; the caller fsyncs the parent
+// (base::SyncDirectory, base/atomic_file.h) once its renames are done.
 absl::Status RenamePath(const std::string& from, const std::string& to);
 
 }  // namespace checkpoint

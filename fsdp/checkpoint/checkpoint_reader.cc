@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/posix_file.h"
 #include "base/status_macros.h"
 #include "fsdp/checkpoint/checkpoint_dir.h"
 #include "fsdp/checkpoint/manifest_file.h"
@@ -37,7 +38,7 @@ absl::StatusOr<proto::CheckpointManifest> ReadManifest(const std::string& path) 
     return absl::DataLossError(absl::StrCat(manifest_path, " is too large (", st.st_size,
                                             " bytes) to be a manifest"));
   }
-  FSDP_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(manifest_path));
+  FSDP_ASSIGN_OR_RETURN(std::string bytes, base::ReadWholeFile(manifest_path));
   return DecodeManifestFile(bytes, manifest_path);
 }
 

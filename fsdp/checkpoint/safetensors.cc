@@ -6,13 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "base/posix_file.h"
 #include "base/status_macros.h"
 
 namespace fsdp {
@@ -58,38 +58,11 @@ void DecodeLittleEndianF32InPlace(absl::Span<float> values) {
   }
 }
 
-std::string DirectoryOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-// A name no other writer (thread or process) is using: the pid separates
-// processes, the counter threads and successive writers of one process, and
-// O_EXCL catches whatever is left over (a stale file from a killed process
-// with a recycled pid).
-absl::StatusOr<std::pair<std::string, UniqueFd>> CreateTempFileBeside(const std::string& path) {
-  static std::atomic<uint64_t> counter{0};
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    std::string temp_path = absl::StrCat(path, ".tmp-", ::getpid(), "-", counter.fetch_add(1));
-    // 0666 and the umask decide the mode, as for any file the user creates.
-    const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) return std::make_pair(std::move(temp_path), UniqueFd(fd));
-    if (errno != EEXIST) {
-      return PosixError(errno, absl::StrCat("cannot create safetensors file ", path,
-                                            " (temporary file ", temp_path, ")"));
-    }
-  }
-  return absl::AlreadyExistsError(absl::StrCat("cannot create safetensors file ", path,
-                                               ": 100 temporary names beside it are taken"));
-}
-
 }  // namespace
 
 // --- SafetensorsReader ---
 
-SafetensorsReader::SafetensorsReader(std::string path, UniqueFd fd, SafetensorsHeader header,
+SafetensorsReader::SafetensorsReader(std::string path, base::UniqueFd fd, SafetensorsHeader header,
                                      uint64_t data_section_offset)
     : path_(std::move(path)),
       fd_(std::move(fd)),
@@ -101,13 +74,13 @@ SafetensorsReader::SafetensorsReader(std::string path, UniqueFd fd, SafetensorsH
 absl::StatusOr<std::unique_ptr<SafetensorsReader>> SafetensorsReader::Open(
     const std::string& path) {
   const std::string context = absl::StrCat("safetensors file ", path, ": ");
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
-    return PosixError(errno, absl::StrCat("cannot open safetensors file ", path));
+    return base::PosixError(errno, absl::StrCat("cannot open safetensors file ", path));
   }
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) {
-    return PosixError(errno, absl::StrCat("cannot stat safetensors file ", path));
+    return base::PosixError(errno, absl::StrCat("cannot stat safetensors file ", path));
   }
   if (!S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(context, "not a regular file"));
@@ -115,7 +88,7 @@ absl::StatusOr<std::unique_ptr<SafetensorsReader>> SafetensorsReader::Open(
   const uint64_t file_bytes = static_cast<uint64_t>(st.st_size);
 
   char prefix[kSafetensorsLengthBytes];
-  FSDP_ASSIGN_OR_RETURN(size_t prefix_bytes, PreadFull(fd.get(), absl::MakeSpan(prefix), 0,
+  FSDP_ASSIGN_OR_RETURN(size_t prefix_bytes, base::PreadFull(fd.get(), absl::MakeSpan(prefix), 0,
                                                        absl::StrCat("cannot read ", path)));
   absl::StatusOr<uint64_t> header_bytes =
       ParseSafetensorsHeaderLength(absl::string_view(prefix, prefix_bytes), file_bytes);
@@ -123,7 +96,7 @@ absl::StatusOr<std::unique_ptr<SafetensorsReader>> SafetensorsReader::Open(
 
   std::string json(*header_bytes, '\0');
   FSDP_ASSIGN_OR_RETURN(size_t json_bytes,
-                        PreadFull(fd.get(), absl::MakeSpan(json), kSafetensorsLengthBytes,
+                        base::PreadFull(fd.get(), absl::MakeSpan(json), kSafetensorsLengthBytes,
                                   absl::StrCat("cannot read ", path)));
   if (json_bytes != json.size()) {
     return absl::DataLossError(
@@ -175,7 +148,7 @@ absl::Status SafetensorsReader::ReadF32Range(absl::string_view name, uint64_t el
   const uint64_t offset = data_section_offset_ + t->data_begin + element_begin * 4;
   absl::Span<char> bytes(reinterpret_cast<char*>(out.data()), out.size() * 4);
   FSDP_ASSIGN_OR_RETURN(size_t got,
-                        PreadFull(fd_.get(), bytes, offset, absl::StrCat("cannot read ", context)));
+                        base::PreadFull(fd_.get(), bytes, offset, absl::StrCat("cannot read ", context)));
   if (got != bytes.size()) {
     return absl::DataLossError(absl::StrCat(context, ": the file ends at byte ", offset + got,
                                             ", before its data (truncated since Open?)"));
@@ -186,11 +159,11 @@ absl::Status SafetensorsReader::ReadF32Range(absl::string_view name, uint64_t el
 
 // --- SafetensorsWriter ---
 
-SafetensorsWriter::SafetensorsWriter(std::string path, std::string temp_path, UniqueFd fd,
+SafetensorsWriter::SafetensorsWriter(std::string path, base::PendingFile file,
                                      SafetensorsHeader header)
     : path_(std::move(path)),
-      temp_path_(std::move(temp_path)),
-      fd_(std::move(fd)),
+      temp_path_(file.temp_path()),
+      file_(std::move(file)),
       header_(std::move(header)) {
   buffer_.reserve(kWriteBufferBytes);
   AdvanceToIncompleteTensor();
@@ -209,9 +182,9 @@ absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
   absl::StatusOr<std::string> json = SerializeSafetensorsHeader(*header);
   if (!json.ok()) return Prefixed(context, json.status());
 
-  FSDP_ASSIGN_OR_RETURN(auto temp, CreateTempFileBeside(path));
-  std::unique_ptr<SafetensorsWriter> writer(new SafetensorsWriter(
-      path, std::move(temp.first), std::move(temp.second), std::move(*header)));
+  FSDP_ASSIGN_OR_RETURN(base::PendingFile file, base::PendingFile::Create(path, "safetensors file"));
+  std::unique_ptr<SafetensorsWriter> writer(
+      new SafetensorsWriter(path, std::move(file), std::move(*header)));
   // The header goes out now, so that an unwritable file fails here, before the
   // caller produces any data.
   std::string prefix(kSafetensorsLengthBytes, '\0');
@@ -224,23 +197,14 @@ absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
   return writer;
 }
 
-SafetensorsWriter::~SafetensorsWriter() {
-  if (!finished_ && failure_.ok()) {
-    fd_ = UniqueFd();
-    ::unlink(temp_path_.c_str());
-  }
-}
+// file_ removes the temporary file unless it was published.
+SafetensorsWriter::~SafetensorsWriter() = default;
 
 void SafetensorsWriter::AdvanceToIncompleteTensor() {
   while (tensor_ < header_.tensors.size() && tensor_written_ == header_.tensors[tensor_].numel) {
     ++tensor_;
     tensor_written_ = 0;
   }
-}
-
-std::string SafetensorsWriter::WriteContext() const {
-  return absl::StrCat("cannot write safetensors file ", path_, " (temporary file ", temp_path_,
-                      ")");
 }
 
 absl::Status SafetensorsWriter::CheckUsable() const {
@@ -257,13 +221,12 @@ absl::Status SafetensorsWriter::CheckUsable() const {
 
 absl::Status SafetensorsWriter::Fail(absl::Status status) {
   failure_ = status;
-  fd_ = UniqueFd();
-  ::unlink(temp_path_.c_str());
+  file_.Discard();
   return status;
 }
 
 absl::Status SafetensorsWriter::Flush() {
-  absl::Status status = WriteFull(fd_.get(), buffer_, WriteContext());
+  absl::Status status = file_.Write(absl::string_view(buffer_.data(), buffer_.size()));
   buffer_.clear();
   if (!status.ok()) return Fail(std::move(status));
   return absl::OkStatus();
@@ -306,26 +269,11 @@ absl::Status SafetensorsWriter::Finish() {
         " later tensors not started); nothing was written to ", path_)));
   }
   FSDP_RETURN_IF_ERROR(Flush());
-  if (::fsync(fd_.get()) != 0) {
-    return Fail(PosixError(errno, absl::StrCat(WriteContext(), ": fsync")));
-  }
-  if (absl::Status closed = fd_.Close(absl::StrCat(WriteContext(), ": close")); !closed.ok()) {
-    return Fail(std::move(closed));
-  }
-  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    return Fail(PosixError(errno, absl::StrCat("cannot rename ", temp_path_, " onto ", path_)));
-  }
-  finished_ = true;
-  // The rename is a change to the directory: without this fsync a power cut
-  // could bring back the old file (or none) although Finish returned OK.
-  const std::string directory = DirectoryOf(path_);
-  UniqueFd dir(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid() || ::fsync(dir.get()) != 0) {
-    return PosixError(
-        errno, absl::StrCat("safetensors file ", path_, " is complete, but fsync of its directory ",
-                            directory, " failed, so the rename may not survive a crash"));
-  }
-  return absl::OkStatus();
+  // fsync, rename onto path_, fsync of the directory (base/atomic_file.h).
+  absl::Status published = file_.Publish();
+  finished_ = file_.published();
+  if (!published.ok() && !finished_) return Fail(std::move(published));
+  return published;
 }
 
 }  // namespace checkpoint

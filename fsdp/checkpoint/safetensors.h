@@ -60,7 +60,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "fsdp/checkpoint/posix_file.h"
+#include "base/atomic_file.h"
+#include "base/unique_fd.h"
 #include "fsdp/checkpoint/safetensors_format.h"
 
 namespace fsdp {
@@ -96,11 +97,11 @@ class SafetensorsReader {
                             absl::Span<float> out) const;
 
  private:
-  SafetensorsReader(std::string path, UniqueFd fd, SafetensorsHeader header,
+  SafetensorsReader(std::string path, base::UniqueFd fd, SafetensorsHeader header,
                     uint64_t data_section_offset);
 
   std::string path_;
-  UniqueFd fd_;
+  base::UniqueFd fd_;
   SafetensorsHeader header_;
   uint64_t data_section_offset_;
   absl::flat_hash_map<std::string, size_t> index_;  // name -> position in header_.tensors
@@ -140,7 +141,7 @@ class SafetensorsWriter {
   const SafetensorsHeader& header() const { return header_; }
 
  private:
-  SafetensorsWriter(std::string path, std::string temp_path, UniqueFd fd, SafetensorsHeader header);
+  SafetensorsWriter(std::string path, base::PendingFile file, SafetensorsHeader header);
 
   // Skips complete (and empty) tensors so that tensor_ is the one to fill.
   void AdvanceToIncompleteTensor();
@@ -148,11 +149,10 @@ class SafetensorsWriter {
   // Records the first error, removes the temporary file, returns the error.
   absl::Status Fail(absl::Status status);
   absl::Status CheckUsable() const;
-  std::string WriteContext() const;
 
   std::string path_;
-  std::string temp_path_;
-  UniqueFd fd_;
+  std::string temp_path_;   // file_'s, kept for temp_path() after a failure
+  base::PendingFile file_;  // removed unless Finish publishes it
   SafetensorsHeader header_;
   size_t tensor_ = 0;            // the tensor being filled
   uint64_t tensor_written_ = 0;  // its elements appended so far

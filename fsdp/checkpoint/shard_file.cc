@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/unique_fd.h"
 #include "fsdp/checkpoint/checkpoint_dir.h"
 #include "fsdp/checkpoint/manifest_file.h"
 #include "fsdp/checkpoint/sha256.h"
@@ -93,9 +94,9 @@ absl::StatusOr<proto::ShardFile> WriteShardFile(const std::string& dir, const st
   entry.set_name(name);
   entry.set_rank(rank);
   entry.set_chunk_bytes(chunk_bytes);
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return WriteError(path, errno);
-  ChunkedWriter writer(fd, chunk_bytes, entry, keep_alive);
+  base::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd.valid()) return WriteError(path, errno);
+  ChunkedWriter writer(fd.get(), chunk_bytes, entry, keep_alive);
   int64_t offset = 0;
   int error = 0;
   for (const StateRegion& region : regions) {
@@ -110,8 +111,8 @@ absl::StatusOr<proto::ShardFile> WriteShardFile(const std::string& dir, const st
     offset += bytes;
   }
   writer.FinishChunks();
-  if (error == 0 && fsync(fd) != 0) error = errno;
-  if (close(fd) != 0 && error == 0) error = errno;
+  if (error == 0 && fsync(fd.get()) != 0) error = errno;
+  if (close(fd.Release()) != 0 && error == 0) error = errno;
   if (error != 0) {
     unlink(path.c_str());
     return WriteError(path, error);

@@ -9,7 +9,7 @@
 //   FSDP_ASSIGN_OR_RETURN(ByteBpe bpe, ByteBpe::Train(corpus, /*vocab=*/512));
 //   std::vector<uint16_t> tokens = bpe.Encode("Hello, world\n");
 //   std::string text = bpe.Decode(tokens);            // "Hello, world\n"
-//   FSDP_RETURN_IF_ERROR(report::WriteFileAtomically("x.tokenizer", bpe.Serialize()));
+//   FSDP_RETURN_IF_ERROR(base::WriteFileAtomically("x.tokenizer", bpe.Serialize()));
 //
 // [Note: BPE pieces] Training and encoding first cut the text into pieces
 // and merge only within a piece, so a token never spans a word boundary:

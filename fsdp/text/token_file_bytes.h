@@ -1,7 +1,7 @@
 // File: fsdp/text/token_file_bytes.h
 //
 // The bytes of an llm.c token file (format: fsdp/data/token_file.h), to be
-// written whole with report::WriteFileAtomically so that no reader ever sees
+// written whole with base::WriteFileAtomically so that no reader ever sees
 // half a file.
 #ifndef FSDP_TEXT_TOKEN_FILE_BYTES_H_
 #define FSDP_TEXT_TOKEN_FILE_BYTES_H_

@@ -1,16 +1,6 @@
 // File: fsdp/train/metrics_plot.cc
 #include "fsdp/train/metrics_plot.h"
 
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -18,11 +8,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "absl/time/clock.h"
+#include "base/gnuplot.h"
+#include "base/posix_file.h"
 #include "base/status_macros.h"
-#include "fsdp/report/atomic_file.h"
-
-extern char** environ;
 
 namespace fsdp {
 namespace {
@@ -72,7 +60,7 @@ absl::StatusOr<MetricsRun> ParseMetrics(absl::string_view contents, const std::s
 }
 
 absl::StatusOr<MetricsRun> ReadMetricsFile(const std::string& path, const std::string& label) {
-  FSDP_ASSIGN_OR_RETURN(std::string contents, report::ReadWholeFile(path));
+  FSDP_ASSIGN_OR_RETURN(std::string contents, base::ReadWholeFile(path));
   return ParseMetrics(contents, label, path);
 }
 
@@ -138,70 +126,12 @@ std::string MetricsGnuplotScript(const std::vector<MetricsRun>& runs,
 absl::Status PlotMetrics(const std::vector<MetricsRun>& runs, const std::string& png_path,
                          absl::Duration timeout) {
   if (runs.empty()) return absl::InvalidArgumentError("nothing to plot: no metrics runs");
-  const std::string temp_png = absl::StrCat(png_path, ".tmp.", getpid());
-  const std::string script_path = png_path + ".gp";
-  // The script kept beside the PNG names the PNG itself; gnuplot runs a
-  // copy that writes the temporary file.
-  FSDP_RETURN_IF_ERROR(
-      report::WriteFileAtomically(script_path, MetricsGnuplotScript(runs, png_path)));
-  const std::string temp_script = absl::StrCat(script_path, ".tmp.", getpid());
-  FSDP_RETURN_IF_ERROR(
-      report::WriteFileAtomically(temp_script, MetricsGnuplotScript(runs, temp_png)));
-  auto cleanup = [&] {
-    std::remove(temp_script.c_str());
-    std::remove(temp_png.c_str());
-  };
-  // posix_spawn, not fork: rank 0 has progress threads.
-  pid_t pid = 0;
-  char* const argv[] = {const_cast<char*>("gnuplot"), const_cast<char*>(temp_script.c_str()),
-                        nullptr};
-  const int spawned = posix_spawnp(&pid, "gnuplot", nullptr, nullptr, argv, environ);
-  if (spawned == ENOENT) {
-    cleanup();
-    return absl::FailedPreconditionError(
-        "gnuplot is not installed; run tools/setup.sh (it installs gnuplot-nox)");
-  }
-  if (spawned != 0) {
-    cleanup();
-    return absl::InternalError(absl::StrCat("starting gnuplot: ", std::strerror(spawned)));
-  }
-  const absl::Time deadline = absl::Now() + timeout;
-  int status = 0;
-  while (true) {
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR) {
-      cleanup();
-      return absl::InternalError(absl::StrCat("waiting for gnuplot: ", std::strerror(errno)));
-    }
-    if (absl::Now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      cleanup();
-      return absl::DeadlineExceededError(absl::StrCat(
-          "gnuplot did not finish ", png_path, " within ", absl::FormatDuration(timeout),
-          "; the script is ", script_path));
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-    cleanup();
-    return absl::FailedPreconditionError(
-        "gnuplot is not installed; run tools/setup.sh (it installs gnuplot-nox)");
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    cleanup();
-    return absl::InternalError(absl::StrCat("gnuplot failed on ", script_path, " (status ",
-                                            status, "); see its message above"));
-  }
-  std::remove(temp_script.c_str());
-  if (std::rename(temp_png.c_str(), png_path.c_str()) != 0) {
-    const int error = errno;
-    std::remove(temp_png.c_str());
-    return absl::InternalError(
-        absl::StrCat("cannot rename the plot to ", png_path, ": ", std::strerror(error)));
-  }
-  return absl::OkStatus();
+  base::GnuplotPlot plot;
+  plot.png_path = png_path;
+  plot.script_path = png_path + ".gp";
+  plot.timeout = timeout;
+  return base::DrawWithGnuplot(
+      plot, [&](const std::string& output) { return MetricsGnuplotScript(runs, output); });
 }
 
 }  // namespace fsdp

@@ -49,10 +49,10 @@ absl::StatusOr<MetricsRun> ReadMetricsFile(const std::string& path, const std::s
 std::string MetricsGnuplotScript(const std::vector<MetricsRun>& runs,
                                  const std::string& output_path);
 
-// Writes png_path + ".gp", runs gnuplot on it (killed after `timeout`) into
-// a temporary file and renames that over png_path, so png_path is a whole
-// PNG or untouched. FailedPrecondition when gnuplot is not installed (run
-// tools/setup.sh); Internal when it fails; DeadlineExceeded on timeout.
+// Writes png_path + ".gp" and draws png_path with it (base/gnuplot.h:
+// killed after `timeout`, published whole or not at all). FailedPrecondition
+// when gnuplot is not installed (run tools/setup.sh); Internal when it fails;
+// DeadlineExceeded on timeout.
 absl::Status PlotMetrics(const std::vector<MetricsRun>& runs, const std::string& png_path,
                          absl::Duration timeout);
 

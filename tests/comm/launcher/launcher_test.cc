@@ -6,8 +6,10 @@
 
 #include "comm/launcher/failure_report.h"
 
+#include <dirent.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <fstream>
 #include <regex>
@@ -16,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -276,6 +279,55 @@ TEST(LauncherLibrary, LaunchLocalRanksReturnsTheJobResult) {
   EXPECT_EQ(*result, 0);
 }
 
+
+// The descriptors open in this process, by number.
+std::set<int> OpenDescriptors() {
+  std::set<int> fds;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return fds;
+  const int own = dirfd(dir);
+  while (dirent* entry = readdir(dir)) {
+    int fd = -1;
+    if (absl::SimpleAtoi(entry->d_name, &fd) && fd != own) fds.insert(fd);
+  }
+  closedir(dir);
+  return fds;
+}
+
+// Every way LaunchLocalRanks ends closes what it opened: a job that runs, one
+// that fails, and one whose second pipe for a rank cannot be created (the
+// descriptor limit leaves room for exactly the signal pipe, the report pipe
+// and the rank's stdout pipe; its stdout pipe used to leak there).
+TEST(LauncherLibrary, LaunchLocalRanksLeavesNoDescriptorOpen) {
+  LaunchOptions options;
+  options.nproc = 2;
+  options.master_port = 29999;  // no port probe: only the launcher's own pipes
+  options.argv = {"/bin/sh", "-c", "exit $RANK"};
+  const std::set<int> before = OpenDescriptors();
+  EXPECT_FALSE(LaunchLocalRanks(options).ok());
+  EXPECT_EQ(OpenDescriptors(), before);
+  options.argv = {"/bin/true"};
+  EXPECT_TRUE(LaunchLocalRanks(options).ok());
+  EXPECT_EQ(OpenDescriptors(), before);
+
+  // RLIMIT_NOFILE bounds descriptor numbers; new ones take the lowest free.
+  int free_seen = 0, limit = 0;
+  for (int fd = 0; free_seen < 6; ++fd) {
+    if (before.count(fd) == 0) ++free_seen;
+    limit = fd + 1;
+  }
+  struct rlimit saved;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  struct rlimit small = saved;
+  small.rlim_cur = static_cast<rlim_t>(limit);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &small), 0);
+  const absl::StatusOr<int> starved = LaunchLocalRanks(options);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  ASSERT_FALSE(starved.ok());
+  EXPECT_TRUE(Contains(std::string(starved.status().message()), "pipe: Too many open files"))
+      << starved.status();
+  EXPECT_EQ(OpenDescriptors(), before);
+}
 
 TEST(LauncherLibrary, CoresForRankSharesTheCpus) {
   const std::vector<int> four = {0, 1, 2, 3};

@@ -5,7 +5,6 @@
 // writer and reader cannot agree on a wrong format between themselves.
 #include "fsdp/checkpoint/safetensors.h"
 
-#include <dirent.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,35 +25,16 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/base/scratch_dir.h"
 
 namespace fsdp {
 namespace checkpoint {
 namespace {
 
-// A fresh, empty directory per test.
-std::string TestDir() {
-  const char* root = std::getenv("TEST_TMPDIR");
-  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::string dir =
-      absl::StrCat(root ? root : "/tmp", "/", info->test_suite_name(), ".", info->name());
-  std::system(absl::StrCat("rm -rf '", dir, "'").c_str());
-  EXPECT_EQ(::mkdir(dir.c_str(), 0755), 0) << dir;
-  return dir;
-}
+using base_test::ListDir;
 
-std::vector<std::string> ListDir(const std::string& dir) {
-  std::vector<std::string> names;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return names;
-  while (dirent* e = ::readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-      names.push_back(e->d_name);
-    }
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
-  return names;
-}
+// A fresh, empty directory per test.
+std::string TestDir() { return base_test::FreshTestDir(); }
 
 std::string ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -496,12 +476,8 @@ TEST(SafetensorsTest, AFullDiskIsAnErrorNamingThePathAndLeavesNothing) {
   const std::string dir = TestDir();
   const std::string path = dir + "/model.safetensors";
   WriteBytes(path, "previous contents");
-  struct rlimit saved;
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
-  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  struct rlimit small = saved;
-  small.rlim_cur = 64 * 1024;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  base_test::FileSizeLimit limit(64 * 1024);
+  ASSERT_TRUE(limit.ok());
 
   absl::Status status;
   std::string temp_path;
@@ -513,8 +489,7 @@ TEST(SafetensorsTest, AFullDiskIsAnErrorNamingThePathAndLeavesNothing) {
     for (int i = 0; i < 11 && status.ok(); ++i) status = (*writer)->Append(piece);
     if (status.ok()) status = (*writer)->Finish();
   }
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
-  std::signal(SIGXFSZ, old_handler);
+  ASSERT_TRUE(limit.Restore());
 
   ExpectError(status, absl::StatusCode::kOutOfRange,
               {"cannot write safetensors file " + path, temp_path, "File too large"});

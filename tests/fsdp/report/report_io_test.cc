@@ -1,16 +1,11 @@
 // File: tests/fsdp/report/report_io_test.cc
 //
-// Atomic file writes, the rank measurement text format, the sweep presets
-// and which points the runtime can be asked to train.
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cstdlib>
+// The rank measurement text format, the sweep presets and which points the
+// runtime can be asked to train. (Atomic file writes moved with their code:
+// tests/base/atomic_file_test.cc.)
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "fsdp/report/activation_mode.h"
-#include "fsdp/report/atomic_file.h"
 #include "fsdp/report/rank_measurement.h"
 #include "fsdp/report/sweep.h"
 #include "gtest/gtest.h"
@@ -18,24 +13,6 @@
 namespace fsdp {
 namespace report {
 namespace {
-
-std::string TmpDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
-
-TEST(AtomicFileTest, ReplacesTheWholeFileAndLeavesNoTemporary) {
-  const std::string path = TmpDir() + "/atomic.txt";
-  ASSERT_TRUE(WriteFileAtomically(path, "first version, longer").ok());
-  ASSERT_TRUE(WriteFileAtomically(path, "second").ok());
-  EXPECT_EQ(*ReadWholeFile(path), "second");
-  struct stat st;
-  EXPECT_NE(stat(absl::StrCat(path, ".tmp.", getpid()).c_str(), &st), 0);
-  const absl::Status missing = WriteFileAtomically(TmpDir() + "/no/such/dir/f.txt", "x");
-  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
-  EXPECT_NE(missing.message().find("no/such/dir"), std::string::npos);
-  EXPECT_EQ(ReadWholeFile(TmpDir() + "/absent").status().code(), absl::StatusCode::kNotFound);
-}
 
 TEST(RankMeasurementTest, TextRoundTripsAndRejectsDamage) {
   RankMeasurement m;

@@ -1,17 +1,17 @@
-// File: fsdp/checkpoint/posix_file.cc
-#include "fsdp/checkpoint/posix_file.h"
+// File: base/posix_file.cc
+#include "base/posix_file.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/unique_fd.h"
 
-namespace fsdp {
-namespace checkpoint {
+namespace base {
 namespace {
 
 // Linux transfers at most 0x7ffff000 bytes per read/write call; asking for
@@ -19,28 +19,6 @@ namespace {
 constexpr size_t kMaxBytesPerCall = size_t{1} << 30;
 
 }  // namespace
-
-UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-UniqueFd::~UniqueFd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-absl::Status UniqueFd::Close(absl::string_view what) {
-  const int fd = fd_;
-  fd_ = -1;
-  // No retry on EINTR: Linux releases the descriptor whatever close returns,
-  // and a retry could close a descriptor another thread just opened.
-  if (fd >= 0 && ::close(fd) != 0) return PosixError(errno, what);
-  return absl::OkStatus();
-}
 
 absl::Status PosixError(int error_number, absl::string_view what) {
   return absl::ErrnoToStatus(error_number, what);
@@ -85,5 +63,21 @@ absl::Status WriteFull(int fd, absl::Span<const char> bytes, absl::string_view w
   return absl::OkStatus();
 }
 
-}  // namespace checkpoint
-}  // namespace fsdp
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return PosixError(errno, absl::StrCat("cannot open ", path, " for reading"));
+  std::string contents;
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd.get(), buffer, sizeof(buffer));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return PosixError(errno, absl::StrCat("cannot read ", path));
+    }
+    if (n == 0) break;
+    contents.append(buffer, static_cast<size_t>(n));
+  }
+  return contents;
+}
+
+}  // namespace base

@@ -1,0 +1,81 @@
+// File: base/gnuplot.cc
+#include "base/gnuplot.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "base/atomic_file.h"
+#include "base/status_macros.h"
+
+extern char** environ;
+
+namespace base {
+namespace {
+
+constexpr char kNotInstalled[] =
+    "gnuplot is not installed; run tools/setup.sh (it installs gnuplot-nox)";
+
+// Runs `gnuplot script_path` to completion or until `timeout`.
+absl::Status RunGnuplot(const std::string& script_path, const GnuplotPlot& plot) {
+  // posix_spawn, not fork: the caller may have progress threads.
+  pid_t pid = 0;
+  char* const argv[] = {const_cast<char*>("gnuplot"), const_cast<char*>(script_path.c_str()),
+                        nullptr};
+  const int spawned = posix_spawnp(&pid, "gnuplot", nullptr, nullptr, argv, environ);
+  if (spawned == ENOENT) return absl::FailedPreconditionError(kNotInstalled);
+  if (spawned != 0) {
+    return absl::InternalError(absl::StrCat("starting gnuplot: ", std::strerror(spawned)));
+  }
+  const absl::Time deadline = absl::Now() + plot.timeout;
+  int status = 0;
+  while (true) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) {
+      return absl::InternalError(absl::StrCat("waiting for gnuplot: ", std::strerror(errno)));
+    }
+    if (absl::Now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return absl::DeadlineExceededError(absl::StrCat(
+          "gnuplot did not finish ", plot.png_path, " within ", absl::FormatDuration(plot.timeout),
+          "; the script is ", plot.script_path));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+    return absl::FailedPreconditionError(kNotInstalled);
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::InternalError(absl::StrCat("gnuplot failed on ", plot.script_path, " (status ",
+                                            status, "); see its message above"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status DrawWithGnuplot(const GnuplotPlot& plot,
+                             const std::function<std::string(const std::string& output)>& script_for) {
+  FSDP_RETURN_IF_ERROR(WriteFileAtomically(
+      plot.script_path, script_for(plot.script_output.empty() ? plot.png_path : plot.script_output)));
+  // gnuplot opens the temporary file by name and truncates it: the same
+  // inode, so Publish's fsync through our descriptor covers what it wrote.
+  FSDP_ASSIGN_OR_RETURN(PendingFile png, PendingFile::Create(plot.png_path, "plot"));
+  FSDP_ASSIGN_OR_RETURN(PendingFile run_script,
+                        PendingFile::Create(plot.script_path, "gnuplot script"));
+  FSDP_RETURN_IF_ERROR(run_script.Write(script_for(png.temp_path())));
+  // Run it under its temporary name; never published, removed on return.
+  FSDP_RETURN_IF_ERROR(RunGnuplot(run_script.temp_path(), plot));
+  return png.Publish();
+}
+
+}  // namespace base
