@@ -127,6 +127,9 @@ absl::Status ValidateHardwareDescription(const proto::HardwareDescription& hw) {
     return FieldError("processors_per_node",
                       absl::StrCat("is ", hw.processors_per_node(), "; it must be at least 1"));
   }
+  FSDP_RETURN_IF_ERROR(CheckPositive("memory_bytes_per_processor",
+                                     hw.has_memory_bytes_per_processor(),
+                                     hw.memory_bytes_per_processor()));
   FSDP_RETURN_IF_ERROR(CheckLink("intra_node", hw.has_intra_node(), hw.intra_node()));
   FSDP_RETURN_IF_ERROR(CheckLink("inter_node", hw.has_inter_node(), hw.inter_node()));
   return CheckNonNegative("compute_time_cv", hw.has_compute_time_cv(), hw.compute_time_cv());

@@ -19,6 +19,7 @@ constexpr char kValid[] = R"pb(
   memory_bandwidth_bytes_per_s: 1e10
   ranks_per_node: 8
   processors_per_node: 2
+  memory_bytes_per_processor: 8e9
   intra_node { latency_s: 1e-6 bandwidth_bytes_per_s: 1e10 }
   inter_node { latency_s: 1e-5 bandwidth_bytes_per_s: 1e9 }
   compute_time_cv: 0.01
@@ -60,6 +61,8 @@ TEST(HardwareDescriptionTest, NamesTheMissingField) {
             "x.textproto: field inter_node.latency_s is missing");
   EXPECT_EQ(ErrorOf(Replace(kValid, "processors_per_node: 2", "")),
             "x.textproto: field processors_per_node is missing");
+  EXPECT_EQ(ErrorOf(Replace(kValid, "memory_bytes_per_processor: 8e9", "")),
+            "x.textproto: field memory_bytes_per_processor is missing");
   EXPECT_EQ(ErrorOf(Replace(kValid, "min_dimension: 256 ", "")),
             "x.textproto: field product_rates[1].min_dimension is missing");
 }
@@ -86,13 +89,13 @@ TEST(HardwareDescriptionTest, SyntaxErrorsHaveTheirPosition) {
   EXPECT_NE(error.find("x.textproto: not a HardwareDescription in text format"),
             std::string::npos)
       << error;
-  EXPECT_NE(error.find("line 11"), std::string::npos) << error;
+  EXPECT_NE(error.find("line 12"), std::string::npos) << error;
   EXPECT_NE(error.find("compute_time_cvv"), std::string::npos) << error;
 }
 
 // Every shipped description is valid.
 TEST(HardwareDescriptionTest, ShippedDescriptionsAreValid) {
-  for (const char* name : {"a100_ib200", "h100_nvlink_ib400"}) {
+  for (const char* name : {"a100_ib200", "h100_nvlink_ib400", "this_machine"}) {
     const std::string path = std::string("fsdp/plan/clusters/") + name + ".textproto";
     std::ifstream in(path);
     ASSERT_TRUE(in.good()) << path;

@@ -28,6 +28,7 @@ proto::HardwareDescription Hardware() {
   hw.set_memory_bandwidth_bytes_per_s(1e30);
   hw.set_ranks_per_node(8);
   hw.set_processors_per_node(8);
+  hw.set_memory_bytes_per_processor(1e9);
   for (proto::LinkLevel* link : {hw.mutable_intra_node(), hw.mutable_inter_node()}) {
     link->set_latency_s(0);
     link->set_bandwidth_bytes_per_s(4000);
