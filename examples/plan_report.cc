@@ -64,6 +64,9 @@ ABSL_FLAG(int, micro_batch, 8, "sequences per rank per micro-batch (train_gpt's 
 ABSL_FLAG(int, accum, 1, "micro-batches per optimizer step (train_gpt's flag)");
 ABSL_FLAG(std::string, precision, "fp32",
           "fp32, or bf16 (train_gpt's --precision=bf16 with its default --reduce_dtype=bf16)");
+ABSL_FLAG(std::string, activation_checkpointing, "none",
+          "train_gpt's flag: none, all or every:K (recomputed forwards are added to the step)");
+ABSL_FLAG(std::string, attention, "standard", "train_gpt's flag: standard or flash");
 ABSL_FLAG(std::string, ranks, "1,2,4", "comma-separated rank counts");
 ABSL_FLAG(std::string, strategies, "no_shard,shard_optimizer,shard_grad_op,full_shard,hybrid_shard",
           "comma-separated strategies; hybrid_shard gives one row per group size that divides "
@@ -120,6 +123,15 @@ absl::StatusOr<Options> ParseOptions() {
   o.config.heads = absl::GetFlag(FLAGS_heads);
   o.config.vocab = absl::GetFlag(FLAGS_vocab);
   o.config.seq_len = absl::GetFlag(FLAGS_seq_len);
+  FSDP_ASSIGN_OR_RETURN(o.config.activation_checkpoint_every,
+                        fsdp::ParseActivationCheckpointing(
+                            absl::GetFlag(FLAGS_activation_checkpointing), o.config.layers));
+  const std::string attention = absl::GetFlag(FLAGS_attention);
+  if (attention != "standard" && attention != "flash") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--attention=", attention, ": valid are standard and flash"));
+  }
+  o.config.flash_attention = attention == "flash";
   FSDP_RETURN_IF_ERROR(fsdp::ValidateGptConfig(o.config));
   o.micro_batch = absl::GetFlag(FLAGS_micro_batch);
   o.accum = absl::GetFlag(FLAGS_accum);

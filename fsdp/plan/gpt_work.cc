@@ -35,9 +35,16 @@ UnitWork ModelUnitWork(const GptConfig& c, int micro_batch, int model_unit) {
     work.backward_products.push_back({t, head_dim, t, causal});  // dV = P^T dO
     work.backward_products.push_back({t, head_dim, t, causal});  // dQ = dS K
     work.backward_products.push_back({t, head_dim, t, causal});  // dK = dS^T Q
-    const double forward = tokens * ((2 * 8.0 + 2 * 12.0 + 32.0) * d + 2 * bytes * h * t / 2.0);
+    // Flash attention keeps the scores in its blocks (no T x T traffic).
+    const double scores = c.flash_attention ? 0 : 2 * bytes * h * t / 2.0;
+    const double forward = tokens * ((2 * 8.0 + 2 * 12.0 + 32.0) * d + scores);
     work.forward_elementwise_bytes = forward;
     work.backward_elementwise_bytes = 2 * forward;
+    if (IsCheckpointedBlock(c, model_unit - 1)) {  // the forward again, before the backward
+      work.backward_products.insert(work.backward_products.end(), work.forward_products.begin(),
+                                    work.forward_products.end());
+      work.backward_elementwise_bytes += forward;
+    }
   } else {  // head
     AddLinear(tokens, v, d, work);
     work.forward_elementwise_bytes = tokens * (8.0 * d + 2 * bytes * v);
@@ -79,9 +86,11 @@ std::vector<UnitWork> GptUnitWork(const GptConfig& config, int micro_batch,
 }
 
 double GptFlopsPerMicroBatch(const GptConfig& config, int micro_batch) {
+  GptConfig without_recomputation = config;
+  without_recomputation.activation_checkpoint_every = 0;
   double flops = 0;
   for (int u = 0; u < config.layers + 2; ++u) {
-    const UnitWork work = ModelUnitWork(config, micro_batch, u);
+    const UnitWork work = ModelUnitWork(without_recomputation, micro_batch, u);
     flops += ProductFlops(work.forward_products) + ProductFlops(work.backward_products);
   }
   return flops;

@@ -14,10 +14,14 @@
 //                   of the forward's sizes (dP, dV, dQ, dK), each half done
 //   head            forward M x V x C; backward M x C x V and V x C x M
 //   embedding       no products
+//   checkpointed    (config.activation_checkpoint_every) the block's forward
+//   block           again at the start of its backward: its forward
+//                   products and traffic are added to the backward's
 //
 // Element-wise traffic, fp32 activations (4 bytes an element), per token:
 //   block forward   2 LayerNorms 2 x 8C, residuals 2 x 12C, GELU 32C, the
 //                   softmax's read and write of H T / 2 scores, 8 bytes each
+//                   (none with flash attention, which keeps them in blocks)
 //   block backward  twice the forward
 //   head            LayerNorm 8C, the softmax and cross-entropy over V: 8V,
 //                   twice that backward
@@ -42,7 +46,8 @@ std::vector<UnitWork> GptUnitWork(const GptConfig& config, int micro_batch,
                                   const proto::ShardPlan& plan);
 
 // The model FLOPs of one micro-batch's forward and backward (every product
-// above), for MFU: what the model needs, not what the hardware runs.
+// above, recomputation left out), for MFU: what the model needs, not what
+// the hardware runs.
 double GptFlopsPerMicroBatch(const GptConfig& config, int micro_batch);
 
 }  // namespace plan

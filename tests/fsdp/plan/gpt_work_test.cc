@@ -25,6 +25,27 @@ TEST(GptWorkTest, FlopsAreSixPerParameterPerTokenPlusAttention) {
   EXPECT_DOUBLE_EQ(GptFlopsPerMicroBatch(c, b), 3 * forward);
 }
 
+// A checkpointed block runs its forward again in the backward; the model
+// FLOPs (for MFU) do not count it.
+TEST(GptWorkTest, CheckpointedBlocksRecomputeTheirForward) {
+  GptConfig c;
+  c.layers = 2;
+  PlannerOptions options;
+  options.include_rank_ranges = false;
+  absl::StatusOr<proto::ShardPlan> plan = BuildShardPlan(GptUnitSpecs(c), options);
+  ASSERT_TRUE(plan.ok());
+  const std::vector<UnitWork> plain = GptUnitWork(c, 2, *plan);
+  const double flops = GptFlopsPerMicroBatch(c, 2);
+  c.activation_checkpoint_every = 2;  // block 0 only
+  const std::vector<UnitWork> checkpointed = GptUnitWork(c, 2, *plan);
+  EXPECT_EQ(checkpointed[1].backward_products.size(),
+            plain[1].backward_products.size() + plain[1].forward_products.size());
+  EXPECT_DOUBLE_EQ(checkpointed[1].backward_elementwise_bytes,
+                   plain[1].backward_elementwise_bytes + plain[1].forward_elementwise_bytes);
+  EXPECT_EQ(checkpointed[2].backward_products.size(), plain[2].backward_products.size());
+  EXPECT_DOUBLE_EQ(GptFlopsPerMicroBatch(c, 2), flops);
+}
+
 TEST(GptWorkTest, MergedPlanUnitsSumTheirModelUnits) {
   GptConfig c;
   PlannerOptions options;
