@@ -10,8 +10,8 @@
 // every core works for it, as train_gpt's --threads default gives one rank):
 //   - matrix product rates, fp32 and bf16 operands, through fsdp/nn/matmul
 //     on the backend train_gpt's auto choice takes, one product shape per
-//     shape class (the smallest dimension 16, 64, 256, 1024: attention's
-//     head size up to a wide layer), best of three timed rounds;
+//     shape class (the smallest dimension 16 to 1024: attention's head size
+//     up to a wide layer), best of ten short timed rounds;
 //   - memory bandwidth: a three-array element-wise pass (two reads, one
 //     write) over 64 MiB arrays, split over the host's cores, best of five;
 //   - compute_time_cv: the coefficient of variation of 40 timings of one
@@ -56,6 +56,9 @@
 
 ABSL_FLAG(std::string, out, "fsdp/plan/clusters/this_machine.textproto",
           "where to write the description (relative to the workspace under bazel run)");
+ABSL_FLAG(std::string, matmul_backend, "auto",
+          "train_gpt's flag: onednn, openblas, or auto (time both, as train_gpt does); pin it "
+          "to the one the runs to be predicted use");
 ABSL_FLAG(int, ranks, 2, "ranks of the collective measurement (>= 2)");
 ABSL_FLAG(int, ranks_per_node, 8, "the most ranks a job runs on this host (the model's ranks_per_node)");
 
@@ -76,10 +79,12 @@ struct Shape {
   int64_t m, n, k;
 };
 
-// One product per shape class: attention's Q K^T with 16-wide heads, then
-// Linear layers of width 64, 256 and 1024 over 1024-2048 tokens.
-const Shape kShapes[] = {
-    {0, 256, 256, 16}, {64, 1024, 192, 64}, {256, 1024, 768, 256}, {1024, 2048, 3072, 1024}};
+// One product per shape class: attention's Q K^T with 16- and 32-wide
+// heads over 256 positions, then Linear layers (3d outputs, as qkv) of
+// width 64 to 1024 over 1024 tokens.
+const Shape kShapes[] = {{0, 256, 256, 16},      {32, 256, 256, 32},       {64, 1024, 192, 64},
+                         {128, 1024, 384, 128},  {256, 1024, 768, 256},    {512, 1024, 1536, 512},
+                         {1024, 1024, 3072, 1024}};
 
 // Operands of m x k and n x k (a Linear's transposed weight), filled with
 // small values of the product's dtype.
@@ -112,14 +117,15 @@ Operands OperandsFor(const Shape& s) {
   return o;
 }
 
-// Best of three rounds of at least 0.2 s each, after a warm-up.
+// Best of ten rounds of at least 0.03 s each, after a warm-up: on a shared
+// host the best rounds are the ones nobody else interrupted.
 double ProductRate(const Shape& s, fsdp::NumType type) {
   Operands o = OperandsFor(s);
   const fsdp::MatmulArgs args = ArgsFor(s, type, o);
   for (int i = 0; i < 3; ++i) fsdp::Matmul(args);
   const double flops = 2.0 * s.m * s.n * s.k;
   double best = 0;
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < 10; ++round) {
     int calls = 0;
     const Clock::time_point start = Clock::now();
     double seconds = 0;
@@ -127,7 +133,7 @@ double ProductRate(const Shape& s, fsdp::NumType type) {
       fsdp::Matmul(args);
       ++calls;
       seconds = SecondsSince(start);
-    } while (seconds < 0.2);
+    } while (seconds < 0.03);
     best = std::max(best, flops * calls / seconds);
   }
   return best;
@@ -271,9 +277,14 @@ absl::Status Calibrate(int argc, char** argv) {
   if (ranks_per_node < 1) return absl::InvalidArgumentError("--ranks_per_node must be at least 1");
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   fsdp::SetMatmulThreads(cores);
-  const fsdp::BackendMeasurement backend = fsdp::ChooseMatmulBackend();
-  fsdp::SetMatmulBackend(backend.chosen);
-  const std::string kernels = fsdp::MatmulKernelDescription(backend.chosen);
+  fsdp::MatmulBackend backend = fsdp::MatmulBackend::kOneDnn;
+  if (absl::GetFlag(FLAGS_matmul_backend) == "auto") {
+    backend = fsdp::ChooseMatmulBackend().chosen;
+  } else {
+    FSDP_ASSIGN_OR_RETURN(backend, fsdp::ParseMatmulBackend(absl::GetFlag(FLAGS_matmul_backend)));
+  }
+  fsdp::SetMatmulBackend(backend);
+  const std::string kernels = fsdp::MatmulKernelDescription(backend);
   std::printf("# CPU: %s, %d cores; matmul %s\n", CpuModel().c_str(), cores, kernels.c_str());
 
   fsdp::proto::HardwareDescription hw;
@@ -318,7 +329,7 @@ absl::Status Calibrate(int argc, char** argv) {
       absl::StrJoin(command, " "), "\n# CPU: ", CpuModel(), ", ", cores,
       " cores; matmul ", kernels, "\n",
       "# One processor = the whole host (every core for one rank); a rank of N on\n"
-      "# this host gets 1/N of it. Product rates: best of 3 rounds per shape class;\n"
+      "# this host gets 1/N of it. Product rates: best of 10 rounds per shape class;\n"
       "# memory: a two-read one-write pass over 64 MiB arrays; links: all-gathers of\n",
       "# ", kSmallBytes, " and ", kLargeBytes, " bytes at ", ranks,
       " ranks. There is no second node here: inter_node\n# repeats intra_node. The machine "
