@@ -14,8 +14,8 @@
 //     up to a wide layer), best of ten short timed rounds;
 //   - memory bandwidth: a three-array element-wise pass (two reads, one
 //     write) over 64 MiB arrays, split over the host's cores, best of five;
-//   - compute_time_cv: the coefficient of variation of 40 timings of one
-//     product (what another process on the host does to a rank's step);
+//   - compute_time_cv: the robust spread of 21 timings of 50 ms of products
+//     (what other processes on the host do to a rank's step);
 //   - the link: --ranks ranks (launched as this binary, like
 //     collective_bench) all-gather 1 KiB and 64 MiB (examples/collective_cell:
 //     huge-page buffers, as training allocates them); with t = a + S (n-1)/n / B
@@ -139,22 +139,34 @@ double ProductRate(const Shape& s, fsdp::NumType type) {
   return best;
 }
 
-// Coefficient of variation of 40 single timings of the width-256 product.
+// The spread of one rank's compute time: 21 timings of about 50 ms of the
+// width-256 product each (a short step's worth), as a robust coefficient of
+// variation, 1.4826 x the median absolute deviation over the median (the
+// standard deviation for normal noise; one preemption in a single timing
+// does not set it, which a plain standard deviation over short timings let
+// happen: 1.37 in one sitting).
 double ComputeTimeCv() {
-  const Shape& s = kShapes[2];
+  const Shape& s = kShapes[4];
   Operands o = OperandsFor(s);
   const fsdp::MatmulArgs args = ArgsFor(s, fsdp::NumType::kF32, o);
   for (int i = 0; i < 3; ++i) fsdp::Matmul(args);
+  const Clock::time_point probe = Clock::now();
+  fsdp::Matmul(args);
+  const int calls = std::max(1, static_cast<int>(0.05 / std::max(1e-6, SecondsSince(probe))));
   std::vector<double> times;
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0; i < 21; ++i) {
     const Clock::time_point start = Clock::now();
-    fsdp::Matmul(args);
+    for (int c = 0; c < calls; ++c) fsdp::Matmul(args);
     times.push_back(SecondsSince(start));
   }
-  double mean = 0, var = 0;
-  for (double t : times) mean += t / times.size();
-  for (double t : times) var += (t - mean) * (t - mean) / (times.size() - 1);
-  return std::sqrt(var) / mean;
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  const double mid = median(times);
+  std::vector<double> deviations;
+  for (double t : times) deviations.push_back(std::abs(t - mid));
+  return 1.4826 * median(deviations) / mid;
 }
 
 // z = x + 0.5 y over `threads` slices at once; bytes read + written per second.
