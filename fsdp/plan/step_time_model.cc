@@ -72,13 +72,14 @@ class ScheduleReplay {
  public:
   ScheduleReplay(const StepModelInputs& in, std::vector<double> forward_s,
                  std::vector<double> backward_s, CollectiveGroup shard_group,
-                 CollectiveGroup replica_group, int replica_groups)
+                 CollectiveGroup replica_group, int replica_groups, CollectiveGroup world_group)
       : in_(in),
         n_(static_cast<int>(in.units.size())),
         forward_s_(std::move(forward_s)),
         backward_s_(std::move(backward_s)),
         shard_group_(shard_group),
         replica_group_(replica_group),
+        world_group_(world_group),
         replica_groups_(replica_groups),
         gather_state_(n_, kWhole),
         gather_done_(n_, 0),
@@ -92,7 +93,9 @@ class ScheduleReplay {
         in_.strategy == proto::SHARD_OPTIMIZER || in_.strategy == proto::SHARD_GRAD_OP;
     // The step starts with every unit sharded (full_shard, hybrid) or holding
     // stale whole parameters to gather into (shard_optimizer, shard_grad_op).
-    if (shards_params || gathers_updates) std::fill(gather_state_.begin(), gather_state_.end(), kSharded);
+    if (shards_params || gathers_updates) {
+      std::fill(gather_state_.begin(), gather_state_.end(), kSharded);
+    }
     for (int m = 0; m < in_.accum_steps; ++m) {
       const bool last = m + 1 == in_.accum_steps;
       for (int u = 0; u < n_; ++u) {
@@ -119,7 +122,6 @@ class ScheduleReplay {
     }
   }
 
-  void set_world_group(const CollectiveGroup& group) { world_group_ = group; }
   double now() const { return now_; }
   double waited() const { return waited_; }
   double comm_busy() const { return comm_busy_; }
@@ -178,8 +180,7 @@ class ScheduleReplay {
   const StepModelInputs& in_;
   const int n_;
   const std::vector<double> forward_s_, backward_s_;
-  const CollectiveGroup shard_group_, replica_group_;
-  CollectiveGroup world_group_;
+  const CollectiveGroup shard_group_, replica_group_, world_group_;
   const int replica_groups_;
   std::vector<GatherState> gather_state_;
   std::vector<double> gather_done_, reduce_done_, second_done_;
@@ -247,8 +248,8 @@ absl::StatusOr<StepTimePrediction> PredictStepTime(const StepModelInputs& in,
   const CollectiveGroup shard_group = GroupOn(hw, shard_size, shard_size > per_node, p.rank_share);
   const CollectiveGroup replica_group =
       GroupOn(hw, replica_groups, in.world_size > per_node, p.rank_share);
-  ScheduleReplay replay(in, forward_s, backward_s, shard_group, replica_group, replica_groups);
-  replay.set_world_group(GroupOn(hw, in.world_size, in.world_size > per_node, p.rank_share));
+  ScheduleReplay replay(in, forward_s, backward_s, shard_group, replica_group, replica_groups,
+                        GroupOn(hw, in.world_size, in.world_size > per_node, p.rank_share));
   replay.Run();
 
   int64_t updated = 0;
