@@ -6,14 +6,15 @@
 //   bazel run -c opt //examples:plan_calibrate                # writes fsdp/plan/clusters/this_machine.textproto
 //   bazel run -c opt //examples:plan_calibrate -- --out=/tmp/here.textproto
 //
-// What it measures, one rank owning the host (the model's "processor", so
-// every core works for it, as train_gpt's --threads default gives one rank):
+// What it measures, on one core with one thread (the model's "processor": a
+// rank on this host computes on its share of the cores; a lone rank's second
+// thread is not counted, see below):
 //   - matrix product rates, fp32 and bf16 operands, through fsdp/nn/matmul
 //     on the backend train_gpt's auto choice takes, one product shape per
 //     shape class (the smallest dimension 16 to 1024: attention's head size
 //     up to a wide layer), best of ten short timed rounds;
 //   - memory bandwidth: a three-array element-wise pass (two reads, one
-//     write) over 64 MiB arrays, split over the host's cores, best of five;
+//     write) over 64 MiB arrays on one core, best of five;
 //   - compute_time_cv: the robust spread of 21 timings of 50 ms of products
 //     (what other processes on the host do to a rank's step);
 //   - the link: --ranks ranks (launched as this binary, like
@@ -21,6 +22,14 @@
 //     huge-page buffers, as training allocates them); with t = a + S (n-1)/n / B
 //     for both sizes it solves for the latency a and the bandwidth B.
 // There is no second node here: inter_node repeats intra_node, and says so.
+//
+// Why a core and not the host: the first calibration measured the host with
+// all its threads as one processor shared by the ranks, which predicted 4
+// ranks (one thread each on 2 cores) at 4x one rank's step; they took
+// 1.7x (docs/planning.md): OpenBLAS gains little from a second thread on
+// these products, while separate ranks use both cores fully. So one rank
+// with all cores is taken to run at one core's rate (printed beside the
+// all-core rate of one shape, for the record).
 // The file's header records the command, the date, the CPU and the kernels.
 #include <algorithm>
 #include <chrono>
@@ -288,7 +297,7 @@ absl::Status Calibrate(int argc, char** argv) {
   if (ranks < 2) return absl::InvalidArgumentError("--ranks must be at least 2");
   if (ranks_per_node < 1) return absl::InvalidArgumentError("--ranks_per_node must be at least 1");
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  fsdp::SetMatmulThreads(cores);
+  fsdp::SetMatmulThreads(1);
   fsdp::MatmulBackend backend = fsdp::MatmulBackend::kOneDnn;
   if (absl::GetFlag(FLAGS_matmul_backend) == "auto") {
     backend = fsdp::ChooseMatmulBackend().chosen;
@@ -313,16 +322,22 @@ absl::Status Calibrate(int argc, char** argv) {
                   static_cast<long long>(s.k), rate / 1e9);
     }
   }
-  const double memory = MemoryBandwidth(cores);
+  fsdp::SetMatmulThreads(cores);
+  std::printf("# for the record, fp32 on all %d cores: %.1f GFLOP/s at %lld x %lld x %lld\n", cores,
+              ProductRate(kShapes[4], fsdp::NumType::kF32) / 1e9,
+              static_cast<long long>(kShapes[4].m), static_cast<long long>(kShapes[4].n),
+              static_cast<long long>(kShapes[4].k));
+  fsdp::SetMatmulThreads(1);
+  const double memory = MemoryBandwidth(1);
   hw.set_memory_bandwidth_bytes_per_s(std::round(memory / 1e6) * 1e6);
   std::printf("# memory: %.1f GB/s\n", memory / 1e9);
   const double cv = ComputeTimeCv();
   hw.set_compute_time_cv(std::round(cv * 1e4) / 1e4);
   std::printf("# compute time cv: %.4f\n", cv);
   hw.set_ranks_per_node(ranks_per_node);
-  hw.set_processors_per_node(1);
+  hw.set_processors_per_node(cores);
   hw.set_memory_bytes_per_processor(static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
-                                    sysconf(_SC_PAGESIZE));
+                                    sysconf(_SC_PAGESIZE) / cores);
   FSDP_ASSIGN_OR_RETURN(const Link link, MeasureLink(ranks, argc, argv));
   for (fsdp::proto::LinkLevel* level : {hw.mutable_intra_node(), hw.mutable_inter_node()}) {
     level->set_latency_s(std::round(link.latency_s * 1e8) / 1e8);
@@ -340,8 +355,8 @@ absl::Status Calibrate(int argc, char** argv) {
       "# This machine, measured by //examples:plan_calibrate on ", date, ":\n#   ",
       absl::StrJoin(command, " "), "\n# CPU: ", CpuModel(), ", ", cores,
       " cores; matmul ", kernels, "\n",
-      "# One processor = the whole host (every core for one rank); a rank of N on\n"
-      "# this host gets 1/N of it. Product rates: best of 10 rounds per shape class;\n"
+      "# One processor = one core, one thread (a rank gets min(1, cores / ranks) of\n"
+      "# one). Product rates: best of 10 rounds per shape class;\n"
       "# memory: a two-read one-write pass over 64 MiB arrays; links: all-gathers of\n",
       "# ", kSmallBytes, " and ", kLargeBytes, " bytes at ", ranks,
       " ranks. There is no second node here: inter_node\n# repeats intra_node. The machine "
