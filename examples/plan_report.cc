@@ -1,0 +1,339 @@
+// File: examples/plan_report.cc
+//
+// How fast, how big and how much lost to failures, per strategy, rank count
+// and hybrid group size, for a GPT on a described cluster, without running
+// anything (docs/planning.md):
+//
+//   bazel run -c opt //examples:plan_report -- --layers=4 --d_model=256 --ranks=1,2,4
+//   bazel run -c opt //examples:plan_report -- --cluster=fsdp/plan/clusters/h100_nvlink_ib400.textproto \
+//       --layers=32 --d_model=4096 --heads=32 --vocab=128256 --seq_len=8192 --micro_batch=1 \
+//       --precision=bf16 --ranks=64,512 --strategies=full_shard,hybrid_shard --csv=/tmp/plan.csv
+//
+// The model flags are train_gpt's (same names, same defaults). Per row: the
+// predicted step time (fsdp/plan/step_time_model.h), tokens per second over
+// all ranks, MFU (the model's product FLOPs per second over the ranks' peak:
+// the description's largest product rate for the dtype), the predicted peak
+// bytes per rank (fsdp/report/memory_estimate.h, what the runtime's tracker
+// measures), the exposed communication, and goodput:
+//
+// [Note: goodput] Young (1974) and Daly (2006): a job on `nodes` nodes fails
+// at rate lambda = nodes x --failures_per_node_hour; with MTBF M = 1 / lambda,
+// a checkpoint costing d = --checkpoint_save_s every tau seconds, and
+// R = --restart_s to restart and reload after a failure, the expected
+// fraction of wall time that is useful is
+//   goodput = 1 - d / tau - (R + tau / 2) / M       (first order in tau / M)
+// maximised at tau = sqrt(2 d M) (Young's interval). The default failure
+// rate is Llama 3's (Dubey et al. 2024, "The Llama 3 Herd of Models",
+// section 3.3.4): 466 job interruptions in 54 days on 16,384 GPUs in 2,048
+// nodes of 8, i.e. 466 / (54 x 24 x 2048) = 1.76e-4 per node-hour. The save
+// and restart defaults (60 s, 600 s) are assumptions, not measurements.
+// Goodput multiplies nothing in the other columns: tokens_per_s is while
+// training.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "base/status_macros.h"
+#include "fsdp/nn/gpt_spec.h"
+#include "fsdp/plan/gpt_work.h"
+#include "fsdp/plan/hardware_description.h"
+#include "fsdp/plan/shard_planner.h"
+#include "fsdp/plan/sharding_strategy.h"
+#include "fsdp/plan/step_time_model.h"
+#include "fsdp/report/atomic_file.h"
+#include "fsdp/report/memory_estimate.h"
+
+ABSL_FLAG(int, layers, 2, "transformer blocks (train_gpt's flag)");
+ABSL_FLAG(int, d_model, 64, "width (train_gpt's flag)");
+ABSL_FLAG(int, heads, 4, "attention heads (train_gpt's flag)");
+ABSL_FLAG(int, vocab, 64, "vocabulary size (train_gpt's flag)");
+ABSL_FLAG(int, seq_len, 64, "tokens per sequence (train_gpt's flag)");
+ABSL_FLAG(int, micro_batch, 8, "sequences per rank per micro-batch (train_gpt's flag)");
+ABSL_FLAG(int, accum, 1, "micro-batches per optimizer step (train_gpt's flag)");
+ABSL_FLAG(std::string, precision, "fp32",
+          "fp32, or bf16 (train_gpt's --precision=bf16 with its default --reduce_dtype=bf16)");
+ABSL_FLAG(std::string, activation_checkpointing, "none",
+          "train_gpt's flag: none, all or every:K (recomputed forwards are added to the step)");
+ABSL_FLAG(std::string, attention, "standard", "train_gpt's flag: standard or flash");
+ABSL_FLAG(std::string, ranks, "1,2,4", "comma-separated rank counts");
+ABSL_FLAG(std::string, strategies, "no_shard,shard_optimizer,shard_grad_op,full_shard,hybrid_shard",
+          "comma-separated strategies; hybrid_shard gives one row per group size that divides "
+          "the rank count (strictly between 1 and it)");
+ABSL_FLAG(std::string, cluster, "fsdp/plan/clusters/this_machine.textproto",
+          "cluster description (proto/hardware.proto, text format); relative paths are from "
+          "the workspace under bazel run");
+ABSL_FLAG(std::string, csv, "", "also write the rows to this CSV file");
+ABSL_FLAG(int, prefetch_depth, 1, "train_gpt's --prefetch_depth");
+ABSL_FLAG(int, max_gathers_in_flight, 2, "train_gpt's --max_gathers_in_flight");
+ABSL_FLAG(double, grad_clip, 1.0, "train_gpt's --grad_clip (0: no norm exchange)");
+ABSL_FLAG(double, failures_per_node_hour, 466.0 / (54 * 24 * 2048),
+          "failures per node per hour (default: Llama 3's 466 interruptions in 54 days on "
+          "2,048 nodes)");
+ABSL_FLAG(double, checkpoint_save_s, 60, "seconds one checkpoint save stops training");
+ABSL_FLAG(double, restart_s, 600, "seconds to restart and reload after a failure");
+
+namespace {
+
+struct Options {
+  fsdp::GptConfig config;
+  int micro_batch = 0;
+  int accum = 1;
+  bool bf16 = false;
+  std::vector<int> ranks;
+  std::vector<fsdp::proto::ShardingStrategy> strategies;
+  std::string cluster;
+  std::string csv;
+};
+
+struct Row {
+  std::string strategy;
+  int ranks = 0;
+  int group_size = 0;
+  fsdp::plan::StepTimePrediction step;
+  double tokens_per_s = 0;
+  double mfu = 0;
+  int64_t peak_bytes = 0;
+  bool fits = false;  // peak_bytes within the rank's share of its processor's memory
+  double checkpoint_interval_s = 0;
+  double goodput = 0;
+};
+
+std::string Resolve(const std::string& path) {
+  const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
+  if (path.empty() || path[0] == '/' || workspace == nullptr) return path;
+  return absl::StrCat(workspace, "/", path);
+}
+
+absl::StatusOr<Options> ParseOptions() {
+  Options o;
+  o.config.layers = absl::GetFlag(FLAGS_layers);
+  o.config.d_model = absl::GetFlag(FLAGS_d_model);
+  o.config.heads = absl::GetFlag(FLAGS_heads);
+  o.config.vocab = absl::GetFlag(FLAGS_vocab);
+  o.config.seq_len = absl::GetFlag(FLAGS_seq_len);
+  FSDP_ASSIGN_OR_RETURN(o.config.activation_checkpoint_every,
+                        fsdp::ParseActivationCheckpointing(
+                            absl::GetFlag(FLAGS_activation_checkpointing), o.config.layers));
+  const std::string attention = absl::GetFlag(FLAGS_attention);
+  if (attention != "standard" && attention != "flash") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--attention=", attention, ": valid are standard and flash"));
+  }
+  o.config.flash_attention = attention == "flash";
+  FSDP_RETURN_IF_ERROR(fsdp::ValidateGptConfig(o.config));
+  o.micro_batch = absl::GetFlag(FLAGS_micro_batch);
+  o.accum = absl::GetFlag(FLAGS_accum);
+  if (o.micro_batch < 1 || o.accum < 1) {
+    return absl::InvalidArgumentError("--micro_batch and --accum must be at least 1");
+  }
+  const std::string precision = absl::GetFlag(FLAGS_precision);
+  if (precision != "fp32" && precision != "bf16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--precision=", precision, ": valid are fp32 and bf16"));
+  }
+  o.bf16 = precision == "bf16";
+  for (absl::string_view text : absl::StrSplit(absl::GetFlag(FLAGS_ranks), ',', absl::SkipEmpty())) {
+    int n = 0;
+    if (!absl::SimpleAtoi(text, &n) || n < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--ranks: '", text, "' is not a rank count (a positive integer)"));
+    }
+    o.ranks.push_back(n);
+  }
+  if (o.ranks.empty()) return absl::InvalidArgumentError("--ranks is empty");
+  for (absl::string_view name :
+       absl::StrSplit(absl::GetFlag(FLAGS_strategies), ',', absl::SkipEmpty())) {
+    FSDP_ASSIGN_OR_RETURN(fsdp::proto::ShardingStrategy s, fsdp::plan::ParseShardingStrategy(name));
+    o.strategies.push_back(s);
+  }
+  if (o.strategies.empty()) return absl::InvalidArgumentError("--strategies is empty");
+  if (absl::GetFlag(FLAGS_failures_per_node_hour) < 0 || absl::GetFlag(FLAGS_checkpoint_save_s) <= 0 ||
+      absl::GetFlag(FLAGS_restart_s) < 0) {
+    return absl::InvalidArgumentError(
+        "--failures_per_node_hour and --restart_s must be >= 0, --checkpoint_save_s > 0");
+  }
+  o.cluster = Resolve(absl::GetFlag(FLAGS_cluster));
+  o.csv = Resolve(absl::GetFlag(FLAGS_csv));
+  return o;
+}
+
+// [Note: goodput]; 1 without failures.
+void SetGoodput(double step_s, int nodes, Row& row) {
+  const double rate_per_s = absl::GetFlag(FLAGS_failures_per_node_hour) * nodes / 3600;
+  const double save = absl::GetFlag(FLAGS_checkpoint_save_s);
+  if (rate_per_s <= 0) {
+    row.goodput = 1;
+    row.checkpoint_interval_s = 0;
+    return;
+  }
+  const double mtbf = 1 / rate_per_s;
+  // A checkpoint lands between steps: at least one step apart.
+  const double tau = std::max(step_s, std::sqrt(2 * save * mtbf));
+  row.checkpoint_interval_s = tau;
+  row.goodput = std::max(0.0, 1 - save / tau - (absl::GetFlag(FLAGS_restart_s) + tau / 2) / mtbf);
+}
+
+absl::StatusOr<Row> Predict(const Options& o, const fsdp::proto::HardwareDescription& hw,
+                            fsdp::proto::ShardingStrategy strategy, int ranks, int group_size) {
+  fsdp::plan::PlannerOptions planner;
+  planner.strategy = strategy;
+  planner.world_size = ranks;
+  planner.group_size = group_size;
+  planner.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
+  planner.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
+  planner.mixed_precision = o.bf16;
+  planner.include_rank_ranges = false;
+  FSDP_ASSIGN_OR_RETURN(fsdp::proto::ShardPlan plan,
+                        fsdp::plan::BuildShardPlan(fsdp::GptUnitSpecs(o.config), planner));
+
+  fsdp::plan::StepModelInputs in;
+  in.units = fsdp::plan::GptUnitWork(o.config, o.micro_batch, plan);
+  in.strategy = strategy;
+  in.world_size = ranks;
+  in.group_size = group_size;
+  in.product_dtype = o.bf16 ? fsdp::plan::ProductDtype::kBf16 : fsdp::plan::ProductDtype::kFp32;
+  in.param_bytes = o.bf16 ? 2 : 4;
+  in.grad_bytes = o.bf16 ? 2 : 4;
+  in.accum_steps = o.accum;
+  in.prefetch_depth = planner.prefetch_depth;
+  in.max_gathers_in_flight = planner.max_gathers_in_flight;
+  in.grad_clip = absl::GetFlag(FLAGS_grad_clip) > 0;
+  Row row;
+  row.strategy = fsdp::plan::ShardingStrategyName(strategy);
+  row.ranks = ranks;
+  row.group_size = group_size;
+  FSDP_ASSIGN_OR_RETURN(row.step, fsdp::plan::PredictStepTime(in, hw));
+
+  const double tokens = static_cast<double>(o.micro_batch) * o.config.seq_len * o.accum * ranks;
+  row.tokens_per_s = tokens / row.step.step_s;
+  const double peak_rate =
+      fsdp::plan::ProductRateFor(hw, in.product_dtype, int64_t{1} << 62) * row.step.rank_share;
+  row.mfu = fsdp::plan::GptFlopsPerMicroBatch(o.config, o.micro_batch) * o.accum /
+            row.step.step_s / peak_rate;
+
+  fsdp::report::MemoryPoint point;
+  point.config = o.config;
+  point.micro_batch = o.micro_batch;
+  point.strategy = strategy;
+  point.ranks = ranks;
+  point.group_size = group_size;
+  point.precision = o.bf16 ? fsdp::report::Precision::kMixed : fsdp::report::Precision::kFp32;
+  point.prefetch_depth = planner.prefetch_depth;
+  FSDP_ASSIGN_OR_RETURN(fsdp::report::RankMemoryEstimate memory,
+                        fsdp::report::EstimateRankMemory(point));
+  row.peak_bytes = memory.total_bytes();
+  row.fits = row.peak_bytes <= hw.memory_bytes_per_processor() * row.step.rank_share;
+  const int nodes = (ranks + hw.ranks_per_node() - 1) / hw.ranks_per_node();
+  SetGoodput(row.step.step_s, nodes, row);
+  return row;
+}
+
+std::string CsvText(const std::vector<Row>& rows) {
+  std::string text =
+      "strategy,ranks,group_size,step_s,tokens_per_s,mfu,peak_bytes,fits,goodput,compute_s,"
+      "optimizer_s,exposed_comm_s,comm_s,straggler_s,checkpoint_interval_s\n";
+  for (const Row& r : rows) {
+    absl::StrAppendFormat(&text, "%s,%d,%d,%.6g,%.6g,%.4f,%lld,%d,%.4f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
+                          r.strategy, r.ranks, r.group_size, r.step.step_s, r.tokens_per_s, r.mfu,
+                          static_cast<long long>(r.peak_bytes), r.fits ? 1 : 0, r.goodput, r.step.compute_s,
+                          r.step.optimizer_s, r.step.exposed_comm_s, r.step.comm_s,
+                          r.step.straggler_s, r.checkpoint_interval_s);
+  }
+  return text;
+}
+
+absl::Status Run() {
+  FSDP_ASSIGN_OR_RETURN(const Options o, ParseOptions());
+  FSDP_ASSIGN_OR_RETURN(std::string text, fsdp::report::ReadWholeFile(o.cluster));
+  FSDP_ASSIGN_OR_RETURN(const fsdp::proto::HardwareDescription hw,
+                        fsdp::plan::ParseHardwareDescription(text, o.cluster));
+  std::printf("# plan_report: %s micro_batch=%d accum=%d precision=%s, %lld parameters, "
+              "cluster %s (%s)\n",
+              fsdp::GptConfigToString(o.config).c_str(), o.micro_batch, o.accum,
+              o.bf16 ? "bf16" : "fp32", static_cast<long long>(fsdp::GptNumParams(o.config)),
+              hw.name().c_str(), o.cluster.c_str());
+  std::vector<Row> rows;
+  for (int ranks : o.ranks) {
+    for (fsdp::proto::ShardingStrategy strategy : o.strategies) {
+      std::vector<int> group_sizes = {0};
+      if (strategy == fsdp::proto::HYBRID_SHARD) {
+        group_sizes.clear();
+        for (int g = 2; g < ranks; ++g) {
+          if (ranks % g == 0) group_sizes.push_back(g);
+        }
+      }
+      for (int g : group_sizes) {
+        FSDP_ASSIGN_OR_RETURN(Row row, Predict(o, hw, strategy, ranks, g));
+        rows.push_back(row);
+      }
+    }
+  }
+  std::printf("%-16s %6s %6s %10s %12s %6s %12s %4s %10s %10s %8s\n", "strategy", "ranks",
+              "group", "step_ms", "tokens/s", "mfu", "peak_MiB", "fits", "exposed_ms",
+              "straggl_ms", "goodput");
+  const Row* best = nullptr;
+  const Row* smallest = nullptr;
+  for (const Row& r : rows) {
+    std::printf("%-16s %6d %6d %10.2f %12.0f %6.3f %12.1f %4s %10.2f %10.2f %8.4f\n",
+                r.strategy.c_str(), r.ranks, r.group_size, r.step.step_s * 1e3, r.tokens_per_s,
+                r.mfu, r.peak_bytes / 1048576.0, r.fits ? "yes" : "no",
+                r.step.exposed_comm_s * 1e3, r.step.straggler_s * 1e3, r.goodput);
+    if (smallest == nullptr || r.peak_bytes < smallest->peak_bytes) smallest = &r;
+    if (!r.fits) continue;
+    if (best == nullptr || r.tokens_per_s * r.goodput > best->tokens_per_s * best->goodput) {
+      best = &r;
+    }
+  }
+  if (best != nullptr) {
+    std::printf("# most useful tokens/s (tokens/s x goodput): %s at %d ranks%s, %.0f tokens/s, "
+                "%.1f MiB per rank\n",
+                best->strategy.c_str(), best->ranks,
+                best->group_size > 0 ? absl::StrCat(" in groups of ", best->group_size).c_str()
+                                     : "",
+                best->tokens_per_s * best->goodput, best->peak_bytes / 1048576.0);
+  }
+  if (!o.csv.empty()) {
+    FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(o.csv, CsvText(rows)));
+    std::printf("# wrote %s\n", o.csv.c_str());
+  }
+  if (best == nullptr && smallest != nullptr) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "no configuration fits: the smallest, %s at %d ranks%s, needs %.1f MiB per rank, "
+        "above the %.1f MiB a rank has (memory_bytes_per_processor %.4g of %s, x %.3g "
+        "processors per rank); add ranks, shard more (full_shard), or shorten micro_batch or "
+        "seq_len",
+        smallest->strategy, smallest->ranks,
+        smallest->group_size > 0 ? absl::StrCat(" in groups of ", smallest->group_size) : "",
+        smallest->peak_bytes / 1048576.0,
+        hw.memory_bytes_per_processor() * smallest->step.rank_share / 1048576.0,
+        hw.memory_bytes_per_processor(), hw.name(), smallest->step.rank_share));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Predicted step time, tokens/s, MFU, memory and goodput per strategy:\n"
+      "  bazel run -c opt //examples:plan_report -- --layers=4 --d_model=256 --ranks=1,2,4");
+  absl::ParseCommandLine(argc, argv);
+  absl::Status status = Run();
+  if (!status.ok()) {
+    std::fprintf(stderr, "plan_report: %s\n", status.message().data());
+    return 1;
+  }
+  return 0;
+}

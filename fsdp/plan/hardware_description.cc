@@ -1,0 +1,160 @@
+// File: fsdp/plan/hardware_description.cc
+#include "fsdp/plan/hardware_description.h"
+
+#include <cmath>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+
+namespace fsdp {
+namespace plan {
+namespace {
+
+// Keeps the parser's first error, with its position.
+class FirstError : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (!error_.empty()) return;
+    error_ = absl::StrCat("line ", line + 1, " column ", column + 1, ": ", message);
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string error_;
+};
+
+absl::Status FieldError(absl::string_view field, absl::string_view problem) {
+  return absl::InvalidArgumentError(absl::StrCat("field ", field, " ", problem));
+}
+
+absl::Status CheckPositive(absl::string_view field, bool present, double value) {
+  if (!present) return FieldError(field, "is missing");
+  if (!std::isfinite(value) || value <= 0) {
+    return FieldError(field, absl::StrCat("is ", value, "; it must be a positive number"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckNonNegative(absl::string_view field, bool present, double value) {
+  if (!present) return FieldError(field, "is missing");
+  if (!std::isfinite(value) || value < 0) {
+    return FieldError(field, absl::StrCat("is ", value, "; it must be zero or more"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckLink(absl::string_view name, bool present, const proto::LinkLevel& link) {
+  if (!present) return FieldError(name, "is missing");
+  FSDP_RETURN_IF_ERROR(
+      CheckNonNegative(absl::StrCat(name, ".latency_s"), link.has_latency_s(), link.latency_s()));
+  return CheckPositive(absl::StrCat(name, ".bandwidth_bytes_per_s"),
+                       link.has_bandwidth_bytes_per_s(), link.bandwidth_bytes_per_s());
+}
+
+}  // namespace
+
+const char* ProductDtypeName(ProductDtype dtype) {
+  return dtype == ProductDtype::kBf16 ? "bf16" : "fp32";
+}
+
+absl::StatusOr<proto::HardwareDescription> ParseHardwareDescription(absl::string_view text,
+                                                                    absl::string_view origin) {
+  proto::HardwareDescription hw;
+  FirstError errors;
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(std::string(text), &hw)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": not a HardwareDescription in text format (proto/hardware.proto): ",
+        errors.error()));
+  }
+  absl::Status valid = ValidateHardwareDescription(hw);
+  if (!valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", valid.message()));
+  }
+  return hw;
+}
+
+absl::Status ValidateHardwareDescription(const proto::HardwareDescription& hw) {
+  if (!hw.has_name() || hw.name().empty()) return FieldError("name", "is missing");
+  if (hw.product_rates_size() == 0) {
+    return FieldError("product_rates", "is missing: give at least one entry for fp32 and bf16");
+  }
+  std::set<std::pair<std::string, int64_t>> seen;
+  bool base_fp32 = false, base_bf16 = false;
+  for (int i = 0; i < hw.product_rates_size(); ++i) {
+    const proto::ProductRate& rate = hw.product_rates(i);
+    const std::string field = absl::StrCat("product_rates[", i, "]");
+    if (!rate.has_dtype()) return FieldError(field + ".dtype", "is missing");
+    if (rate.dtype() != "fp32" && rate.dtype() != "bf16") {
+      return FieldError(field + ".dtype",
+                        absl::StrCat("is \"", rate.dtype(), "\"; it must be \"fp32\" or \"bf16\""));
+    }
+    if (!rate.has_min_dimension()) return FieldError(field + ".min_dimension", "is missing");
+    if (rate.min_dimension() < 0) {
+      return FieldError(field + ".min_dimension",
+                        absl::StrCat("is ", rate.min_dimension(), "; it must be zero or more"));
+    }
+    FSDP_RETURN_IF_ERROR(
+        CheckPositive(field + ".flops_per_s", rate.has_flops_per_s(), rate.flops_per_s()));
+    if (!seen.insert({rate.dtype(), rate.min_dimension()}).second) {
+      return FieldError(field, absl::StrCat("repeats dtype ", rate.dtype(), " with min_dimension ",
+                                            rate.min_dimension()));
+    }
+    if (rate.min_dimension() == 0) (rate.dtype() == "fp32" ? base_fp32 : base_bf16) = true;
+  }
+  if (!base_fp32 || !base_bf16) {
+    return FieldError("product_rates",
+                      absl::StrCat("has no entry with min_dimension 0 for ",
+                                   base_fp32 ? "bf16" : "fp32",
+                                   ": every product needs a rate"));
+  }
+  FSDP_RETURN_IF_ERROR(CheckPositive("memory_bandwidth_bytes_per_s",
+                                     hw.has_memory_bandwidth_bytes_per_s(),
+                                     hw.memory_bandwidth_bytes_per_s()));
+  if (!hw.has_ranks_per_node()) return FieldError("ranks_per_node", "is missing");
+  if (hw.ranks_per_node() < 1) {
+    return FieldError("ranks_per_node",
+                      absl::StrCat("is ", hw.ranks_per_node(), "; it must be at least 1"));
+  }
+  if (!hw.has_processors_per_node()) return FieldError("processors_per_node", "is missing");
+  if (hw.processors_per_node() < 1) {
+    return FieldError("processors_per_node",
+                      absl::StrCat("is ", hw.processors_per_node(), "; it must be at least 1"));
+  }
+  FSDP_RETURN_IF_ERROR(CheckPositive("memory_bytes_per_processor",
+                                     hw.has_memory_bytes_per_processor(),
+                                     hw.memory_bytes_per_processor()));
+  FSDP_RETURN_IF_ERROR(CheckLink("intra_node", hw.has_intra_node(), hw.intra_node()));
+  FSDP_RETURN_IF_ERROR(CheckLink("inter_node", hw.has_inter_node(), hw.inter_node()));
+  return CheckNonNegative("compute_time_cv", hw.has_compute_time_cv(), hw.compute_time_cv());
+}
+
+double ProductRateFor(const proto::HardwareDescription& hw, ProductDtype dtype,
+                      int64_t smallest_dimension) {
+  const std::string name = ProductDtypeName(dtype);
+  int64_t best_dimension = -1;
+  double rate = 0;
+  for (const proto::ProductRate& entry : hw.product_rates()) {
+    if (entry.dtype() != name || entry.min_dimension() > smallest_dimension) continue;
+    if (entry.min_dimension() > best_dimension) {
+      best_dimension = entry.min_dimension();
+      rate = entry.flops_per_s();
+    }
+  }
+  return rate;
+}
+
+std::string HardwareDescriptionToText(const proto::HardwareDescription& hw) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(hw, &text);
+  return text;
+}
+
+}  // namespace plan
+}  // namespace fsdp

@@ -1,0 +1,32 @@
+#!/bin/bash
+# //examples:plan_report end to end: the CSV's columns and rows, a bad
+# cluster description named by its field, a model that fits nowhere.
+set -u
+REPORT=$1
+TMP=${TEST_TMPDIR:-$(mktemp -d)}
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$REPORT" --layers=2 --d_model=64 --ranks=1,2,4 --csv="$TMP/plan.csv" > "$TMP/out.txt" 2>&1 ||
+  { cat "$TMP/out.txt"; fail "plan_report failed on the shipped description"; }
+head -1 "$TMP/plan.csv" | grep -q '^strategy,ranks,group_size,step_s,tokens_per_s,mfu,peak_bytes,fits,goodput,' ||
+  fail "CSV header: $(head -1 "$TMP/plan.csv")"
+# 4 strategies at every rank count, hybrid_shard only at 4 ranks (groups of 2).
+rows=$(($(wc -l < "$TMP/plan.csv") - 1))
+[ "$rows" -eq 13 ] || fail "expected 13 rows, got $rows"
+grep -q '^hybrid_shard,4,2,' "$TMP/plan.csv" || fail "no hybrid_shard row at 4 ranks in groups of 2"
+# Every step time positive.
+awk -F, 'NR > 1 && !($4 > 0) { exit 1 }' "$TMP/plan.csv" || fail "a step time is not positive"
+
+sed 's/bandwidth_bytes_per_s: 50e9/bandwidth_bytes_per_s: -50e9/' \
+  fsdp/plan/clusters/h100_nvlink_ib400.textproto > "$TMP/bad.textproto"
+if "$REPORT" --cluster="$TMP/bad.textproto" > "$TMP/bad.txt" 2>&1; then fail "a negative bandwidth was accepted"; fi
+grep -q 'field inter_node.bandwidth_bytes_per_s is -5e+10; it must be a positive number' "$TMP/bad.txt" ||
+  { cat "$TMP/bad.txt"; fail "the error does not name the field"; }
+
+if "$REPORT" --layers=8 --d_model=8192 --heads=8 --ranks=2 --strategies=no_shard \
+    --cluster=fsdp/plan/clusters/a100_ib200.textproto > "$TMP/big.txt" 2>&1; then
+  fail "a model that fits nowhere was accepted"
+fi
+grep -q 'no configuration fits: the smallest, no_shard at 2 ranks, needs' "$TMP/big.txt" ||
+  { cat "$TMP/big.txt"; fail "the error does not name the limit"; }
+echo PASS

@@ -1,0 +1,198 @@
+// File: tests/fsdp/plan/step_time_model_test.cc
+// The replayed schedule on small cases worked by hand (the timelines are in
+// the comments), the optimizer's traffic and the straggler tail.
+#include "fsdp/plan/step_time_model.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+
+namespace fsdp {
+namespace plan {
+namespace {
+
+// A product of 2e9 operations at 2e9 operations per second: 1 s. Links:
+// no latency, 4000 bytes per second, so a 2-rank direct all-gather of
+// 4000 bytes (one 2000-byte chunk) takes 0.5 s and a recursive-doubling
+// reduce-scatter of 4000 bytes (one round of the whole vector) 1 s; memory
+// is fast enough to cost nothing.
+proto::HardwareDescription Hardware() {
+  proto::HardwareDescription hw;
+  hw.set_name("hand");
+  for (const char* dtype : {"fp32", "bf16"}) {
+    proto::ProductRate* rate = hw.add_product_rates();
+    rate->set_dtype(dtype);
+    rate->set_min_dimension(0);
+    rate->set_flops_per_s(2e9);
+  }
+  hw.set_memory_bandwidth_bytes_per_s(1e30);
+  hw.set_ranks_per_node(8);
+  hw.set_processors_per_node(8);
+  hw.set_memory_bytes_per_processor(1e9);
+  for (proto::LinkLevel* link : {hw.mutable_intra_node(), hw.mutable_inter_node()}) {
+    link->set_latency_s(0);
+    link->set_bandwidth_bytes_per_s(4000);
+  }
+  hw.set_compute_time_cv(0);
+  return hw;
+}
+
+// Two units of 1000 padded elements (4000 fp32 bytes): forward 1 s,
+// backward 2 s.
+StepModelInputs TwoUnits(proto::ShardingStrategy strategy, int world_size) {
+  StepModelInputs in;
+  for (int u = 0; u < 2; ++u) {
+    UnitWork unit;
+    unit.padded_numel = 1000;
+    unit.shard_numel = 1000 / world_size;
+    unit.forward_products = {{1000, 1000, 1000, 1}};
+    unit.backward_products = {{1000, 1000, 1000, 1}, {1000, 1000, 1000, 1}};
+    in.units.push_back(unit);
+  }
+  in.strategy = strategy;
+  in.world_size = world_size;
+  in.grad_clip = false;
+  return in;
+}
+
+TEST(StepTimeModelTest, OneRankIsComputeOnly) {
+  absl::StatusOr<StepTimePrediction> p =
+      PredictStepTime(TwoUnits(proto::FULL_SHARD, 1), Hardware());
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(p->compute_s, 6);
+  EXPECT_DOUBLE_EQ(p->exposed_comm_s, 0);
+  EXPECT_DOUBLE_EQ(p->step_s, 6);
+}
+
+// full_shard, 2 ranks, prefetch depth 1 (channel in brackets):
+//   fwd u0  post AG0 [0, 0.5], wait to 0.5, prefetch AG1 [0.5, 1], compute to 1.5
+//   fwd u1  AG1 done at 1 already; compute to 2.5 (kept gathered)
+//   bwd u1  prefetch AG0 [2.5, 3]; compute to 4.5; post RS1 [4.5, 5.5]
+//   bwd u0  AG0 done; compute to 6.5; post RS0 [6.5, 7.5]; RS1 done
+//   end     wait RS0 to 7.5; loss all-reduce of 4 bytes [7.5, 7.501]
+// Waited 0.5 + 1 + 0.001; channel busy 3 x 0.5 + 2 x 1 + 0.001.
+TEST(StepTimeModelTest, FullShardTwoRanksByHand) {
+  absl::StatusOr<StepTimePrediction> p =
+      PredictStepTime(TwoUnits(proto::FULL_SHARD, 2), Hardware());
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(p->compute_s, 6);
+  EXPECT_NEAR(p->step_s, 7.501, 1e-12);
+  EXPECT_NEAR(p->exposed_comm_s, 1.501, 1e-12);
+  EXPECT_NEAR(p->comm_s, 3.501, 1e-12);
+}
+
+// Without prefetch every gather is exposed: fwd 0.5 + 0.5, bwd u0 0.5 (u1
+// stays gathered), then RS0 after the backward: 1 s.
+//   fwd u0 [0,0.5] compute to 1.5; fwd u1 AG [1.5,2] compute to 3;
+//   bwd u1 compute to 5, RS1 [5,6]; bwd u0 AG [6,6.5] (the channel is busy
+//   until 6) compute to 8.5, RS0 [8.5,9.5]; loss to 9.501.
+TEST(StepTimeModelTest, FullShardWithoutPrefetch) {
+  StepModelInputs in = TwoUnits(proto::FULL_SHARD, 2);
+  in.prefetch_depth = 0;
+  absl::StatusOr<StepTimePrediction> p = PredictStepTime(in, Hardware());
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_NEAR(p->step_s, 9.501, 1e-12);
+  EXPECT_NEAR(p->exposed_comm_s, 3.501, 1e-12);
+}
+
+// no_shard, 2 ranks: no parameter gathers; after RS1 the gradient AG.
+//   compute fwd to 2; bwd u1 to 4, RS1 [4,5]; bwd u0 to 6, RS0 [6,7],
+//   RS1 done: AG1 [7,7.5]; end: RS0 done at 7, AG0 [7.5,8]; wait to 8;
+//   loss [8,8.001].
+TEST(StepTimeModelTest, NoShardTwoRanksByHand) {
+  absl::StatusOr<StepTimePrediction> p =
+      PredictStepTime(TwoUnits(proto::NO_SHARD, 2), Hardware());
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_NEAR(p->step_s, 8.001, 1e-12);
+  EXPECT_NEAR(p->exposed_comm_s, 2.001, 1e-12);
+}
+
+// shard_grad_op gathers only in the first micro-batch's forward: with two
+// micro-batches the second forward and both backwards gather nothing.
+//   m0: AG0 [0,0.5] wait, prefetch AG1 [0.5,1], fwd to 1.5, fwd u1 to 2.5,
+//       bwd to 6.5 (no reductions: not the last micro-batch)
+//   m1: fwd to 8.5, bwd u1 to 10.5, RS1 [10.5,11.5], bwd u0 to 12.5,
+//       RS0 [12.5,13.5]; wait to 13.5; loss to 13.501.
+TEST(StepTimeModelTest, ShardGradOpGathersOncePerStep) {
+  StepModelInputs in = TwoUnits(proto::SHARD_GRAD_OP, 2);
+  in.accum_steps = 2;
+  absl::StatusOr<StepTimePrediction> p = PredictStepTime(in, Hardware());
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(p->compute_s, 12);
+  EXPECT_NEAR(p->step_s, 13.501, 1e-12);
+}
+
+TEST(StepTimeModelTest, HybridWithOneGroupIsFullShard) {
+  StepModelInputs hybrid = TwoUnits(proto::HYBRID_SHARD, 2);
+  hybrid.group_size = 2;
+  absl::StatusOr<StepTimePrediction> a = PredictStepTime(hybrid, Hardware());
+  absl::StatusOr<StepTimePrediction> b =
+      PredictStepTime(TwoUnits(proto::FULL_SHARD, 2), Hardware());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_DOUBLE_EQ(a->step_s, b->step_s);
+}
+
+// hybrid, 4 ranks in groups of 2: as full_shard over 2, plus each unit's
+// shard (500 fp32 = 2000 bytes) all-reduced across the 2 groups after its
+// reduce-scatter (recursive doubling, one round: 0.5 s):
+//   ... bwd u0 to 6.5, RS0 [6.5,7.5]; RS1 done at 5.5: AR1 [7.5,8];
+//   end: wait RS0 to 7.5, AR0 [8,8.5]; wait to 8.5; loss over 4 ranks
+//   (2 rounds of 4 bytes) [8.5,8.502].
+TEST(StepTimeModelTest, HybridAddsTheCrossGroupAllReduce) {
+  StepModelInputs in = TwoUnits(proto::HYBRID_SHARD, 4);
+  in.group_size = 2;
+  for (UnitWork& unit : in.units) unit.shard_numel = 500;
+  absl::StatusOr<StepTimePrediction> p = PredictStepTime(in, Hardware());
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_NEAR(p->step_s, 8.502, 1e-12);
+}
+
+// AdamW on 2 x 1000 fp32 elements without clipping: master read and
+// written (8), gradient read (4), two states read and written (16), the
+// gradient cleared (4) = 32 bytes each, 64000 bytes at 64000 bytes/s.
+TEST(StepTimeModelTest, OptimizerIsMemoryTraffic) {
+  proto::HardwareDescription hw = Hardware();
+  hw.set_memory_bandwidth_bytes_per_s(64000);
+  absl::StatusOr<StepTimePrediction> p = PredictStepTime(TwoUnits(proto::FULL_SHARD, 1), hw);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(p->optimizer_s, 1);
+  EXPECT_DOUBLE_EQ(p->step_s, 7);
+}
+
+TEST(StepTimeModelTest, StragglerTailGrowsWithRanks) {
+  EXPECT_EQ(ExpectedMaxOfNormals(1), 0);
+  EXPECT_NEAR(ExpectedMaxOfNormals(2), 1 / std::sqrt(M_PI), 1e-6);
+  EXPECT_NEAR(ExpectedMaxOfNormals(3), 1.5 / std::sqrt(M_PI), 1e-6);
+  EXPECT_GT(ExpectedMaxOfNormals(16384), ExpectedMaxOfNormals(1024));
+  proto::HardwareDescription hw = Hardware();
+  hw.set_compute_time_cv(0.1);
+  absl::StatusOr<StepTimePrediction> p = PredictStepTime(TwoUnits(proto::FULL_SHARD, 2), hw);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_NEAR(p->straggler_s, 0.1 * 6 / std::sqrt(M_PI), 1e-6);
+  EXPECT_NEAR(p->step_s, 7.501 + p->straggler_s, 1e-12);
+}
+
+// Ranks beyond the processors of a node share them.
+TEST(StepTimeModelTest, RanksShareTheProcessorsOfANode) {
+  proto::HardwareDescription hw = Hardware();
+  hw.set_processors_per_node(1);  // 2 ranks on one processor
+  absl::StatusOr<StepTimePrediction> p = PredictStepTime(TwoUnits(proto::NO_SHARD, 2), hw);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(p->rank_share, 0.5);
+  EXPECT_DOUBLE_EQ(p->compute_s, 12);
+}
+
+TEST(StepTimeModelTest, BadInputsNameTheField) {
+  StepModelInputs in = TwoUnits(proto::HYBRID_SHARD, 4);
+  in.group_size = 3;
+  absl::StatusOr<StepTimePrediction> p = PredictStepTime(in, Hardware());
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("group_size 3"), absl::string_view::npos);
+  in = TwoUnits(proto::FULL_SHARD, 2);
+  in.units.clear();
+  EXPECT_FALSE(PredictStepTime(in, Hardware()).ok());
+}
+
+}  // namespace
+}  // namespace plan
+}  // namespace fsdp
