@@ -53,6 +53,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/atomic_file.h"
 #include "base/status_macros.h"
 #include "comm/communicator.h"
 #include "comm/launcher/launcher.h"
@@ -60,14 +61,13 @@
 #include "examples/collective_cell.h"
 #include "fsdp/nn/matmul.h"
 #include "fsdp/plan/hardware_description.h"
-#include "fsdp/report/atomic_file.h"
 #include "proto/hardware.pb.h"
 
 ABSL_FLAG(std::string, out, "fsdp/plan/clusters/this_machine.textproto",
           "where to write the description (relative to the workspace under bazel run)");
-ABSL_FLAG(std::string, matmul_backend, "auto",
-          "train_gpt's flag: onednn, openblas, or auto (time both, as train_gpt does); pin it "
-          "to the one the runs to be predicted use");
+ABSL_FLAG(std::string, matmul_backend, "default",
+          "train_gpt's flag: default (the machine's rule, as train_gpt), onednn, openblas, or "
+          "auto (timed); the one the runs to be predicted use");
 ABSL_FLAG(int, ranks, 2, "ranks of the collective measurement (>= 2)");
 ABSL_FLAG(int, ranks_per_node, 8, "the most ranks a job runs on this host (the model's ranks_per_node)");
 
@@ -298,11 +298,14 @@ absl::Status Calibrate(int argc, char** argv) {
   if (ranks_per_node < 1) return absl::InvalidArgumentError("--ranks_per_node must be at least 1");
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   fsdp::SetMatmulThreads(1);
-  fsdp::MatmulBackend backend = fsdp::MatmulBackend::kOneDnn;
-  if (absl::GetFlag(FLAGS_matmul_backend) == "auto") {
-    backend = fsdp::ChooseMatmulBackend().chosen;
-  } else {
-    FSDP_ASSIGN_OR_RETURN(backend, fsdp::ParseMatmulBackend(absl::GetFlag(FLAGS_matmul_backend)));
+  // The backend train_gpt takes for the same flag (fsdp/train/compute_backend.h).
+  const std::string backend_name = absl::GetFlag(FLAGS_matmul_backend);
+  FSDP_RETURN_IF_ERROR(fsdp::ValidateMatmulBackendName(backend_name));
+  fsdp::MatmulBackend backend = fsdp::DefaultMatmulBackend().backend;
+  if (backend_name == "auto") {
+    backend = fsdp::MeasureMatmulBackends().chosen;
+  } else if (backend_name != "default") {
+    FSDP_ASSIGN_OR_RETURN(backend, fsdp::ParseMatmulBackend(backend_name));
   }
   fsdp::SetMatmulBackend(backend);
   const std::string kernels = fsdp::MatmulKernelDescription(backend);
@@ -363,7 +366,7 @@ absl::Status Calibrate(int argc, char** argv) {
       "is shared, so the figures move between sittings.\n",
       fsdp::plan::HardwareDescriptionToText(hw));
   const std::string out = Resolve(absl::GetFlag(FLAGS_out));
-  FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(out, text));
+  FSDP_RETURN_IF_ERROR(base::WriteFileAtomically(out, text));
   std::printf("# wrote %s\n", out.c_str());
   return absl::OkStatus();
 }

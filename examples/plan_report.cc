@@ -45,6 +45,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "base/atomic_file.h"
 #include "base/status_macros.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/plan/gpt_work.h"
@@ -52,7 +53,6 @@
 #include "fsdp/plan/shard_planner.h"
 #include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/plan/step_time_model.h"
-#include "fsdp/report/atomic_file.h"
 #include "fsdp/report/memory_estimate.h"
 
 ABSL_FLAG(int, layers, 2, "transformer blocks (train_gpt's flag)");
@@ -305,7 +305,7 @@ absl::Status Run() {
                 best->tokens_per_s * best->goodput, best->peak_bytes / 1048576.0);
   }
   if (!o.csv.empty()) {
-    FSDP_RETURN_IF_ERROR(fsdp::report::WriteFileAtomically(o.csv, CsvText(rows)));
+    FSDP_RETURN_IF_ERROR(base::WriteFileAtomically(o.csv, CsvText(rows)));
     std::printf("# wrote %s\n", o.csv.c_str());
   }
   if (best == nullptr && smallest != nullptr) {
