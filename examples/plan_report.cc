@@ -46,6 +46,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "base/atomic_file.h"
+#include "base/posix_file.h"
 #include "base/status_macros.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/plan/gpt_work.h"
@@ -256,7 +257,7 @@ std::string CsvText(const std::vector<Row>& rows) {
 
 absl::Status Run() {
   FSDP_ASSIGN_OR_RETURN(const Options o, ParseOptions());
-  FSDP_ASSIGN_OR_RETURN(std::string text, fsdp::report::ReadWholeFile(o.cluster));
+  FSDP_ASSIGN_OR_RETURN(std::string text, base::ReadWholeFile(o.cluster));
   FSDP_ASSIGN_OR_RETURN(const fsdp::proto::HardwareDescription hw,
                         fsdp::plan::ParseHardwareDescription(text, o.cluster));
   std::printf("# plan_report: %s micro_batch=%d accum=%d precision=%s, %lld parameters, "
