@@ -11,6 +11,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "base/atomic_file.h"
 #include "base/status_macros.h"
@@ -63,8 +65,32 @@ absl::Status RunGnuplot(const std::string& script_path, const GnuplotPlot& plot)
 
 }  // namespace
 
+absl::Status CheckGnuplotText(absl::string_view text, absl::string_view what) {
+  for (char c : text) {
+    const unsigned char byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      std::string shown;
+      for (char d : text) {
+        const unsigned char b = static_cast<unsigned char>(d);
+        shown += (b < 0x20 || b == 0x7f) ? absl::StrFormat("\\x%02x", b) : std::string(1, d);
+      }
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s '%s' holds a control character (byte 0x%02x); a gnuplot script cannot carry it: "
+          "choose one without",
+          what, shown, byte));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string GnuplotQuoted(absl::string_view text) {
+  return absl::StrCat("'", absl::StrReplaceAll(text, {{"'", "''"}}), "'");
+}
+
 absl::Status DrawWithGnuplot(const GnuplotPlot& plot,
                              const std::function<std::string(const std::string& output)>& script_for) {
+  FSDP_RETURN_IF_ERROR(CheckGnuplotText(plot.png_path, "the plot's path"));
+  FSDP_RETURN_IF_ERROR(CheckGnuplotText(plot.script_output, "the plot's output name"));
   FSDP_RETURN_IF_ERROR(WriteFileAtomically(
       plot.script_path, script_for(plot.script_output.empty() ? plot.png_path : plot.script_output)));
   // gnuplot opens the temporary file by name and truncates it: the same

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace base {
@@ -30,7 +31,25 @@ struct GnuplotPlot {
   absl::Duration timeout = absl::Minutes(5);
 };
 
+// [Note: text in a gnuplot script] A label or path goes into a script as a
+// single-quoted string, where '' stands for a quote and nothing else is
+// special, so a quote cannot end it early; but a newline would end the line,
+// and what follows would run as a command of its own (`system(...)`
+// included). So every text a script carries is checked first: one with a
+// control character is refused, naming what it was.
+
+// InvalidArgument "<what> '<text>' holds a control character (byte 0x0a);
+// a gnuplot script cannot carry it: choose one without" for a byte below
+// 0x20 or 0x7f; OK otherwise.
+absl::Status CheckGnuplotText(absl::string_view text, absl::string_view what);
+
+// `text` as a gnuplot single-quoted string ('' for each quote). Check it
+// with CheckGnuplotText first.
+std::string GnuplotQuoted(absl::string_view text);
+
 // `script_for(output)` is the gnuplot script that draws into `output`.
+// The PNG's path and the output the kept script names are checked with
+// CheckGnuplotText before anything is written.
 // Errors: FailedPrecondition when gnuplot is not installed (tools/setup.sh
 // installs gnuplot-nox); DeadlineExceeded naming the PNG and the script when
 // it runs past the timeout; Internal when it fails (its own message is on

@@ -326,6 +326,7 @@ void InstallStopSignalHandlers() {
 // A restarted job (comm/launcher/restarts.h) continues from its newest
 // complete checkpoint, whatever the first attempt was started from.
 absl::Status ContinueAfterRestart(int restart, fsdp::TrainOptions& options) {
+  options.restart = restart;
   if (restart == 0 || options.checkpoint_dir.empty()) return absl::OkStatus();
   options.resume = true;
   options.resume_from.clear();

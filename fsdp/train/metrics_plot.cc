@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "base/gnuplot.h"
 #include "base/posix_file.h"
@@ -25,11 +24,9 @@ bool FindNumber(absl::string_view line, absl::string_view key, double* value) {
   return absl::SimpleAtod(rest.substr(0, end), value);
 }
 
-std::string Quoted(absl::string_view text) {
-  // gnuplot single-quoted strings: '' is a quote; '_' and '^' are literal
-  // with noenhanced titles.
-  return absl::StrCat("'", absl::StrReplaceAll(text, {{"'", "''"}}), "'");
-}
+// gnuplot single-quoted strings ([Note: text in a gnuplot script]); '_' and
+// '^' are literal with noenhanced titles.
+std::string Quoted(absl::string_view text) { return base::GnuplotQuoted(text); }
 
 }  // namespace
 
@@ -46,6 +43,13 @@ absl::StatusOr<MetricsRun> ParseMetrics(absl::string_view contents, const std::s
       return absl::InvalidArgumentError(absl::StrCat(
           "metrics file ", path_for_errors, " line ", line_number,
           " has no \"step\"; is it a train_gpt --metrics_out file?"));
+    }
+    if (absl::StrContains(line, "\"resumed\":true")) {
+      // A resumed or restarted attempt takes the steps after this one again.
+      while (!run.points.empty() && run.points.back().step > static_cast<int>(step)) {
+        run.points.pop_back();
+      }
+      continue;
     }
     MetricsPoint point;
     point.step = static_cast<int>(step);
@@ -126,6 +130,10 @@ std::string MetricsGnuplotScript(const std::vector<MetricsRun>& runs,
 absl::Status PlotMetrics(const std::vector<MetricsRun>& runs, const std::string& png_path,
                          absl::Duration timeout) {
   if (runs.empty()) return absl::InvalidArgumentError("nothing to plot: no metrics runs");
+  // Labels go into the script's titles and comments.
+  for (const MetricsRun& run : runs) {
+    FSDP_RETURN_IF_ERROR(base::CheckGnuplotText(run.label, "the run label"));
+  }
   base::GnuplotPlot plot;
   plot.png_path = png_path;
   plot.script_path = png_path + ".gp";

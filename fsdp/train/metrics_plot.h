@@ -37,7 +37,9 @@ struct MetricsRun {
   std::vector<MetricsPoint> points;  // file order
 };
 
-// Parses the step lines of a metrics file (the "final" line is skipped).
+// Parses the step lines of a metrics file (the "final" line is skipped). A
+// "resumed" line drops the points after its step that an earlier attempt
+// wrote (the file keeps them).
 // InvalidArgument naming the file and line for a line without "step".
 absl::StatusOr<MetricsRun> ParseMetrics(absl::string_view contents, const std::string& label,
                                         const std::string& path_for_errors);

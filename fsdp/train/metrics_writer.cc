@@ -1,6 +1,9 @@
 // File: fsdp/train/metrics_writer.cc
 #include "fsdp/train/metrics_writer.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -36,11 +39,28 @@ std::string FinalMetricsJson(const FinalMetrics& m) {
       nlohmann::json(m.matmul_backend).dump(), nlohmann::json(m.matmul_kernels).dump());
 }
 
-absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::Open(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "w");
+std::string ResumedMetricsJson(int step) {
+  return absl::StrFormat("{\"step\":%d,\"resumed\":true}", step);
+}
+
+absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::Open(const std::string& path,
+                                                                   Mode mode) {
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
+                    (mode == Mode::kContinue ? O_APPEND : O_TRUNC);
+  const int fd = open(path.c_str(), flags, 0644);
+  if (fd < 0) {
+    const int error = errno;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot open --metrics_out file '", path, "' for writing: ", std::strerror(error),
+        error == ELOOP ? " (it is a symbolic link, which is not followed: name the file itself)"
+                       : ""));
+  }
+  std::FILE* file = fdopen(fd, mode == Mode::kContinue ? "a" : "w");
   if (file == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot open --metrics_out file '", path,
-                                                   "' for writing: ", std::strerror(errno)));
+    const int error = errno;
+    close(fd);
+    return absl::InternalError(absl::StrCat("cannot open --metrics_out file '", path,
+                                            "': ", std::strerror(error)));
   }
   return std::unique_ptr<MetricsWriter>(new MetricsWriter(path, file));
 }

@@ -5,6 +5,10 @@
 //   {"step":1,"loss":5.541234,"lr":0.0003,"tokens_per_s":18734.2,
 //    "peak_bytes":1234567,"comm_wait_s":0.0123}
 //
+// a run resumed from a checkpoint (or restarted) appends, after a line
+//
+//   {"step":10,"resumed":true}
+//
 // and a last line with "final":true, the parameter digest and the run summary
 //
 //   {"final":true,"steps":20,"loss":2.01,"param_sha256":"ab12...",
@@ -64,13 +68,23 @@ struct FinalMetrics {
 
 std::string StepMetricsJson(const StepMetrics& metrics);
 std::string FinalMetricsJson(const FinalMetrics& metrics);
+// The line a resumed or restarted run writes first: {"step":N,"resumed":true}.
+// Readers drop what an earlier attempt wrote past step N (those steps are
+// taken again); the lines stay in the file.
+std::string ResumedMetricsJson(int step);
 
 // Appends lines to a file, flushing each, so a crash keeps what was written.
 class MetricsWriter {
  public:
-  // Creates or truncates `path`. kInvalidArgument naming the path and the
-  // system error when it cannot be opened.
-  static absl::StatusOr<std::unique_ptr<MetricsWriter>> Open(const std::string& path);
+  enum class Mode {
+    kNewRun,    // create or truncate: a run from step 0
+    kContinue,  // create or append: a resumed or restarted run keeps the history
+  };
+  // Never follows a symbolic link at `path` (someone else's file in a shared
+  // directory). kInvalidArgument naming the path and the system error when it
+  // cannot be opened.
+  static absl::StatusOr<std::unique_ptr<MetricsWriter>> Open(const std::string& path,
+                                                             Mode mode);
   ~MetricsWriter();
 
   absl::Status WriteLine(absl::string_view json);

@@ -113,6 +113,10 @@ struct TrainOptions {
   // rank fails; each restart resumes from the newest complete checkpoint
   // (so it needs checkpoint_dir).
   int max_restarts = 0;
+  // Which attempt of the job this is (the launcher's restart count, 0 for
+  // the first); not a setting, so not printed. A restarted run, like a
+  // resumed one, adds to --metrics_out instead of starting it anew.
+  int restart = 0;
   // Text (docs/train_gpt.md; fsdp/train/text_monitor.h). val_data: an llm.c
   // token file of held-out text, evaluated (val_batches global batches)
   // before the first step, every val_every steps (0 = only then and at the

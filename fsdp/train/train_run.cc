@@ -260,9 +260,14 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
   FSDP_ASSIGN_OR_RETURN(LrSchedule schedule, LrSchedule::Create(schedule_options));
 
   const bool reporter = (world.rank() == 0);
+  // A resumed or restarted run adds to the metrics file: the earlier
+  // attempts' lines are its history.
+  const bool continuing = options.resume || !options.resume_from.empty() || options.restart > 0;
   std::unique_ptr<MetricsWriter> metrics;
   if (reporter && !options.metrics_out.empty()) {
-    FSDP_ASSIGN_OR_RETURN(metrics, MetricsWriter::Open(options.metrics_out));
+    FSDP_ASSIGN_OR_RETURN(metrics, MetricsWriter::Open(options.metrics_out,
+                                                       continuing ? MetricsWriter::Mode::kContinue
+                                                                  : MetricsWriter::Mode::kNewRun));
   }
   summary.num_params = 0;
   for (const UnitSpec& unit : model->units()) summary.num_params += unit.numel();
@@ -280,6 +285,9 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
 
   FSDP_ASSIGN_OR_RETURN(summary.start_step,
                         StartFromCheckpoint(options, world, *trainer, tracker, log, summary));
+  if (metrics != nullptr && continuing) {
+    FSDP_RETURN_IF_ERROR(metrics->WriteLine(ResumedMetricsJson(summary.start_step)));
+  }
   if (!options.init_from.empty()) {
     FSDP_RETURN_IF_ERROR(checkpoint::InitFromSafetensors(world, *trainer, options.init_from,
                                                          options.comm_timeout));

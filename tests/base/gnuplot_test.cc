@@ -57,5 +57,26 @@ TEST(GnuplotTest, AFailingScriptLeavesNoPngAndNoTemporary) {
   EXPECT_EQ(ListDir(dir), std::vector<std::string>{"bad.png.gp"});
 }
 
+TEST(GnuplotTest, TextIsQuotedAndControlCharactersAreRefused) {
+  EXPECT_EQ(GnuplotQuoted("a'b"), "'a''b'");
+  EXPECT_TRUE(CheckGnuplotText("run 1 (full_shard) / 'x'", "label").ok());
+  for (const std::string bad : {std::string("a\nb"), std::string("a\rb"), std::string("a\x7f"),
+                                std::string("a\0b", 3)}) {
+    const absl::Status status = CheckGnuplotText(bad, "the label");
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_NE(status.message().find("the label"), std::string::npos) << status;
+  }
+}
+
+TEST(GnuplotTest, APathWithANewlineIsRefusedBeforeAnythingIsWritten) {
+  const std::string dir = TestDir();
+  GnuplotPlot plot;
+  plot.png_path = dir + "/a\nb.png";
+  plot.script_path = dir + "/plot.gp";
+  const absl::Status status = DrawWithGnuplot(plot, Script);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_TRUE(ListDir(dir).empty());
+}
+
 }  // namespace
 }  // namespace base

@@ -88,5 +88,37 @@ TEST(MetricsPlotTest, GnuplotWritesAWholePng) {
   EXPECT_EQ(Slurp(png + ".gp"), MetricsGnuplotScript({*run}, png));
 }
 
+// A resumed attempt's marker drops what the earlier attempt wrote past it.
+TEST(MetricsPlotTest, AResumedRunReplacesTheStepsAfterItsCheckpoint) {
+  const std::string contents =
+      "{\"step\":1,\"loss\":6.0,\"tokens\":10}\n"
+      "{\"step\":2,\"loss\":5.0,\"tokens\":20}\n"
+      "{\"step\":3,\"loss\":4.0,\"tokens\":30}\n"
+      "{\"step\":1,\"resumed\":true}\n"
+      "{\"step\":2,\"loss\":5.5,\"tokens\":20}\n";
+  absl::StatusOr<MetricsRun> run = ParseMetrics(contents, "run", "m");
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->points.size(), 2u);
+  EXPECT_EQ(run->points[0].step, 1);
+  EXPECT_EQ(run->points[1].step, 2);
+  EXPECT_EQ(run->points[1].loss, 5.5);
+}
+
+// [Note: text in a gnuplot script]: a label with a newline would carry a
+// command of its own; it is refused before any file is written.
+TEST(MetricsPlotTest, ALabelWithANewlineIsRefusedBeforeAnythingIsWritten) {
+  absl::StatusOr<MetricsRun> run = ParseMetrics(kMetrics, "a\nsystem('touch /tmp/x')", "m");
+  ASSERT_TRUE(run.ok());
+  const std::string png = std::string(std::getenv("TEST_TMPDIR")) + "/injected.png";
+  const absl::Status plotted = PlotMetrics({*run}, png, absl::Seconds(120));
+  EXPECT_EQ(plotted.code(), absl::StatusCode::kInvalidArgument) << plotted;
+  EXPECT_NE(plotted.message().find("the run label"), std::string::npos) << plotted;
+  EXPECT_NE(plotted.message().find("0x0a"), std::string::npos) << plotted;
+  EXPECT_EQ(Slurp(png + ".gp"), "");
+  // A quote is fine: it is doubled inside the single-quoted title.
+  run->label = "it's";
+  EXPECT_NE(MetricsGnuplotScript({*run}, png).find("title 'it''s train'"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace fsdp

@@ -1,7 +1,10 @@
 // File: tests/fsdp/train/metrics_writer_test.cc
 #include "fsdp/train/metrics_writer.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -50,7 +53,7 @@ TEST(MetricsWriterTest, WritesOneLinePerCall) {
                                                                   : "/tmp") +
                            "/metrics_writer_test.jsonl";
   {
-    auto writer = MetricsWriter::Open(path);
+    auto writer = MetricsWriter::Open(path, MetricsWriter::Mode::kNewRun);
     ASSERT_TRUE(writer.ok()) << writer.status();
     ASSERT_TRUE((*writer)->WriteLine("{\"a\":1}").ok());
     ASSERT_TRUE((*writer)->WriteLine("{\"b\":2}").ok());
@@ -62,9 +65,56 @@ TEST(MetricsWriterTest, WritesOneLinePerCall) {
 }
 
 TEST(MetricsWriterTest, UnwritablePathIsAClearError) {
-  auto writer = MetricsWriter::Open("/nonexistent-dir/m.jsonl");
+  auto writer = MetricsWriter::Open("/nonexistent-dir/m.jsonl", MetricsWriter::Mode::kNewRun);
   EXPECT_EQ(writer.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(writer.status().message().find("/nonexistent-dir/m.jsonl"), std::string::npos);
+}
+
+std::string TmpPath(const std::string& name) {
+  return std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+}
+
+std::string Contents(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+// A new run starts the file anew; a resumed or restarted one appends to it.
+TEST(MetricsWriterTest, ANewRunTruncatesAContinuedRunAppends) {
+  const std::string path = TmpPath("modes.jsonl");
+  for (MetricsWriter::Mode mode :
+       {MetricsWriter::Mode::kNewRun, MetricsWriter::Mode::kContinue}) {
+    auto writer = MetricsWriter::Open(path, mode);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_TRUE((*writer)->WriteLine("{\"step\":1}").ok());
+  }
+  EXPECT_EQ(Contents(path), "{\"step\":1}\n{\"step\":1}\n");
+  {
+    auto writer = MetricsWriter::Open(path, MetricsWriter::Mode::kNewRun);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_TRUE((*writer)->WriteLine(ResumedMetricsJson(7)).ok());
+  }
+  EXPECT_EQ(Contents(path), "{\"step\":7,\"resumed\":true}\n");
+}
+
+// A symbolic link planted where the metrics go is not followed: its target
+// keeps its bytes.
+TEST(MetricsWriterTest, ASymbolicLinkIsNotFollowed) {
+  const std::string target = TmpPath("victim.txt");
+  const std::string link = TmpPath("link.jsonl");
+  { std::ofstream(target) << "precious\n"; }
+  std::remove(link.c_str());
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  for (MetricsWriter::Mode mode :
+       {MetricsWriter::Mode::kNewRun, MetricsWriter::Mode::kContinue}) {
+    auto writer = MetricsWriter::Open(link, mode);
+    ASSERT_FALSE(writer.ok());
+    EXPECT_NE(writer.status().message().find("symbolic link"), std::string::npos)
+        << writer.status();
+  }
+  EXPECT_EQ(Contents(target), "precious\n");
 }
 
 }  // namespace

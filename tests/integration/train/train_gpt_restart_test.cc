@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "fsdp/train/metrics_plot.h"
 #include "gtest/gtest.h"
 #include "tests/integration/train/train_gpt_runner.h"
 
@@ -55,8 +56,10 @@ TEST(RestartTest, AKilledRankIsRestartedAndTheRunEndsAsIfNothingHappened) {
   ASSERT_EQ(whole.exit_code, 0) << whole.output;
 
   const std::string log = TmpDir() + "/restart.log";
+  const std::string metrics = TmpDir() + "/restart.jsonl";
   std::vector<std::string> flags = Flags(TmpDir() + "/restart");
   flags.push_back("--max_restarts=1");
+  flags.push_back("--metrics_out=" + metrics);
   const pid_t pid = StartTrainGpt(flags, log);
   ASSERT_GT(pid, 0);
   // Mid-run, after a few checkpoints: kill rank 1 between step lines.
@@ -75,6 +78,17 @@ TEST(RestartTest, AKilledRankIsRestartedAndTheRunEndsAsIfNothingHappened) {
   EXPECT_TRUE(absl::StrContains(output, "params sha256 " + whole.param_sha256)) << output;
   std::printf("from kill -9 to training again (resumed) in %.2f s\n",
               absl::ToDoubleSeconds(to_resumed));
+
+  // The metrics file keeps the first attempt's lines; the restarted one
+  // appends after a "resumed" line, and a reader sees each step once.
+  const std::string lines = ReadWholeFile(metrics);
+  const size_t marker = lines.find("\"resumed\":true");
+  ASSERT_NE(marker, std::string::npos) << lines;
+  EXPECT_NE(lines.substr(0, marker).find("{\"step\":15,"), std::string::npos) << lines;
+  absl::StatusOr<fsdp::MetricsRun> run = fsdp::ParseMetrics(lines, "restart", metrics);
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->points.size(), 60u) << lines;
+  for (int s = 0; s < 60; ++s) EXPECT_EQ(run->points[s].step, s + 1);
 }
 
 TEST(RestartTest, WhenTheRestartsAreUsedUpTheJobFailsNamingTheRank) {
