@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "comm/launcher/failure_report.h"
+#include "comm/rendezvous/job_secret.h"
 
 extern char** environ;
 
@@ -42,21 +43,8 @@ void OnStopSignal(int signal_number) {
   errno = saved_errno;
 }
 
-std::string RandomToken() {
-  unsigned char bytes[16] = {};
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    (void)!read(fd, bytes, sizeof(bytes));
-    close(fd);
-  }
-  std::string token = absl::StrCat("launch-", getpid(), "-");
-  for (unsigned char byte : bytes) {
-    static const char kHex[] = "0123456789abcdef";
-    token += kHex[byte >> 4];
-    token += kHex[byte & 15];
-  }
-  return token;
-}
+// The job's secret (comm/rendezvous/job_secret.h): 32 random bytes, checked.
+absl::StatusOr<std::string> RandomToken() { return RandomSecretHex(32); }
 
 void WriteAll(int fd, const std::string& text) {
   size_t written = 0;
@@ -351,7 +339,8 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
     if (!picked.ok()) return picked.status();
     port = *picked;
   }
-  const std::string token = RandomToken();
+  absl::StatusOr<std::string> token = RandomToken();
+  if (!token.ok()) return token.status();
 
   // Everything a child needs is built before fork(): the child only execs.
   std::map<std::string, std::string> base_env;
@@ -365,7 +354,7 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
   base_env["LOCAL_WORLD_SIZE"] = std::to_string(options.nproc);
   base_env["MASTER_ADDR"] = "127.0.0.1";
   base_env["MASTER_PORT"] = std::to_string(port);
-  base_env["FSDP_JOB_TOKEN"] = token;
+  base_env["FSDP_JOB_TOKEN"] = *token;
   std::vector<char*> child_argv;
   for (const std::string& arg : options.argv) child_argv.push_back(const_cast<char*>(arg.c_str()));
   child_argv.push_back(nullptr);
