@@ -104,6 +104,40 @@ TEST(Strangers, WithTheOldDerivedTokenTheyCannotJoinOrAbortTheJob) {
   EXPECT_TRUE(Contains(store.err, "3 wrong token"));
 }
 
+// A job without a secret (no FSDP_JOB_TOKEN: the token derived from
+// MASTER_ADDR:MASTER_PORT) forms on one host with its store on loopback, and
+// is refused on every rank when the store would listen on every interface.
+TEST(NoSecret, ADerivedTokenIsKeptOnlyWithTheStoreOnLoopback) {
+  for (const bool every_interface : {false, true}) {
+    SCOPED_TRACE(every_interface ? "FSDP_STORE_BIND=all" : "loopback");
+    const int port = FreePort();
+    RankProcesses processes;
+    std::vector<int> ranks;
+    for (int rank = 0; rank < 2; ++rank) {
+      std::map<std::string, std::string> env = Env(rank, 2, port, "");
+      env.erase("FSDP_JOB_TOKEN");
+      if (every_interface) env["FSDP_STORE_BIND"] = "all";
+      ranks.push_back(processes.Start("/usr/bin/env", {"-u", "FSDP_JOB_TOKEN",
+                                                       RunfilePath(kWorker)}, env));
+    }
+    for (int index : ranks) {
+      ProcessResult result = processes.Wait(index, absl::Seconds(25));
+      if (!every_interface) {
+        EXPECT_EQ(result.exit_code, 0) << Describe(result);
+        EXPECT_TRUE(Contains(result.out, "ROSTER OK 2"));
+        continue;
+      }
+      EXPECT_EQ(result.exit_code, 1) << Describe(result);
+      EXPECT_TRUE(Contains(result.out, "FAILED_PRECONDITION"));
+      EXPECT_TRUE(Contains(result.out, "the job has no secret: its token is derived from "
+                                       "MASTER_ADDR and MASTER_PORT"));
+      EXPECT_TRUE(Contains(result.out, "would listen on 0.0.0.0"));
+      EXPECT_TRUE(Contains(result.out, "FSDP_JOB_TOKEN=$(openssl rand -hex 32)"));
+      EXPECT_LT(result.elapsed, absl::Seconds(5));
+    }
+  }
+}
+
 fsdp::proto::JoinRequest JoinOf(int rank) {
   fsdp::proto::JoinRequest join;
   join.set_rank(rank);
