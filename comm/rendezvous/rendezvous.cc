@@ -26,6 +26,10 @@ namespace {
 // explanation (rank 0's clock started at a slightly different moment).
 constexpr absl::Duration kReasonGrace = absl::Seconds(2);
 
+// Until the store proved it knows the secret, a frame from it is a challenge,
+// a refusal or a welcome: small. A fake store cannot make a rank buffer more.
+constexpr size_t kMaxUnprovenFrameBytes = size_t{64} << 10;
+
 int64_t SteadyNanos(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
@@ -168,9 +172,16 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(
   absl::StatusOr<int> fd = ConnectWithRetry(connect_host, connect_port, deadline);
   if (!fd.ok()) return prefixed(fd.status());
   rendezvous->socket_ = std::make_unique<FramedSocket>(*fd);
+  rendezvous->socket_->set_max_frame_bytes(kMaxUnprovenFrameBytes);
 
   // The store's challenge (proto/rendezvous.proto, step 0).
   auto no_reply = [&](const absl::Status& status, const char* awaited) {
+    if (absl::IsDataLoss(status)) {
+      return absl::DataLossError(absl::StrCat(
+          me, ": awaiting the ", awaited, " from the rendezvous store at ", store, ": ",
+          status.message(), "; is MASTER_PORT some other service's port, or a process posing "
+          "as the store?"));
+    }
     if (absl::IsDeadlineExceeded(status)) {
       return absl::DeadlineExceededError(absl::StrCat(
           me, ": no ", awaited, " from the rendezvous store at ", store, " after ",
@@ -250,6 +261,7 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(
     if (!rendezvous->channel_->Open(outer.sealed(), &body) || !reply.ParseFromString(body)) {
       return not_proven("a message whose MAC does not verify");
     }
+    if (!store_proved) rendezvous->socket_->set_max_frame_bytes(kMaxFrameBytes);
     store_proved = true;
     if (!reply.has_welcome()) break;
   }

@@ -9,7 +9,8 @@
 //     rank's connection, is ignored (no rank is declared hung), and one from
 //     a connection that never joined is refused;
 //   - a fake store that bound the port first is refused by the rank, which
-//     names it, and the join it saw does not contain the secret;
+//     names it, and the join it saw does not contain the secret; before the
+//     store proved itself a rank reads no frame over 64 KiB;
 //   - a forged or replayed peer-gone report is refused and said on stderr;
 //     only the store's sealed one counts.
 #include <arpa/inet.h>
@@ -252,7 +253,7 @@ struct FakeStore {
   int port = 0;
 };
 
-enum class Forgery { kUnsealedRoster, kGuessedKey };
+enum class Forgery { kUnsealedRoster, kGuessedKey, kHugeFrame };
 
 class FakeStoreTest : public ::testing::TestWithParam<Forgery> {};
 
@@ -276,6 +277,21 @@ TEST_P(FakeStoreTest, TheRankRefusesAndNamesIt) {
   roster.mutable_roster()->add_blobs(join->request.blob());
   roster.mutable_roster()->add_hosts(join->request.host());
   roster.mutable_roster()->add_hosts(join->request.host());
+  if (GetParam() == Forgery::kHugeFrame) {
+    // A frame announcing 1 GiB, as the store before issue 39 would have read
+    // from anyone.
+    const unsigned char header[4] = {0, 0, 0, 0x40};
+    ASSERT_EQ(write(connection->fd(), header, sizeof(header)), 4);
+    ASSERT_TRUE(connection->Write(roster, deadline).ok());
+    ProcessResult result = processes.Wait(rank1, absl::Seconds(25));
+    EXPECT_EQ(result.exit_code, 1) << Describe(result);
+    EXPECT_TRUE(Contains(result.out, absl::StrCat("rank 1: awaiting the welcome from the "
+                                                  "rendezvous store at 127.0.0.1:", fake.port,
+                                                  ": received a frame announcing 1073741824 "
+                                                  "bytes (limit 65536)")));
+    EXPECT_LT(result.elapsed, absl::Seconds(5));
+    return;
+  }
   if (GetParam() == Forgery::kUnsealedRoster) {
     ASSERT_TRUE(connection->Write(roster, deadline).ok());
   } else {
@@ -297,10 +313,15 @@ TEST_P(FakeStoreTest, TheRankRefusesAndNamesIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Forgeries, FakeStoreTest,
-                         ::testing::Values(Forgery::kUnsealedRoster, Forgery::kGuessedKey),
+                         ::testing::Values(Forgery::kUnsealedRoster, Forgery::kGuessedKey,
+                                           Forgery::kHugeFrame),
                          [](const ::testing::TestParamInfo<Forgery>& info) {
-                           return info.param == Forgery::kUnsealedRoster ? "unsealed_roster"
-                                                                         : "guessed_key";
+                           switch (info.param) {
+                             case Forgery::kUnsealedRoster: return "unsealed_roster";
+                             case Forgery::kGuessedKey: return "guessed_key";
+                             case Forgery::kHugeFrame: return "huge_frame";
+                           }
+                           return "unknown";
                          });
 
 // The store side played by the test, knowing the secret (the real store's
