@@ -30,6 +30,7 @@
 #include "base/unique_fd.h"
 #include "comm/launcher/failure_report.h"
 #include "comm/launcher/job_failure.h"
+#include "comm/rendezvous/job_secret.h"
 
 extern char** environ;
 
@@ -48,21 +49,8 @@ void OnStopSignal(int signal_number) {
   errno = saved_errno;
 }
 
-std::string RandomToken() {
-  unsigned char bytes[16] = {};
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    (void)!read(fd, bytes, sizeof(bytes));
-    close(fd);
-  }
-  std::string token = absl::StrCat("launch-", getpid(), "-");
-  for (unsigned char byte : bytes) {
-    static const char kHex[] = "0123456789abcdef";
-    token += kHex[byte >> 4];
-    token += kHex[byte & 15];
-  }
-  return token;
-}
+// The job's secret (comm/rendezvous/job_secret.h): 32 random bytes, checked.
+absl::StatusOr<std::string> RandomToken() { return RandomSecretHex(32); }
 
 void WriteAll(int fd, const std::string& text) {
   size_t written = 0;
@@ -358,7 +346,7 @@ absl::StatusOr<SpawnPlan> PlanRanks(const LaunchOptions& options, int port,
   plan.env["LOCAL_WORLD_SIZE"] = std::to_string(options.nproc);
   plan.env["MASTER_ADDR"] = "127.0.0.1";
   plan.env["MASTER_PORT"] = std::to_string(port);
-  plan.env["FSDP_JOB_TOKEN"] = RandomToken();
+  FSDP_ASSIGN_OR_RETURN(plan.env["FSDP_JOB_TOKEN"], RandomToken());
   plan.env["FSDP_FAILURE_REPORT_FD"] = std::to_string(report_write_fd);
   plan.report_write_fd = report_write_fd;
   if (options.bind_to_cores) {

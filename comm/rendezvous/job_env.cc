@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "comm/rendezvous/engine_master.h"
+#include "comm/rendezvous/job_secret.h"
 
 namespace comm {
 namespace {
@@ -256,23 +257,41 @@ absl::StatusOr<JobEnv> JobEnvFromLookup(const EnvLookup& lookup) {
                     "a free TCP port on rank 0's host, the same on every rank"));
   }
 
-  std::string token = NonEmpty(lookup, "FSDP_JOB_TOKEN");
-  if (token.empty()) {
+  const std::string token_file = NonEmpty(lookup, "FSDP_JOB_TOKEN_FILE");
+  env.job_token = NonEmpty(lookup, "FSDP_JOB_TOKEN");
+  if (!env.job_token.empty()) {
+    env.token_origin = "FSDP_JOB_TOKEN";
+  } else if (!token_file.empty()) {
+    FSDP_ASSIGN_OR_RETURN(env.job_token, ReadJobTokenFile(token_file));
+    env.token_origin = absl::StrCat("FSDP_JOB_TOKEN_FILE=", token_file);
+  } else if (env.master_from_pmix) {
+    env.token_source = JobTokenSource::kFromPmix;
+    env.token_origin = "made by rank 0 and published through PMIx";
+  } else {
+    env.token_source = JobTokenSource::kDerived;
     std::string pmix_namespace = NonEmpty(lookup, "PMIX_NAMESPACE");
     std::string ompi_job = NonEmpty(lookup, "OMPI_MCA_ess_base_jobid");
     if (convention == &kSlurm && !slurm_job.empty()) {
-      token = absl::StrCat("slurm-", slurm_job, "-", NonEmpty(lookup, "SLURM_STEP_ID"));
+      env.job_token = absl::StrCat("slurm-", slurm_job, "-", NonEmpty(lookup, "SLURM_STEP_ID"));
+      env.token_origin = "derived from SLURM_JOB_ID and SLURM_STEP_ID";
     } else if (convention == &kMpirun && !pmix_namespace.empty()) {
-      token = absl::StrCat("mpirun-", pmix_namespace);
+      env.job_token = absl::StrCat("mpirun-", pmix_namespace);
+      env.token_origin = "derived from PMIX_NAMESPACE";
     } else if (convention == &kMpirun && !ompi_job.empty()) {
-      token = absl::StrCat("mpirun-", ompi_job);
-    } else if (env.master_from_pmix) {
-      token = absl::StrCat("pmix-", pmix_namespace);
+      env.job_token = absl::StrCat("mpirun-", ompi_job);
+      env.token_origin = "derived from OMPI_MCA_ess_base_jobid";
     } else {
-      token = absl::StrCat("master-", env.master_addr, ":", env.master_port);
+      env.job_token = absl::StrCat("master-", env.master_addr, ":", env.master_port);
+      env.token_origin = "derived from MASTER_ADDR and MASTER_PORT";
+    }
+    if (env.world_size > env.local_world_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the job spans hosts (", env.world_size, " ranks, ", env.local_world_size,
+          " on this host) but has no secret: its job token would be ", env.token_origin,
+          ", which anyone on the cluster can read, so anyone could join it, abort it or "
+          "pose as its rendezvous store; ", kHowToGiveASecret));
     }
   }
-  env.job_token = token;
 
   if (std::optional<std::string> hang = lookup("FSDP_HANG_TIMEOUT_S");
       hang.has_value() && !hang->empty()) {

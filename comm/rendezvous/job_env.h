@@ -38,10 +38,17 @@
 //                           or one IPv4 address of rank 0's host
 //                           (comm/rendezvous/store_address.h).
 //
-// The job token keeps ranks of different jobs apart when they collide on one
-// MASTER_PORT: FSDP_JOB_TOKEN if set, else derived from the launcher's job id
-// (SLURM_JOB_ID, Open MPI's PMIX_NAMESPACE / OMPI_MCA_ess_base_jobid), else
-// from MASTER_ADDR:MASTER_PORT.
+// The job token is the job's secret (issue 39): the key of the rendezvous's
+// challenge-response (comm/rendezvous/rendezvous_auth.h), which keeps
+// strangers and ranks of other jobs out and lets the ranks check that the
+// store is the real one. It comes from FSDP_JOB_TOKEN if set (the built-in
+// launcher sets a random one), else from the file FSDP_JOB_TOKEN_FILE names
+// (readable only by its owner: chmod 600), else, under the PMIx bootstrap,
+// from rank 0, which makes one and publishes it through PMIx. Otherwise it is
+// derived from public ids (SLURM_JOB_ID and SLURM_STEP_ID, Open MPI's
+// namespace, MASTER_ADDR:MASTER_PORT), which anyone on the cluster can read:
+// such a job is refused across hosts, and on one host allowed only while its
+// store listens on loopback (checked by the rendezvous).
 //
 // Example:
 //   FSDP_ASSIGN_OR_RETURN(comm::JobEnv env, comm::JobEnvFromEnvironment());
@@ -58,6 +65,21 @@
 
 namespace comm {
 
+// Where JobEnv::job_token came from; see the banner.
+enum class JobTokenSource {
+  kGiven,     // FSDP_JOB_TOKEN or FSDP_JOB_TOKEN_FILE (the launcher's, or the user's)
+  kFromPmix,  // made by rank 0 during the rendezvous; job_token is empty until then
+  kDerived,   // derived from public ids: no secret at all
+};
+
+// What to do when a job has no secret, for error messages.
+inline constexpr char kHowToGiveASecret[] =
+    "give every rank the same secret, e.g. export FSDP_JOB_TOKEN=$(openssl rand -hex 32) "
+    "where the ranks inherit it (srun passes the environment on; mpirun -x "
+    "FSDP_JOB_TOKEN), or FSDP_JOB_TOKEN_FILE=<a file only you can read (chmod 600), on "
+    "every host>; under mpirun or srun --mpi=pmix without MASTER_ADDR and MASTER_PORT, "
+    "rank 0 makes one itself";
+
 struct JobEnv {
   int rank = 0;
   int world_size = 1;
@@ -65,7 +87,11 @@ struct JobEnv {
   int local_world_size = 1;
   std::string master_addr;  // host name or IPv4 address of rank 0
   int master_port = 0;      // 1..65535 (0 only when world_size == 1)
-  std::string job_token;
+  std::string job_token;  // the job's secret; see the banner
+  JobTokenSource token_source = JobTokenSource::kGiven;
+  // For messages: "FSDP_JOB_TOKEN", "FSDP_JOB_TOKEN_FILE=/path", "made by
+  // rank 0 (PMIx)", "derived from SLURM_JOB_ID and SLURM_STEP_ID", ...
+  std::string token_origin;
   std::string source;       // "torchrun" | "mpirun" | "slurm"
   // FSDP_HANG_TIMEOUT_S if set (infinite for 0).
   std::optional<absl::Duration> hang_timeout;
@@ -87,8 +113,9 @@ inline constexpr int kMaxWorldSize = 1 << 20;
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 
 // Parses the job environment through `lookup` (tests pass a map). Errors are
-// kInvalidArgument naming the variable, its value and what to set; kNotFound
-// when no launcher convention is present at all.
+// kInvalidArgument naming the variable, its value and what to set (also for a
+// job across hosts without a secret); kNotFound when no launcher convention
+// is present at all; ReadJobTokenFile's errors for FSDP_JOB_TOKEN_FILE.
 absl::StatusOr<JobEnv> JobEnvFromLookup(const EnvLookup& lookup);
 
 // The same, from this process's environment (getenv).

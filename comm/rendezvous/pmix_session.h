@@ -32,6 +32,9 @@ namespace comm {
 
 // The key under which rank 0 publishes "<ipv4>:<port>" of its store.
 inline constexpr char kPmixStoreKey[] = "fsdp.rendezvous.store";
+// The key under which rank 0 publishes the job's secret (hex) when the user
+// gave none (JobTokenSource::kFromPmix).
+inline constexpr char kPmixSecretKey[] = "fsdp.rendezvous.secret";
 
 // What the engine's PMIx server says about this process.
 struct PmixIdentity {

@@ -12,7 +12,9 @@
 #include "comm/rendezvous/framed_socket.h"
 #include "comm/rendezvous/hang_verdict.h"
 #include "comm/rendezvous/heartbeat_thread.h"
+#include "comm/rendezvous/job_secret.h"
 #include "comm/rendezvous/pmix_session.h"
+#include "comm/rendezvous/rendezvous_auth.h"
 #include "comm/rendezvous/store_address.h"
 #include "comm/rendezvous/store_server.h"
 #include "proto/rendezvous.pb.h"
@@ -24,12 +26,30 @@ namespace {
 // explanation (rank 0's clock started at a slightly different moment).
 constexpr absl::Duration kReasonGrace = absl::Seconds(2);
 
+// Until the store proved it knows the secret, a frame from it is a challenge,
+// a refusal or a welcome: small. A fake store cannot make a rank buffer more.
+constexpr size_t kMaxUnprovenFrameBytes = size_t{64} << 10;
+
 int64_t SteadyNanos(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
 std::string Tenths(absl::Duration d) {
   return absl::FormatDuration(absl::Trunc(d, absl::Milliseconds(100)));
+}
+
+bool IsLoopback(const std::string& ip) { return ip.rfind("127.", 0) == 0; }
+
+// A job whose secret anyone can derive is safe only where nobody else can
+// reach its store: on one host, with the store on loopback.
+absl::Status CheckDerivedTokenStaysLocal(const JobEnv& env) {
+  if (env.token_source != JobTokenSource::kDerived) return absl::OkStatus();
+  absl::StatusOr<StoreListenAddress> where = StoreListenAddressOnThisHost(env);
+  if (!where.ok() || IsLoopback(where->bind_ip)) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the job has no secret: its token is ", env.token_origin,
+      ", which others can see, and rank 0's rendezvous store would listen on ",
+      where->bind_ip, ", reachable from other hosts; ", kHowToGiveASecret));
 }
 
 std::string HostName() {
@@ -57,12 +77,23 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(
   auto prefixed = [&me](const absl::Status& status) {
     return absl::Status(status.code(), absl::StrCat(me, ": ", status.message()));
   };
+  auto prefixed_if_error = [&prefixed](const absl::Status& status) {
+    return status.ok() ? status : prefixed(status);
+  };
   const bool spans_hosts = env.world_size > env.local_world_size;
   PmixSession* pmix = nullptr;
   if (env.master_from_pmix) {
     absl::StatusOr<PmixSession*> session = PmixSession::Get();
     if (!session.ok()) return prefixed(session.status());
     pmix = *session;
+  }
+
+  FSDP_RETURN_IF_ERROR(prefixed_if_error(CheckDerivedTokenStaysLocal(env)));
+  std::string secret = env.job_token;
+  if (env.token_source == JobTokenSource::kFromPmix && env.rank == 0) {
+    absl::StatusOr<std::string> made = RandomSecretHex(32);
+    if (!made.ok()) return prefixed(made.status());
+    secret = *std::move(made);
   }
 
   // Rank 0 reaches its own store over the address it listens on, like
@@ -83,7 +114,7 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(
     options.bind_ip = where->bind_ip;
     options.port = env.master_port;  // 0 under PMIx: the kernel picks
     options.world_size = env.world_size;
-    options.job_token = env.job_token;
+    options.job_token = secret;
     options.join_timeout = timeout;
     options.hang_timeout = hang_detection.bound;
     absl::StatusOr<std::unique_ptr<StoreServer>> server = StoreServer::Start(options);
@@ -96,6 +127,12 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(
       const std::string address = absl::StrCat(*published, ":", connect_port);
       absl::Status put = pmix->Publish(kPmixStoreKey, address);
       if (!put.ok()) return prefixed(put);
+      if (env.token_source == JobTokenSource::kFromPmix) {
+        // Rank 0 makes the job's secret; the engine's PMIx server hands it
+        // only to the tasks it started.
+        put = pmix->Publish(kPmixSecretKey, secret);
+        if (!put.ok()) return prefixed(put);
+      }
       // Once per job: where the store went, since no variable says so.
       std::fprintf(stderr, "rendezvous store on rank 0: listening on %s:%d, published as %s "
                    "through PMIx\n", where->bind_ip.c_str(), connect_port, address.c_str());
@@ -116,6 +153,15 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(
                                                 "<ipv4>:<port>"));
       }
       connect_host = address->substr(0, colon);
+      if (env.token_source == JobTokenSource::kFromPmix) {
+        absl::StatusOr<std::string> published = pmix->Read(0, kPmixSecretKey, deadline);
+        if (!published.ok()) return published.status();
+        if (published->empty()) {
+          return absl::InternalError(
+              absl::StrCat(me, ": rank 0 published an empty job secret through PMIx"));
+        }
+        secret = *std::move(published);
+      }
     }
     // Errors and the failure detector name the store by what was learned.
     rendezvous->env_.master_addr = connect_host;
@@ -126,37 +172,98 @@ absl::StatusOr<std::unique_ptr<Rendezvous>> Rendezvous::Join(
   absl::StatusOr<int> fd = ConnectWithRetry(connect_host, connect_port, deadline);
   if (!fd.ok()) return prefixed(fd.status());
   rendezvous->socket_ = std::make_unique<FramedSocket>(*fd);
+  rendezvous->socket_->set_max_frame_bytes(kMaxUnprovenFrameBytes);
 
+  // The store's challenge (proto/rendezvous.proto, step 0).
+  auto no_reply = [&](const absl::Status& status, const char* awaited) {
+    if (absl::IsDataLoss(status)) {
+      return absl::DataLossError(absl::StrCat(
+          me, ": awaiting the ", awaited, " from the rendezvous store at ", store, ": ",
+          status.message(), "; is MASTER_PORT some other service's port, or a process posing "
+          "as the store?"));
+    }
+    if (absl::IsDeadlineExceeded(status)) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          me, ": no ", awaited, " from the rendezvous store at ", store, " after ",
+          absl::FormatDuration(absl::Now() - start),
+          "; rank 0 gave no reason (some ranks did not arrive, or rank 0 started much "
+          "later than this rank)"));
+    }
+    return absl::UnavailableError(absl::StrCat(
+        me, ": the rendezvous store at ", store, " closed the connection before sending the ",
+        awaited, "; did rank 0 die?"));
+  };
+  absl::StatusOr<std::string> frame = rendezvous->socket_->ReadFrame(deadline + kReasonGrace);
+  if (!frame.ok()) return no_reply(frame.status(), "challenge");
+  fsdp::proto::ServerMessage challenge;
+  if (!challenge.ParseFromString(*frame)) {
+    return absl::DataLossError(absl::StrCat(
+        me, ": garbage from ", store, "; is MASTER_PORT some other service's port?"));
+  }
+  if (challenge.has_refused()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        me, ": refused by the rendezvous store at ", store, ": ", challenge.refused().reason()));
+  }
+  if (!challenge.has_challenge() || challenge.challenge().store_nonce().size() != kNonceBytes) {
+    return absl::DataLossError(absl::StrCat(
+        me, ": the rendezvous store at ", store, " did not open with a challenge; is "
+        "MASTER_PORT some other service's port, or a store of another version of this "
+        "program?"));
+  }
+  const std::string& store_nonce = challenge.challenge().store_nonce();
+  absl::StatusOr<std::string> rank_nonce = RandomBytes(kNonceBytes);
+  if (!rank_nonce.ok()) return prefixed(rank_nonce.status());
+
+  fsdp::proto::JoinRequest join;
+  join.set_rank(env.rank);
+  join.set_world_size(env.world_size);
+  join.set_blob(blob);
+  join.set_host(HostName());
+  join.set_rank_nonce(*rank_nonce);
   fsdp::proto::ClientMessage join_message;
-  fsdp::proto::JoinRequest* join = join_message.mutable_join();
-  join->set_job_token(env.job_token);
-  join->set_rank(env.rank);
-  join->set_world_size(env.world_size);
-  join->set_blob(blob);
-  join->set_host(HostName());
+  join_message.mutable_join()->set_body(join.SerializeAsString());
+  join_message.mutable_join()->set_mac(
+      JoinMac(secret, store_nonce, join_message.join().body()));
+  rendezvous->channel_ = std::make_unique<SealedChannel>(
+      SessionKey(secret, store_nonce, *rank_nonce), SealedChannel::Side::kRank);
   absl::Status sent = rendezvous->socket_->Write(join_message, deadline);
   if (!sent.ok()) {
     return absl::Status(sent.code(), absl::StrCat(me, ": sending the join request to ",
                                                   store, ": ", sent.message()));
   }
 
-  absl::StatusOr<std::string> frame = rendezvous->socket_->ReadFrame(deadline + kReasonGrace);
-  if (!frame.ok()) {
-    if (absl::IsDeadlineExceeded(frame.status())) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          me, ": no roster from the rendezvous store at ", store, " after ",
-          absl::FormatDuration(absl::Now() - start),
-          "; rank 0 gave no reason (some ranks did not arrive, or rank 0 started much "
-          "later than this rank)"));
-    }
-    return absl::UnavailableError(absl::StrCat(
+  // The store's welcome (its proof), then the roster or why there is none.
+  auto not_proven = [&](const std::string& what) {
+    return absl::UnauthenticatedError(absl::StrCat(
         me, ": the rendezvous store at ", store,
-        " closed the connection before sending the roster; did rank 0 die?"));
-  }
+        " could not prove it knows this job's secret (", what,
+        "): it is not this job's store (another process took MASTER_PORT first, or the "
+        "address is wrong); this rank refused it, and its join gave it nothing from which "
+        "to learn the secret. Check that MASTER_ADDR/MASTER_PORT name rank 0's store"));
+  };
   fsdp::proto::ServerMessage reply;
-  if (!reply.ParseFromString(*frame)) {
-    return absl::DataLossError(absl::StrCat(
-        me, ": garbage from ", store, "; is MASTER_PORT some other service's port?"));
+  bool store_proved = false;
+  while (true) {
+    frame = rendezvous->socket_->ReadFrame(deadline + kReasonGrace);
+    if (!frame.ok()) return no_reply(frame.status(), store_proved ? "roster" : "welcome");
+    fsdp::proto::ServerMessage outer;
+    if (!outer.ParseFromString(*frame)) {
+      return absl::DataLossError(absl::StrCat(
+          me, ": garbage from ", store, "; is MASTER_PORT some other service's port?"));
+    }
+    if (outer.has_refused()) {
+      // Unsealed: a store whose secret differs cannot seal for this rank.
+      return absl::PermissionDeniedError(absl::StrCat(
+          me, ": refused by the rendezvous store at ", store, ": ", outer.refused().reason()));
+    }
+    if (!outer.has_sealed()) return not_proven("it sent an unsealed message");
+    std::string body;
+    if (!rendezvous->channel_->Open(outer.sealed(), &body) || !reply.ParseFromString(body)) {
+      return not_proven("a message whose MAC does not verify");
+    }
+    if (!store_proved) rendezvous->socket_->set_max_frame_bytes(kMaxFrameBytes);
+    store_proved = true;
+    if (!reply.has_welcome()) break;
   }
   if (reply.has_refused()) {
     return absl::PermissionDeniedError(absl::StrCat(
@@ -214,9 +321,11 @@ void Rendezvous::Beat() {
   }
   std::lock_guard<std::mutex> lock(write_mu_);
   if (socket_ == nullptr || socket_->fd() < 0) return;
+  fsdp::proto::ClientMessage sealed;
+  channel_->Seal(message, sealed.mutable_sealed());
   // A store that cannot take a few bytes within one interval is judged by
   // its own silence, on the reading side.
-  (void)socket_->Write(message, absl::Now() + HeartbeatInterval(hang_timeout_));
+  (void)socket_->Write(sealed, absl::Now() + HeartbeatInterval(hang_timeout_));
 }
 
 void Rendezvous::CloseSocket() {
@@ -234,10 +343,23 @@ std::vector<PeerEvent> Rendezvous::PollPeerEvents() {
   std::vector<std::string> frames;
   absl::StatusOr<bool> open = socket_->ReadAvailable(&frames);
   const SteadyClock::time_point now = SteadyClock::now();
-  if (!frames.empty()) store_heard_at_ns_.store(SteadyNanos(now));
   for (const std::string& frame : frames) {
-    fsdp::proto::ServerMessage message;
-    if (!message.ParseFromString(frame) || !message.has_peer_gone()) continue;
+    fsdp::proto::ServerMessage outer, message;
+    std::string body;
+    if (!outer.ParseFromString(frame) || !outer.has_sealed() ||
+        !channel_->Open(outer.sealed(), &body) || !message.ParseFromString(body)) {
+      // Not from the store (it seals everything): refused, and said, so
+      // that a forged "rank N died" or "rank N is hung" cannot end the job.
+      std::fprintf(stderr,
+                   "rank %d: refused a message on the connection to the rendezvous store at "
+                   "%s that does not carry this job's MAC (forged, or corrupted); ignored\n",
+                   env_.rank, store_address().c_str());
+      std::fflush(stderr);
+      continue;
+    }
+    // Only what the store sealed shows it alive.
+    store_heard_at_ns_.store(SteadyNanos(now));
+    if (!message.has_peer_gone()) continue;
     const fsdp::proto::PeerGone& gone = message.peer_gone();
     const int rank = gone.rank();
     if (rank < 0 || rank >= env_.world_size) continue;
@@ -284,9 +406,10 @@ void Rendezvous::Leave(absl::Duration linger) {
   left_ = true;
   heartbeat_.reset();  // no beat after the goodbye
   if (socket_ != nullptr && socket_->fd() >= 0) {
-    fsdp::proto::ClientMessage goodbye;
+    fsdp::proto::ClientMessage goodbye, sealed;
     goodbye.mutable_goodbye();
-    (void)socket_->Write(goodbye, absl::Now() + absl::Seconds(1));
+    channel_->Seal(goodbye, sealed.mutable_sealed());
+    (void)socket_->Write(sealed, absl::Now() + absl::Seconds(1));
   }
   if (server_ != nullptr) {
     server_->WaitForOthersToLeave(linger);

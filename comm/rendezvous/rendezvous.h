@@ -32,8 +32,20 @@
 //   kAborted           the job cannot start: a rank with another WORLD_SIZE,
 //                      a duplicate rank, ranks that never arrived (named, with
 //                      the time waited), a rank that crashed while joining
-//   kPermissionDenied  this rank's job token differs from rank 0's: it is a
+//   kPermissionDenied  this rank's job secret differs from rank 0's: it is a
 //                      rank of another job and was refused
+//   kUnauthenticated   "the rendezvous store at ADDR:PORT could not prove it
+//                      knows this job's secret ...": a process that is not
+//                      this job's store answered (it bound MASTER_PORT first)
+//   kFailedPrecondition the job has no secret (a token derived from public
+//                      ids) and its store would be reachable from other hosts
+//
+// Authentication (issue 39): the join is a mutual challenge-response keyed by
+// the job's secret (comm/rendezvous/rendezvous_auth.h), and every message of
+// the store, the roster and every peer-gone or hung report included, carries
+// a MAC this rank checks; a forged report is refused and said on stderr.
+// Under the PMIx bootstrap without FSDP_JOB_TOKEN, rank 0 makes the secret
+// and publishes it through PMIx with its store's address.
 //
 // Example:
 //   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<Rendezvous> rendezvous,
@@ -58,6 +70,7 @@ namespace comm {
 
 class FramedSocket;
 class HeartbeatThread;
+class SealedChannel;
 class StoreServer;
 
 class CallerLiveness;
@@ -142,6 +155,9 @@ class Rendezvous {
   JobEnv env_;
   std::unique_ptr<StoreServer> server_;  // rank 0 only
   std::unique_ptr<FramedSocket> socket_;
+  // The connection's sealed messages (set by Join; Seal under write_mu_,
+  // Open on the owning thread).
+  std::unique_ptr<SealedChannel> channel_;
   std::vector<std::string> blobs_;
   std::vector<std::string> hosts_;
   bool rank0_left_ = false;

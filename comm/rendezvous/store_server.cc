@@ -21,6 +21,8 @@
 #include "base/status_macros.h"
 #include "comm/rendezvous/framed_socket.h"
 #include "comm/rendezvous/hang_verdict.h"
+#include "comm/rendezvous/job_secret.h"
+#include "comm/rendezvous/rendezvous_auth.h"
 #include "comm/signal_stack.h"
 #include "proto/rendezvous.pb.h"
 
@@ -41,6 +43,10 @@ struct StoreServer::Connection {
   std::string peer_ip;  // "10.0.0.2", for the per-address cap
   SteadyClock::time_point accepted_at = SteadyClock::now();
   int rank = -1;  // -1 until a JoinRequest was accepted
+  // This connection's challenge, and once its join verified, its sealed
+  // messages (comm/rendezvous/rendezvous_auth.h).
+  std::string store_nonce;
+  std::unique_ptr<SealedChannel> channel;
   std::string host;
   bool said_goodbye = false;
   // Hang detection: when the last message arrived, the latest heartbeat, and
@@ -78,7 +84,10 @@ class StoreServer::Loop {
   bool HasRoomFor(const std::string& ip) const;
   // Handles what arrived on connection `index`; returns false to drop it.
   bool Serve(Connection& connection);
-  bool HandleJoin(Connection& connection, const fsdp::proto::JoinRequest& join);
+  // Verifies the join's MAC, then admits the rank; false to drop it.
+  bool HandleJoin(Connection& connection, const fsdp::proto::Sealed& sealed_join);
+  // A joined rank's sealed message (heartbeat, goodbye).
+  void HandleSealed(Connection& connection, const fsdp::proto::Sealed& sealed);
   void Abort(const std::string& reason);
   void SendTo(Connection& connection, const fsdp::proto::ServerMessage& message);
   void Broadcast(const fsdp::proto::ServerMessage& message, int except_rank);
@@ -86,7 +95,7 @@ class StoreServer::Loop {
   void UpdateOthersConnected();
   // Counts and logs one refused connection; the caller drops it.
   enum class Refusal {
-    kSilent, kOversized, kMalformed, kOutOfOrder, kWrongToken, kOverCapacity
+    kSilent, kOversized, kMalformed, kOutOfOrder, kWrongToken, kOverCapacity, kForged
   };
   void Refuse(const Connection& connection, Refusal why, const std::string& detail);
   // Drops connections that never joined within first_message_timeout; returns
@@ -292,6 +301,18 @@ void StoreServer::Loop::Accept() {
       SendTo(*connection, reply);
       continue;  // closed as it goes out of scope
     }
+    absl::StatusOr<std::string> nonce = RandomBytes(kNonceBytes);
+    if (!nonce.ok()) {
+      std::fprintf(stderr, "rendezvous store on rank 0 (port %d): dropped %s: %s\n",
+                   options_.port, connection->peer.c_str(),
+                   std::string(nonce.status().message()).c_str());
+      std::fflush(stderr);
+      continue;
+    }
+    connection->store_nonce = *std::move(nonce);
+    fsdp::proto::ServerMessage challenge;
+    challenge.mutable_challenge()->set_store_nonce(connection->store_nonce);
+    SendTo(*connection, challenge);
     connections_.push_back(std::move(connection));
   }
 }
@@ -324,6 +345,7 @@ void StoreServer::Loop::Refuse(const Connection& connection, Refusal why,
       case Refusal::kOutOfOrder: ++r.out_of_order; break;
       case Refusal::kWrongToken: ++r.wrong_token; break;
       case Refusal::kOverCapacity: ++r.over_capacity; break;
+      case Refusal::kForged: ++r.forged; break;
     }
     counts = r;
   }
@@ -367,8 +389,14 @@ int64_t StoreServer::Loop::DropSilent(SteadyClock::time_point now) {
 void StoreServer::Loop::SendTo(Connection& connection,
                                const fsdp::proto::ServerMessage& message) {
   // A rank that cannot take a few bytes in 5 s is as good as gone; its own
-  // reads will tell it.
-  (void)connection.socket->Write(message, absl::Now() + absl::Seconds(5));
+  // reads will tell it. Once its join verified, everything goes sealed.
+  if (connection.channel == nullptr) {
+    (void)connection.socket->Write(message, absl::Now() + absl::Seconds(5));
+    return;
+  }
+  fsdp::proto::ServerMessage sealed;
+  connection.channel->Seal(message, sealed.mutable_sealed());
+  (void)connection.socket->Write(sealed, absl::Now() + absl::Seconds(5));
 }
 
 void StoreServer::Loop::Broadcast(const fsdp::proto::ServerMessage& message,
@@ -387,26 +415,34 @@ void StoreServer::Loop::Abort(const std::string& reason) {
 }
 
 bool StoreServer::Loop::HandleJoin(Connection& connection,
-                                   const fsdp::proto::JoinRequest& join) {
+                                   const fsdp::proto::Sealed& sealed_join) {
   fsdp::proto::ServerMessage reply;
-  if (join.job_token() != options_.job_token) {
+  if (!MacEquals(JoinMac(options_.job_token, connection.store_nonce, sealed_join.body()),
+                 sealed_join.mac())) {
     Refuse(connection, Refusal::kWrongToken,
-           absl::StrCat("a join as rank ", join.rank(), " from host '", join.host(),
-                        "' with another job's token"));
+           "a join whose MAC does not fit this job's secret (a rank of another job, or a "
+           "stranger)");
+    // Unsealed: a rank with another secret could not check a seal anyway.
     reply.mutable_refused()->set_reason(absl::StrCat(
         "job token mismatch: the rendezvous store on MASTER_PORT ", options_.port,
-        " belongs to another job (its job token differs from this rank's '",
-        join.job_token(),
-        "'); this rank was refused. Give each job its own MASTER_PORT, or the same "
-        "FSDP_JOB_TOKEN to all ranks of one job"));
+        " belongs to another job (this rank's join does not carry a MAC of the store's "
+        "secret, so its FSDP_JOB_TOKEN differs); this rank was refused. Give each job its "
+        "own MASTER_PORT, or the same FSDP_JOB_TOKEN to all ranks of one job"));
     SendTo(connection, reply);
     return false;
   }
-  if (connection.rank >= 0) {
-    reply.mutable_refused()->set_reason("this connection already joined");
-    SendTo(connection, reply);
+  fsdp::proto::JoinRequest join;
+  if (!join.ParseFromString(sealed_join.body()) || join.rank_nonce().size() != kNonceBytes) {
+    Refuse(connection, Refusal::kMalformed,
+           "a join with a valid MAC but no JoinRequest with a nonce in it");
     return false;
   }
+  connection.channel = std::make_unique<SealedChannel>(
+      SessionKey(options_.job_token, connection.store_nonce, join.rank_nonce()),
+      SealedChannel::Side::kStore);
+  fsdp::proto::ServerMessage welcome;
+  welcome.mutable_welcome();
+  SendTo(connection, welcome);
   if (state_ == State::kAborted) {
     reply.mutable_aborted()->set_reason(abort_reason_);
     SendTo(connection, reply);
@@ -494,35 +530,21 @@ bool StoreServer::Loop::Serve(Connection& connection) {
   std::vector<std::string> frames;
   absl::StatusOr<bool> open =
       connection.socket->ReadAvailable(&frames, options_.read_budget_bytes);
-  if (!frames.empty()) connection.last_message_at = SteadyClock::now();
   for (const std::string& frame : frames) {
     fsdp::proto::ClientMessage message;
-    if (!message.ParseFromString(frame)) {
-      if (connection.rank < 0) {
-        Refuse(connection, Refusal::kMalformed,
-               absl::StrCat("a ", frame.size(), "-byte frame that is not a ClientMessage"));
-        return false;
-      }
-      open = false;  // a rank gone mad: drop it (its peers hear it died)
-      break;
-    }
-    if (connection.rank < 0 && !message.has_join()) {
-      Refuse(connection, Refusal::kOutOfOrder, "a message other than a JoinRequest first");
+    if (!message.ParseFromString(frame) && connection.rank < 0) {
+      Refuse(connection, Refusal::kMalformed,
+             absl::StrCat("a ", frame.size(), "-byte frame that is not a ClientMessage"));
       return false;
     }
-    if (message.has_heartbeat()) {
-      connection.heartbeat = message.heartbeat();
-    } else if (message.has_join()) {
-      if (!HandleJoin(connection, message.join())) return false;
-    } else if (message.has_goodbye() && connection.rank >= 0 && !connection.said_goodbye) {
-      connection.said_goodbye = true;
-      if (state_ == State::kRunning) {
-        fsdp::proto::ServerMessage gone;
-        gone.mutable_peer_gone()->set_rank(connection.rank);
-        gone.mutable_peer_gone()->set_clean(true);
-        Broadcast(gone, connection.rank);
+    if (connection.rank < 0) {
+      if (!message.has_join()) {
+        Refuse(connection, Refusal::kOutOfOrder, "a message other than a JoinRequest first");
+        return false;
       }
-      UpdateOthersConnected();
+      if (!HandleJoin(connection, message.join())) return false;
+    } else {
+      HandleSealed(connection, message.sealed());
     }
   }
   if (!open.ok() && connection.rank < 0) {
@@ -536,11 +558,39 @@ bool StoreServer::Loop::Serve(Connection& connection) {
   return true;
 }
 
+void StoreServer::Loop::HandleSealed(Connection& connection,
+                                     const fsdp::proto::Sealed& sealed) {
+  std::string body;
+  fsdp::proto::ClientMessage message;
+  if (!connection.channel->Open(sealed, &body) || !message.ParseFromString(body)) {
+    // Not from the rank (it would have sealed it): ignored, so that whoever
+    // injected it cannot make the rank look dead or hung.
+    Refuse(connection, Refusal::kForged,
+           absl::StrCat("a message on rank ", connection.rank,
+                        "'s connection without a valid MAC (ignored; the rank stays)"));
+    return;
+  }
+  // Only what the rank sealed shows it alive.
+  connection.last_message_at = SteadyClock::now();
+  if (message.has_heartbeat()) {
+    connection.heartbeat = message.heartbeat();
+  } else if (message.has_goodbye() && !connection.said_goodbye) {
+    connection.said_goodbye = true;
+    if (state_ == State::kRunning) {
+      fsdp::proto::ServerMessage gone;
+      gone.mutable_peer_gone()->set_rank(connection.rank);
+      gone.mutable_peer_gone()->set_clean(true);
+      Broadcast(gone, connection.rank);
+    }
+    UpdateOthersConnected();
+  }
+}
+
 std::string DescribeRefusals(const StoreRefusals& r) {
   return absl::StrCat(r.total(), " refused: ", r.silent, " silent, ", r.oversized,
                       " oversized, ", r.malformed, " malformed, ", r.out_of_order,
                       " out of order, ", r.wrong_token, " wrong token, ", r.over_capacity,
-                      " over capacity");
+                      " over capacity, ", r.forged, " forged");
 }
 
 StoreRefusals StoreServer::refusals() {

@@ -23,8 +23,14 @@
 // first_message_timeout (silent), a frame announcing more than
 // max_client_frame_bytes (oversized, refused at its 4-byte header, before any
 // buffering), bytes that are not a ClientMessage (malformed), any other
-// message before its join (out of order), and a join with another job's
-// token (wrong token; the reply says why). Refusals cost the serving loop one
+// message before its join (out of order), and a join whose MAC does not fit
+// this job's secret (wrong token; the reply says why). Authentication (issue
+// 39; proto/rendezvous.proto, comm/rendezvous/rendezvous_auth.h): each
+// connection first gets a challenge; a join counts only with a MAC of the
+// secret over it, and once joined, every message either way is sealed with
+// the connection's session key. A message on a joined rank's connection
+// whose MAC does not verify (forged) is counted, logged and ignored: the
+// rank is neither dropped nor refreshed by it. Refusals cost the serving loop one
 // read each; none of them delays the ranks' join or heartbeats past the
 // deadlines above.
 //
@@ -69,6 +75,8 @@ struct StoreServerOptions {
   // (comm/rendezvous/store_address.h chooses it).
   std::string bind_ip = "127.0.0.1";
   int world_size = 1;
+  // The job's secret (comm/rendezvous/job_secret.h): the key of the joins'
+  // MACs; it never travels.
   std::string job_token;
   // How long to wait for all ranks to join before aborting the job.
   absl::Duration join_timeout = absl::Seconds(60);
@@ -97,13 +105,16 @@ struct StoreRefusals {
   int64_t out_of_order = 0;
   int64_t wrong_token = 0;
   int64_t over_capacity = 0;
+  // Messages on a joined rank's connection whose MAC does not verify; they
+  // are ignored and the connection stays.
+  int64_t forged = 0;
   int64_t total() const {
-    return silent + oversized + malformed + out_of_order + wrong_token + over_capacity;
+    return silent + oversized + malformed + out_of_order + wrong_token + over_capacity + forged;
   }
 };
 
 // "5 refused: 1 silent, 2 oversized, 1 malformed, 0 out of order, 1 wrong token,
-// 0 over capacity".
+// 0 over capacity, 0 forged".
 std::string DescribeRefusals(const StoreRefusals& refusals);
 
 class StoreServer {

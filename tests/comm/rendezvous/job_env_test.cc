@@ -3,6 +3,11 @@
 // Table-driven parsing of the launcher conventions and their errors.
 #include "comm/rendezvous/job_env.h"
 
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+
 #include <map>
 #include <set>
 #include <string>
@@ -80,13 +85,14 @@ INSTANTIATE_TEST_SUITE_P(
                  {{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "6"},
                   {"OMPI_COMM_WORLD_LOCAL_RANK", "2"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"},
                   {"MASTER_ADDR", "h1"}, {"MASTER_PORT", "4000"},
-                  {"PMIX_NAMESPACE", "prterun-h1-123@1"}},
-                 Expect(5, 6, 2, 3, "h1", 4000, "mpirun-prterun-h1-123@1", "mpirun")},
+                  {"PMIX_NAMESPACE", "prterun-h1-123@1"}, {"FSDP_JOB_TOKEN", "s3cret"}},
+                 Expect(5, 6, 2, 3, "h1", 4000, "s3cret", "mpirun")},
         GoodCase{"slurm_ntasks_per_node",
                  {{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "0"},
                   {"SLURM_NTASKS_PER_NODE", "4"}, {"SLURM_JOB_ID", "777"},
-                  {"SLURM_STEP_ID", "0"}, {"MASTER_ADDR", "n0"}, {"MASTER_PORT", "29501"}},
-                 Expect(4, 8, 0, 4, "n0", 29501, "slurm-777-0", "slurm")},
+                  {"SLURM_STEP_ID", "0"}, {"MASTER_ADDR", "n0"}, {"MASTER_PORT", "29501"},
+                  {"FSDP_JOB_TOKEN", "s3cret"}},
+                 Expect(4, 8, 0, 4, "n0", 29501, "s3cret", "slurm")},
         GoodCase{"slurm_tasks_per_node_list",
                  {{"SLURM_PROCID", "6"}, {"SLURM_NTASKS", "7"}, {"SLURM_LOCALID", "0"},
                   {"SLURM_TASKS_PER_NODE", "2(x3),1"}, {"SLURM_NODEID", "3"},
@@ -98,8 +104,8 @@ INSTANTIATE_TEST_SUITE_P(
                  {{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
                   {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_JOB_ID", "42"},
                   {"SLURM_STEP_ID", "3"}, {"SLURM_STEP_NODELIST", "gpu[07-08]"},
-                  {"SLURM_JOB_NODELIST", "gpu[01-08]"}},
-                 Expect(1, 4, 1, 2, "gpu07", DerivedPort("42.3"), "slurm-42-3", "slurm")},
+                  {"SLURM_JOB_NODELIST", "gpu[01-08]"}, {"FSDP_JOB_TOKEN", "s3cret"}},
+                 Expect(1, 4, 1, 2, "gpu07", DerivedPort("42.3"), "s3cret", "slurm")},
         GoodCase{"slurm_master_from_job_node_list",
                  {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
                   {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_JOB_ID", "42"},
@@ -287,13 +293,16 @@ TEST(JobEnvPmix, StoreAddressThroughPmixUnlessMasterIsSet) {
   EXPECT_TRUE(env->master_from_pmix);
   EXPECT_EQ(env->master_addr, "");
   EXPECT_EQ(env->master_port, 0);
-  EXPECT_EQ(env->job_token, "mpirun-prterun-h1-9@1");
+  // No secret given: rank 0 makes one during the rendezvous.
+  EXPECT_EQ(env->token_source, JobTokenSource::kFromPmix);
+  EXPECT_EQ(env->job_token, "");
   EXPECT_NE(DescribeJobEnv(*env).find("master through PMIx"), std::string::npos)
       << DescribeJobEnv(*env);
 
   // MASTER_ADDR and MASTER_PORT win over PMIx.
-  absl::StatusOr<JobEnv> explicit_master = JobEnvFromLookup(LookupIn(
-      With(With(mpirun_two_hosts, "MASTER_ADDR", "h1"), "MASTER_PORT", "29500")));
+  absl::StatusOr<JobEnv> explicit_master = JobEnvFromLookup(LookupIn(With(
+      With(With(mpirun_two_hosts, "MASTER_ADDR", "h1"), "MASTER_PORT", "29500"),
+      "FSDP_JOB_TOKEN", "s3cret")));
   ASSERT_TRUE(explicit_master.ok()) << explicit_master.status();
   EXPECT_FALSE(explicit_master->master_from_pmix);
   EXPECT_EQ(explicit_master->master_addr, "h1");
@@ -313,7 +322,7 @@ TEST(JobEnvPmix, StoreAddressThroughPmixUnlessMasterIsSet) {
       LookupIn(With(With(slurm, "PMIX_RANK", "0"), "PMIX_NAMESPACE", "slurm.pmix.7.0")));
   ASSERT_TRUE(with_pmix.ok()) << with_pmix.status();
   EXPECT_TRUE(with_pmix->master_from_pmix);
-  EXPECT_EQ(with_pmix->job_token, "slurm-7-0");
+  EXPECT_EQ(with_pmix->token_source, JobTokenSource::kFromPmix);
 
   // One rank needs no store at all.
   absl::StatusOr<JobEnv> alone = JobEnvFromLookup(LookupIn(
@@ -323,6 +332,88 @@ TEST(JobEnvPmix, StoreAddressThroughPmixUnlessMasterIsSet) {
            "OMPI_COMM_WORLD_LOCAL_RANK", "0")));
   ASSERT_TRUE(alone.ok()) << alone.status();
   EXPECT_FALSE(alone->master_from_pmix);
+}
+
+// Issue 39: a job across hosts needs a secret; one derived from public ids
+// (the Slurm step, Open MPI's namespace, MASTER_ADDR) is refused, saying how
+// to give one. On one host a derived token stays (the rendezvous then checks
+// that the store listens on loopback).
+TEST(JobEnvSecret, AJobAcrossHostsWithoutASecretIsRefused) {
+  const Env slurm_two_nodes = {{"SLURM_PROCID", "1"},         {"SLURM_NTASKS", "2"},
+                               {"SLURM_LOCALID", "0"},        {"SLURM_NTASKS_PER_NODE", "1"},
+                               {"SLURM_STEP_NODELIST", "n[1-2]"}, {"SLURM_JOB_ID", "7"},
+                               {"SLURM_STEP_ID", "0"}};
+  absl::StatusOr<JobEnv> refused = JobEnvFromLookup(LookupIn(slurm_two_nodes));
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  for (const char* needle : {"spans hosts", "derived from SLURM_JOB_ID and SLURM_STEP_ID",
+                             "FSDP_JOB_TOKEN=$(openssl rand -hex 32)", "FSDP_JOB_TOKEN_FILE",
+                             "srun --mpi=pmix"}) {
+    EXPECT_NE(refused.status().message().find(needle), std::string::npos)
+        << needle << " in " << refused.status().message();
+  }
+  const Env torchrun_two_hosts = {{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "2"},
+                                  {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}};
+  absl::StatusOr<JobEnv> by_hand = JobEnvFromLookup(LookupIn(torchrun_two_hosts));
+  ASSERT_EQ(by_hand.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(by_hand.status().message().find("derived from MASTER_ADDR and MASTER_PORT"),
+            std::string::npos)
+      << by_hand.status().message();
+
+  absl::StatusOr<JobEnv> given =
+      JobEnvFromLookup(LookupIn(With(slurm_two_nodes, "FSDP_JOB_TOKEN", "s3cret")));
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(given->token_source, JobTokenSource::kGiven);
+  EXPECT_EQ(given->job_token, "s3cret");
+
+  absl::StatusOr<JobEnv> one_host = JobEnvFromLookup(
+      LookupIn({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+                {"MASTER_PORT", "29500"}}));
+  ASSERT_TRUE(one_host.ok()) << one_host.status();
+  EXPECT_EQ(one_host->token_source, JobTokenSource::kDerived);
+}
+
+std::string WriteFile(const std::string& name, const std::string& text, mode_t mode) {
+  const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  std::fputs(text.c_str(), file);
+  std::fclose(file);
+  chmod(path.c_str(), mode);
+  return path;
+}
+
+TEST(JobEnvSecret, ATokenFileMustBeReadableOnlyByItsOwner) {
+  const Env two_hosts = {{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "2"},
+                         {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}};
+  const std::string private_file = WriteFile("private_token", "0123abcd\n", 0600);
+  absl::StatusOr<JobEnv> env =
+      JobEnvFromLookup(LookupIn(With(two_hosts, "FSDP_JOB_TOKEN_FILE", private_file)));
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->job_token, "0123abcd");
+  EXPECT_EQ(env->token_origin, absl::StrCat("FSDP_JOB_TOKEN_FILE=", private_file));
+
+  for (mode_t mode : {0640, 0604, 0644}) {
+    const std::string shared = WriteFile("shared_token", "0123abcd", mode);
+    absl::StatusOr<JobEnv> refused =
+        JobEnvFromLookup(LookupIn(With(two_hosts, "FSDP_JOB_TOKEN_FILE", shared)));
+    ASSERT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied) << refused.status();
+    EXPECT_NE(refused.status().message().find(absl::StrCat("chmod 600 ", shared)),
+              std::string::npos)
+        << refused.status().message();
+  }
+  const std::string empty = WriteFile("empty_token", "\n", 0600);
+  EXPECT_EQ(JobEnvFromLookup(LookupIn(With(two_hosts, "FSDP_JOB_TOKEN_FILE", empty)))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(JobEnvFromLookup(LookupIn(With(two_hosts, "FSDP_JOB_TOKEN_FILE", "/nonexistent")))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  // FSDP_JOB_TOKEN (the launcher's) wins over a file.
+  absl::StatusOr<JobEnv> both = JobEnvFromLookup(LookupIn(
+      With(With(two_hosts, "FSDP_JOB_TOKEN_FILE", empty), "FSDP_JOB_TOKEN", "launcher")));
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->job_token, "launcher");
 }
 
 TEST(FirstSlurmHost, SlurmHostListForms) {

@@ -32,6 +32,7 @@
 #include "comm/rendezvous/framed_socket.h"
 #include "gtest/gtest.h"
 #include "proto/rendezvous.pb.h"
+#include "tests/comm/rendezvous/store_peer.h"
 
 namespace comm {
 namespace {
@@ -62,13 +63,26 @@ int ConnectFrom(const std::string& source_ip, int port) {
 
 // What the store says on `socket` within `timeout`: the reason of a Refused
 // reply, "closed" if it closes without one, "open" if it does neither.
+// A challenge (the first message of every accepted connection) is skipped.
 std::string StoreVerdict(FramedSocket& socket, absl::Duration timeout) {
-  absl::StatusOr<std::string> frame = socket.ReadFrame(absl::Now() + timeout);
-  if (absl::IsDeadlineExceeded(frame.status())) return "open";
-  if (!frame.ok()) return "closed";
   fsdp::proto::ServerMessage message;
-  if (!message.ParseFromString(*frame) || !message.has_refused()) return "other";
+  do {
+    absl::StatusOr<std::string> frame = socket.ReadFrame(absl::Now() + timeout);
+    if (absl::IsDeadlineExceeded(frame.status())) return "open";
+    if (!frame.ok()) return "closed";
+    if (!message.ParseFromString(*frame)) return "other";
+  } while (message.has_challenge());
+  if (!message.has_refused()) return "other";
   return message.refused().reason();
+}
+
+fsdp::proto::JoinRequest JoinOf(int rank, int world_size) {
+  fsdp::proto::JoinRequest join;
+  join.set_rank(rank);
+  join.set_world_size(world_size);
+  join.set_blob(absl::StrCat("rank ", rank));
+  join.set_host("here");
+  return join;
 }
 
 StoreServerOptions Options(int world_size) {
@@ -125,25 +139,26 @@ TEST(StoreServerBounds, TheListenerClosesOnceTheRosterIsOut) {
   ASSERT_TRUE(store.ok()) << store.status();
   const int port = (*store)->port();
   std::vector<std::unique_ptr<FramedSocket>> ranks;
+  std::vector<std::unique_ptr<SealedChannel>> channels;
   for (int rank = 0; rank < 2; ++rank) {
     const int fd = ConnectFrom("127.0.0.1", port);
     ASSERT_GE(fd, 0) << strerror(-fd);
     ranks.push_back(std::make_unique<FramedSocket>(fd));
-    fsdp::proto::ClientMessage join;
-    join.mutable_join()->set_job_token("store-server-test");
-    join.mutable_join()->set_rank(rank);
-    join.mutable_join()->set_world_size(2);
-    join.mutable_join()->set_blob(absl::StrCat("rank ", rank));
-    join.mutable_join()->set_host("here");
-    ASSERT_TRUE(ranks.back()->Write(join, absl::Now() + absl::Seconds(5)).ok());
+    absl::StatusOr<std::unique_ptr<SealedChannel>> channel = testing::JoinAsRank(
+        *ranks.back(), "store-server-test", JoinOf(rank, 2), absl::Now() + absl::Seconds(5));
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    channels.push_back(*std::move(channel));
   }
-  for (auto& rank : ranks) {
-    absl::StatusOr<std::string> frame = rank->ReadFrame(absl::Now() + absl::Seconds(10));
-    ASSERT_TRUE(frame.ok()) << frame.status();
-    fsdp::proto::ServerMessage message;
-    ASSERT_TRUE(message.ParseFromString(*frame));
-    ASSERT_TRUE(message.has_roster());
-    EXPECT_EQ(message.roster().blobs_size(), 2);
+  for (int rank = 0; rank < 2; ++rank) {
+    absl::StatusOr<fsdp::proto::ServerMessage> welcome =
+        testing::ReadSealed(*ranks[rank], *channels[rank], absl::Now() + absl::Seconds(10));
+    ASSERT_TRUE(welcome.ok()) << welcome.status();
+    ASSERT_TRUE(welcome->has_welcome());
+    absl::StatusOr<fsdp::proto::ServerMessage> roster =
+        testing::ReadSealed(*ranks[rank], *channels[rank], absl::Now() + absl::Seconds(10));
+    ASSERT_TRUE(roster.ok()) << roster.status();
+    ASSERT_TRUE(roster->has_roster());
+    EXPECT_EQ(roster->roster().blobs_size(), 2);
   }
   // The roster is sent before the listener closes, in the same turn of the
   // store's loop; give that turn a moment.

@@ -110,6 +110,19 @@ echo "srun -N 2 -n 2 hostname: $hosts"
   { echo "slurm_two_nodes_test: the tasks did not run one per node" >&2; exit 1; }
 
 flags=(--strategy=full_shard --steps=5 --warmup_steps=1 --threads=1 --hang_timeout_s=10)
+# Across hosts a job needs a secret (issue 39): a token derived from the step's
+# ids, which squeue shows to everyone, is refused, saying how to give one.
+if UCX_TLS=tcp,self node_exec "$ns_a" "$node_a" timeout 120 \
+    srun -N 2 -n 2 --time=5 "$train_gpt" "${flags[@]}" >"$tmp/nosecret.txt" 2>&1; then
+  echo "slurm_two_nodes_test: a job across nodes without a secret was not refused:" >&2
+  cat "$tmp/nosecret.txt"; exit 1
+fi
+grep -q 'spans hosts .* but has no secret.*FSDP_JOB_TOKEN' "$tmp/nosecret.txt" ||
+  { echo "slurm_two_nodes_test: no error saying how to give a secret:" >&2; cat "$tmp/nosecret.txt"; exit 1; }
+echo "srun -N 2 -n 2 without a secret: refused"
+# As a user would: a random secret in the environment srun passes on.
+FSDP_JOB_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+export FSDP_JOB_TOKEN
 # UCX over TCP between the nodes, as between machines (the namespaces still
 # share memory, so UCX would otherwise pick shared memory).
 if ! UCX_TLS=tcp,self node_exec "$ns_a" "$node_a" timeout 180 \
