@@ -7,7 +7,9 @@
 #   tools/same_bits.sh OLD_TRAIN_GPT NEW_TRAIN_GPT [extra flags...]
 #
 # Small on purpose (a shared machine): a 2-layer GPT, 6 steps, one compute
-# thread per rank.
+# thread per rank. The rank counts cover the communicator's three
+# reduce-scatter algorithms on one host: latency (small units), direct (up to
+# 4 ranks) and ring (5).
 set -u
 if [ $# -lt 2 ]; then
   echo "usage: $0 OLD_TRAIN_GPT NEW_TRAIN_GPT [extra train_gpt flags]" >&2
@@ -32,6 +34,8 @@ configs=(
   "--nproc=2 --precision=bf16 --strategy=full_shard --attention=flash"
   "--nproc=4 --precision=bf16 --strategy=hybrid_shard --group_size=2"
   "--nproc=4 --precision=bf16 --strategy=full_shard"
+  "--nproc=5 --precision=bf16 --strategy=full_shard --micro_batch=1"
+  "--nproc=5 --precision=bf16 --strategy=no_shard --micro_batch=1 --accum=2"
   "--nproc=2 --precision=bf16 --strategy=shard_grad_op --accum=2"
   "--nproc=2 --precision=bf16 --strategy=no_shard --accum=2"
   "--nproc=2 --precision=bf16 --strategy=full_shard --accum=2"

@@ -48,11 +48,6 @@ void ScaleElements(DtypeSpan values, float scale) {
   }
 }
 
-void CopyElements(DtypeSpan dst, ConstDtypeSpan src) {
-  FSDP_CHECK(dst.dtype() == src.dtype() && dst.size() == src.size());
-  if (!src.empty() && dst.data() != src.data()) std::memmove(dst.data(), src.data(), static_cast<size_t>(src.num_bytes()));
-}
-
 void ZeroElements(DtypeSpan values) {
   if (!values.empty()) std::memset(values.data(), 0, static_cast<size_t>(values.num_bytes()));
 }

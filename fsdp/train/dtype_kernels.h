@@ -27,10 +27,6 @@ void AccumulateFloats(DtypeSpan dst, absl::Span<const float> add);
 // values = values * scale, rounded to the dtype (the average of a sum).
 void ScaleElements(DtypeSpan values, float scale);
 
-// Element copy between spans of the same dtype and size (memmove; nothing
-// when they are the same memory).
-void CopyElements(DtypeSpan dst, ConstDtypeSpan src);
-
 // Sets every element to zero (all-zero bits in both dtypes).
 void ZeroElements(DtypeSpan values);
 

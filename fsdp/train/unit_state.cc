@@ -84,8 +84,9 @@ absl::StatusOr<std::unique_ptr<ShardedUnit>> ShardedUnit::Create(
                                             plan.padded_numel(),
                                             absl::StrCat(label, " unsharded grads")));
   }
-  // The reduced shard's home (sharded gradients), or the reduce-scatter's
-  // staging unless it runs in place ([Note: bf16 gradients]).
+  // Where the reduce-scatter leaves this rank's sum, for good: the gradient
+  // shard (sharded gradients: their home), else a staging shard, or (in
+  // place, [Note: bf16 gradients]) this rank's chunk of the whole gradients.
   if (runtime.shard_grads || !runtime.grads_through_workspace()) {
     FSDP_ASSIGN_OR_RETURN(
         unit->grad_shard_,
@@ -93,6 +94,10 @@ absl::StatusOr<std::unique_ptr<ShardedUnit>> ShardedUnit::Create(
             tracker,
             runtime.shard_grads ? MemoryCategory::kGradients : MemoryCategory::kCommBuffers,
             grad_dtype, plan.shard_numel(), absl::StrCat(label, " grad shard")));
+    unit->reduced_shard_ = unit->grad_shard_.span();
+  } else {
+    unit->reduced_shard_ = unit->grads_.span().subspan(
+        int64_t{runtime.shard_rank} * plan.shard_numel(), plan.shard_numel());
   }
   FSDP_RETURN_IF_ERROR(optimizer.AddUnit(
       plan.index(), runtime.shard_optimizer ? plan.shard_numel() : plan.flat_numel(), tracker));
@@ -307,8 +312,7 @@ absl::Status ShardedUnit::StartReduction(const UnitComms& comms) {
     return Fail("StartReduction", "gradient state kAccumulated", GradStateName(grad_state_));
   }
   FSDP_ASSIGN_OR_RETURN(grad_reduction_,
-                        PostReduceScatterSum(*comms.shard_group, grads_.span(),
-                                             ReduceScatterTarget(),
+                        PostReduceScatterSum(*comms.shard_group, grads_.span(), reduced_shard_,
                                              absl::StrCat(Label(), " gradient reduce-scatter")));
   grad_state_ = GradState::kReduceScattering;
   return absl::OkStatus();
@@ -322,41 +326,23 @@ absl::Status ShardedUnit::FinishReduceScatter(const UnitComms& comms, absl::Dura
   }
   FSDP_RETURN_IF_ERROR(grad_reduction_.Finish(
       timeout, clock, absl::StrCat(Label(), " gradient reduce-scatter")));
-  const DtypeSpan sum = ReduceScatterTarget();  // this rank's chunk of the sum
-  if (runtime_.shard_grads) {
-    CopyElements(grad_shard_.span(), sum);  // nothing to copy unless in place
-    grads_.Reset();                         // the shard is their home now
-  }
+  if (runtime_.shard_grads) grads_.Reset();  // the shard is their home now
   if (runtime_.strategy == Strategy::kNoShard) {
     // [Note: why sum then scale] in docs/data-parallel.md: the same scale of
     // the same shard as every sharded strategy, then back to full.
-    Average(sum);
+    Average(reduced_shard_);
     FSDP_ASSIGN_OR_RETURN(grad_reduction_,
-                          PostAllGather(*comms.shard_group, sum, grads_.span(),
+                          PostAllGather(*comms.shard_group, reduced_shard_, grads_.span(),
                                         absl::StrCat(Label(), " gradient all-gather")));
     grad_state_ = GradState::kAllGathering;
   } else if (runtime_.replica_group_count > 1) {
-    FSDP_ASSIGN_OR_RETURN(grad_reduction_, PostAllReduceSum(*comms.replica_group, ReducedShard()));
+    FSDP_ASSIGN_OR_RETURN(grad_reduction_, PostAllReduceSum(*comms.replica_group, reduced_shard_));
     grad_state_ = GradState::kAllReducingAcrossGroups;
   } else {
-    Average(ReducedShard());
+    Average(reduced_shard_);
     grad_state_ = GradState::kReduced;
   }
   return absl::OkStatus();
-}
-
-DtypeSpan ShardedUnit::OwnGradChunk() {
-  return grads_.span().subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(),
-                               plan_.shard_numel());
-}
-
-DtypeSpan ShardedUnit::ReduceScatterTarget() {
-  return runtime_.grads_through_workspace() ? OwnGradChunk() : grad_shard_.span();
-}
-
-DtypeSpan ShardedUnit::ReducedShard() {
-  if (runtime_.shard_grads) return grad_shard_.span();
-  return ReduceScatterTarget();
 }
 
 // One rank has nothing to average: x * 1 is x, and x's bf16 rounding is x.
@@ -376,7 +362,7 @@ absl::Status ShardedUnit::FinishReduction(absl::Duration timeout, CommWaitClock&
     case GradState::kAllReducingAcrossGroups: {
       FSDP_RETURN_IF_ERROR(grad_reduction_.Finish(
           timeout, clock, absl::StrCat(Label(), " cross-group gradient all-reduce")));
-      Average(ReducedShard());
+      Average(reduced_shard_);
       break;
     }
     default:
@@ -406,7 +392,7 @@ absl::StatusOr<ConstDtypeSpan> ShardedUnit::OwnedReducedGrads() {
   if (grad_state_ != GradState::kReduced) {
     return Fail("OwnedReducedGrads", "gradient state kReduced", GradStateName(grad_state_));
   }
-  return ConstDtypeSpan(ReducedShard());
+  return ConstDtypeSpan(reduced_shard_);
 }
 
 absl::Status ShardedUnit::ScaleReducedGrads(float scale) {
@@ -438,7 +424,7 @@ absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index
                                       : "parameter state kUnsharded",
                 ParamStateName(param_state_));
   }
-  FSDP_RETURN_IF_ERROR(optimizer.Step(unit_index, MasterValues(), ReducedShard(),
+  FSDP_RETURN_IF_ERROR(optimizer.Step(unit_index, MasterValues(), reduced_shard_,
                                       pending_grad_scale_, ParamsOfMaster(), lr, step));
   // shard_optimizer / shard_grad_op: the unsharded copy is stale outside this
   // rank's shard until the all-gather of the updated shards.

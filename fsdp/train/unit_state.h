@@ -290,14 +290,6 @@ class ShardedUnit {
   // the same memory when the parameters are their own master).
   absl::Span<float> MasterValues();
   DtypeSpan ParamsOfMaster();
-  // This rank's chunk of the unsharded gradients, where an in-place
-  // reduce-scatter leaves its sum.
-  DtypeSpan OwnGradChunk();
-  // Where the reduce-scatter's sum lands (this rank's chunk in place, or
-  // the gradient shard), and where the reduced shard lives afterwards (the
-  // gradient shard when gradients are sharded: their home).
-  DtypeSpan ReduceScatterTarget();
-  DtypeSpan ReducedShard();
   // shard *= 1 / world_size, in the shard's dtype.
   void Average(DtypeSpan shard) const;
   // Zeroes what no model unit's backward writes: the gaps between the
@@ -331,6 +323,10 @@ class ShardedUnit {
   // reduce-scatter's staging, unless it runs in place
   // (grads_through_workspace: none).
   DtypeBuffer grad_shard_;
+  // Where the reduce-scatter leaves this rank's sum and the reduced shard
+  // stays until the optimizer step, fixed by Create: grad_shard_, or this
+  // rank's chunk of the persistent grads_ (in place).
+  DtypeSpan reduced_shard_;
   // The trainer's shared fp32 workspace (grads_through_workspace), and the
   // clip scale the optimizer applies.
   absl::Span<float> grad_workspace_;
