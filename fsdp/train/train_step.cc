@@ -65,6 +65,7 @@
 #include "fsdp/plan/memory_model.h"
 #include "fsdp/plan/shard_planner.h"
 #include "fsdp/train/dtype_kernels.h"
+#include "fsdp/train/model_entry.h"
 #include "fsdp/train/plan_agreement.h"
 
 namespace fsdp {
@@ -84,37 +85,6 @@ proto::ShardingStrategy ToPlanStrategy(Strategy strategy) {
       return proto::HYBRID_SHARD;
   }
   return proto::SHARDING_STRATEGY_UNSPECIFIED;
-}
-
-// The model's entry for its parameters' dtype: the one place the step
-// dispatches on it (the model has a virtual per precision).
-absl::Status ForwardModelUnit(Model& model, int unit, ConstDtypeSpan params,
-                              const Batch& batch) {
-  switch (params.dtype()) {
-    case comm::Dtype::kFloat32:
-      return model.ForwardUnit(unit, params.as<float>(), batch);
-    case comm::Dtype::kBFloat16:
-      return model.ForwardUnitBf16(unit, params.as<uint16_t>(), batch);
-  }
-  return absl::InvalidArgumentError("unknown parameter dtype");
-}
-
-// The model writes fp32 gradients into grads.grads, or (grads.kept, bf16)
-// the kept gradients itself with grads.grads as its scratch.
-absl::Status BackwardModelUnit(Model& model, int unit, ConstDtypeSpan params,
-                               const BackwardGrads& grads, float loss_scale) {
-  switch (params.dtype()) {
-    case comm::Dtype::kFloat32:
-      return model.BackwardUnit(unit, params.as<float>(), grads.grads, loss_scale, grads.write);
-    case comm::Dtype::kBFloat16:
-      if (!grads.kept.empty()) {
-        return model.BackwardUnitBf16ToBf16Grads(unit, params.as<uint16_t>(), grads.grads,
-                                                 grads.kept.as<uint16_t>(), loss_scale);
-      }
-      return model.BackwardUnitBf16(unit, params.as<uint16_t>(), grads.grads, loss_scale,
-                                    grads.write);
-  }
-  return absl::InvalidArgumentError("unknown parameter dtype");
 }
 
 }  // namespace
@@ -360,12 +330,13 @@ absl::Status DataParallelTrainer::BackwardUnit(int u, float loss_scale) {
   const auto& sources = unit.plan().source_units();
   for (int s = sources.size() - 1; s >= 0; --s) {
     const proto::SourceUnit& source = sources[s];
-    BackwardGrads source_grads = grads;
-    source_grads.grads = grads.grads.subspan(source.offset(), source.numel());
-    if (!grads.kept.empty()) source_grads.kept = grads.kept.subspan(source.offset(), source.numel());
+    const absl::Span<float> scratch =
+        grads.fp32_scratch.empty() ? grads.fp32_scratch
+                                   : grads.fp32_scratch.subspan(source.offset(), source.numel());
     FSDP_RETURN_IF_ERROR(BackwardModelUnit(*model_, source.model_unit_index(),
                                            params.subspan(source.offset(), source.numel()),
-                                           source_grads, loss_scale));
+                                           grads.grads.subspan(source.offset(), source.numel()),
+                                           grads.write, scratch, loss_scale));
   }
   return unit.MarkBackwardDone();
 }

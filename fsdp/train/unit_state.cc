@@ -74,7 +74,7 @@ absl::StatusOr<std::unique_ptr<ShardedUnit>> ShardedUnit::Create(
           " gradients need an fp32 gradient workspace of at least the unit's ",
           plan.padded_numel(), " padded elements; got ", grad_workspace.size()));
     }
-    unit->grad_workspace_ = grad_workspace;
+    unit->grad_workspace_ = grad_workspace.subspan(0, plan.padded_numel());
   }
   FSDP_RETURN_IF_ERROR(unit->CreateParams(init));
   const comm::Dtype grad_dtype = runtime.precision.reduce_dtype;
@@ -126,7 +126,7 @@ absl::Status ShardedUnit::CreateParams(const std::function<void(absl::Span<float
     values = master_.span();
   } else if (runtime_.grads_through_workspace()) {
     // The gradient workspace, free until the first backward.
-    values = grad_workspace_.subspan(0, padded);
+    values = grad_workspace_;
     std::fill(values.begin(), values.end(), 0.0f);
   } else {
     FSDP_ASSIGN_OR_RETURN(
@@ -154,14 +154,17 @@ absl::Status ShardedUnit::CreateParams(const std::function<void(absl::Span<float
                                               absl::StrCat(label, " kept param shard")));
       kept_shard_ = param_shard_.span();
     }
-    StoreFloats(ParamsOfMaster(), MasterValues());
-    param_state_ = ParamState::kSharded;
-    return absl::OkStatus();
-  }
-  if (runtime_.own_master()) {
+  } else if (runtime_.own_master()) {
     FSDP_ASSIGN_OR_RETURN(params_, DtypeBuffer::Allocate(tracker_, MemoryCategory::kParameters,
                                                          param_dtype, padded,
                                                          absl::StrCat(label, " unsharded params")));
+  }
+  master_values_ = LocateMasterValues();
+  params_of_master_ = LocateParamsOfMaster();
+  if (runtime_.shard_params) {
+    StoreFloats(params_of_master_, master_values_);
+    param_state_ = ParamState::kSharded;
+    return absl::OkStatus();
   }
   // Whole from the start (kUnsharded): every rank initialized the same
   // values, so every slot is what a gather would bring.
@@ -169,16 +172,16 @@ absl::Status ShardedUnit::CreateParams(const std::function<void(absl::Span<float
   return absl::OkStatus();
 }
 
-absl::Span<float> ShardedUnit::MasterValues() {
+absl::Span<float> ShardedUnit::LocateMasterValues() {
   if (runtime_.own_master()) return master_.span();
   const absl::Span<float> params = params_.span().as<float>();
   if (!runtime_.shard_optimizer) return params;
   return params.subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(), plan_.shard_numel());
 }
 
-DtypeSpan ShardedUnit::ParamsOfMaster() {
+DtypeSpan ShardedUnit::LocateParamsOfMaster() {
   if (runtime_.shard_params) return kept_shard_;
-  const int64_t n = static_cast<int64_t>(MasterValues().size());
+  const int64_t n = static_cast<int64_t>(master_values_.size());
   if (!runtime_.shard_optimizer) return params_.span().subspan(0, n);
   return params_.span().subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(), n);
 }
@@ -193,7 +196,7 @@ absl::Status ShardedUnit::Fail(const char* call, const char* needed, const char*
 }
 
 absl::Span<float> ShardedUnit::MutableParamShard() {
-  const absl::Span<float> master = MasterValues();
+  const absl::Span<float> master = master_values_;
   // no_shard's values are the whole unit.
   if (!runtime_.shard_optimizer) {
     return master.subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(), plan_.shard_numel());
@@ -267,21 +270,13 @@ absl::StatusOr<BackwardGrads> ShardedUnit::GradsForBackward() {
                                       runtime_.precision.reduce_dtype, plan_.padded_numel(),
                                       absl::StrCat(Label(), " unsharded grads")));
   }
-  if (runtime_.grads_through_workspace()) {
-    // The workspace holds one micro-batch of one unit: always written fresh.
-    const absl::Span<float> workspace = grad_workspace_.subspan(0, plan_.padded_numel());
-    if (grad_state_ == GradState::kIdle) {
-      // The model writes the kept gradients; the workspace is its scratch.
-      ZeroUnwrittenGrads(grads_.span());
-      return BackwardGrads{workspace, GradWrite::kOverwrite, grads_.span()};
-    }
-    ZeroUnwrittenGrads(workspace);
-    return BackwardGrads{workspace, GradWrite::kOverwrite};
+  // The first backward of the step overwrites what it writes; the rest is
+  // zeroed here. The workspace is scratch, written fresh by every backward.
+  if (grad_state_ == GradState::kIdle) {
+    ZeroUnwrittenGrads(grads_.span());
+    return BackwardGrads{grads_.span(), GradWrite::kOverwrite, grad_workspace_};
   }
-  const absl::Span<float> grads = grads_.span().as<float>();
-  if (grad_state_ == GradState::kAccumulated) return BackwardGrads{grads, GradWrite::kAdd};
-  ZeroUnwrittenGrads(grads_.span());
-  return BackwardGrads{grads, GradWrite::kOverwrite};
+  return BackwardGrads{grads_.span(), GradWrite::kAdd, grad_workspace_};
 }
 
 void ShardedUnit::ZeroUnwrittenGrads(DtypeSpan grads) const {
@@ -297,11 +292,6 @@ absl::Status ShardedUnit::MarkBackwardDone() {
   if (grad_state_ != GradState::kIdle && grad_state_ != GradState::kAccumulated) {
     return Fail("MarkBackwardDone", "gradient state kIdle or kAccumulated",
                 GradStateName(grad_state_));
-  }
-  if (runtime_.grads_through_workspace() && grad_state_ == GradState::kAccumulated) {
-    // [Note: bf16 gradients] A later micro-batch's fp32 gradients added
-    // into the kept ones (the first wrote them itself).
-    AccumulateFloats(grads_.span(), grad_workspace_.subspan(0, plan_.padded_numel()));
   }
   grad_state_ = GradState::kAccumulated;
   return absl::OkStatus();
@@ -414,8 +404,8 @@ absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index
       return Fail("StepOptimizer", "parameter state kUnsharded", ParamStateName(param_state_));
     }
     const int64_t n = plan_.flat_numel();
-    return optimizer.Step(unit_index, MasterValues().subspan(0, n), grads_.span().subspan(0, n),
-                          pending_grad_scale_, ParamsOfMaster().subspan(0, n), lr, step);
+    return optimizer.Step(unit_index, master_values_.subspan(0, n), grads_.span().subspan(0, n),
+                          pending_grad_scale_, params_of_master_.subspan(0, n), lr, step);
   }
   const ParamState needed = runtime_.shard_params ? ParamState::kSharded : ParamState::kUnsharded;
   if (param_state_ != needed) {
@@ -424,8 +414,8 @@ absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index
                                       : "parameter state kUnsharded",
                 ParamStateName(param_state_));
   }
-  FSDP_RETURN_IF_ERROR(optimizer.Step(unit_index, MasterValues(), reduced_shard_,
-                                      pending_grad_scale_, ParamsOfMaster(), lr, step));
+  FSDP_RETURN_IF_ERROR(optimizer.Step(unit_index, master_values_, reduced_shard_,
+                                      pending_grad_scale_, params_of_master_, lr, step));
   // shard_optimizer / shard_grad_op: the unsharded copy is stale outside this
   // rank's shard until the all-gather of the updated shards.
   param_state_ = ParamState::kSharded;
@@ -470,7 +460,7 @@ absl::StatusOr<std::vector<StateRegion>> ShardedUnit::LoadRegions(UnitOptimizer&
   if (runtime_.shard_optimizer) return SaveRegions(optimizer, model_offset);
   // no_shard: every rank holds the whole unit.
   std::vector<StateRegion> regions;
-  regions.push_back({"param", model_offset, MasterValues().subspan(0, plan_.flat_numel())});
+  regions.push_back({"param", model_offset, master_values_.subspan(0, plan_.flat_numel())});
   FSDP_ASSIGN_OR_RETURN(std::vector<absl::Span<float>> state,
                         optimizer.MutableUnitState(plan_.index()));
   const std::vector<std::string> names = optimizer.StateNames();
@@ -492,10 +482,10 @@ absl::Status ShardedUnit::FinishLoad(UnitOptimizer& optimizer, int64_t optimizer
                           optimizer.MutableUnitState(plan_.index()));
     for (absl::Span<float> s : state) std::fill(s.begin() + n, s.end(), 0.0f);
   } else {
-    const absl::Span<float> whole = MasterValues();
+    const absl::Span<float> whole = master_values_;
     std::fill(whole.begin() + plan_.flat_numel(), whole.end(), 0.0f);
   }
-  StoreFloats(ParamsOfMaster(), MasterValues());  // nothing when they are the master
+  StoreFloats(params_of_master_, master_values_);  // nothing when they are the master
   FSDP_RETURN_IF_ERROR(optimizer.SetUnitStep(plan_.index(), optimizer_step));
   // Only the shard is current: shard_optimizer / shard_grad_op gather the
   // rest at the next forward, as after any optimizer step.

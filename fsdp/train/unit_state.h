@@ -155,15 +155,15 @@ struct UnitRuntime {
 
 // Where a backward writes a unit's gradients, and how (fsdp/nn/grad_write.h).
 struct BackwardGrads {
-  // The model's fp32 gradients: the unit's own, or the shared workspace when
-  // they are kept in another dtype.
-  absl::Span<float> grads;
+  // The unit's gradients as kept (the reduce dtype), and how this backward
+  // writes them: kOverwrite on the step's first micro-batch, kAdd after.
+  DtypeSpan grads;
   GradWrite write = GradWrite::kAdd;
-  // The unit's kept gradients (the reduce dtype) when the model writes them
-  // itself this micro-batch (through the workspace, the step's first
-  // micro-batch: Model::BackwardUnitBf16ToBf16Grads), with `grads` as its
-  // fp32 scratch. Empty otherwise.
-  DtypeSpan kept;
+  // Gradients kept in another dtype than fp32 ([Note: bf16 gradients]): the
+  // trainer's fp32 workspace, the unit's padded size, where the model writes
+  // what it computes in fp32 before it is rounded (first micro-batch) or
+  // added (later ones) into `grads`. Empty for fp32 gradients.
+  absl::Span<float> fp32_scratch;
 };
 
 // The communicators a unit's collectives run on.
@@ -210,10 +210,8 @@ class ShardedUnit {
   // kOverwrite on the first micro-batch (kIdle), when it holds nothing of
   // this step, so no zeroing pass precedes the backward; kAdd after that.
   // Elements no model unit writes (gaps between merged units, padding) are
-  // zero. Needs kIdle or kAccumulated. Gradients through the workspace: the
-  // fp32 workspace, always kOverwrite; on the first micro-batch with the
-  // kept gradients for the model to write, after that added into them by
-  // MarkBackwardDone.
+  // zero. Needs kIdle or kAccumulated. Gradients through the workspace come
+  // with it as their fp32 scratch (BackwardGrads).
   absl::StatusOr<BackwardGrads> GradsForBackward();
   absl::Status MarkBackwardDone();
   absl::Status StartReduction(const UnitComms& comms);
@@ -283,13 +281,10 @@ class ShardedUnit {
   // Create's parameter half: the fp32 values initialized once, the master
   // and the parameters in their dtype derived from them.
   absl::Status CreateParams(const std::function<void(absl::Span<float>)>& init);
-  // The fp32 values the optimizer updates (the master, or the fp32
-  // parameters themselves; no_shard: the whole unit, else this rank's
-  // shard), and where their parameter-dtype copy lives (the kept shard,
-  // this rank's slot of the whole parameters, or no_shard the whole ones:
-  // the same memory when the parameters are their own master).
-  absl::Span<float> MasterValues();
-  DtypeSpan ParamsOfMaster();
+  // Where master_values_ and params_of_master_ point; called once, by
+  // CreateParams.
+  absl::Span<float> LocateMasterValues();
+  DtypeSpan LocateParamsOfMaster();
   // shard *= 1 / world_size, in the shard's dtype.
   void Average(DtypeSpan shard) const;
   // Zeroes what no model unit's backward writes: the gaps between the
@@ -314,6 +309,13 @@ class ShardedUnit {
   // kParameters) when the parameters are stored in another dtype.
   DtypeBuffer param_shard_;
   DtypeSpan kept_shard_;
+  // Fixed by Create: the fp32 values the optimizer updates (the master, or
+  // the fp32 parameters themselves; no_shard: the whole unit, else this
+  // rank's shard), and where their parameter-dtype copy lives (the kept
+  // shard, this rank's slot of the whole parameters, or no_shard the whole
+  // ones: the same memory when the parameters are their own master).
+  absl::Span<float> master_values_;
+  DtypeSpan params_of_master_;
   // Unsharded gradients in the reduce dtype (padded_numel, kGradients):
   // persistent unless shard_grads, then from the first backward to the
   // reduce-scatter.

@@ -15,6 +15,7 @@
 #include "comm/dtype.h"
 #include "fsdp/nn/bf16_convert.h"
 #include "fsdp/plan/shard_planner.h"
+#include "fsdp/train/dtype_kernels.h"
 #include "gtest/gtest.h"
 #include "tests/fsdp/train/test_models.h"
 #include "tests/fsdp/train/thread_communicator.h"
@@ -193,9 +194,12 @@ TEST(ShardedUnitTest, TwoRanksAverageTheirGradients) {
         auto grads = unit->GradsForBackward();
         ASSERT_TRUE(grads.ok());
         ASSERT_EQ(grads->write, GradWrite::kOverwrite);
-        ASSERT_EQ(grads->grads.size(), 6u);
-        EXPECT_EQ(grads->grads[5], 0.0f);  // the padding, which no model unit writes
-        for (int i = 0; i < 5; ++i) grads->grads[i] = (r + 1) * (i + 1);
+        ASSERT_EQ(grads->grads.dtype(), comm::Dtype::kFloat32);
+        EXPECT_TRUE(grads->fp32_scratch.empty());  // fp32 gradients are written directly
+        const absl::Span<float> fp32 = grads->grads.as<float>();
+        ASSERT_EQ(fp32.size(), 6u);
+        EXPECT_EQ(fp32[5], 0.0f);  // the padding, which no model unit writes
+        for (int i = 0; i < 5; ++i) fp32[i] = (r + 1) * (i + 1);
         CommWaitClock clock;
         ASSERT_TRUE(unit->MarkBackwardDone().ok());
         ASSERT_TRUE(unit->StartReduction(c).ok());
@@ -296,18 +300,32 @@ TEST(ShardedUnitTest, Bf16GradientsAccumulateAndReduceInBf16) {
         for (int m = 0; m < 2; ++m) {
           auto grads = (*unit)->GradsForBackward();
           ASSERT_TRUE(grads.ok()) << grads.status();
-          // The workspace holds one micro-batch: always written fresh.
-          ASSERT_EQ(grads->write, GradWrite::kOverwrite);
-          // The first micro-batch, as a model writes it: straight into the
-          // bf16 gradients (Model::BackwardUnitBf16ToBf16Grads); the second
-          // into the fp32 workspace, added by MarkBackwardDone.
-          ASSERT_EQ(grads->kept.size(), m == 0 ? grads->grads.size() : 0) << m;
+          // The first micro-batch overwrites, the second adds.
+          ASSERT_EQ(grads->write, m == 0 ? GradWrite::kOverwrite : GradWrite::kAdd);
+          // The kept gradients are bf16, the unit's padded size; the fp32
+          // workspace comes with them as the model's scratch.
+          ASSERT_EQ(grads->grads.dtype(), comm::Dtype::kBFloat16);
+          ASSERT_EQ(grads->grads.size(), 6);
+          ASSERT_EQ(grads->fp32_scratch.size(), 6u);
+          ASSERT_EQ(grads->fp32_scratch.data(), workspace->data());
+          const absl::Span<uint16_t> kept = grads->grads.as<uint16_t>();
+          if (m == 0) {
+            // The padding is zero (no model unit writes it).
+            EXPECT_EQ(kept[5], 0);
+          }
+          // As the trainer's model entry writes them: the first micro-batch
+          // straight into the bf16 gradients (Model::BackwardUnitBf16ToBf16Grads),
+          // the second through the fp32 scratch, added in fp32 and rounded.
           for (int i = 0; i < kNumel; ++i) {
             if (m == 0) {
-              grads->kept.as<uint16_t>()[i] = comm::FloatToBFloat16(micro_batch(r, m, i));
+              kept[i] = comm::FloatToBFloat16(micro_batch(r, m, i));
             } else {
-              grads->grads[i] = micro_batch(r, m, i);
+              grads->fp32_scratch[i] = micro_batch(r, m, i);
             }
+          }
+          if (m == 1) {
+            AccumulateFloats(grads->grads.subspan(0, kNumel),
+                             grads->fp32_scratch.subspan(0, kNumel));
           }
           ASSERT_TRUE((*unit)->MarkBackwardDone().ok());
         }
