@@ -119,8 +119,9 @@ struct UnitRuntime {
   // through the trainer's one fp32 gradient workspace, the largest unit's
   // padded size). Each later micro-batch writes fp32 gradients into that
   // workspace, added into the bf16 ones (one fp32 addition, one rounding per
-  // element). The reduce-scatter runs in bf16 in place, its sum lands in
-  // this rank's slot, and the average is rounded to bf16 again: the reduced
+  // element). The reduce-scatter runs in bf16, its sum lands in the
+  // gradient shard (sharded gradients) or in place in this rank's slot
+  // (nothing staged), and the average is rounded to bf16 again: the reduced
   // gradient shard is bf16 in every strategy (no_shard's whole gradients are
   // the shards all-gathered in bf16). The clipping norm and the optimizer
   // read the bf16 gradients themselves, widening them block by block in L1
@@ -141,10 +142,12 @@ struct UnitRuntime {
   // master): the kept shard when parameters are sharded, or a master when
   // the parameters are stored in another dtype (no_shard: of the whole unit,
   // the others: a shard). Otherwise they are the fp32 parameters themselves.
+  // Read when the buffers are laid out, never by a transition.
   bool own_master() const { return shard_params || precision.separate_master(); }
   // Gradients kept in another dtype than the backward's fp32 reach it
-  // through the shared fp32 workspace, and are reduce-scattered in place
-  // (nothing staged: [Note: bf16 gradients]).
+  // through the shared fp32 workspace, and where gradients are not sharded
+  // they are reduce-scattered in place (nothing staged: [Note: bf16
+  // gradients]). Read when the buffers are laid out, never by a transition.
   bool grads_through_workspace() const {
     return precision.reduce_dtype != comm::Dtype::kFloat32;
   }
