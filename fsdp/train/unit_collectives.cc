@@ -65,8 +65,12 @@ absl::Status PendingCollective::Finish(absl::Duration timeout, CommWaitClock& cl
 }
 
 void PendingCollective::FinishLocally(const Wire& wire) {
-  // memmove: an all-gather's input may alias its slot of the output.
-  std::memmove(wire.output.data(), wire.input.data(), wire.input.size());
+  // memmove: an all-gather's input may alias its slot of the output. In
+  // place (one rank's in-place reduce-scatter, or an all-gather from its own
+  // slot) the result is already there: no pass over the buffer.
+  if (wire.output.data() != wire.input.data()) {
+    std::memmove(wire.output.data(), wire.input.data(), wire.input.size());
+  }
   work_ = Finished();
 }
 
