@@ -10,7 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "comm/dtype.h"
 #include "fsdp/plan/sharding_strategy.h"
+#include "fsdp/train/precision_policy.h"
 #include "fsdp/report/gpt_family.h"
 #include "fsdp/train/strategy.h"
 
@@ -203,9 +205,10 @@ absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& opti
   point.prefetch_depth = options.prefetch_depth;
   point.min_unit_numel = options.min_unit_numel;
   // [Note: runtime precision] in sweep.cc.
-  point.precision = options.precision != "bf16" ? Precision::kFp32
-                    : options.bf16_grads()      ? Precision::kMixed
-                                                : Precision::kBf16;
+  const PrecisionPolicy policy = PrecisionPolicyOf(options);
+  point.precision = policy.param_dtype != comm::Dtype::kBFloat16   ? Precision::kFp32
+                    : policy.reduce_dtype == comm::Dtype::kBFloat16 ? Precision::kMixed
+                                                                    : Precision::kBf16;
   return point;
 }
 

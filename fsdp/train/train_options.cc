@@ -74,20 +74,7 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--threads=", o.threads, " must not be negative (0 = pick from the core count)"));
   }
-  if (o.precision != "fp32" && o.precision != "bf16") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--precision=", o.precision, " is not one of fp32, bf16"));
-  }
-  if (!o.reduce_dtype.empty() && o.reduce_dtype != "bf16" && o.reduce_dtype != "fp32") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--reduce_dtype=", o.reduce_dtype,
-        " is not one of bf16 (2-byte gradients, reduced in bf16), fp32 (4-byte gradients)"));
-  }
-  if (o.reduce_dtype == "bf16" && o.precision != "bf16") {
-    return absl::InvalidArgumentError(
-        "--reduce_dtype=bf16 needs --precision=bf16: 2-byte gradients come with the bf16 "
-        "parameter layout");
-  }
+  FSDP_RETURN_IF_ERROR(ParsePrecisionPolicy(o.precision, o.reduce_dtype).status());
   FSDP_RETURN_IF_ERROR(ParseActivationCheckpointing(o.activation_checkpointing, o.layers).status());
   if (o.attention != "standard" && o.attention != "flash") {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -189,6 +176,15 @@ absl::Status SetMicroBatchFromGlobalBatch(int64_t global_batch, TrainOptions& o)
   return absl::OkStatus();
 }
 
+bool TrainOptions::bf16_grads() const {
+  return PrecisionPolicyOf(*this).reduce_dtype == comm::Dtype::kBFloat16;
+}
+
+PrecisionPolicy PrecisionPolicyOf(const TrainOptions& options) {
+  return ParsePrecisionPolicy(options.precision, options.reduce_dtype)
+      .value_or(PrecisionPolicy{});
+}
+
 GptConfig GptConfigOf(const TrainOptions& options) {
   GptConfig config;
   config.layers = options.layers;
@@ -196,7 +192,7 @@ GptConfig GptConfigOf(const TrainOptions& options) {
   config.heads = options.heads;
   config.vocab = options.vocab;
   config.seq_len = options.seq_len;
-  config.bf16_compute = options.precision == "bf16";
+  config.bf16_compute = PrecisionPolicyOf(options).param_dtype == comm::Dtype::kBFloat16;
   config.bf16_params = config.bf16_compute;  // [Note: bf16 parameter layout]
   // Validated by ValidateTrainOptions; a bad mode here means none.
   config.activation_checkpoint_every =
@@ -217,7 +213,8 @@ std::string TrainOptionsToString(const TrainOptions& o) {
       o.micro_batch, o.accum, o.global_batch(), o.steps, OptimizerKindName(o.optimizer), o.lr,
       o.min_lr, o.warmup_steps, o.weight_decay, o.grad_clip, o.seed, o.threads, o.matmul_backend,
       o.data.empty() ? "synthetic" : o.data, o.group_size, o.prefetch_depth,
-      o.max_gathers_in_flight, o.precision, o.bf16_grads() ? "bf16" : "fp32",
+      o.max_gathers_in_flight, o.precision,
+      comm::DtypeName(PrecisionPolicyOf(o).reduce_dtype),
       o.activation_checkpointing, o.attention, o.min_unit_numel,
       o.checkpoint_dir.empty()
           ? ""

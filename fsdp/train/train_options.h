@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/optim/lr_schedule.h"
+#include "fsdp/train/precision_policy.h"
 #include "fsdp/train/strategy.h"
 
 namespace fsdp {
@@ -36,13 +37,15 @@ struct TrainOptions {
   int group_size = 0;
   int prefetch_depth = 1;         // units all-gathered ahead; 0 = no prefetch
   int max_gathers_in_flight = 2;  // outstanding parameter all-gathers, >= 1
-  // Matrix products: "fp32", or "bf16" (bf16 operands, fp32 accumulation;
-  // parameters, gradients and optimizer stay fp32; docs/compute.md).
+  // Precision, as the flags spell it; PrecisionPolicyOf() reads both into
+  // one PrecisionPolicy (fsdp/train/precision_policy.h), the only place
+  // they are parsed. precision: "fp32", or "bf16" (bf16 parameters and
+  // products with fp32 accumulation; fp32 master and optimizer state;
+  // docs/compute.md). reduce_dtype, the gradients under --precision=bf16:
+  // "bf16" (2-byte gradients, reduced in bf16 with fp32 additions; [Note:
+  // bf16 gradients] in unit_state.h) or "fp32" (4-byte gradients reduced in
+  // fp32). "" = bf16 under --precision=bf16, fp32 otherwise.
   std::string precision = "fp32";
-  // Gradients under --precision=bf16: "bf16" (2-byte gradients, reduced in
-  // bf16 with fp32 additions; [Note: bf16 gradients] in unit_state.h) or
-  // "fp32" (4-byte gradients reduced in fp32). "" = bf16 under
-  // --precision=bf16, fp32 otherwise (fp32 training reduces in fp32).
   std::string reduce_dtype;
   // Activation memory (docs/memory.md): "none", "all" or "every:K" blocks
   // checkpointed (recomputed in the backward), and "standard" or "flash"
@@ -140,8 +143,13 @@ struct TrainOptions {
   int64_t global_batch() const { return int64_t{micro_batch} * accum * nproc; }
   int64_t tokens_per_step() const { return global_batch() * seq_len; }
   // 2-byte gradients: --precision=bf16 unless --reduce_dtype=fp32.
-  bool bf16_grads() const { return precision == "bf16" && reduce_dtype != "fp32"; }
+  bool bf16_grads() const;
 };
+
+// The policy --precision and --reduce_dtype describe (ParsePrecisionPolicy).
+// For options ValidateTrainOptions accepted; the fp32 policy for flags it
+// refuses.
+PrecisionPolicy PrecisionPolicyOf(const TrainOptions& options);
 
 // The model these options describe (shape and compute precision).
 GptConfig GptConfigOf(const TrainOptions& options);

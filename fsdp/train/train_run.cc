@@ -50,8 +50,7 @@ TrainStepOptions TrainStepOptionsFrom(const TrainOptions& options) {
   step_options.group_size = options.group_size;
   step_options.prefetch_depth = options.prefetch_depth;
   step_options.max_gathers_in_flight = options.max_gathers_in_flight;
-  step_options.bf16_params = options.precision == "bf16";
-  step_options.bf16_grads = options.bf16_grads();
+  step_options.precision = PrecisionPolicyOf(options);
   step_options.min_unit_numel = options.min_unit_numel;
   return step_options;
 }

@@ -64,6 +64,8 @@
 #include "fsdp/optim/grad_clip.h"
 #include "fsdp/plan/memory_model.h"
 #include "fsdp/plan/shard_planner.h"
+#include "fsdp/train/dtype_kernels.h"
+#include "fsdp/train/model_entry.h"
 #include "fsdp/train/plan_agreement.h"
 
 namespace fsdp {
@@ -99,8 +101,9 @@ absl::StatusOr<proto::ShardPlan> BuildTrainingPlan(const std::vector<UnitSpec>& 
   planner.max_gathers_in_flight = options.max_gathers_in_flight;
   // The plan's dtypes: the bf16 layout's parameters, and its gradients
   // unless they stay fp32.
-  planner.mixed_precision = options.bf16_params;
-  planner.fp32_gradients = options.bf16_params && !options.bf16_grads;
+  planner.mixed_precision = options.precision.param_dtype == comm::Dtype::kBFloat16;
+  planner.fp32_gradients =
+      planner.mixed_precision && options.precision.reduce_dtype == comm::Dtype::kFloat32;
   planner.include_rank_ranges = true;
   return plan::BuildShardPlan(units, planner);
 }
@@ -120,14 +123,10 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
   if (model->num_units() == 0) {
     return absl::InvalidArgumentError("the model has no units to train");
   }
-  if (options.bf16_grads && !options.bf16_params) {
+  FSDP_RETURN_IF_ERROR(ValidatePrecisionPolicy(options.precision));
+  if (options.precision.param_dtype == comm::Dtype::kBFloat16 && !model->accepts_bf16_params()) {
     return absl::InvalidArgumentError(
-        "bf16_grads needs bf16_params: the 2-byte gradients come with the bf16 parameter "
-        "layout (--precision=bf16)");
-  }
-  if (options.bf16_params && !model->accepts_bf16_params()) {
-    return absl::InvalidArgumentError(
-        "bf16_params: this model takes fp32 parameters only; train it in fp32 or give it a "
+        "bf16 parameters: this model takes fp32 parameters only; train it in fp32 or give it a "
         "bf16 compute path (Model::ForwardUnitBf16)");
   }
   std::unique_ptr<DataParallelTrainer> trainer(
@@ -141,7 +140,7 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
 
   const int group_size = t.plan_.shard_group_size();
   t.runtime_ = UnitRuntime::For(options.strategy, world->size(), world->rank(), group_size,
-                                options.bf16_params, options.bf16_grads);
+                                options.precision);
   t.comms_.shard_group = world;
   t.comms_.replica_group = world;
   if (options.strategy == Strategy::kHybridShard && group_size < world->size()) {
@@ -157,14 +156,14 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
     t.comms_.replica_group = t.replica_group_.get();
   }
 
-  if (t.runtime_.bf16_grads) {
+  if (t.runtime_.grads_through_workspace()) {
     int64_t largest = 0;
     for (const proto::UnitPlan& unit_plan : t.plan_.units()) {
       largest = std::max(largest, unit_plan.padded_numel());
     }
     FSDP_ASSIGN_OR_RETURN(t.grad_workspace_,
                           tracker->Allocate<float>(MemoryCategory::kGradients, largest,
-                                                   "fp32 gradient workspace (bf16 gradients)"));
+                                                   "fp32 gradient workspace (gradients kept in another dtype)"));
   }
   for (const proto::UnitPlan& unit_plan : t.plan_.units()) {
     auto init = [&](absl::Span<float> padded) {
@@ -310,16 +309,10 @@ absl::Status DataParallelTrainer::ForwardUnit(int u, const Batch& batch) {
   FSDP_RETURN_IF_ERROR(unit.WaitForUnshard(options_.comm_timeout, clock_));
   FSDP_RETURN_IF_ERROR(Prefetch(u, +1));
   NoteWorkingBuffers();
+  FSDP_ASSIGN_OR_RETURN(const ConstDtypeSpan params, unit.UnshardedParams());
   for (const proto::SourceUnit& source : unit.plan().source_units()) {
-    if (runtime_.bf16_params) {
-      FSDP_ASSIGN_OR_RETURN(absl::Span<const uint16_t> params, unit.UnshardedParamsBf16());
-      FSDP_RETURN_IF_ERROR(model_->ForwardUnitBf16(
-          source.model_unit_index(), params.subspan(source.offset(), source.numel()), batch));
-    } else {
-      FSDP_ASSIGN_OR_RETURN(absl::Span<const float> params, unit.UnshardedParams());
-      FSDP_RETURN_IF_ERROR(model_->ForwardUnit(
-          source.model_unit_index(), params.subspan(source.offset(), source.numel()), batch));
-    }
+    FSDP_RETURN_IF_ERROR(ForwardModelUnit(*model_, source.model_unit_index(),
+                                          params.subspan(source.offset(), source.numel()), batch));
   }
   // The last unit's backward comes next: keep it gathered.
   if (runtime_.shard_params && u + 1 < num_units()) FSDP_RETURN_IF_ERROR(unit.Reshard());
@@ -333,26 +326,17 @@ absl::Status DataParallelTrainer::BackwardUnit(int u, float loss_scale) {
   FSDP_RETURN_IF_ERROR(Prefetch(u, -1));
   FSDP_ASSIGN_OR_RETURN(const BackwardGrads grads, unit.GradsForBackward());
   NoteWorkingBuffers();
+  FSDP_ASSIGN_OR_RETURN(const ConstDtypeSpan params, unit.UnshardedParams());
   const auto& sources = unit.plan().source_units();
   for (int s = sources.size() - 1; s >= 0; --s) {
     const proto::SourceUnit& source = sources[s];
-    absl::Span<float> source_grads = grads.grads.subspan(source.offset(), source.numel());
-    if (!grads.grads16.empty()) {  // bf16 gradients, the first micro-batch
-      FSDP_ASSIGN_OR_RETURN(absl::Span<const uint16_t> params, unit.UnshardedParamsBf16());
-      FSDP_RETURN_IF_ERROR(model_->BackwardUnitBf16ToBf16Grads(
-          source.model_unit_index(), params.subspan(source.offset(), source.numel()),
-          source_grads, grads.grads16.subspan(source.offset(), source.numel()), loss_scale));
-    } else if (runtime_.bf16_params) {
-      FSDP_ASSIGN_OR_RETURN(absl::Span<const uint16_t> params, unit.UnshardedParamsBf16());
-      FSDP_RETURN_IF_ERROR(model_->BackwardUnitBf16(
-          source.model_unit_index(), params.subspan(source.offset(), source.numel()),
-          source_grads, loss_scale, grads.write));
-    } else {
-      FSDP_ASSIGN_OR_RETURN(absl::Span<const float> params, unit.UnshardedParams());
-      FSDP_RETURN_IF_ERROR(model_->BackwardUnit(
-          source.model_unit_index(), params.subspan(source.offset(), source.numel()),
-          source_grads, loss_scale, grads.write));
-    }
+    const absl::Span<float> scratch =
+        grads.fp32_scratch.empty() ? grads.fp32_scratch
+                                   : grads.fp32_scratch.subspan(source.offset(), source.numel());
+    FSDP_RETURN_IF_ERROR(BackwardModelUnit(*model_, source.model_unit_index(),
+                                           params.subspan(source.offset(), source.numel()),
+                                           grads.grads.subspan(source.offset(), source.numel()),
+                                           grads.write, scratch, loss_scale));
   }
   return unit.MarkBackwardDone();
 }
@@ -392,9 +376,8 @@ absl::StatusOr<float> DataParallelTrainer::AverageLossAcrossRanks(float local_lo
 absl::StatusOr<double> DataParallelTrainer::GlobalGradSumOfSquares(CommWaitClock& clock) {
   float max_abs = 0.0f;
   for (const auto& unit : units_) {
-    FSDP_ASSIGN_OR_RETURN(const OwnedGrads shard, unit->OwnedReducedGrads());
-    max_abs = LargerMagnitude(max_abs,
-                              shard.is_bf16 ? MaxAbsBf16(shard.bf16) : MaxAbs(shard.fp32));
+    FSDP_ASSIGN_OR_RETURN(const ConstDtypeSpan shard, unit->OwnedReducedGrads());
+    max_abs = LargerMagnitude(max_abs, MaxAbsOf(shard));
   }
   FSDP_ASSIGN_OR_RETURN(
       const std::vector<float> maxima,
@@ -406,9 +389,8 @@ absl::StatusOr<double> DataParallelTrainer::GlobalGradSumOfSquares(CommWaitClock
   const int exponent = SquareUnitExponent(max_abs);
   SquareUnits units = 0;
   for (const auto& unit : units_) {
-    FSDP_ASSIGN_OR_RETURN(const OwnedGrads shard, unit->OwnedReducedGrads());
-    units += shard.is_bf16 ? SumOfSquareUnitsBf16(shard.bf16, exponent)
-                           : SumOfSquareUnits(shard.fp32, exponent);
+    FSDP_ASSIGN_OR_RETURN(const ConstDtypeSpan shard, unit->OwnedReducedGrads());
+    units += SumOfSquareUnitsOf(shard, exponent);
   }
   FSDP_ASSIGN_OR_RETURN(
       const std::vector<SquareUnits> parts,
@@ -493,9 +475,9 @@ absl::Status DataParallelTrainer::ForEachGatheredUnit(
         FloatBuffer whole,
         tracker_->Allocate<float>(MemoryCategory::kParameters, unit->plan().padded_numel(),
                                   absl::StrCat("unit ", unit->plan().index(), " consolidated")));
-    FSDP_ASSIGN_OR_RETURN(PendingCollective gather,
-                          PostAllGather(*comms_.shard_group, unit->ParamShard(), whole.span(),
-                                        "consolidation"));
+    FSDP_ASSIGN_OR_RETURN(
+        PendingCollective gather,
+        PostAllGather(*comms_.shard_group, unit->ParamShard(), whole.span(), "consolidation"));
     FSDP_RETURN_IF_ERROR(gather.Finish(options_.comm_timeout, clock,
                                        absl::StrCat(unit->name(), " consolidation gather")));
     FSDP_RETURN_IF_ERROR(

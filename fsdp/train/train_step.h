@@ -47,6 +47,7 @@
 #include "fsdp/nn/model.h"
 #include "fsdp/nn/param_spec.h"
 #include "fsdp/train/comm_wait_clock.h"
+#include "fsdp/train/precision_policy.h"
 #include "fsdp/train/strategy.h"
 #include "fsdp/train/unit_optimizer.h"
 #include "fsdp/train/unit_state.h"
@@ -69,14 +70,11 @@ struct TrainStepOptions {
   int prefetch_depth = 1;
   // Most parameter all-gathers outstanding at once (>= 1).
   int max_gathers_in_flight = 2;
-  // [Note: bf16 parameter layout] in unit_state.h (--precision=bf16): the
-  // model gets bf16 parameters (Model::ForwardUnitBf16), gathered as bf16
-  // from fp32 masters; gradients and optimizer state fp32. The model must
-  // accept bf16 parameters.
-  bool bf16_params = false;
-  // [Note: bf16 gradients] in unit_state.h (--reduce_dtype=bf16, needs
-  // bf16_params): 2-byte gradients reduced in bf16; false keeps them fp32.
-  bool bf16_grads = false;
+  // What the parameters, gradients, master and optimizer state are stored
+  // and moved in (fsdp/train/precision_policy.h; the notes in
+  // unit_state.h). bf16 parameters need a model that accepts them
+  // (Model::ForwardUnitBf16).
+  PrecisionPolicy precision;
   // Merge consecutive model units into plan units of at least this many
   // elements (fewer, larger collectives); 0 = one plan unit per model unit.
   int64_t min_unit_numel = 0;
@@ -196,8 +194,9 @@ class DataParallelTrainer {
   // The loss all-reduce (1 float) and the gradient-norm exchange
   // (NormExchangeBytes(shard group size), fsdp/plan/memory_model.h).
   FloatBuffer scalar_comm_buffer_;
-  // bf16_grads: the fp32 gradient workspace every unit shares (the largest
-  // unit's padded numel, kGradients; [Note: bf16 gradients]).
+  // Gradients through the workspace (UnitRuntime::grads_through_workspace):
+  // the fp32 gradient workspace every unit shares (the largest unit's padded
+  // numel, kGradients; [Note: bf16 gradients]).
   FloatBuffer grad_workspace_;
   CommWaitClock clock_;             // this step's blocked time
   int steps_taken_ = 0;

@@ -65,8 +65,12 @@ absl::Status PendingCollective::Finish(absl::Duration timeout, CommWaitClock& cl
 }
 
 void PendingCollective::FinishLocally(const Wire& wire) {
-  // memmove: an all-gather's input may alias its slot of the output.
-  std::memmove(wire.output.data(), wire.input.data(), wire.input.size());
+  // memmove: an all-gather's input may alias its slot of the output. In
+  // place (one rank's in-place reduce-scatter, or an all-gather from its own
+  // slot) the result is already there: no pass over the buffer.
+  if (wire.output.data() != wire.input.data()) {
+    std::memmove(wire.output.data(), wire.input.data(), wire.input.size());
+  }
   work_ = Finished();
 }
 
@@ -108,85 +112,42 @@ absl::Status PendingCollective::StartAllReduceSum(comm::Communicator& comm,
   return absl::OkStatus();
 }
 
-absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator& comm,
-                                                absl::Span<const float> shard,
-                                                absl::Span<float> gathered,
-                                                absl::string_view label) {
+absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator& comm, ConstDtypeSpan shard,
+                                                DtypeSpan gathered, absl::string_view label) {
+  FSDP_CHECK(shard.dtype() == gathered.dtype());
   FSDP_RETURN_IF_ERROR(CheckSplit(comm, gathered.size(), shard.size(), label));
   PendingCollective pending;
   if (gathered.empty()) {
     pending.work_ = Finished();
     return pending;
   }
-  FSDP_RETURN_IF_ERROR(pending.StartAllGather(
-      comm, PendingCollective::Wire{comm::AsConstBytes(shard), comm::AsBytes(gathered)}));
-  return pending;
-}
-
-absl::StatusOr<PendingCollective> PostAllGatherBf16(comm::Communicator& comm,
-                                                    absl::Span<const uint16_t> shard,
-                                                    absl::Span<uint16_t> gathered,
-                                                    absl::string_view label) {
-  FSDP_RETURN_IF_ERROR(CheckSplit(comm, gathered.size(), shard.size(), label));
-  PendingCollective pending;
-  if (gathered.empty()) {
-    pending.work_ = Finished();
-    return pending;
-  }
-  FSDP_RETURN_IF_ERROR(pending.StartAllGather(
-      comm, PendingCollective::Wire{comm::AsConstBytes(shard), comm::AsBytes(gathered)}));
+  FSDP_RETURN_IF_ERROR(
+      pending.StartAllGather(comm, PendingCollective::Wire{shard.bytes(), gathered.bytes()}));
   return pending;
 }
 
 absl::StatusOr<PendingCollective> PostReduceScatterSum(comm::Communicator& comm,
-                                                       absl::Span<const float> full,
-                                                       absl::Span<float> shard,
+                                                       ConstDtypeSpan full, DtypeSpan shard,
                                                        absl::string_view label) {
+  FSDP_CHECK(full.dtype() == shard.dtype());
   FSDP_RETURN_IF_ERROR(CheckSplit(comm, full.size(), shard.size(), label));
   PendingCollective pending;
   if (full.empty()) {
     pending.work_ = Finished();
     return pending;
   }
-  const PendingCollective::Wire wire{comm::AsConstBytes(full), comm::AsBytes(shard)};
-  if (comm.size() == 1) {
+  const PendingCollective::Wire wire{full.bytes(), shard.bytes()};
+  if (comm.size() == 1) {  // the sum is the input (in place: already there)
     pending.FinishLocally(wire);
     return pending;
   }
-  FSDP_RETURN_IF_ERROR(pending.StartReduceScatterSum(comm, wire, comm::Dtype::kFloat32));
+  FSDP_RETURN_IF_ERROR(pending.StartReduceScatterSum(comm, wire, full.dtype()));
   return pending;
 }
 
-absl::StatusOr<PendingCollective> PostAllReduceSum(comm::Communicator& comm,
-                                                   absl::Span<float> values) {
+absl::StatusOr<PendingCollective> PostAllReduceSum(comm::Communicator& comm, DtypeSpan values) {
   PendingCollective pending;
-  FSDP_RETURN_IF_ERROR(
-      pending.StartAllReduceSum(comm, comm::AsBytes(values), comm::Dtype::kFloat32));
-  return pending;
-}
-
-absl::StatusOr<PendingCollective> PostReduceScatterSumBf16InPlace(comm::Communicator& comm,
-                                                                  absl::Span<uint16_t> full,
-                                                                  absl::string_view label) {
-  const size_t shard_numel = full.size() / static_cast<size_t>(comm.size());
-  FSDP_RETURN_IF_ERROR(CheckSplit(comm, full.size(), shard_numel, label));
-  PendingCollective pending;
-  if (full.empty() || comm.size() == 1) {  // one rank: its chunk is the sum already
-    pending.work_ = Finished();
-    return pending;
-  }
-  const PendingCollective::Wire in_place{
-      comm::AsConstBytes(absl::Span<const uint16_t>(full)),
-      comm::AsBytes(full.subspan(shard_numel * comm.rank(), shard_numel))};
-  FSDP_RETURN_IF_ERROR(pending.StartReduceScatterSum(comm, in_place, comm::Dtype::kBFloat16));
-  return pending;
-}
-
-absl::StatusOr<PendingCollective> PostAllReduceSumBf16(comm::Communicator& comm,
-                                                       absl::Span<uint16_t> values) {
-  PendingCollective pending;
-  FSDP_RETURN_IF_ERROR(
-      pending.StartAllReduceSum(comm, comm::AsBytes(values), comm::Dtype::kBFloat16));
+  FSDP_RETURN_IF_ERROR(pending.StartAllReduceSum(comm, values.bytes(), values.dtype()));
   return pending;
 }
 

@@ -1,10 +1,11 @@
 // File: fsdp/train/unit_collectives.h
 //
 // What a unit sends, apart from when its state changes (unit_state.cc decides
-// that). Each Post* function issues one collective on the caller's buffers,
-// fp32 or (the bf16 layout) bf16, moved as they are: nothing is staged or
-// converted. It returns a PendingCollective; Finish() waits for it (with a
-// deadline, the time charged to a CommWaitClock).
+// that). Each Post* function issues one collective on the caller's buffers in
+// their own dtype (fsdp/train/dtype_buffer.h; PrecisionPolicy's parameter or
+// reduce dtype), moved as they are: nothing is staged or converted. It
+// returns a PendingCollective; Finish() waits for it (with a deadline, the
+// time charged to a CommWaitClock).
 //
 //   FSDP_ASSIGN_OR_RETURN(PendingCollective gather,
 //       PostAllGather(comm, shard, gathered, "unit 3 parameter all-gather"));
@@ -29,6 +30,7 @@
 #include "comm/communicator.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/train/comm_wait_clock.h"
+#include "fsdp/train/dtype_buffer.h"
 
 namespace fsdp {
 
@@ -50,23 +52,12 @@ class PendingCollective {
   absl::Status Finish(absl::Duration timeout, CommWaitClock& clock, absl::string_view what);
 
  private:
-  friend absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator&,
-                                                         absl::Span<const float>,
-                                                         absl::Span<float>, absl::string_view);
+  friend absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator&, ConstDtypeSpan,
+                                                         DtypeSpan, absl::string_view);
   friend absl::StatusOr<PendingCollective> PostReduceScatterSum(comm::Communicator&,
-                                                                absl::Span<const float>,
-                                                                absl::Span<float>,
+                                                                ConstDtypeSpan, DtypeSpan,
                                                                 absl::string_view);
-  friend absl::StatusOr<PendingCollective> PostAllReduceSum(comm::Communicator&,
-                                                            absl::Span<float>);
-  friend absl::StatusOr<PendingCollective> PostAllGatherBf16(comm::Communicator&,
-                                                             absl::Span<const uint16_t>,
-                                                             absl::Span<uint16_t>,
-                                                             absl::string_view);
-  friend absl::StatusOr<PendingCollective> PostReduceScatterSumBf16InPlace(
-      comm::Communicator&, absl::Span<uint16_t>, absl::string_view);
-  friend absl::StatusOr<PendingCollective> PostAllReduceSumBf16(comm::Communicator&,
-                                                                absl::Span<uint16_t>);
+  friend absl::StatusOr<PendingCollective> PostAllReduceSum(comm::Communicator&, DtypeSpan);
   void Drain();
 
   // The bytes a collective moves: the caller's buffers.
@@ -88,42 +79,21 @@ class PendingCollective {
   comm::WorkHandle work_;
 };
 
-// All-gather: every rank's `shard` into `gathered` (comm.size() * shard.size()
-// floats, rank-major). `shard` may alias its own slot of `gathered`.
-absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator& comm,
-                                                absl::Span<const float> shard,
-                                                absl::Span<float> gathered,
-                                                absl::string_view label);
+// All-gather: every rank's `shard` into `gathered` (comm.size() *
+// shard.size() elements of the same dtype, rank-major). `shard` may alias its
+// own slot of `gathered`.
+absl::StatusOr<PendingCollective> PostAllGather(comm::Communicator& comm, ConstDtypeSpan shard,
+                                                DtypeSpan gathered, absl::string_view label);
 
-// All-gather of bf16 values (the bf16 parameter layout, --precision=bf16):
-// bits moved as they are, nothing staged or widened.
-absl::StatusOr<PendingCollective> PostAllGatherBf16(comm::Communicator& comm,
-                                                    absl::Span<const uint16_t> shard,
-                                                    absl::Span<uint16_t> gathered,
-                                                    absl::string_view label);
-
-// Sum reduce-scatter: `full` (comm.size() * shard.size() floats) summed over
-// ranks, this rank's chunk into `shard`.
+// Sum reduce-scatter in `full`'s dtype: `full` (comm.size() * shard.size()
+// elements) summed over ranks, this rank's chunk into `shard`. `shard` may be
+// this rank's chunk of `full` itself (in place: nothing staged).
 absl::StatusOr<PendingCollective> PostReduceScatterSum(comm::Communicator& comm,
-                                                       absl::Span<const float> full,
-                                                       absl::Span<float> shard,
+                                                       ConstDtypeSpan full, DtypeSpan shard,
                                                        absl::string_view label);
 
-// Sum all-reduce of `values` in place, in fp32.
-absl::StatusOr<PendingCollective> PostAllReduceSum(comm::Communicator& comm,
-                                                   absl::Span<float> values);
-
-// The 2-byte gradients (--reduce_dtype=bf16, [Note: bf16 gradients] in
-// unit_state.h): bf16 collectives on bf16 buffers, nothing staged or
-// widened; each addition in fp32, rounded to bf16 per hop.
-// Sum reduce-scatter in place: `full` (comm.size() chunks) summed over
-// ranks; this rank's chunk of `full` receives its sum.
-absl::StatusOr<PendingCollective> PostReduceScatterSumBf16InPlace(comm::Communicator& comm,
-                                                                  absl::Span<uint16_t> full,
-                                                                  absl::string_view label);
-// Sum all-reduce of bf16 `values` in place.
-absl::StatusOr<PendingCollective> PostAllReduceSumBf16(comm::Communicator& comm,
-                                                       absl::Span<uint16_t> values);
+// Sum all-reduce of `values` in place, in their dtype.
+absl::StatusOr<PendingCollective> PostAllReduceSum(comm::Communicator& comm, DtypeSpan values);
 
 }  // namespace fsdp
 

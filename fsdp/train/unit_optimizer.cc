@@ -6,8 +6,33 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "fsdp/nn/bf16_convert.h"
+#include "fsdp/train/dtype_kernels.h"
 
 namespace fsdp {
+
+absl::Status UnitOptimizer::Step(int unit, absl::Span<float> master, ConstDtypeSpan grads,
+                                 float grad_scale, DtypeSpan params, float lr, int step) {
+  if (params.size() != static_cast<int64_t>(master.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("unit ", unit, ": ", master.size(),
+                                                   " master values but ", params.size(),
+                                                   " parameters to refresh"));
+  }
+  switch (grads.dtype()) {
+    case comm::Dtype::kFloat32:
+      FSDP_RETURN_IF_ERROR(StepUnit(unit, master, grads.as<float>(), grad_scale, lr, step));
+      StoreFloats(params, master);
+      return absl::OkStatus();
+    case comm::Dtype::kBFloat16:
+      if (params.dtype() != comm::Dtype::kBFloat16) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "unit ", unit, ": bf16 gradients with ", comm::DtypeName(params.dtype()),
+            " parameters; 2-byte gradients come with bf16 parameters"));
+      }
+      return StepUnitBf16(unit, master, grads.as<uint16_t>(), grad_scale,
+                          params.as<uint16_t>(), lr, step);
+  }
+  return absl::InvalidArgumentError("unknown gradient dtype");
+}
 
 absl::Status UnitOptimizer::StepUnitBf16(int unit, absl::Span<float> params,
                                          absl::Span<const uint16_t> grads, float grad_scale,

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "fsdp/memory/memory_tracker.h"
+#include "fsdp/train/dtype_buffer.h"
 
 namespace fsdp {
 
@@ -27,10 +28,22 @@ class UnitOptimizer {
  public:
   virtual ~UnitOptimizer() = default;
 
+  // One optimizer step of unit `unit`, the trainer's one entry: `master`
+  // (fp32, PrecisionPolicy::master_dtype) updated in place from `grads` (in
+  // the reduce dtype, fp32 or bf16) times `grad_scale`, then `params` (what
+  // the model reads, in the parameter dtype) refreshed from it: nothing when
+  // they are the master's own memory, the master's bf16 rounding otherwise.
+  // All three of the unit's numel (or shard's) elements. Dispatches once on
+  // the dtypes to StepUnit or StepUnitBf16 below; InvalidArgument for bf16
+  // gradients with parameters that are not bf16 (no policy makes them).
+  absl::Status Step(int unit, absl::Span<float> master, ConstDtypeSpan grads, float grad_scale,
+                    DtypeSpan params, float lr, int step);
+
   // Registers unit `unit` (0, 1, 2, ... in order) with `numel` elements and
   // allocates its state through `tracker` (MemoryCategory::kOptimizerState).
   virtual absl::Status AddUnit(int unit, int64_t numel, MemoryTracker& tracker) = 0;
 
+  // The kernels Step dispatches to, one per gradient dtype.
   // Updates `params` in place from `grads` (both the unit's `numel` elements)
   // times `grad_scale` (the clip scale, 1 for none), with learning rate `lr`;
   // `step` is the 1-based optimizer step (AdamW's bias correction). The

@@ -62,9 +62,12 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "comm/communicator.h"
+#include "comm/dtype.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/grad_write.h"
 #include "fsdp/train/comm_wait_clock.h"
+#include "fsdp/train/dtype_buffer.h"
+#include "fsdp/train/precision_policy.h"
 #include "fsdp/train/state_region.h"
 #include "fsdp/train/strategy.h"
 #include "fsdp/train/unit_collectives.h"
@@ -86,7 +89,8 @@ enum class GradState {
 };
 const char* GradStateName(GradState state);
 
-// What a strategy keeps and sends; the same for every unit of a trainer.
+// What a strategy keeps and sends, in the dtypes of the precision policy;
+// the same for every unit of a trainer.
 struct UnitRuntime {
   Strategy strategy = Strategy::kNoShard;
   // full_shard, hybrid_shard: only the parameter shard persists.
@@ -97,34 +101,35 @@ struct UnitRuntime {
   bool shard_grads = false;
   // every strategy but no_shard: the optimizer steps this rank's shard.
   bool shard_optimizer = false;
-  // Separate fp32 master: shard_params (the kept shard), or bf16_params
-  // (no_shard: a master of the whole unit; the others a shard).
-  bool master_shard = false;
-  // [Note: bf16 parameter layout] --precision=bf16: the parameters the model
-  // computes with are bf16 (2 bytes: the whole unit for no_shard,
-  // shard_optimizer and shard_grad_op; a kept bf16 shard plus the gathered
-  // window for full_shard and hybrid_shard), all-gathered as bf16, and
-  // refreshed from the fp32 master once per optimizer step. Gradients,
-  // optimizer state and the master stay fp32.
-  bool bf16_params = false;
-  // [Note: bf16 gradients] --precision=bf16 with --reduce_dtype=bf16 (its
-  // default): the gradients are 2-byte as well. On a step's first
-  // micro-batch the model writes the unit's bf16 gradients itself
-  // (Model::BackwardUnitBf16ToBf16Grads: the products round their weight
-  // gradients from their fp32 accumulators, the rest goes through the
-  // trainer's one fp32 gradient workspace, the largest unit's padded size).
-  // Each later micro-batch writes fp32 gradients into that workspace, added
-  // into the bf16 ones (one fp32 addition, one rounding per element).
-  // The reduce-scatter runs in bf16 in place, its sum lands in this rank's
-  // slot, and the average is rounded to bf16 again: the reduced gradient
-  // shard is bf16 in every strategy (no_shard's whole gradients are the
-  // shards all-gathered in bf16). The clipping norm and the optimizer read
-  // the bf16 gradients themselves, widening them block by block in L1
+  // What the buffers hold (fsdp/train/precision_policy.h):
+  //
+  // [Note: bf16 parameter layout] Parameters stored in a dtype other than
+  // the master's (--precision=bf16): the parameters the model computes with
+  // are bf16 (2 bytes: the whole unit for no_shard, shard_optimizer and
+  // shard_grad_op; a kept bf16 shard plus the gathered window for
+  // full_shard and hybrid_shard), all-gathered as bf16, and refreshed from
+  // the fp32 master once per optimizer step. The optimizer state and the
+  // master stay fp32.
+  //
+  // [Note: bf16 gradients] Gradients kept in a dtype other than the
+  // backward's fp32 (--precision=bf16 with --reduce_dtype=bf16, its
+  // default): on a step's first micro-batch the model writes the unit's bf16
+  // gradients itself (Model::BackwardUnitBf16ToBf16Grads: the products round
+  // their weight gradients from their fp32 accumulators, the rest goes
+  // through the trainer's one fp32 gradient workspace, the largest unit's
+  // padded size). Each later micro-batch writes fp32 gradients into that
+  // workspace, added into the bf16 ones (one fp32 addition, one rounding per
+  // element). The reduce-scatter runs in bf16, its sum lands in the
+  // gradient shard (sharded gradients) or in place in this rank's slot
+  // (nothing staged), and the average is rounded to bf16 again: the reduced
+  // gradient shard is bf16 in every strategy (no_shard's whole gradients are
+  // the shards all-gathered in bf16). The clipping norm and the optimizer
+  // read the bf16 gradients themselves, widening them block by block in L1
   // (MaxAbsBf16, SumOfSquareUnitsBf16, UnitOptimizer::StepUnitBf16), and the
   // clip scale multiplies the widened values there, so every strategy
-  // multiplies the same values by the same scale. Per parameter with Adam: 2 + 2 +
-  // 4 (master) + 8 = 16 bytes, the ZeRO paper's K = 12 layout.
-  bool bf16_grads = false;
+  // multiplies the same values by the same scale. Per parameter with Adam:
+  // 2 + 2 + 4 (master) + 8 = 16 bytes, the ZeRO paper's K = 12 layout.
+  PrecisionPolicy precision;
   int world_size = 1;
   // Ranks a unit is sharded over (world, or G for hybrid) and this rank's
   // place among them.
@@ -132,27 +137,36 @@ struct UnitRuntime {
   int shard_rank = 0;
   int replica_group_count = 1;
 
+  // The layout the strategy and the policy imply.
+  // The values the optimizer updates have a buffer of their own (the
+  // master): the kept shard when parameters are sharded, or a master when
+  // the parameters are stored in another dtype (no_shard: of the whole unit,
+  // the others: a shard). Otherwise they are the fp32 parameters themselves.
+  // Read when the buffers are laid out, never by a transition.
+  bool own_master() const { return shard_params || precision.separate_master(); }
+  // Gradients kept in another dtype than the backward's fp32 reach it
+  // through the shared fp32 workspace, and where gradients are not sharded
+  // they are reduce-scattered in place (nothing staged: [Note: bf16
+  // gradients]). Read when the buffers are laid out, never by a transition.
+  bool grads_through_workspace() const {
+    return precision.reduce_dtype != comm::Dtype::kFloat32;
+  }
+
   static UnitRuntime For(Strategy strategy, int world_size, int world_rank,
-                         int shard_group_size, bool bf16_params = false,
-                         bool bf16_grads = false);
+                         int shard_group_size, const PrecisionPolicy& precision = {});
 };
 
 // Where a backward writes a unit's gradients, and how (fsdp/nn/grad_write.h).
 struct BackwardGrads {
-  absl::Span<float> grads;
+  // The unit's gradients as kept (the reduce dtype), and how this backward
+  // writes them: kOverwrite on the step's first micro-batch, kAdd after.
+  DtypeSpan grads;
   GradWrite write = GradWrite::kAdd;
-  // bf16_grads, the step's first micro-batch: the unit's bf16 gradients,
-  // which the model writes itself (Model::BackwardUnitBf16ToBf16Grads), with
-  // `grads` as its fp32 scratch. Empty otherwise.
-  absl::Span<uint16_t> grads16;
-};
-
-// One rank's part of a unit's averaged gradients, as stored: fp32, or bf16
-// under 2-byte gradients (`is_bf16`); the other span is empty.
-struct OwnedGrads {
-  bool is_bf16 = false;
-  absl::Span<const float> fp32;
-  absl::Span<const uint16_t> bf16;
+  // Gradients kept in another dtype than fp32 ([Note: bf16 gradients]): the
+  // trainer's fp32 workspace, the unit's padded size, where the model writes
+  // what it computes in fp32 before it is rounded (first micro-batch) or
+  // added (later ones) into `grads`. Empty for fp32 gradients.
+  absl::Span<float> fp32_scratch;
 };
 
 // The communicators a unit's collectives run on.
@@ -167,13 +181,13 @@ class ShardedUnit {
   // parameters from `init` (called once with the unsharded padded buffer,
   // zeroed, for the caller to write the real elements; only this rank's
   // shard of it is kept when parameters are sharded). Registers the
-  // optimizer state for the unit's numel (no_shard) or shard. With
-  // bf16_params and a sharded optimizer the fp32 values are staged in
+  // optimizer state for the unit's numel (no_shard) or shard. With a
+  // separate master and a sharded optimizer the fp32 values are staged in
   // gradient memory (MemoryCategory::kGradients, free until the first
   // backward, and at least one unit's padded fp32 in every such strategy's
   // predicted peak).
   //
-  // With runtime.bf16_grads, `grad_workspace` is the trainer's fp32 gradient
+  // With runtime.grads_through_workspace(), `grad_workspace` is the trainer's fp32 gradient
   // workspace ([Note: bf16 gradients]), at least plan.padded_numel() floats,
   // shared by every unit and used by one call at a time; it also stages the
   // bf16 layout's initialization. Empty otherwise.
@@ -199,9 +213,8 @@ class ShardedUnit {
   // kOverwrite on the first micro-batch (kIdle), when it holds nothing of
   // this step, so no zeroing pass precedes the backward; kAdd after that.
   // Elements no model unit writes (gaps between merged units, padding) are
-  // zero. Needs kIdle or kAccumulated. bf16_grads: the fp32 workspace, always
-  // kOverwrite; on the first micro-batch with the bf16 gradients for the
-  // model to write, after that added into them by MarkBackwardDone.
+  // zero. Needs kIdle or kAccumulated. Gradients through the workspace come
+  // with it as their fp32 scratch (BackwardGrads).
   absl::StatusOr<BackwardGrads> GradsForBackward();
   absl::Status MarkBackwardDone();
   absl::Status StartReduction(const UnitComms& comms);
@@ -218,8 +231,8 @@ class ShardedUnit {
   // --- Optimizer ----------------------------------------------------------
   // The averaged gradients this rank owns for clipping (its shard; no_shard:
   // its slice of the full gradients, so every element is counted once
-  // across ranks), as stored. Needs kReduced.
-  absl::StatusOr<OwnedGrads> OwnedReducedGrads();
+  // across ranks), as stored (the reduce dtype). Needs kReduced.
+  absl::StatusOr<ConstDtypeSpan> OwnedReducedGrads();
   // Multiplies the gradients the optimizer will read by `scale` (clipping):
   // the optimizer applies it as it reads them (UnitOptimizer::StepUnit's
   // grad_scale), so the gradients themselves stay as reduced.
@@ -250,10 +263,9 @@ class ShardedUnit {
   absl::Status FinishLoad(UnitOptimizer& optimizer, int64_t optimizer_step);
 
   // --- Views --------------------------------------------------------------
-  // The real elements of the unsharded parameters (needs kUnsharded), fp32
-  // or (bf16_params) bf16.
-  absl::StatusOr<absl::Span<const float>> UnshardedParams() const;
-  absl::StatusOr<absl::Span<const uint16_t>> UnshardedParamsBf16() const;
+  // The real elements of the unsharded parameters in the parameter dtype
+  // (needs kUnsharded).
+  absl::StatusOr<ConstDtypeSpan> UnshardedParams() const;
   // This rank's current parameter shard (master or slice), any state but
   // kGathering.
   absl::Span<const float> ParamShard() const;
@@ -269,27 +281,18 @@ class ShardedUnit {
   absl::Status Fail(const char* call, const char* needed, const char* current) const;
   std::string Label() const;
   absl::Span<float> MutableParamShard();
-  // Create's parameter half, per layout ([Note: bf16 parameter layout]).
-  absl::Status CreateFp32Params(const std::function<void(absl::Span<float>)>& init);
-  absl::Status CreateBf16Params(const std::function<void(absl::Span<float>)>& init);
-  // bf16_params: where the bf16 values of this rank's master go (the kept
-  // bf16 shard, or this rank's slot of the whole bf16 buffer; no_shard: the
-  // whole unit), and those values refreshed from the master.
-  absl::Span<uint16_t> Bf16OfMaster();
-  void RefreshBf16Params();
-  // bf16_grads: this rank's reduced bf16 gradient shard (its home, or its
-  // slot of the whole gradients), and `shard` averaged over the world in
-  // place (v = bf16(v * 1/world_size)).
-  absl::Span<uint16_t> ReducedShardBf16();
-  // FinishReduceScatter's second half under bf16_grads.
-  absl::Status FinishReduceScatterBf16(const UnitComms& comms);
-  // shard *= 1 / world_size (rounded to bf16 for the bf16 one).
-  void Average(absl::Span<float> shard) const;
-  void AverageBf16(absl::Span<uint16_t> shard) const;
+  // Create's parameter half: the fp32 values initialized once, the master
+  // and the parameters in their dtype derived from them.
+  absl::Status CreateParams(const std::function<void(absl::Span<float>)>& init);
+  // Where master_values_ and params_of_master_ point; called once, by
+  // CreateParams.
+  absl::Span<float> LocateMasterValues();
+  DtypeSpan LocateParamsOfMaster();
+  // shard *= 1 / world_size, in the shard's dtype.
+  void Average(DtypeSpan shard) const;
   // Zeroes what no model unit's backward writes: the gaps between the
-  // plan's source units and the padding (fp32 or bf16 gradients).
-  template <typename T>
-  void ZeroUnwrittenGrads(absl::Span<T> grads) const;
+  // plan's source units and the padding.
+  void ZeroUnwrittenGrads(DtypeSpan grads) const;
 
   proto::UnitPlan plan_;
   UnitRuntime runtime_;
@@ -297,31 +300,40 @@ class ShardedUnit {
   ParamState param_state_ = ParamState::kUnsharded;
   GradState grad_state_ = GradState::kIdle;
 
-  // Unsharded parameters (padded_numel, kParameters): persistent unless
-  // shard_params, then allocated by Unshard and freed by Reshard.
-  FloatBuffer params_;
-  // fp32 master shard (shard_numel, kParameters) when runtime_.master_shard;
-  // no_shard with bf16_params: the whole unit (padded_numel).
+  // Unsharded parameters in the parameter dtype (padded_numel,
+  // kParameters): persistent unless shard_params, then allocated by Unshard
+  // and freed by Reshard.
+  DtypeBuffer params_;
+  // The master (fp32, kParameters) when runtime_.own_master(): shard_numel,
+  // or for no_shard the whole unit (padded_numel).
   FloatBuffer master_;
-  // bf16_params: the unsharded bf16 parameters (padded_numel, kParameters;
-  // allocated as params_ is) and, when parameters are sharded, the kept bf16
-  // shard the all-gather sends (shard_numel, kParameters).
-  TrackedBuffer<uint16_t> params16_;
-  TrackedBuffer<uint16_t> shard16_;
-  // Unsharded gradients (padded_numel, kGradients): persistent unless
-  // shard_grads, then from the first backward to the reduce-scatter.
-  FloatBuffer grads_;
-  // The reduce-scatter's output (shard_numel): kGradients when gradients are
-  // sharded (it is their home), kCommBuffers otherwise (staging for the
-  // optimizer's shard or no_shard's all-gather).
-  FloatBuffer grad_shard_;
-  // bf16_grads ([Note: bf16 gradients]): the unsharded bf16 gradients
-  // (padded_numel, kGradients; lifetime as grads_), the gradient shard's
-  // home when gradients are sharded (shard_numel, kGradients; otherwise the
-  // reduced shard is this rank's slot of grads16_), the shared fp32
-  // workspace. Every layout: the clip scale the optimizer applies.
-  TrackedBuffer<uint16_t> grads16_;
-  TrackedBuffer<uint16_t> grad_shard16_;
+  // shard_params: the kept shard the all-gather sends, in the parameter
+  // dtype: the master itself, or its rounding in param_shard_ (shard_numel,
+  // kParameters) when the parameters are stored in another dtype.
+  DtypeBuffer param_shard_;
+  DtypeSpan kept_shard_;
+  // Fixed by Create: the fp32 values the optimizer updates (the master, or
+  // the fp32 parameters themselves; no_shard: the whole unit, else this
+  // rank's shard), and where their parameter-dtype copy lives (the kept
+  // shard, this rank's slot of the whole parameters, or no_shard the whole
+  // ones: the same memory when the parameters are their own master).
+  absl::Span<float> master_values_;
+  DtypeSpan params_of_master_;
+  // Unsharded gradients in the reduce dtype (padded_numel, kGradients):
+  // persistent unless shard_grads, then from the first backward to the
+  // reduce-scatter.
+  DtypeBuffer grads_;
+  // The reduced gradient shard (shard_numel, reduce dtype): kGradients when
+  // gradients are sharded (it is their home); otherwise kCommBuffers, the
+  // reduce-scatter's staging, unless it runs in place
+  // (grads_through_workspace: none).
+  DtypeBuffer grad_shard_;
+  // Where the reduce-scatter leaves this rank's sum and the reduced shard
+  // stays until the optimizer step, fixed by Create: grad_shard_, or this
+  // rank's chunk of the persistent grads_ (in place).
+  DtypeSpan reduced_shard_;
+  // The trainer's shared fp32 workspace (grads_through_workspace), and the
+  // clip scale the optimizer applies.
   absl::Span<float> grad_workspace_;
   float pending_grad_scale_ = 1.0f;
   PendingCollective param_gather_;

@@ -15,6 +15,7 @@
 #include "comm/dtype.h"
 #include "fsdp/nn/bf16_convert.h"
 #include "fsdp/plan/shard_planner.h"
+#include "fsdp/train/dtype_kernels.h"
 #include "gtest/gtest.h"
 #include "tests/fsdp/train/test_models.h"
 #include "tests/fsdp/train/thread_communicator.h"
@@ -35,10 +36,13 @@ proto::UnitPlan PlanOfNumel(int64_t numel, int world, proto::ShardingStrategy st
 
 // Parameters 1, 2, 3, ... (padding stays 0).
 // The owned gradients as floats (bf16 ones widened, exactly).
-std::vector<float> Widened(const OwnedGrads& owned) {
-  if (!owned.is_bf16) return std::vector<float>(owned.fp32.begin(), owned.fp32.end());
-  std::vector<float> out(owned.bf16.size());
-  FromBf16(out.data(), owned.bf16.data(), static_cast<int64_t>(out.size()));
+std::vector<float> Widened(ConstDtypeSpan owned) {
+  if (owned.dtype() == comm::Dtype::kFloat32) {
+    const absl::Span<const float> fp32 = owned.as<float>();
+    return std::vector<float>(fp32.begin(), fp32.end());
+  }
+  std::vector<float> out(owned.size());
+  FromBf16(out.data(), owned.as<uint16_t>().data(), static_cast<int64_t>(out.size()));
   return out;
 }
 
@@ -117,7 +121,9 @@ TEST(ShardedUnitTest, WrongTransitionsNameBothStates) {
   EXPECT_EQ(u.param_state(), ParamState::kUnsharded);
   auto params = u.UnshardedParams();
   ASSERT_TRUE(params.ok());
-  EXPECT_EQ(std::vector<float>(params->begin(), params->end()),
+  EXPECT_EQ(params->dtype(), comm::Dtype::kFloat32);
+  const absl::Span<const float> fp32_params = params->as<float>();
+  EXPECT_EQ(std::vector<float>(fp32_params.begin(), fp32_params.end()),
             (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(u.gathered_param_numel(), 3);
 
@@ -188,9 +194,12 @@ TEST(ShardedUnitTest, TwoRanksAverageTheirGradients) {
         auto grads = unit->GradsForBackward();
         ASSERT_TRUE(grads.ok());
         ASSERT_EQ(grads->write, GradWrite::kOverwrite);
-        ASSERT_EQ(grads->grads.size(), 6u);
-        EXPECT_EQ(grads->grads[5], 0.0f);  // the padding, which no model unit writes
-        for (int i = 0; i < 5; ++i) grads->grads[i] = (r + 1) * (i + 1);
+        ASSERT_EQ(grads->grads.dtype(), comm::Dtype::kFloat32);
+        EXPECT_TRUE(grads->fp32_scratch.empty());  // fp32 gradients are written directly
+        const absl::Span<float> fp32 = grads->grads.as<float>();
+        ASSERT_EQ(fp32.size(), 6u);
+        EXPECT_EQ(fp32[5], 0.0f);  // the padding, which no model unit writes
+        for (int i = 0; i < 5; ++i) fp32[i] = (r + 1) * (i + 1);
         CommWaitClock clock;
         ASSERT_TRUE(unit->MarkBackwardDone().ok());
         ASSERT_TRUE(unit->StartReduction(c).ok());
@@ -225,8 +234,9 @@ TEST(ShardedUnitTest, Bf16LayoutGathersTheRoundedMaster) {
       fsdp_test::PlainSgd sgd;
       UnitComms c{comms[r].get(), comms[r].get()};
       const proto::UnitPlan plan = PlanOfNumel(4, kWorld, proto::FULL_SHARD);
-      const UnitRuntime runtime =
-          UnitRuntime::For(Strategy::kFullShard, kWorld, r, kWorld, /*bf16_params=*/true);
+      auto policy = ParsePrecisionPolicy("bf16", "fp32");  // bf16 parameters only
+      ASSERT_TRUE(policy.ok()) << policy.status();
+      const UnitRuntime runtime = UnitRuntime::For(Strategy::kFullShard, kWorld, r, kWorld, *policy);
       const float values[4] = {1.0f + 1.0f / 1024, 3.14159265f, -2.718281828f, 1e-3f};
       auto unit = ShardedUnit::Create(plan, runtime, tracker, sgd, [&](absl::Span<float> p) {
         for (int i = 0; i < 4; ++i) p[i] = values[i];
@@ -236,9 +246,12 @@ TEST(ShardedUnitTest, Bf16LayoutGathersTheRoundedMaster) {
       ASSERT_TRUE((*unit)->Unshard(c).ok());
       ASSERT_TRUE((*unit)->WaitForUnshard(absl::Seconds(10), clock).ok());
       EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kCommBuffers), 0);  // nothing staged
-      auto params = (*unit)->UnshardedParamsBf16();
+      auto params = (*unit)->UnshardedParams();
       ASSERT_TRUE(params.ok()) << params.status();
-      for (int i = 0; i < 4; ++i) EXPECT_EQ((*params)[i], comm::FloatToBFloat16(values[i])) << i;
+      ASSERT_EQ(params->dtype(), comm::Dtype::kBFloat16);
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(params->as<uint16_t>()[i], comm::FloatToBFloat16(values[i])) << i;
+      }
       EXPECT_EQ((*unit)->ParamShard()[0], values[2 * r]);  // the master is exact
     });
   }
@@ -277,8 +290,9 @@ TEST(ShardedUnitTest, Bf16GradientsAccumulateAndReduceInBf16) {
         auto workspace = tracker.Allocate<float>(MemoryCategory::kGradients, plan.padded_numel(),
                                                  "workspace");
         ASSERT_TRUE(workspace.ok());
-        const UnitRuntime runtime = UnitRuntime::For(strategy, kWorld, r, kWorld,
-                                                     /*bf16_params=*/true, /*bf16_grads=*/true);
+        auto policy = ParsePrecisionPolicy("bf16", "bf16");
+        ASSERT_TRUE(policy.ok()) << policy.status();
+        const UnitRuntime runtime = UnitRuntime::For(strategy, kWorld, r, kWorld, *policy);
         auto unit = ShardedUnit::Create(
             plan, runtime, tracker, sgd, [&](absl::Span<float> p) { InitCounting(p, kNumel); },
             workspace->span());
@@ -286,18 +300,32 @@ TEST(ShardedUnitTest, Bf16GradientsAccumulateAndReduceInBf16) {
         for (int m = 0; m < 2; ++m) {
           auto grads = (*unit)->GradsForBackward();
           ASSERT_TRUE(grads.ok()) << grads.status();
-          // The workspace holds one micro-batch: always written fresh.
-          ASSERT_EQ(grads->write, GradWrite::kOverwrite);
-          // The first micro-batch, as a model writes it: straight into the
-          // bf16 gradients (Model::BackwardUnitBf16ToBf16Grads); the second
-          // into the fp32 workspace, added by MarkBackwardDone.
-          ASSERT_EQ(grads->grads16.size(), m == 0 ? grads->grads.size() : 0) << m;
+          // The first micro-batch overwrites, the second adds.
+          ASSERT_EQ(grads->write, m == 0 ? GradWrite::kOverwrite : GradWrite::kAdd);
+          // The kept gradients are bf16, the unit's padded size; the fp32
+          // workspace comes with them as the model's scratch.
+          ASSERT_EQ(grads->grads.dtype(), comm::Dtype::kBFloat16);
+          ASSERT_EQ(grads->grads.size(), 6);
+          ASSERT_EQ(grads->fp32_scratch.size(), 6u);
+          ASSERT_EQ(grads->fp32_scratch.data(), workspace->data());
+          const absl::Span<uint16_t> kept = grads->grads.as<uint16_t>();
+          if (m == 0) {
+            // The padding is zero (no model unit writes it).
+            EXPECT_EQ(kept[5], 0);
+          }
+          // As the trainer's model entry writes them: the first micro-batch
+          // straight into the bf16 gradients (Model::BackwardUnitBf16ToBf16Grads),
+          // the second through the fp32 scratch, added in fp32 and rounded.
           for (int i = 0; i < kNumel; ++i) {
             if (m == 0) {
-              grads->grads16[i] = comm::FloatToBFloat16(micro_batch(r, m, i));
+              kept[i] = comm::FloatToBFloat16(micro_batch(r, m, i));
             } else {
-              grads->grads[i] = micro_batch(r, m, i);
+              grads->fp32_scratch[i] = micro_batch(r, m, i);
             }
+          }
+          if (m == 1) {
+            AccumulateFloats(grads->grads.subspan(0, kNumel),
+                             grads->fp32_scratch.subspan(0, kNumel));
           }
           ASSERT_TRUE((*unit)->MarkBackwardDone().ok());
         }

@@ -1,0 +1,75 @@
+// File: fsdp/train/dtype_kernels.cc
+#include "fsdp/train/dtype_kernels.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/status_macros.h"
+#include "fsdp/nn/bf16_convert.h"
+
+namespace fsdp {
+
+void StoreFloats(DtypeSpan dst, absl::Span<const float> src) {
+  FSDP_CHECK(dst.size() == static_cast<int64_t>(src.size()));
+  switch (dst.dtype()) {
+    case comm::Dtype::kFloat32: {
+      const absl::Span<float> out = dst.as<float>();
+      if (out.data() != src.data()) std::copy(src.begin(), src.end(), out.begin());
+      return;
+    }
+    case comm::Dtype::kBFloat16:
+      ToBf16(dst.as<uint16_t>().data(), src.data(), dst.size());
+      return;
+  }
+}
+
+void AccumulateFloats(DtypeSpan dst, absl::Span<const float> add) {
+  FSDP_CHECK(dst.size() == static_cast<int64_t>(add.size()));
+  switch (dst.dtype()) {
+    case comm::Dtype::kFloat32: {
+      const absl::Span<float> out = dst.as<float>();
+      for (size_t i = 0; i < out.size(); ++i) out[i] += add[i];
+      return;
+    }
+    case comm::Dtype::kBFloat16:
+      AccumulateToBf16(dst.as<uint16_t>().data(), add.data(), dst.size());
+      return;
+  }
+}
+
+void ScaleElements(DtypeSpan values, float scale) {
+  switch (values.dtype()) {
+    case comm::Dtype::kFloat32:
+      ScaleInPlace(values.as<float>(), scale);
+      return;
+    case comm::Dtype::kBFloat16:
+      ScaleBf16InPlace(values.as<uint16_t>().data(), values.size(), scale);
+      return;
+  }
+}
+
+void ZeroElements(DtypeSpan values) {
+  if (!values.empty()) std::memset(values.data(), 0, static_cast<size_t>(values.num_bytes()));
+}
+
+float MaxAbsOf(ConstDtypeSpan values) {
+  switch (values.dtype()) {
+    case comm::Dtype::kFloat32:
+      return MaxAbs(values.as<float>());
+    case comm::Dtype::kBFloat16:
+      return MaxAbsBf16(values.as<uint16_t>());
+  }
+  return 0.0f;
+}
+
+SquareUnits SumOfSquareUnitsOf(ConstDtypeSpan values, int exponent) {
+  switch (values.dtype()) {
+    case comm::Dtype::kFloat32:
+      return SumOfSquareUnits(values.as<float>(), exponent);
+    case comm::Dtype::kBFloat16:
+      return SumOfSquareUnitsBf16(values.as<uint16_t>(), exponent);
+  }
+  return 0;
+}
+
+}  // namespace fsdp
