@@ -5,9 +5,11 @@
 // anything (docs/planning.md):
 //
 //   bazel run -c opt //examples:plan_report -- --layers=4 --d_model=256 --ranks=1,2,4
-//   bazel run -c opt //examples:plan_report -- --cluster=fsdp/plan/clusters/h100_nvlink_ib400.textproto \
-//       --layers=32 --d_model=4096 --heads=32 --vocab=128256 --seq_len=8192 --micro_batch=1 \
+//   bazel run -c opt //examples:plan_report --
+//       --cluster=fsdp/plan/clusters/h100_nvlink_ib400.textproto
+//       --layers=32 --d_model=4096 --heads=32 --vocab=128256 --seq_len=8192 --micro_batch=1
 //       --precision=bf16 --ranks=64,512 --strategies=full_shard,hybrid_shard --csv=/tmp/plan.csv
+//   (one command, written over four lines)
 //
 // The model flags are train_gpt's (same names, same defaults). Per row: the
 // predicted step time (fsdp/plan/step_time_model.h), tokens per second over

@@ -60,7 +60,7 @@ TEST(GnuplotTest, AFailingScriptLeavesNoPngAndNoTemporary) {
 TEST(GnuplotTest, TextIsQuotedAndControlCharactersAreRefused) {
   EXPECT_EQ(GnuplotQuoted("a'b"), "'a''b'");
   EXPECT_TRUE(CheckGnuplotText("run 1 (full_shard) / 'x'", "label").ok());
-  for (const std::string bad : {std::string("a\nb"), std::string("a\rb"), std::string("a\x7f"),
+  for (const std::string& bad : {std::string("a\nb"), std::string("a\rb"), std::string("a\x7f"),
                                 std::string("a\0b", 3)}) {
     const absl::Status status = CheckGnuplotText(bad, "the label");
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;

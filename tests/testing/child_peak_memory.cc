@@ -38,7 +38,7 @@ int64_t PeakRssBytes() {
 }
 
 // VmSize from /proc/self/status, in bytes (0 if unreadable).
-int64_t AddressSpaceBytes() {
+[[maybe_unused]] int64_t AddressSpaceBytes() {
   std::ifstream status("/proc/self/status");
   std::string line;
   while (std::getline(status, line)) {

@@ -36,7 +36,7 @@ TEST(ChildPeakMemoryTest, AnAllocationBeyondTheHeadroomEndsTheChild) {
   const ChildRun run = RunInChild(
       [] {
         // Kept in a volatile so that the compiler cannot elide the allocation.
-        static char* volatile block;
+        [[maybe_unused]] static char* volatile block;
         block = new char[int64_t{4} << 30];
         return absl::OkStatus();
       },
