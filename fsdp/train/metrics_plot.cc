@@ -1,6 +1,9 @@
 // File: fsdp/train/metrics_plot.cc
 #include "fsdp/train/metrics_plot.h"
 
+#include <cmath>
+#include <limits>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -28,6 +31,11 @@ bool FindNumber(absl::string_view line, absl::string_view key, double* value) {
 // '^' are literal with noenhanced titles.
 std::string Quoted(absl::string_view text) { return base::GnuplotQuoted(text); }
 
+// A whole number in [0, limit] (NaN is none).
+bool IsCount(double value, double limit) {
+  return value >= 0 && value <= limit && value == std::floor(value);
+}
+
 }  // namespace
 
 absl::StatusOr<MetricsRun> ParseMetrics(absl::string_view contents, const std::string& label,
@@ -44,6 +52,13 @@ absl::StatusOr<MetricsRun> ParseMetrics(absl::string_view contents, const std::s
           "metrics file ", path_for_errors, " line ", line_number,
           " has no \"step\"; is it a train_gpt --metrics_out file?"));
     }
+    // Counts are whole numbers a step can reach (and converting a value out
+    // of range to an integer is undefined).
+    if (!IsCount(step, std::numeric_limits<int>::max())) {
+      return absl::InvalidArgumentError(absl::StrCat("metrics file ", path_for_errors, " line ",
+                                                     line_number, ": \"step\" is ", step,
+                                                     ", not a step number"));
+    }
     if (absl::StrContains(line, "\"resumed\":true")) {
       // A resumed or restarted attempt takes the steps after this one again.
       while (!run.points.empty() && run.points.back().step > static_cast<int>(step)) {
@@ -54,7 +69,14 @@ absl::StatusOr<MetricsRun> ParseMetrics(absl::string_view contents, const std::s
     MetricsPoint point;
     point.step = static_cast<int>(step);
     double value = 0;
-    if (FindNumber(line, "tokens", &value)) point.tokens = static_cast<int64_t>(value);
+    if (FindNumber(line, "tokens", &value)) {
+      if (!IsCount(value, 9e18)) {
+        return absl::InvalidArgumentError(absl::StrCat("metrics file ", path_for_errors, " line ",
+                                                       line_number, ": \"tokens\" is ", value,
+                                                       ", not a count of tokens"));
+      }
+      point.tokens = static_cast<int64_t>(value);
+    }
     point.has_loss = FindNumber(line, "loss", &point.loss);
     FindNumber(line, "tokens_per_s", &point.tokens_per_s);
     point.has_val = FindNumber(line, "val_loss", &point.val_loss);

@@ -88,6 +88,18 @@ TEST(MetricsPlotTest, GnuplotWritesAWholePng) {
   EXPECT_EQ(Slurp(png + ".gp"), MetricsGnuplotScript({*run}, png));
 }
 
+// A count that no integer holds (or NaN) is refused, naming the line; its
+// conversion would be undefined.
+TEST(MetricsPlotTest, ACountOutOfRangeIsRefusedNamingTheLine) {
+  for (const char* line : {"{\"step\":1e300}", "{\"step\":-1}", "{\"step\":nan}",
+                           "{\"step\":1.5}", "{\"step\":1,\"tokens\":1e300}"}) {
+    absl::StatusOr<MetricsRun> run = ParseMetrics(std::string("\n") + line, "run", "m.jsonl");
+    ASSERT_FALSE(run.ok()) << line;
+    EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(run.status().message().find("m.jsonl line 2"), std::string::npos) << run.status();
+  }
+}
+
 // A resumed attempt's marker drops what the earlier attempt wrote past it.
 TEST(MetricsPlotTest, AResumedRunReplacesTheStepsAfterItsCheckpoint) {
   const std::string contents =
