@@ -302,11 +302,14 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   return o;
 }
 
-// Test hook, for tests/integration/train (mismatched plans): the rank named
-// by this variable plans with --min_unit_numel one larger than the others,
-// as if it had been given different flags. Read here, in the example's main
-// program, so the library never sees it.
+#ifdef FSDP_TRAIN_GPT_TEST_HOOKS
+// Test hook, compiled only into //examples:train_gpt_test_hooks (a testonly
+// build of this file) for tests/integration/train (mismatched plans): the
+// rank named by this variable plans with --min_unit_numel one larger than the
+// others, as if it had been given different flags. The shipped train_gpt
+// reads no such variable.
 constexpr char kPerturbPlanRankEnv[] = "TRAIN_GPT_TEST_PERTURB_PLAN_RANK";
+#endif
 
 // Set by SIGTERM / SIGINT in a rank: RunTraining saves a checkpoint at the
 // next step boundary and returns (Slurm sends SIGTERM before a time limit or
@@ -357,10 +360,12 @@ absl::Status RunRank(fsdp::TrainOptions options) {
   FSDP_ASSIGN_OR_RETURN(comm_options.hang_timeout, HangTimeoutFromFlag());
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> world,
                         comm::Communicator::CreateFromEnvironment(comm_options));
+#ifdef FSDP_TRAIN_GPT_TEST_HOOKS
   if (const char* perturb = std::getenv(kPerturbPlanRankEnv);
       perturb != nullptr && std::atoi(perturb) == world->rank()) {
     options.min_unit_numel += 1;
   }
+#endif
   const int restart = comm::RestartCountFromEnvironment();
   FSDP_RETURN_IF_ERROR(ContinueAfterRestart(restart, options));
   if (restart > 0 && world->rank() == 0) {

@@ -75,9 +75,14 @@ const std::string& TokenizedFortunes(int vocab) {
 }
 
 TrainGptRun RunTrainGpt(const std::string& run_name, const std::vector<std::string>& flags) {
+  return RunTrainGptBinary(TrainGptPath(), run_name, flags);
+}
+
+TrainGptRun RunTrainGptBinary(const std::string& binary, const std::string& run_name,
+                              const std::vector<std::string>& flags) {
   const std::string metrics = absl::StrCat(TmpDir(), "/", run_name, ".jsonl");
   std::remove(metrics.c_str());
-  std::string command = TrainGptPath();
+  std::string command = binary;
   for (const std::string& flag : flags) absl::StrAppend(&command, " '", flag, "'");
   absl::StrAppend(&command, " --metrics_out=", metrics, " 2>&1");
   TrainGptRun run;

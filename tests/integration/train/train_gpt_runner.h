@@ -31,6 +31,10 @@ std::string TrainGptPath();
 // backend is train_gpt's default unless `flags` name one: the default is a
 // rule of the machine, so jobs compare bit for bit.
 TrainGptRun RunTrainGpt(const std::string& run_name, const std::vector<std::string>& flags);
+// The same with another build of train_gpt, e.g.
+// ExamplePath("train_gpt_test_hooks").
+TrainGptRun RunTrainGptBinary(const std::string& binary, const std::string& run_name,
+                              const std::vector<std::string>& flags);
 
 // The path of another example binary beside train_gpt (a data dependency of
 // the test too), e.g. ExamplePath("tokenize").

@@ -114,8 +114,9 @@ TEST(TrainGptShardingTest, HybridShardWithinOneMillionthOfNoShard) {
 TEST(TrainGptShardingTest, MismatchedPlanFailsOnEveryRankNamingTheField) {
   setenv("TRAIN_GPT_TEST_PERTURB_PLAN_RANK", "1", 1);
   const absl::Time start = absl::Now();
-  const TrainGptRun run = RunTrainGpt(
-      "mismatch", {"--nproc=3", "--strategy=full_shard", "--steps=5", "--warmup_steps=1",
+  // The hook is compiled only into the test build of train_gpt.
+  const TrainGptRun run = RunTrainGptBinary(
+      ExamplePath("train_gpt_test_hooks"), "mismatch", {"--nproc=3", "--strategy=full_shard", "--steps=5", "--warmup_steps=1",
                    "--layers=1", "--d_model=16", "--heads=2", "--vocab=37", "--seq_len=8"});
   unsetenv("TRAIN_GPT_TEST_PERTURB_PLAN_RANK");
   EXPECT_LT(absl::Now() - start, absl::Seconds(60)) << "no rank may hang";
