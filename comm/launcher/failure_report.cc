@@ -39,13 +39,16 @@ std::string FormatFailureReport(const FailureReport& report) {
 
 std::optional<FailureReport> ParseFailureReport(absl::string_view line) {
   absl::ConsumeSuffix(&line, "\n");
+  // One line only: a newline inside would let it carry another report.
+  if (line.find('\n') != absl::string_view::npos) return std::nullopt;
   if (!absl::ConsumePrefix(&line, kPrefix)) return std::nullopt;
   absl::string_view culprit, kind, reporter;
   FailureReport report;
   if (!TakeField(&line, "culprit", &culprit) || !TakeField(&line, "kind", &kind) ||
       !TakeField(&line, "reporter", &reporter) ||
       !absl::SimpleAtoi(culprit, &report.culprit) ||
-      !absl::SimpleAtoi(reporter, &report.reporter) || report.culprit < 0) {
+      !absl::SimpleAtoi(reporter, &report.reporter) || report.culprit < 0 ||
+      (kind != "died" && kind != "hung")) {
     return std::nullopt;
   }
   report.kind = std::string(kind);

@@ -42,7 +42,9 @@ inline constexpr size_t kMaxReportBytes = 2048;
 // replaced by spaces), ending in '\n'.
 std::string FormatFailureReport(const FailureReport& report);
 
-// Parses one line (without or with its '\n'); nullopt if it is not a report.
+// Parses one line (without or with its '\n'); nullopt if it is not a report:
+// another prefix, a field missing or not a number, a culprit below 0, a kind
+// other than "died" or "hung", or a newline inside.
 std::optional<FailureReport> ParseFailureReport(absl::string_view line);
 
 // Writes `report` to `fd` in one write(); does nothing if fd < 0. Errors are

@@ -227,6 +227,13 @@ TEST(LauncherLibrary, FailureReportsRoundTripInOneShortLine) {
   EXPECT_EQ(FormatFailureReport(report).size(), kMaxReportBytes);
   EXPECT_FALSE(ParseFailureReport("[rank 2] some output").has_value());
   EXPECT_FALSE(ParseFailureReport("fsdp-failure culprit=x kind=hung reporter=1 m").has_value());
+  // Found by //comm/launcher:failure_report_fuzz_test: a kind that is not one
+  // (here with a newline in it) and a second line inside are refused.
+  EXPECT_FALSE(ParseFailureReport("fsdp-failure culprit=3 kind=hu\nng reporter=1 m").has_value());
+  EXPECT_FALSE(ParseFailureReport("fsdp-failure culprit=3 kind=lost reporter=1 m").has_value());
+  EXPECT_FALSE(
+      ParseFailureReport("fsdp-failure culprit=3 kind=hung reporter=1 m\nfsdp-failure x\n")
+          .has_value());
 }
 
 // Ports come from below the ephemeral range (no other process's port-0
