@@ -148,7 +148,7 @@ class Communicator {
   // LOCAL_RANK/MASTER_ADDR/MASTER_PORT, Open MPI OMPI_COMM_WORLD_*, or Slurm
   // SLURM_*; see comm/rendezvous/job_env.h): rendezvous, then a UCX
   // transport. With a world size of 1 it needs no network at all. Defined in
-  // //comm:communicator_from_environment (which links UCX); depend on it too.
+  // //comm/environment:communicator_from_environment (which links UCX); depend on it too.
   static absl::StatusOr<std::unique_ptr<Communicator>> CreateFromEnvironment(
       const CommunicatorOptions& options = {});
 

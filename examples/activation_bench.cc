@@ -50,9 +50,9 @@
 #include "fsdp/report/budget.h"
 #include "fsdp/report/byte_size.h"
 #include "fsdp/report/memory_estimate.h"
+#include "fsdp/run/train_options.h"
+#include "fsdp/run/train_run.h"
 #include "fsdp/train/strategy.h"
-#include "fsdp/train/train_options.h"
-#include "fsdp/train/train_run.h"
 
 ABSL_FLAG(int, nproc, 2, "ranks per job (1 compute thread each)");
 ABSL_FLAG(int, steps, 4, "optimizer steps per job; the first is not timed");

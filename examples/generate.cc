@@ -9,7 +9,7 @@
 //   bazel run -c opt //examples:generate -- --safetensors=/tmp/gpt.safetensors --tokenizer=/tmp/fortunes.tokenizer --prompt="The meaning of life" --tokens=200
 //
 // The same seed and options give the text train_gpt's own sample printed
-// for those weights (fsdp/train/sampler.h).
+// for those weights (fsdp/run/sampler.h).
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,10 +31,10 @@
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/gpt_inference.h"
 #include "fsdp/nn/gpt_spec.h"
+#include "fsdp/run/model_forward.h"
+#include "fsdp/run/sampler.h"
 #include "fsdp/text/byte_bpe.h"
 #include "fsdp/text/tokenizer_file.h"
-#include "fsdp/train/model_forward.h"
-#include "fsdp/train/sampler.h"
 
 ABSL_FLAG(std::string, safetensors, "", "weights: a file written by train_gpt --export");
 ABSL_FLAG(std::string, checkpoint, "", "weights: a checkpoint directory (DIR/step-N)");

@@ -298,7 +298,7 @@ absl::Status Calibrate(int argc, char** argv) {
   if (ranks_per_node < 1) return absl::InvalidArgumentError("--ranks_per_node must be at least 1");
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   fsdp::SetMatmulThreads(1);
-  // The backend train_gpt takes for the same flag (fsdp/train/compute_backend.h).
+  // The backend train_gpt takes for the same flag (fsdp/run/compute_backend.h).
   const std::string backend_name = absl::GetFlag(FLAGS_matmul_backend);
   FSDP_RETURN_IF_ERROR(fsdp::ValidateMatmulBackendName(backend_name));
   fsdp::MatmulBackend backend = fsdp::DefaultMatmulBackend().backend;

@@ -1,6 +1,6 @@
 // File: examples/plot_metrics.cc
 //
-// Curves of one or more train_gpt runs side by side (fsdp/train/metrics_plot.h):
+// Curves of one or more train_gpt runs side by side (fsdp/run/metrics_plot.h):
 //
 //   bazel run -c opt //examples:plot_metrics -- --metrics=/tmp/a.jsonl,/tmp/b.jsonl --labels=no_shard,full_shard --out=/tmp/curves.png
 #include <cstdio>
@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
-#include "fsdp/train/metrics_plot.h"
+#include "fsdp/run/metrics_plot.h"
 
 ABSL_FLAG(std::string, metrics, "", "comma-separated train_gpt --metrics_out files");
 ABSL_FLAG(std::string, labels, "", "comma-separated legend labels; empty = the file names");

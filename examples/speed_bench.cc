@@ -63,9 +63,9 @@
 #include "fsdp/nn/compute_threads.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/nn/matmul.h"
+#include "fsdp/run/train_options.h"
+#include "fsdp/run/train_run.h"
 #include "fsdp/train/strategy.h"
-#include "fsdp/train/train_options.h"
-#include "fsdp/train/train_run.h"
 
 ABSL_FLAG(int, nproc, 2, "ranks per job (1 compute thread each)");
 ABSL_FLAG(int, steps, 6, "optimizer steps per job; the first is not timed");

@@ -39,9 +39,9 @@
 #include "comm/launcher/launcher.h"
 #include "examples/training_job.h"
 #include "fsdp/nn/gpt_spec.h"
+#include "fsdp/run/train_options.h"
+#include "fsdp/run/train_run.h"
 #include "fsdp/train/strategy.h"
-#include "fsdp/train/train_options.h"
-#include "fsdp/train/train_run.h"
 
 ABSL_FLAG(int, nproc, 2, "ranks for the multi-rank measurement");
 ABSL_FLAG(int, steps, 10, "optimizer steps per measurement (the first is not timed)");

@@ -11,7 +11,7 @@
 // Without a launcher around it, the process validates its flags and then
 // re-launches itself as --nproc ranks (comm/launcher/launcher.h); each rank
 // joins the job from its environment and runs fsdp::RunTraining
-// (fsdp/train/train_run.h). Flags, output and the metrics file:
+// (fsdp/run/train_run.h). Flags, output and the metrics file:
 // docs/train_gpt.md.
 #include <signal.h>
 
@@ -37,15 +37,15 @@
 #include "fsdp/checkpoint/checkpoint.h"
 #include "fsdp/checkpoint/checkpoint_reader.h"
 #include "fsdp/checkpoint/model_export.h"
-#include "fsdp/checkpoint/run_checkpoint.h"
 #include "fsdp/checkpoint/safetensors.h"
 #include "fsdp/report/budget.h"
 #include "fsdp/report/byte_size.h"
-#include "fsdp/train/rank_batches.h"
+#include "fsdp/run/rank_batches.h"
+#include "fsdp/run/run_checkpoint.h"
+#include "fsdp/run/text_monitor.h"
+#include "fsdp/run/train_options.h"
+#include "fsdp/run/train_run.h"
 #include "fsdp/train/strategy.h"
-#include "fsdp/train/text_monitor.h"
-#include "fsdp/train/train_options.h"
-#include "fsdp/train/train_run.h"
 
 namespace {
 const fsdp::TrainOptions kDefaults;

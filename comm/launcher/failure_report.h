@@ -7,7 +7,7 @@
 //
 // //comm/launcher gives every rank the write end of one pipe and its number
 // in FSDP_FAILURE_REPORT_FD (comm/rendezvous/job_env.h). The rank's runtime
-// (Communicator::CreateFromEnvironment, comm/communicator_from_environment.cc)
+// (Communicator::CreateFromEnvironment, comm/environment/communicator_from_environment.cc)
 // writes one line there when its transport tells it of the job's first
 // failure (UcxTransportOptions::on_peer_failure): the first rank it knows to
 // have died or hung.

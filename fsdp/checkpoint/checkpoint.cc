@@ -11,7 +11,7 @@
 #include "fsdp/checkpoint/checkpoint_dir.h"
 #include "fsdp/checkpoint/checkpoint_reader.h"
 #include "fsdp/checkpoint/manifest_file.h"
-#include "fsdp/train/blob_exchange.h"
+#include "fsdp/exchange/blob_exchange.h"
 #include "google/protobuf/text_format.h"
 
 namespace fsdp {
@@ -127,7 +127,7 @@ absl::Status CheckSameModel(const proto::CheckpointManifest& manifest,
 }
 
 absl::StatusOr<SaveStats> SaveCheckpoint(comm::Communicator& world,
-                                         DataParallelTrainer& trainer,
+                                         CheckpointableState& trainer,
                                          proto::CheckpointManifest manifest,
                                          const SaveOptions& options) {
   const absl::Time start = absl::Now();
@@ -189,11 +189,12 @@ absl::StatusOr<SaveStats> SaveCheckpoint(comm::Communicator& world,
   *manifest.mutable_plan() = plan;
   manifest.set_plan_fingerprint(plan.fingerprint());
   proto::OptimizerState* optimizer = manifest.mutable_optimizer();
-  optimizer->set_kind(trainer.optimizer().kind());
+  const CheckpointedOptimizer saved_optimizer = trainer.checkpointed_optimizer();
+  optimizer->set_kind(saved_optimizer.kind);
   optimizer->clear_state_names();
-  for (const std::string& name : trainer.optimizer().StateNames()) optimizer->add_state_names(name);
+  for (const std::string& name : saved_optimizer.state_names) optimizer->add_state_names(name);
   optimizer->set_step(stats.step);
-  optimizer->set_weight_decay(trainer.optimizer().weight_decay());
+  optimizer->set_weight_decay(saved_optimizer.weight_decay);
   manifest.clear_files();
   for (const std::string& blob : *entries) {
     if (blob.empty()) continue;  // a rank that writes no shard
@@ -218,7 +219,7 @@ absl::StatusOr<SaveStats> SaveCheckpoint(comm::Communicator& world,
   return stats;
 }
 
-absl::StatusOr<LoadStats> LoadCheckpoint(comm::Communicator& world, DataParallelTrainer& trainer,
+absl::StatusOr<LoadStats> LoadCheckpoint(comm::Communicator& world, CheckpointableState& trainer,
                                          const std::string& path, absl::Duration timeout,
                                          MemoryTracker* tracker) {
   const absl::Time start = absl::Now();
@@ -229,15 +230,15 @@ absl::StatusOr<LoadStats> LoadCheckpoint(comm::Communicator& world, DataParallel
     reader->set_keep_alive([&world] { world.KeepAlive(); });
     const proto::CheckpointManifest& m = reader->manifest();
     FSDP_RETURN_IF_ERROR(CheckSameModel(m, ModelTensors(trainer.plan())));
-    const UnitOptimizer& optimizer = trainer.optimizer();
-    const std::vector<std::string> names = optimizer.StateNames();
-    if (m.optimizer().kind() != optimizer.kind() ||
+    const CheckpointedOptimizer optimizer = trainer.checkpointed_optimizer();
+    const std::vector<std::string>& names = optimizer.state_names;
+    if (m.optimizer().kind() != optimizer.kind ||
         std::vector<std::string>(m.optimizer().state_names().begin(),
                                  m.optimizer().state_names().end()) != names) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the checkpoint was saved with optimizer ", m.optimizer().kind(), " (state ",
           absl::StrJoin(m.optimizer().state_names(), ", "), ") but this run uses ",
-          optimizer.kind(), " (state ", absl::StrJoin(names, ", "),
+          optimizer.kind, " (state ", absl::StrJoin(names, ", "),
           "); resume with the same --optimizer"));
     }
     FSDP_ASSIGN_OR_RETURN(std::vector<StateRegion> regions, trainer.CheckpointLoadRegions());

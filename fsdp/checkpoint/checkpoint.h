@@ -35,9 +35,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "comm/communicator.h"
+#include "fsdp/checkpoint/checkpointable_state.h"
 #include "fsdp/checkpoint/shard_file.h"
 #include "fsdp/memory/memory_tracker.h"
-#include "fsdp/train/train_step.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/shard_plan.pb.h"
 
@@ -76,7 +76,7 @@ std::vector<proto::TensorEntry> ModelTensors(const proto::ShardPlan& plan);
 // files and the time, which are filled in here. Collective over `world`,
 // which must be the trainer's world.
 absl::StatusOr<SaveStats> SaveCheckpoint(comm::Communicator& world,
-                                         DataParallelTrainer& trainer,
+                                         CheckpointableState& trainer,
                                          proto::CheckpointManifest manifest,
                                          const SaveOptions& options);
 
@@ -93,7 +93,7 @@ struct LoadStats {
 // (NotFound, DataLoss naming the file) otherwise. Every rank returns the
 // same status. `tracker` counts the read buffer.
 // The reader calls world.KeepAlive() after every chunk.
-absl::StatusOr<LoadStats> LoadCheckpoint(comm::Communicator& world, DataParallelTrainer& trainer,
+absl::StatusOr<LoadStats> LoadCheckpoint(comm::Communicator& world, CheckpointableState& trainer,
                                          const std::string& path, absl::Duration timeout,
                                          MemoryTracker* tracker);
 

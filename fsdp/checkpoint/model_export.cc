@@ -9,7 +9,7 @@
 #include "base/status_macros.h"
 #include "fsdp/checkpoint/checkpoint.h"
 #include "fsdp/checkpoint/checkpoint_reader.h"
-#include "fsdp/train/blob_exchange.h"
+#include "fsdp/exchange/blob_exchange.h"
 
 namespace fsdp {
 namespace checkpoint {
@@ -112,7 +112,7 @@ absl::Status CheckSafetensorsFitsModel(const SafetensorsReader& reader,
   return absl::OkStatus();
 }
 
-absl::Status InitFromSafetensors(comm::Communicator& world, DataParallelTrainer& trainer,
+absl::Status InitFromSafetensors(comm::Communicator& world, CheckpointableState& trainer,
                                  const std::string& path, absl::Duration timeout) {
   absl::Status loaded = [&]() -> absl::Status {
     FSDP_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsReader> reader,

@@ -24,8 +24,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "comm/communicator.h"
+#include "fsdp/checkpoint/checkpointable_state.h"
 #include "fsdp/checkpoint/safetensors.h"
-#include "fsdp/train/train_step.h"
 #include "proto/checkpoint.pb.h"
 
 namespace fsdp {
@@ -67,7 +67,7 @@ absl::Status CheckSafetensorsFitsModel(const SafetensorsReader& reader,
 // regions its plan keeps into the freshly created `trainer` (optimizer
 // state stays zero: a new run from these weights). Every rank returns the
 // same status.
-absl::Status InitFromSafetensors(comm::Communicator& world, DataParallelTrainer& trainer,
+absl::Status InitFromSafetensors(comm::Communicator& world, CheckpointableState& trainer,
                                  const std::string& path, absl::Duration timeout);
 
 }  // namespace checkpoint

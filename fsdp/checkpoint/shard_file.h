@@ -1,7 +1,7 @@
 // File: fsdp/checkpoint/shard_file.h
 //
 // One rank's shard file: the regions it saves ([Note: checkpoint regions] in
-// fsdp/train/state_region.h), their fp32 elements back to back as
+// fsdp/checkpoint/state_region.h), their fp32 elements back to back as
 // little-endian bytes, nothing else. What each byte is lives in the
 // manifest's ShardFile entry that WriteShardFile returns: the extents, the
 // size and the SHA-256 of every chunk.
@@ -17,7 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "fsdp/train/state_region.h"
+#include "fsdp/checkpoint/state_region.h"
 #include "proto/checkpoint.pb.h"
 
 namespace fsdp {

@@ -27,7 +27,7 @@
 #include "absl/status/statusor.h"
 #include "fsdp/report/activation_mode.h"
 #include "fsdp/report/memory_estimate.h"
-#include "fsdp/train/train_options.h"
+#include "fsdp/run/train_options.h"
 
 namespace fsdp {
 namespace report {
@@ -53,7 +53,7 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes);
 // activation mode, strategy, nproc ranks, group size, prefetch depth and
 // min_unit_numel, fp32, or under --precision=bf16 mixed (bf16 gradients) or
 // bf16 (--reduce_dtype=fp32), Adam for AdamW and SGD with momentum
-// for SGD (fsdp/train/unit_optimizers.cc). InvalidArgument for a bad strategy.
+// for SGD (fsdp/run/unit_optimizers.cc). InvalidArgument for a bad strategy.
 absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& options);
 
 // CheckFitsBudget(MemoryPointFromTrainOptions(options), budget_bytes): what

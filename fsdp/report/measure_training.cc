@@ -3,7 +3,7 @@
 
 #include "base/status_macros.h"
 #include "fsdp/memory/memory_tracker.h"
-#include "fsdp/train/train_run.h"
+#include "fsdp/run/train_run.h"
 
 namespace fsdp {
 namespace report {

@@ -1,7 +1,7 @@
 // File: fsdp/report/measure_training.h
 //
 // Measures one rank's memory while it really trains: runs fsdp::RunTraining
-// (fsdp/train/train_run.h: the GPT, the optimizer and the DataParallelTrainer
+// (fsdp/run/train_run.h: the GPT, the optimizer and the DataParallelTrainer
 // on one MemoryTracker, options.steps steps on this rank's batches) without
 // logging, and returns every category's peak from its RunSummary and the
 // process's peak RSS. The memory_report example runs it in each launched
@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "comm/communicator.h"
 #include "fsdp/report/rank_measurement.h"
-#include "fsdp/train/train_options.h"
+#include "fsdp/run/train_options.h"
 
 namespace fsdp {
 namespace report {

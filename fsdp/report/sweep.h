@@ -20,7 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "fsdp/report/activation_mode.h"
 #include "fsdp/report/memory_estimate.h"
-#include "fsdp/train/train_options.h"
+#include "fsdp/run/train_options.h"
 #include "proto/shard_plan.pb.h"
 
 namespace fsdp {

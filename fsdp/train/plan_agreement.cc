@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "fsdp/exchange/blob_exchange.h"
 #include "fsdp/plan/plan_compare.h"
-#include "fsdp/train/blob_exchange.h"
 
 namespace fsdp {
 

@@ -43,6 +43,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "comm/communicator.h"
+#include "fsdp/checkpoint/checkpointable_state.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/model.h"
 #include "fsdp/nn/param_spec.h"
@@ -98,7 +99,7 @@ absl::StatusOr<proto::ShardPlan> BuildTrainingPlan(const std::vector<UnitSpec>& 
                                                    const TrainStepOptions& options,
                                                    int world_size);
 
-class DataParallelTrainer {
+class DataParallelTrainer final : public CheckpointableState {
  public:
   // Builds the plan (BuildTrainingPlan), checks that every rank of `world`
   // holds the same one (CheckPlansAgree: on a mismatch every rank fails
@@ -133,22 +134,27 @@ class DataParallelTrainer {
   // --- Checkpoints ([Note: checkpoint regions] in unit_state.h) ----------
   // The ranks of replica group 0 (global ranks 0 .. shard_group_size - 1)
   // hold every element once between them; they are the ones that save.
-  bool saves_checkpoint_shard() const { return world_->rank() < plan_.shard_group_size(); }
+  bool saves_checkpoint_shard() const override {
+    return world_->rank() < plan_.shard_group_size();
+  }
   // Every unit's save regions, in unit order; empty on ranks that do not
   // save. Call between steps.
-  absl::StatusOr<std::vector<StateRegion>> CheckpointSaveRegions();
+  absl::StatusOr<std::vector<StateRegion>> CheckpointSaveRegions() override;
   // Every unit's load regions. Call right after Create, fill every region,
   // then FinishCheckpointLoad.
-  absl::StatusOr<std::vector<StateRegion>> CheckpointLoadRegions();
+  absl::StatusOr<std::vector<StateRegion>> CheckpointLoadRegions() override;
   // The trainer continues as if it had taken `steps_taken` steps.
-  absl::Status FinishCheckpointLoad(int steps_taken);
+  absl::Status FinishCheckpointLoad(int steps_taken) override;
   const UnitOptimizer& optimizer() const { return *optimizer_; }
+  CheckpointedOptimizer checkpointed_optimizer() const override {
+    return {optimizer_->kind(), optimizer_->StateNames(), optimizer_->weight_decay()};
+  }
 
-  const proto::ShardPlan& plan() const { return plan_; }
+  const proto::ShardPlan& plan() const override { return plan_; }
   const UnitRuntime& runtime() const { return runtime_; }
   int num_units() const { return static_cast<int>(units_.size()); }
   const ShardedUnit& unit(int index) const { return *units_[index]; }
-  int steps_taken() const { return steps_taken_; }
+  int steps_taken() const override { return steps_taken_; }
   // Largest sum of gathered parameter / unsharded gradient elements held
   // at once by this trainer's units since Create (the working buffers the
   // memory model bounds; also visible in the tracker's categories).

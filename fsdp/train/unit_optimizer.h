@@ -7,7 +7,7 @@
 // full flat buffer, the sharded ones on this rank's shard, and each element
 // gets the same arithmetic either way.
 //
-// MakeUnitOptimizer() (fsdp/train/unit_optimizers.h) builds AdamW or SGD
+// MakeUnitOptimizer() (fsdp/run/unit_optimizers.h) builds AdamW or SGD
 // over fsdp/optim/.
 #ifndef FSDP_TRAIN_UNIT_OPTIMIZER_H_
 #define FSDP_TRAIN_UNIT_OPTIMIZER_H_

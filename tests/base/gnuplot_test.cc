@@ -3,7 +3,7 @@
 // A plot is published whole or not at all: gnuplot's failure leaves the kept
 // script (for a person to rerun) and neither a PNG nor a temporary file.
 // (A successful plot is checked pixel-header deep in
-// tests/fsdp/train/metrics_plot_test.cc.)
+// tests/fsdp/run/metrics_plot_test.cc.)
 #include "base/gnuplot.h"
 
 #include <sys/stat.h>

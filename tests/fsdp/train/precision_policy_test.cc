@@ -8,9 +8,9 @@
 
 #include <string>
 
-#include "gtest/gtest.h"
-#include "fsdp/train/train_options.h"
+#include "fsdp/run/train_options.h"
 #include "fsdp/train/unit_state.h"
+#include "gtest/gtest.h"
 
 namespace fsdp {
 namespace {

@@ -15,11 +15,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "gtest/gtest.h"
 #include "fsdp/report/budget.h"
 #include "fsdp/report/memory_estimate.h"
+#include "fsdp/run/train_options.h"
 #include "fsdp/train/strategy.h"
-#include "fsdp/train/train_options.h"
+#include "gtest/gtest.h"
 #include "tests/integration/train/train_gpt_runner.h"
 
 namespace fsdp_test {

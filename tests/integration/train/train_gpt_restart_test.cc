@@ -16,7 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "fsdp/train/metrics_plot.h"
+#include "fsdp/run/metrics_plot.h"
 #include "gtest/gtest.h"
 #include "tests/integration/train/train_gpt_runner.h"
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "fsdp/train/metrics_plot.h"
+#include "fsdp/run/metrics_plot.h"
 #include "gtest/gtest.h"
 #include "tests/integration/train/train_gpt_runner.h"
 

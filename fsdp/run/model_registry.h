@@ -1,0 +1,50 @@
+// File: fsdp/run/model_registry.h
+//
+// The models a training run can build, by name, so the run layer names no
+// model: a model family registers a factory once (a static registration in
+// its own library, linked into the binary that trains it), and RunTraining
+// looks up TrainOptions::model.
+//
+//   // fsdp/models/gpt.cc
+//   const bool kRegistered = RegisterModel("gpt", {&GptUnitSpecsOf, &CreateGpt});
+//
+//   FSDP_ASSIGN_OR_RETURN(const ModelFactory* factory, FindModel(options.model));
+//   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, factory->create(options, &tracker));
+#ifndef FSDP_RUN_MODEL_REGISTRY_H_
+#define FSDP_RUN_MODEL_REGISTRY_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "fsdp/memory/memory_tracker.h"
+#include "fsdp/nn/model.h"
+#include "fsdp/nn/param_spec.h"
+#include "fsdp/run/train_options.h"
+
+namespace fsdp {
+
+struct ModelFactory {
+  // The model's units for these options, as the planner reads them; no
+  // allocation (TrainingPlan, --dump_plan).
+  std::vector<UnitSpec> (*unit_specs)(const TrainOptions& options) = nullptr;
+  // The model for options.micro_batch sequences, its activations and
+  // workspace tracked by `tracker`, which must outlive it.
+  absl::StatusOr<std::unique_ptr<Model>> (*create)(const TrainOptions& options,
+                                                   MemoryTracker* tracker) = nullptr;
+};
+
+// Adds `name`; returns true so a registration can initialize a constant.
+// Registering a name twice, or a factory with a null function, is a
+// programming error (FSDP_CHECK).
+bool RegisterModel(const std::string& name, ModelFactory factory);
+
+// The factory registered as `name`; NotFound listing the registered names
+// (none: the binary links no model library) otherwise.
+absl::StatusOr<const ModelFactory*> FindModel(absl::string_view name);
+
+}  // namespace fsdp
+
+#endif  // FSDP_RUN_MODEL_REGISTRY_H_

@@ -1,0 +1,132 @@
+// File: fsdp/run/run_checkpoint.cc
+#include "fsdp/run/run_checkpoint.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "fsdp/checkpoint/checkpoint_dir.h"
+#include "fsdp/checkpoint/checkpoint_reader.h"
+
+namespace fsdp {
+namespace checkpoint {
+namespace {
+
+const char* DecayName(LrDecay decay) {
+  switch (decay) {
+    case LrDecay::kCosine:
+      return "cosine";
+    case LrDecay::kLinear:
+      return "linear";
+    case LrDecay::kConstant:
+      return "constant";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+proto::CheckpointManifest RunManifest(const TrainOptions& o, int64_t next_step) {
+  proto::CheckpointManifest m;
+  proto::ModelConfig* model = m.mutable_model();
+  model->set_family("gpt");
+  model->set_layers(o.layers);
+  model->set_d_model(o.d_model);
+  model->set_heads(o.heads);
+  model->set_vocab(o.vocab);
+  model->set_seq_len(o.seq_len);
+  proto::DataPosition* data = m.mutable_data();
+  data->set_source(o.data.empty() ? "markov" : o.data);
+  data->set_global_batch(o.global_batch());
+  data->set_seq_len(o.seq_len);
+  data->set_next_step(next_step);
+  data->set_sequences_consumed(next_step * o.global_batch());
+  proto::LrSchedulePosition* schedule = m.mutable_schedule();
+  schedule->set_base_lr(o.lr);
+  schedule->set_min_lr(o.min_lr);
+  schedule->set_warmup_steps(o.warmup_steps);
+  schedule->set_total_steps(o.steps);
+  schedule->set_decay(DecayName(o.lr_decay));
+  schedule->set_reference_batch(o.lr_reference_batch);
+  schedule->set_next_step(next_step);
+  m.mutable_rng()->set_init_seed(o.seed);
+  m.mutable_rng()->set_data_seed(o.seed);
+  m.set_train_options(TrainOptionsToString(o));
+  return m;
+}
+
+absl::StatusOr<ResumeChoice> ChooseResumeCheckpoint(const TrainOptions& options) {
+  ResumeChoice choice;
+  if (!options.resume_from.empty()) {
+    FSDP_RETURN_IF_ERROR(ReadManifest(options.resume_from).status());
+    choice.path = options.resume_from;
+    return choice;
+  }
+  if (!options.resume) return choice;
+  absl::StatusOr<CheckpointListing> listing = ListCheckpoints(options.checkpoint_dir);
+  if (absl::IsNotFound(listing.status())) {
+    choice.notes.push_back(absl::StrCat("--checkpoint_dir ", options.checkpoint_dir,
+                                        " does not exist yet: starting from step 0"));
+    return choice;
+  }
+  FSDP_RETURN_IF_ERROR(listing.status());
+  for (const std::string& skipped : listing->incomplete) {
+    choice.notes.push_back(absl::StrCat("ignoring incomplete checkpoint ", skipped));
+  }
+  if (listing->complete.empty()) {
+    choice.notes.push_back(absl::StrCat("no complete checkpoint in ", options.checkpoint_dir,
+                                        ": starting from step 0"));
+    return choice;
+  }
+  choice.path = listing->complete.back().path;
+  return choice;
+}
+
+absl::Status CheckResumeFitsRun(const proto::CheckpointManifest& m, const TrainOptions& o,
+                                std::vector<std::string>* notes) {
+  const proto::ModelConfig& model = m.model();
+  const struct {
+    const char* flag;
+    int64_t saved, now;
+  } fields[] = {{"layers", model.layers(), o.layers},     {"d_model", model.d_model(), o.d_model},
+                {"heads", model.heads(), o.heads},        {"vocab", model.vocab(), o.vocab},
+                {"seq_len", model.seq_len(), o.seq_len}};
+  for (const auto& f : fields) {
+    if (f.saved != f.now) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the checkpoint holds another model: it was saved with --", f.flag, "=", f.saved,
+          " and this run has --", f.flag, "=", f.now, " (", m.train_options(), ")"));
+    }
+  }
+  const char* optimizer = OptimizerKindName(o.optimizer);
+  if (m.optimizer().kind() != optimizer) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the checkpoint was saved with --optimizer=", m.optimizer().kind(),
+        " and this run has --optimizer=", optimizer, "; its optimizer state cannot carry over"));
+  }
+  if (m.data().global_batch() != o.global_batch()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the checkpoint was trained with a global batch of ", m.data().global_batch(),
+        " sequences and this run has ", o.global_batch(), " (--micro_batch=", o.micro_batch,
+        " x --accum=", o.accum, " x --nproc=", o.nproc,
+        "); the data position and schedule are per global batch: choose --micro_batch and "
+        "--accum so that their product with --nproc is ", m.data().global_batch()));
+  }
+  if (m.step() > o.steps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the checkpoint is at step ", m.step(), ", beyond this run's --steps=", o.steps));
+  }
+  const std::string source = o.data.empty() ? "markov" : o.data;
+  if (m.data().source() != source || m.rng().data_seed() != o.seed) {
+    notes->push_back(absl::StrCat("the checkpoint read data ", m.data().source(), " (seed ",
+                                  m.rng().data_seed(), "); this run continues with ", source,
+                                  " (seed ", o.seed, ")"));
+  }
+  if (m.schedule().total_steps() != o.steps) {
+    notes->push_back(absl::StrCat("the checkpoint's schedule had --steps=",
+                                  m.schedule().total_steps(), "; this run's has --steps=",
+                                  o.steps, " (the learning rate from here on follows the new one)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace checkpoint
+}  // namespace fsdp

@@ -1,0 +1,182 @@
+// File: fsdp/run/train_options.h
+//
+// Everything a training run is configured by (the train_gpt flags), and its
+// validation. The launching parent validates BEFORE any rank starts, so a bad
+// flag is one clear error instead of N identical ones from N ranks.
+//
+//   TrainOptions options;            // defaults: the small GPT of train_gpt
+//   options.nproc = 4;
+//   FSDP_RETURN_IF_ERROR(ValidateTrainOptions(options));
+//
+// Batch arithmetic: global batch (sequences per optimizer step) =
+// micro_batch * accum * nproc; see [Note: gradient scaling] in train_step.h.
+#ifndef FSDP_RUN_TRAIN_OPTIONS_H_
+#define FSDP_RUN_TRAIN_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "fsdp/nn/gpt_spec.h"
+#include "fsdp/optim/lr_schedule.h"
+#include "fsdp/train/precision_policy.h"
+#include "fsdp/train/strategy.h"
+
+namespace fsdp {
+
+enum class OptimizerKind { kAdamW, kSgd };
+const char* OptimizerKindName(OptimizerKind kind);  // "adamw", "sgd"
+
+struct TrainOptions {
+  // The model family, by its name in the run's registry
+  // (fsdp/run/model_registry.h); not a flag: train_gpt trains the GPT.
+  std::string model = "gpt";
+  // Job shape.
+  int nproc = 2;
+  Strategy strategy = Strategy::kNoShard;
+  // Sharding (docs/sharding.md). group_size: hybrid_shard's G, ranks per
+  // shard group, dividing nproc; 0 for the other strategies.
+  int group_size = 0;
+  int prefetch_depth = 1;         // units all-gathered ahead; 0 = no prefetch
+  int max_gathers_in_flight = 2;  // outstanding parameter all-gathers, >= 1
+  // Precision, as the flags spell it; PrecisionPolicyOf() reads both into
+  // one PrecisionPolicy (fsdp/train/precision_policy.h), the only place
+  // they are parsed. precision: "fp32", or "bf16" (bf16 parameters and
+  // products with fp32 accumulation; fp32 master and optimizer state;
+  // docs/compute.md). reduce_dtype, the gradients under --precision=bf16:
+  // "bf16" (2-byte gradients, reduced in bf16 with fp32 additions; [Note:
+  // bf16 gradients] in unit_state.h) or "fp32" (4-byte gradients reduced in
+  // fp32). "" = bf16 under --precision=bf16, fp32 otherwise.
+  std::string precision = "fp32";
+  std::string reduce_dtype;
+  // Activation memory (docs/memory.md): "none", "all" or "every:K" blocks
+  // checkpointed (recomputed in the backward), and "standard" or "flash"
+  // (memory-efficient) attention.
+  std::string activation_checkpointing = "none";
+  std::string attention = "standard";
+  int64_t min_unit_numel = 0;     // merge units below this many elements; 0 = off
+  // Model (a GPT; see fsdp/nn/gpt_spec.h).
+  int layers = 2;
+  int d_model = 64;
+  int heads = 4;
+  int vocab = 64;
+  int seq_len = 64;
+  // Batch: sequences per rank per micro-batch, micro-batches per step.
+  int micro_batch = 8;
+  int accum = 1;
+  // Schedule and optimizer.
+  int steps = 100;
+  float lr = 3e-3f;           // peak learning rate
+  int warmup_steps = 5;
+  float min_lr = 3e-4f;       // floor of the decay
+  LrDecay lr_decay = LrDecay::kCosine;
+  // The linear scaling rule (Goyal et al. 2017): when > 0, the peak learning
+  // rate is lr * global_batch / lr_reference_batch, reached by the warmup.
+  int64_t lr_reference_batch = 0;
+  float weight_decay = 0.0f;
+  float grad_clip = 1.0f;     // global-norm clip; 0 = off
+  OptimizerKind optimizer = OptimizerKind::kAdamW;
+  uint64_t seed = 42;
+  // Compute threads per rank (matrix products and their libraries); 0 =
+  // hardware threads / ranks on this machine.
+  int threads = 0;
+  // Matrix products (fsdp/run/compute_backend.h): "default" (the machine's
+  // rule, never a timing), "onednn", "openblas", or "auto" (timed on rank 0;
+  // the bits can change between runs).
+  std::string matmul_backend = "default";
+  // Data: an llm.c .bin token file, or "" for the synthetic Markov stream.
+  std::string data;
+  // Output: one JSON line per step, see fsdp/run/metrics_writer.h; "" = none.
+  std::string metrics_out;
+  // Bound on every wait for a collective.
+  absl::Duration comm_timeout = absl::Seconds(120);
+  // Per-rank memory budget for the MemoryTracker, 0 = none. Any allocation
+  // that would exceed it fails with ResourceExhausted (category, requested,
+  // in use, budget). train_gpt also checks the prediction against it before
+  // any rank starts (fsdp/report/budget.h).
+  int64_t mem_budget_bytes = 0;
+  // Checkpoints (docs/checkpoints.md). checkpoint_dir "" = none. With a
+  // directory, a checkpoint is saved every checkpoint_every steps (0: none
+  // on a schedule), after the last step, and before stopping early.
+  std::string checkpoint_dir;
+  int checkpoint_every = 0;
+  int keep_checkpoints = 0;  // keep the newest K complete ones; 0 = all
+  // Continue from the newest complete checkpoint in checkpoint_dir (from
+  // step 0 if it has none), or from the checkpoint directory resume_from.
+  bool resume = false;
+  std::string resume_from;
+  // Stop, checkpointing first, once the schedule reaches this step; 0 = run
+  // to `steps` (which still sets the schedule's length).
+  int exit_after_steps = 0;
+  // Safetensors (docs/checkpoints.md): write the consolidated fp32 model
+  // here when the run ends (rank 0, one unit at a time); start from these
+  // weights instead of the seed (a new run: step 0, zero optimizer state).
+  // With init_from, steps may be 0: load, report the digest, export.
+  std::string export_path;
+  std::string init_from;
+  // The launcher runs the whole job again up to this many times after a
+  // rank fails; each restart resumes from the newest complete checkpoint
+  // (so it needs checkpoint_dir).
+  int max_restarts = 0;
+  // Which attempt of the job this is (the launcher's restart count, 0 for
+  // the first); not a setting, so not printed. A restarted run, like a
+  // resumed one, adds to --metrics_out instead of starting it anew.
+  int restart = 0;
+  // Text (docs/train_gpt.md; fsdp/run/text_monitor.h). val_data: an llm.c
+  // token file of held-out text, evaluated (val_batches global batches)
+  // before the first step, every val_every steps (0 = only then and at the
+  // end) and after the last. sample_every: decode sample_tokens tokens
+  // after every N steps (0 = none) on rank 0; with sample_tokens > 0 one
+  // sample also ends the run. tokenizer: the tokenize example's file; ""
+  // = PREFIX.tokenizer beside a --data PREFIX_train.bin, else byte-level.
+  // plot: a PNG of the metrics curves written at the end (rank 0).
+  std::string val_data;
+  int val_every = 0;
+  int val_batches = 8;
+  int sample_every = 0;
+  int sample_tokens = 0;
+  std::string prompt;
+  double temperature = 0.8;  // 0 = greedy
+  int top_k = 40;            // 0 = whole vocabulary
+  uint64_t sample_seed = 1;
+  std::string tokenizer;
+  std::string plot;
+
+  int64_t global_batch() const { return int64_t{micro_batch} * accum * nproc; }
+  int64_t tokens_per_step() const { return global_batch() * seq_len; }
+  // 2-byte gradients: --precision=bf16 unless --reduce_dtype=fp32.
+  bool bf16_grads() const;
+};
+
+// The policy --precision and --reduce_dtype describe (ParsePrecisionPolicy).
+// For options ValidateTrainOptions accepted; the fp32 policy for flags it
+// refuses.
+PrecisionPolicy PrecisionPolicyOf(const TrainOptions& options);
+
+// The model these options describe (shape and compute precision).
+GptConfig GptConfigOf(const TrainOptions& options);
+
+// OK, or InvalidArgument naming the flag, its value and what to do:
+// every size positive, heads dividing d_model, lr positive, 0 <= min_lr <= lr,
+// non-negative warmup, weight decay and clip, a group size that is 0 for
+// every strategy but hybrid_shard and, for hybrid_shard, divides nproc (the
+// message lists the sizes that do), prefetch_depth >= 0,
+// max_gathers_in_flight >= 1, min_unit_numel >= 0, a readable --data file.
+absl::Status ValidateTrainOptions(const TrainOptions& options);
+
+// The --group_size rule alone (also used by ValidateTrainOptions): 0 for
+// every strategy but hybrid_shard; for hybrid_shard 1..nproc dividing nproc.
+absl::Status ValidateGroupSize(Strategy strategy, int group_size, int nproc);
+
+// Sets micro_batch from a requested global batch: global_batch sequences per
+// step split over nproc ranks and accum micro-batches each. InvalidArgument
+// when it does not divide evenly, saying which sizes would.
+absl::Status SetMicroBatchFromGlobalBatch(int64_t global_batch, TrainOptions& options);
+
+// One line: "strategy=no_shard nproc=2 layers=2 d_model=64 ... global_batch=8".
+std::string TrainOptionsToString(const TrainOptions& options);
+
+}  // namespace fsdp
+
+#endif  // FSDP_RUN_TRAIN_OPTIONS_H_

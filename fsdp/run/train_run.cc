@@ -1,0 +1,593 @@
+// File: fsdp/run/train_run.cc
+#include "fsdp/run/train_run.h"
+
+#include <sys/resource.h>
+
+#include <string.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "fsdp/checkpoint/checkpoint.h"
+#include "fsdp/checkpoint/checkpoint_reader.h"
+#include "fsdp/checkpoint/model_export.h"
+#include "fsdp/checkpoint/safetensors.h"
+#include "fsdp/exchange/blob_exchange.h"
+#include "fsdp/memory/memory_tracker.h"
+#include "fsdp/nn/compute_threads.h"
+#include "fsdp/nn/matmul.h"
+#include "fsdp/optim/lr_schedule.h"
+#include "fsdp/plan/shard_planner.h"
+#include "fsdp/run/compute_backend.h"
+#include "fsdp/run/metrics_plot.h"
+#include "fsdp/run/metrics_writer.h"
+#include "fsdp/run/model_registry.h"
+#include "fsdp/run/param_digest.h"
+#include "fsdp/run/rank_batches.h"
+#include "fsdp/run/run_checkpoint.h"
+#include "fsdp/run/text_monitor.h"
+#include "fsdp/run/unit_optimizers.h"
+#include "fsdp/train/train_step.h"
+
+namespace fsdp {
+
+TrainStepOptions TrainStepOptionsFrom(const TrainOptions& options) {
+  TrainStepOptions step_options;
+  step_options.strategy = options.strategy;
+  step_options.accum_steps = options.accum;
+  step_options.grad_clip = options.grad_clip;
+  step_options.seed = options.seed;
+  step_options.comm_timeout = options.comm_timeout;
+  step_options.group_size = options.group_size;
+  step_options.prefetch_depth = options.prefetch_depth;
+  step_options.max_gathers_in_flight = options.max_gathers_in_flight;
+  step_options.precision = PrecisionPolicyOf(options);
+  step_options.min_unit_numel = options.min_unit_numel;
+  return step_options;
+}
+
+absl::StatusOr<proto::ShardPlan> TrainingPlan(const TrainOptions& options) {
+  FSDP_RETURN_IF_ERROR(ValidateTrainOptions(options));
+  FSDP_ASSIGN_OR_RETURN(const ModelFactory* factory, FindModel(options.model));
+  return BuildTrainingPlan(factory->unit_specs(options), TrainStepOptionsFrom(options),
+                           options.nproc);
+}
+
+absl::StatusOr<std::string> TrainingPlanText(const TrainOptions& options) {
+  FSDP_ASSIGN_OR_RETURN(proto::ShardPlan plan, TrainingPlan(options));
+  return plan::ShardPlanToText(plan);
+}
+
+namespace {
+
+// Rank 0 chooses the checkpoint and checks that it fits the run; every rank
+// learns the choice and loads its part. Returns the steps already taken.
+absl::StatusOr<int> StartFromCheckpoint(const TrainOptions& options, comm::Communicator& world,
+                                        DataParallelTrainer& trainer, MemoryTracker& tracker,
+                                        std::FILE* log, RunSummary& summary) {
+  if (!options.resume && options.resume_from.empty()) return 0;
+  std::string path;
+  absl::Status chosen = absl::OkStatus();
+  if (world.rank() == 0) {
+    chosen = [&]() -> absl::Status {
+      FSDP_ASSIGN_OR_RETURN(checkpoint::ResumeChoice choice,
+                            checkpoint::ChooseResumeCheckpoint(options));
+      std::vector<std::string> notes = choice.notes;
+      if (!choice.path.empty()) {
+        FSDP_ASSIGN_OR_RETURN(proto::CheckpointManifest manifest,
+                              checkpoint::ReadManifest(choice.path));
+        FSDP_RETURN_IF_ERROR(checkpoint::CheckResumeFitsRun(manifest, options, &notes));
+        // Another backend rounds differently: the run goes on, but not with
+        // the bits of one that never stopped.
+        if (!manifest.matmul().empty() && manifest.matmul() != summary.MatmulRecord()) {
+          notes.push_back(absl::StrCat("the checkpoint was computed with matmul ",
+                                       manifest.matmul(), "; this run computes with ",
+                                       summary.MatmulRecord(),
+                                       ", which rounds differently from here on"));
+        }
+      }
+      for (const std::string& note : notes) {
+        if (log != nullptr) std::fprintf(log, "train_gpt: note: %s\n", note.c_str());
+      }
+      path = choice.path;
+      return absl::OkStatus();
+    }();
+  }
+  FSDP_RETURN_IF_ERROR(AgreeOnStatus(world, chosen, options.comm_timeout, "resume choice"));
+  FSDP_ASSIGN_OR_RETURN(std::vector<std::string> paths,
+                        AllGatherBlobs(world, path, options.comm_timeout, "resume path"));
+  path = paths[0];
+  if (path.empty()) return 0;
+  FSDP_ASSIGN_OR_RETURN(checkpoint::LoadStats loaded,
+                        checkpoint::LoadCheckpoint(world, trainer, path, options.comm_timeout,
+                                                   &tracker));
+  summary.resumed_from = path;
+  if (log != nullptr) {
+    std::fprintf(log, "train_gpt: resumed from %s at step %lld (%s; %s read on rank 0 in %.0f ms)\n",
+                 path.c_str(), static_cast<long long>(loaded.step),
+                 loaded.same_plan ? "same plan" : "resharded from another plan",
+                 FormatBytes(loaded.rank_bytes_read).c_str(),
+                 absl::ToDoubleMilliseconds(loaded.time));
+    std::fflush(log);
+  }
+  return static_cast<int>(loaded.step);
+}
+
+// Saves a checkpoint after the trainer's last step. A failed save that
+// leaves the job intact is a warning while the run goes on (the previous
+// checkpoint stays the newest), and an error when the run is about to end
+// or a peer is gone.
+absl::Status SaveRunCheckpoint(const TrainOptions& options, comm::Communicator& world,
+                               DataParallelTrainer& trainer, bool final_save, std::FILE* log,
+                               RunSummary& summary) {
+  checkpoint::SaveOptions save;
+  save.dir = options.checkpoint_dir;
+  save.keep = options.keep_checkpoints;
+  save.timeout = options.comm_timeout;
+  save.keep_alive = [&world] { world.KeepAlive(); };
+  proto::CheckpointManifest manifest = checkpoint::RunManifest(options, trainer.steps_taken());
+  manifest.set_matmul(summary.MatmulRecord());
+  absl::StatusOr<checkpoint::SaveStats> saved =
+      checkpoint::SaveCheckpoint(world, trainer, manifest, save);
+  if (!saved.ok()) {
+    const bool job_broken = absl::IsUnavailable(saved.status()) ||
+                            absl::IsDeadlineExceeded(saved.status());
+    if (final_save || job_broken) return saved.status();
+    if (log != nullptr) {
+      std::fprintf(log, "train_gpt: warning: %s; training goes on\n",
+                   std::string(saved.status().message()).c_str());
+      std::fflush(log);
+    }
+    return absl::OkStatus();
+  }
+  summary.checkpoint_save_seconds.push_back(absl::ToDoubleSeconds(saved->total_time));
+  summary.checkpoint_total_bytes = saved->total_bytes;
+  summary.last_checkpoint = saved->path;
+  if (log != nullptr) {
+    std::fprintf(log,
+                 "checkpoint: step %lld saved to %s (%s in %d shard files, %s on rank 0 written "
+                 "in %.0f ms; stall %.0f ms)\n",
+                 static_cast<long long>(saved->step), saved->path.c_str(),
+                 FormatBytes(saved->total_bytes).c_str(),
+                 trainer.plan().shard_group_size(), FormatBytes(saved->rank_bytes).c_str(),
+                 absl::ToDoubleMilliseconds(saved->write_time),
+                 absl::ToDoubleMilliseconds(saved->total_time));
+    for (const std::string& pruned : saved->pruned) {
+      std::fprintf(log, "checkpoint: removed %s (--keep_checkpoints=%d)\n", pruned.c_str(),
+                   options.keep_checkpoints);
+    }
+    for (const std::string& warning : saved->warnings) {
+      std::fprintf(log, "checkpoint: warning: %s\n", warning.c_str());
+    }
+    std::fflush(log);
+  }
+  return absl::OkStatus();
+}
+
+// Why the run stops after `step`, agreed by every rank; "" = it goes on.
+absl::StatusOr<std::string> AgreeOnStop(const TrainOptions& options, comm::Communicator& world,
+                                        const std::atomic<int>* stop_signal, int step) {
+  if (options.exit_after_steps > 0 && step == options.exit_after_steps) {
+    return absl::StrCat("--exit_after_steps=", options.exit_after_steps);
+  }
+  if (stop_signal == nullptr) return std::string();
+  FSDP_ASSIGN_OR_RETURN(
+      std::vector<uint64_t> signals,
+      AllGatherU64(world, static_cast<uint64_t>(stop_signal->load()), options.comm_timeout,
+                   "stop-signal check"));
+  for (uint64_t signal_number : signals) {
+    if (signal_number != 0) {
+      return absl::StrCat("signal ", signal_number, " (",
+                          strsignal(static_cast<int>(signal_number)), ")");
+    }
+  }
+  return std::string();
+}
+
+// A resumed or restarted run adds to the metrics file: the earlier
+// attempts' lines are its history.
+bool ContinuesEarlierRun(const TrainOptions& options) {
+  return options.resume || !options.resume_from.empty() || options.restart > 0;
+}
+
+// This process's minor page faults so far (the kernel mapping a fresh page,
+// clearing it first): a steady-state step that reuses its buffers has none.
+int64_t MinorPageFaults() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return usage.ru_minflt;
+}
+
+// A sample between marker lines (the launcher prefixes each line with the
+// rank, so multi-line text stays readable).
+void PrintSample(std::FILE* log, int step, const std::string& how, const std::string& text) {
+  if (log == nullptr) return;
+  std::fprintf(log, "---- sample after step %d (%s) ----\n%s\n---- end of sample ----\n", step,
+               how.c_str(), text.c_str());
+  std::fflush(log);
+}
+
+}  // namespace
+
+namespace {
+
+// Everything one rank's run holds between its phases (RunTraining: set up,
+// the steps, the end). Not movable: the trainer and the model point at the
+// tracker.
+struct TrainingRun {
+  TrainingRun(const TrainOptions& options, comm::Communicator& world, std::FILE* log)
+      : options(options), world(world), log(log), tracker(options.mem_budget_bytes) {}
+  TrainingRun(const TrainingRun&) = delete;
+  TrainingRun& operator=(const TrainingRun&) = delete;
+
+  const TrainOptions& options;
+  comm::Communicator& world;
+  std::FILE* log;  // null on ranks that do not report
+  MemoryTracker tracker;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<DataParallelTrainer> trainer;
+  std::unique_ptr<RankBatches> batches;
+  std::optional<LrSchedule> schedule;
+  std::unique_ptr<MetricsWriter> metrics;  // rank 0 with --metrics_out
+  std::unique_ptr<TextMonitor> text;
+  RunSummary summary;
+  int last_step = 0;
+  // The first step pays for warm-up (page faults, thread start); rates are
+  // reported over the rest.
+  absl::Duration timed_step_time;
+  absl::Duration timed_comm_wait;
+  int64_t timed_tokens = 0;
+  double timed_matmul_s = 0;
+  double timed_matmul_flops = 0;
+};
+
+// What one step measured, for its progress line and metrics.
+struct StepRecord {
+  int step = 0;
+  StepResult result;
+  MatmulStats matmul;
+  int64_t page_faults = 0;
+  int64_t peak_bytes = 0;
+  bool validated = false;  // summary.final_val_loss is this step's
+};
+
+// The engine, the model, the trainer, the data and the schedule; the metrics
+// file opened and the run's header printed. No step taken, nothing loaded.
+absl::StatusOr<std::unique_ptr<TrainingRun>> BuildRun(const TrainOptions& options,
+                                                      comm::Communicator& world,
+                                                      std::FILE* log) {
+  FSDP_RETURN_IF_ERROR(ValidateTrainOptions(options));
+  if (world.size() != options.nproc) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "this job has ", world.size(), " ranks but --nproc=", options.nproc,
+        "; launch with the same --nproc as the job's world size (under srun or mpirun leave "
+        "--nproc out: the engine's task count is the world size)"));
+  }
+  FSDP_RETURN_IF_ERROR(
+      SetComputeThreads(options.threads > 0 ? options.threads : DefaultComputeThreads()));
+  FSDP_ASSIGN_OR_RETURN(ComputeBackendChoice backend,
+                        SelectMatmulBackend(options.matmul_backend, world, options.comm_timeout));
+  auto run = std::make_unique<TrainingRun>(options, world, log);
+  RunSummary& summary = run->summary;
+  summary.matmul_backend = MatmulBackendName(backend.backend);
+  summary.matmul_kernels = backend.kernels;
+  if (log != nullptr) {
+    std::fprintf(log, "train_gpt: matmul backend %s\n", backend.Description().c_str());
+    std::fflush(log);  // before the model is built: a crash there should not swallow it
+  }
+
+  FSDP_ASSIGN_OR_RETURN(const ModelFactory* factory, FindModel(options.model));
+  FSDP_ASSIGN_OR_RETURN(run->model, factory->create(options, &run->tracker));
+  FSDP_ASSIGN_OR_RETURN(std::unique_ptr<UnitOptimizer> optimizer,
+                        MakeUnitOptimizer(options.optimizer, options.weight_decay));
+  FSDP_ASSIGN_OR_RETURN(run->trainer,
+                        DataParallelTrainer::Create(run->model.get(), &world, &run->tracker,
+                                                    std::move(optimizer),
+                                                    TrainStepOptionsFrom(options)));
+  FSDP_ASSIGN_OR_RETURN(run->batches, RankBatches::Create(options, world.rank()));
+
+  LrScheduleOptions schedule_options;
+  schedule_options.base_lr = options.lr;
+  schedule_options.min_lr = options.min_lr;
+  // A --steps=0 run (load and export) takes no step: any valid schedule.
+  schedule_options.total_steps = std::max(options.steps, 1);
+  schedule_options.warmup_steps =
+      std::min<int64_t>(options.warmup_steps, schedule_options.total_steps);
+  schedule_options.decay = options.lr_decay;
+  schedule_options.linear_scaling = options.lr_reference_batch > 0;
+  schedule_options.global_batch = options.global_batch();
+  schedule_options.reference_batch = std::max<int64_t>(options.lr_reference_batch, 1);
+  FSDP_ASSIGN_OR_RETURN(run->schedule, LrSchedule::Create(schedule_options));
+
+  if (world.rank() == 0 && !options.metrics_out.empty()) {
+    FSDP_ASSIGN_OR_RETURN(run->metrics,
+                          MetricsWriter::Open(options.metrics_out,
+                                              ContinuesEarlierRun(options)
+                                                  ? MetricsWriter::Mode::kContinue
+                                                  : MetricsWriter::Mode::kNewRun));
+  }
+  summary.num_params = 0;
+  for (const UnitSpec& unit : run->model->units()) summary.num_params += unit.numel();
+  if (log != nullptr) {
+    std::fprintf(log,
+                 "train_gpt: %s\ntrain_gpt: %lld parameters in %d units (%d plan units, "
+                 "%lld elements per rank per sharded state), %lld tokens/step\n",
+                 TrainOptionsToString(options).c_str(),
+                 static_cast<long long>(summary.num_params), run->model->num_units(),
+                 run->trainer->num_units(),
+                 static_cast<long long>(run->trainer->plan().total_shard_numel()),
+                 static_cast<long long>(options.tokens_per_step()));
+    std::fflush(log);
+  }
+  return run;
+}
+
+// Where the run starts: a checkpoint (--resume, --resume_from) or the
+// weights of --init_from, the data stream at that step, and the held-out
+// loss before the first step.
+absl::Status StartRun(TrainingRun& run) {
+  const TrainOptions& options = run.options;
+  RunSummary& summary = run.summary;
+  FSDP_ASSIGN_OR_RETURN(summary.start_step,
+                        StartFromCheckpoint(options, run.world, *run.trainer, run.tracker,
+                                            run.log, summary));
+  run.last_step = summary.start_step;
+  if (run.metrics != nullptr && ContinuesEarlierRun(options)) {
+    FSDP_RETURN_IF_ERROR(run.metrics->WriteLine(ResumedMetricsJson(summary.start_step)));
+  }
+  if (!options.init_from.empty()) {
+    FSDP_RETURN_IF_ERROR(checkpoint::InitFromSafetensors(run.world, *run.trainer,
+                                                         options.init_from, options.comm_timeout));
+    if (run.log != nullptr) {
+      std::fprintf(run.log, "train_gpt: parameters from %s\n", options.init_from.c_str());
+    }
+  }
+  run.batches->SeekToStep(summary.start_step);
+  // Validation and samples (fsdp/run/text_monitor.h), between steps.
+  FSDP_ASSIGN_OR_RETURN(run.text, TextMonitor::Create(options, run.world.rank(), &run.tracker));
+  if (!run.text->ValDue(summary.start_step)) return absl::OkStatus();
+  FSDP_ASSIGN_OR_RETURN(summary.first_val_loss, run.text->Validate(*run.trainer, run.world));
+  summary.final_val_loss = summary.first_val_loss;
+  if (run.log != nullptr) {
+    std::fprintf(run.log, "step %4d/%d | val_loss %.6f (%lld held-out tokens)\n",
+                 summary.start_step, options.steps, summary.first_val_loss,
+                 static_cast<long long>(run.text->val_tokens()));
+    std::fflush(run.log);
+  }
+  if (run.metrics != nullptr) {
+    FSDP_RETURN_IF_ERROR(run.metrics->WriteLine(
+        ValMetricsJson(summary.start_step, summary.start_step * options.tokens_per_step(),
+                       summary.first_val_loss)));
+  }
+  return absl::OkStatus();
+}
+
+// One optimizer step on this step's batches, measured (time, products,
+// page faults) and added to the run's rates.
+absl::StatusOr<StepRecord> TakeStep(TrainingRun& run, int step) {
+  StepRecord record;
+  record.step = step;
+  FSDP_ASSIGN_OR_RETURN(std::vector<Batch> micro_batches, run.batches->NextStep());
+  const float lr = run.schedule->At(step - 1);  // the schedule counts from 0
+  ResetMatmulStats();
+  const int64_t faults_before = MinorPageFaults();
+  FSDP_ASSIGN_OR_RETURN(record.result, run.trainer->Step(micro_batches, lr));
+  record.matmul = CurrentMatmulStats();
+  record.page_faults = MinorPageFaults() - faults_before;
+  record.peak_bytes = run.tracker.Snapshot().peak_total_bytes;
+
+  const int start_step = run.summary.start_step;
+  if (step == start_step + 1) run.summary.first_loss = record.result.loss;
+  if (step > start_step + 1 || run.options.steps == start_step + 1) {
+    run.timed_step_time += record.result.step_time;
+    run.timed_comm_wait += record.result.comm_wait;
+    run.timed_matmul_s += record.matmul.seconds;
+    run.timed_matmul_flops += record.matmul.flops;
+    run.timed_tokens += record.result.global_tokens;
+  }
+  run.summary.final_loss = record.result.loss;
+  return record;
+}
+
+// The step's progress line (rank 0) and metrics line.
+absl::Status ReportStep(TrainingRun& run, const StepRecord& record) {
+  const StepResult& result = record.result;
+  const double seconds = absl::ToDoubleSeconds(result.step_time);
+  const double tokens_per_s = seconds > 0 ? result.global_tokens / seconds : 0.0;
+  if (run.log != nullptr) {
+    std::fprintf(run.log,
+                 "step %4d/%d | loss %.6f | lr %.3e | %9.0f tok/s | peak %s/rank | "
+                 "comm wait %.1f ms (%.0f%%) | matmul %.0f%% at %.0f GFLOP/s | %lld page faults%s\n",
+                 record.step, run.options.steps, result.loss, result.lr, tokens_per_s,
+                 FormatBytes(record.peak_bytes).c_str(),
+                 absl::ToDoubleMilliseconds(result.comm_wait),
+                 seconds > 0 ? 100.0 * absl::ToDoubleSeconds(result.comm_wait) / seconds : 0.0,
+                 seconds > 0 ? 100.0 * record.matmul.seconds / seconds : 0.0,
+                 record.matmul.seconds > 0 ? record.matmul.flops / record.matmul.seconds / 1e9
+                                           : 0.0,
+                 static_cast<long long>(record.page_faults),
+                 record.validated
+                     ? absl::StrFormat(" | val_loss %.6f", run.summary.final_val_loss).c_str()
+                     : "");
+    std::fflush(run.log);
+  }
+  if (run.metrics == nullptr) return absl::OkStatus();
+  StepMetrics m;
+  m.step = record.step;
+  m.loss = result.loss;
+  m.lr = result.lr;
+  m.tokens_per_s = tokens_per_s;
+  m.peak_bytes = record.peak_bytes;
+  m.comm_wait_s = absl::ToDoubleSeconds(result.comm_wait);
+  m.matmul_s = record.matmul.seconds;
+  m.matmul_flops = record.matmul.flops;
+  m.page_faults = record.page_faults;
+  m.tokens = record.step * run.options.tokens_per_step();
+  m.has_val_loss = record.validated;
+  m.val_loss = run.summary.final_val_loss;
+  return run.metrics->WriteLine(StepMetricsJson(m));
+}
+
+// The steps after the start, each: step, validate, report, sample, agree on
+// stopping, checkpoint. Returns after --steps, or after the step every rank
+// agreed to stop at.
+absl::Status RunSteps(TrainingRun& run, const std::atomic<int>* stop_signal) {
+  const TrainOptions& options = run.options;
+  RunSummary& summary = run.summary;
+  for (int step = summary.start_step + 1; step <= options.steps; ++step) {
+    FSDP_ASSIGN_OR_RETURN(StepRecord record, TakeStep(run, step));
+    record.validated = run.text->ValDue(step);
+    if (record.validated) {
+      FSDP_ASSIGN_OR_RETURN(summary.final_val_loss, run.text->Validate(*run.trainer, run.world));
+    }
+    FSDP_RETURN_IF_ERROR(ReportStep(run, record));
+    run.last_step = step;
+    if (run.text->SampleDue(step)) {
+      FSDP_ASSIGN_OR_RETURN(summary.last_sample, run.text->Sample(*run.trainer));
+      PrintSample(run.log, step, run.text->SampleDescription(), summary.last_sample);
+    }
+
+    FSDP_ASSIGN_OR_RETURN(summary.stop_reason, AgreeOnStop(options, run.world, stop_signal, step));
+    const bool stopping = !summary.stop_reason.empty() || step == options.steps;
+    if (!options.checkpoint_dir.empty() &&
+        (stopping || (options.checkpoint_every > 0 && step % options.checkpoint_every == 0))) {
+      FSDP_RETURN_IF_ERROR(
+          SaveRunCheckpoint(options, run.world, *run.trainer, stopping, run.log, summary));
+    }
+    if (!summary.stop_reason.empty()) break;
+  }
+  return absl::OkStatus();
+}
+
+// The parameters' digest, and --export written on rank 0, from one pass over
+// the gathered units (one unit at a time, tracked, never the whole model).
+absl::Status DigestAndExport(TrainingRun& run) {
+  const TrainOptions& options = run.options;
+  ParamDigest digest;
+  std::unique_ptr<checkpoint::SafetensorsWriter> exporter;
+  absl::Status exported = absl::OkStatus();
+  if (!options.export_path.empty() && run.world.rank() == 0) {
+    absl::StatusOr<std::unique_ptr<checkpoint::SafetensorsWriter>> created =
+        checkpoint::SafetensorsWriter::Create(
+            options.export_path,
+            checkpoint::ExportSpecs(checkpoint::ModelTensors(run.trainer->plan())),
+            checkpoint::ExportMetadata(checkpoint::RunManifest(options, run.last_step).model()));
+    if (created.ok()) {
+      exporter = std::move(*created);
+    } else {
+      exported = created.status();
+    }
+  }
+  FSDP_RETURN_IF_ERROR(run.trainer->ForEachGatheredUnit(
+      [&](const proto::UnitPlan& unit, absl::Span<const float> params) {
+        digest.Update(params);
+        if (exporter != nullptr && exported.ok()) {
+          exported = checkpoint::AppendUnit(*exporter, unit, params);
+        }
+        return absl::OkStatus();
+      }));
+  if (exporter != nullptr && exported.ok()) exported = exporter->Finish();
+  if (!options.export_path.empty()) {
+    FSDP_RETURN_IF_ERROR(AgreeOnStatus(run.world, exported, options.comm_timeout, "export"));
+    if (run.log != nullptr) {
+      std::fprintf(run.log, "train_gpt: exported the model after step %d to %s\n", run.last_step,
+                   options.export_path.c_str());
+    }
+  }
+  run.summary.param_sha256 = digest.HexDigest();
+  return absl::OkStatus();
+}
+
+// After the last step: why it stopped, the summary (memory, rates, digest,
+// export), the final metrics and "done" lines, the last sample and the plot.
+absl::Status FinishRun(TrainingRun& run) {
+  const TrainOptions& options = run.options;
+  RunSummary& summary = run.summary;
+  std::FILE* log = run.log;
+  if (log != nullptr && !summary.stop_reason.empty()) {
+    std::fprintf(log, "train_gpt: stopped after step %d of %d (%s)%s\n", run.last_step,
+                 options.steps, summary.stop_reason.c_str(),
+                 summary.last_checkpoint.empty()
+                     ? "; no --checkpoint_dir, nothing saved"
+                     : absl::StrCat("; continue with --resume --checkpoint_dir=",
+                                    options.checkpoint_dir).c_str());
+    std::fflush(log);
+  }
+
+  summary.steps = run.last_step;
+  summary.memory = run.tracker.Snapshot();
+  summary.peak_gathered_param_numel = run.trainer->peak_gathered_param_numel();
+  summary.peak_unsharded_grad_numel = run.trainer->peak_unsharded_grad_numel();
+  summary.plan_fingerprint = run.trainer->plan().fingerprint();
+  FSDP_RETURN_IF_ERROR(DigestAndExport(run));
+  const double timed_seconds = absl::ToDoubleSeconds(run.timed_step_time);
+  summary.tokens_per_s = timed_seconds > 0 ? run.timed_tokens / timed_seconds : 0.0;
+  summary.comm_wait_share =
+      timed_seconds > 0 ? absl::ToDoubleSeconds(run.timed_comm_wait) / timed_seconds : 0.0;
+  summary.matmul_share = timed_seconds > 0 ? run.timed_matmul_s / timed_seconds : 0.0;
+  summary.matmul_gflops =
+      run.timed_matmul_s > 0 ? run.timed_matmul_flops / run.timed_matmul_s / 1e9 : 0.0;
+  summary.peak_bytes = summary.memory.peak_total_bytes;
+  if (run.metrics != nullptr) {
+    FinalMetrics f;
+    f.steps = summary.steps;
+    f.loss = summary.final_loss;
+    f.param_sha256 = summary.param_sha256;
+    f.world_size = run.world.size();
+    f.strategy = StrategyName(options.strategy);
+    f.tokens_per_s = summary.tokens_per_s;
+    f.comm_wait_share = summary.comm_wait_share;
+    f.matmul_share = summary.matmul_share;
+    f.matmul_gflops = summary.matmul_gflops;
+    f.peak_bytes = summary.peak_bytes;
+    f.matmul_backend = summary.matmul_backend;
+    f.matmul_kernels = summary.matmul_kernels;
+    FSDP_RETURN_IF_ERROR(run.metrics->WriteLine(FinalMetricsJson(f)));
+  }
+  if (log != nullptr) {
+    std::fprintf(log,
+                 "train_gpt: done, %d steps, loss %.4f -> %.4f, %.0f tok/s, comm wait %.1f%% "
+                 "of step time, matmul %s %.1f%% at %.0f GFLOP/s, peak %s/rank, params sha256 %s\n",
+                 summary.steps, summary.first_loss, summary.final_loss, summary.tokens_per_s,
+                 100.0 * summary.comm_wait_share, summary.matmul_backend.c_str(),
+                 100.0 * summary.matmul_share, summary.matmul_gflops,
+                 FormatBytes(summary.peak_bytes).c_str(),
+                 summary.param_sha256.c_str());
+    std::fflush(log);
+  }
+  if (run.text->samples_at_end()) {
+    FSDP_ASSIGN_OR_RETURN(summary.last_sample, run.text->Sample(*run.trainer));
+    PrintSample(log, run.last_step, run.text->SampleDescription(), summary.last_sample);
+  }
+  if (!options.plot.empty() && run.metrics != nullptr) {
+    run.metrics.reset();  // flushed and closed
+    FSDP_ASSIGN_OR_RETURN(MetricsRun metrics_run,
+                          ReadMetricsFile(options.metrics_out, StrategyName(options.strategy)));
+    FSDP_RETURN_IF_ERROR(PlotMetrics({metrics_run}, options.plot, absl::Seconds(120)));
+    if (log != nullptr) {
+      std::fprintf(log, "train_gpt: plotted %s to %s (gnuplot script %s.gp)\n",
+                   options.metrics_out.c_str(), options.plot.c_str(), options.plot.c_str());
+      std::fflush(log);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Communicator& world,
+                                       std::FILE* log, const std::atomic<int>* stop_signal) {
+  FSDP_ASSIGN_OR_RETURN(std::unique_ptr<TrainingRun> run, BuildRun(options, world, log));
+  FSDP_RETURN_IF_ERROR(StartRun(*run));
+  FSDP_RETURN_IF_ERROR(RunSteps(*run, stop_signal));
+  FSDP_RETURN_IF_ERROR(FinishRun(*run));
+  return std::move(run->summary);
+}
+
+}  // namespace fsdp
