@@ -21,7 +21,8 @@
 #   tsan  the tests that run threads or many processes that talk: tests/comm
 #         (transport, progress engine, collectives, rendezvous store and
 #         heartbeats, launcher), tests/integration/comm but store_attack_test,
-#         the training step and trainer (tests/fsdp/train) and the memory
+#         the training step and trainer (tests/fsdp/train), the run over
+#         ranks as threads (tests/fsdp/run) and the memory
 #         tracker. Not the single-threaded compute and format tests (fsdp/nn,
 #         plan, report, text, data, optim, checkpoint), which ASan covers, nor
 #         the end-to-end training runs (tests/integration/train, engines):
@@ -44,7 +45,7 @@ declare -A run_query=(
   [plain]="$all_tests"
   [asan]="($all_tests) except attr(tags, fuzz, tests(//...)) except $not_sanitized"
   [tsan]="($all_tests) intersect tests(//tests/comm/... + //tests/integration/comm/... + \
-//tests/fsdp/train/... + //tests/fsdp/memory/...) except $not_sanitized"
+//tests/fsdp/train/... + //tests/fsdp/run/... + //tests/fsdp/memory/...) except $not_sanitized"
 )
 declare -A run_flags=(
   [plain]=""
