@@ -109,7 +109,7 @@ fsdp::TrainOptions JobOptions(const Mode& mode, int seq_len, int64_t budget, int
   o.nproc = absl::GetFlag(FLAGS_nproc);
   o.strategy = *fsdp::ParseStrategy(absl::GetFlag(FLAGS_strategy));
   o.activation_checkpointing = mode.checkpointing;
-  o.attention = mode.attention;
+  o.attention = mode.attention == "flash" ? fsdp::Attention::kFlash : fsdp::Attention::kStandard;
   o.mem_budget_bytes = budget;
   return o;
 }

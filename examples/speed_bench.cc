@@ -111,15 +111,14 @@ fsdp::TrainOptions ModelOptions() {
 // gradients), or bf16_fp32grad (--precision=bf16 --reduce_dtype=fp32).
 absl::Status ApplyPrecision(const std::string& precision, fsdp::TrainOptions& o) {
   if (precision == "bf16_fp32grad") {
-    o.precision = "bf16";
-    o.reduce_dtype = "fp32";
+    FSDP_ASSIGN_OR_RETURN(o.precision, fsdp::ParsePrecisionPolicy("bf16", "fp32"));
     return absl::OkStatus();
   }
   if (precision != "fp32" && precision != "bf16") {
     return absl::InvalidArgumentError(absl::StrCat(
         "precision '", precision, "' is not one of fp32, bf16, bf16_fp32grad"));
   }
-  o.precision = precision;
+  FSDP_ASSIGN_OR_RETURN(o.precision, fsdp::ParsePrecisionPolicy(precision, ""));
   return absl::OkStatus();
 }
 

@@ -66,7 +66,7 @@ ABSL_FLAG(int, max_gathers_in_flight, kDefaults.max_gathers_in_flight,
 ABSL_FLAG(bool, mixed_precision, false,
           "an alias of --precision=bf16 (it once meant fp32 buffers with bf16 collectives, "
           "which the bf16 layout replaced)");
-ABSL_FLAG(std::string, precision, kDefaults.precision,
+ABSL_FLAG(std::string, precision, "fp32",
           "fp32, or bf16: bf16 parameters (all-gathered in bf16) and matrix products with "
           "fp32 accumulation, fp32 master and optimizer state; gradients per --reduce_dtype");
 ABSL_FLAG(std::string, reduce_dtype, "",
@@ -102,7 +102,7 @@ ABSL_FLAG(std::string, activation_checkpointing, kDefaults.activation_checkpoint
           "none, all, or every:K: checkpointed blocks (0, K, 2K, ...) keep only their output "
           "in the forward and recompute the rest in their backward (docs/memory.md); results "
           "are bit-identical");
-ABSL_FLAG(std::string, attention, kDefaults.attention,
+ABSL_FLAG(std::string, attention, fsdp::AttentionName(kDefaults.attention),
           "standard (saves the B H T T probabilities) or flash (blocked, saves one "
           "log-sum-exp per query row; equal to standard within rounding; either precision)");
 ABSL_FLAG(std::string, matmul_backend, kDefaults.matmul_backend,
@@ -187,17 +187,18 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   o.group_size = absl::GetFlag(FLAGS_group_size);
   o.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
   o.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
-  o.precision = absl::GetFlag(FLAGS_precision);
+  std::string precision = absl::GetFlag(FLAGS_precision);
   if (absl::GetFlag(FLAGS_mixed_precision)) {
     if (!comm::IsLaunchedRank()) {
       std::fprintf(stderr, "train_gpt: --mixed_precision is an alias of --precision=bf16 (bf16 "
                            "parameters and gradients, fp32 master and optimizer state)\n");
     }
-    o.precision = "bf16";
+    precision = "bf16";
   }
-  o.reduce_dtype = absl::GetFlag(FLAGS_reduce_dtype);
+  FSDP_ASSIGN_OR_RETURN(o.precision, fsdp::ParsePrecisionPolicy(
+                                         precision, absl::GetFlag(FLAGS_reduce_dtype)));
   o.activation_checkpointing = absl::GetFlag(FLAGS_activation_checkpointing);
-  o.attention = absl::GetFlag(FLAGS_attention);
+  FSDP_ASSIGN_OR_RETURN(o.attention, fsdp::ParseAttention(absl::GetFlag(FLAGS_attention)));
   o.min_unit_numel = absl::GetFlag(FLAGS_min_unit_numel);
   o.layers = absl::GetFlag(FLAGS_layers);
   o.d_model = absl::GetFlag(FLAGS_d_model);

@@ -205,7 +205,7 @@ absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& opti
   point.prefetch_depth = options.prefetch_depth;
   point.min_unit_numel = options.min_unit_numel;
   // [Note: runtime precision] in sweep.cc.
-  const PrecisionPolicy policy = PrecisionPolicyOf(options);
+  const PrecisionPolicy& policy = options.precision;
   point.precision = policy.param_dtype != comm::Dtype::kBFloat16   ? Precision::kFp32
                     : policy.reduce_dtype == comm::Dtype::kBFloat16 ? Precision::kMixed
                                                                     : Precision::kBf16;

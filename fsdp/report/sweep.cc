@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "comm/dtype.h"
 #include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/report/gpt_family.h"
 #include "fsdp/train/strategy.h"
@@ -138,11 +139,12 @@ absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int 
   options.heads = point.config.heads;
   options.vocab = point.config.vocab;
   options.seq_len = point.config.seq_len;
-  options.precision = bf16_layout ? "bf16" : "fp32";
-  if (bf16_layout) options.reduce_dtype = point.precision == Precision::kMixed ? "bf16" : "fp32";
+  options.precision.param_dtype = bf16_layout ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
+  options.precision.reduce_dtype = point.precision == Precision::kMixed ? comm::Dtype::kBFloat16
+                                                                        : comm::Dtype::kFloat32;
   options.activation_checkpointing =
       ActivationCheckpointingName(point.config.activation_checkpoint_every);
-  options.attention = point.config.flash_attention ? "flash" : "standard";
+  options.attention = point.config.flash_attention ? Attention::kFlash : Attention::kStandard;
   options.min_unit_numel = point.min_unit_numel;
   options.micro_batch = point.micro_batch;
   options.accum = 1;

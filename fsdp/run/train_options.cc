@@ -42,6 +42,18 @@ const char* OptimizerKindName(OptimizerKind kind) {
   return kind == OptimizerKind::kAdamW ? "adamw" : "sgd";
 }
 
+const char* AttentionName(Attention attention) {
+  return attention == Attention::kFlash ? "flash" : "standard";
+}
+
+absl::StatusOr<Attention> ParseAttention(absl::string_view name) {
+  if (name == "standard") return Attention::kStandard;
+  if (name == "flash") return Attention::kFlash;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--attention=", name,
+      " is not one of standard (saves B H T T probabilities), flash (memory-efficient)"));
+}
+
 absl::Status ValidateTrainOptions(const TrainOptions& o) {
   FSDP_RETURN_IF_ERROR(Positive("nproc", o.nproc));
   FSDP_RETURN_IF_ERROR(CheckStrategyAvailable(o.strategy));
@@ -74,13 +86,8 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--threads=", o.threads, " must not be negative (0 = pick from the core count)"));
   }
-  FSDP_RETURN_IF_ERROR(ParsePrecisionPolicy(o.precision, o.reduce_dtype).status());
+  FSDP_RETURN_IF_ERROR(ValidatePrecisionPolicy(o.precision));
   FSDP_RETURN_IF_ERROR(ParseActivationCheckpointing(o.activation_checkpointing, o.layers).status());
-  if (o.attention != "standard" && o.attention != "flash") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--attention=", o.attention,
-        " is not one of standard (saves B H T T probabilities), flash (memory-efficient)"));
-  }
   FSDP_RETURN_IF_ERROR(ValidateMatmulBackendName(o.matmul_backend));
   if (o.d_model % o.heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -177,12 +184,7 @@ absl::Status SetMicroBatchFromGlobalBatch(int64_t global_batch, TrainOptions& o)
 }
 
 bool TrainOptions::bf16_grads() const {
-  return PrecisionPolicyOf(*this).reduce_dtype == comm::Dtype::kBFloat16;
-}
-
-PrecisionPolicy PrecisionPolicyOf(const TrainOptions& options) {
-  return ParsePrecisionPolicy(options.precision, options.reduce_dtype)
-      .value_or(PrecisionPolicy{});
+  return precision.reduce_dtype == comm::Dtype::kBFloat16;
 }
 
 GptConfig GptConfigOf(const TrainOptions& options) {
@@ -192,12 +194,12 @@ GptConfig GptConfigOf(const TrainOptions& options) {
   config.heads = options.heads;
   config.vocab = options.vocab;
   config.seq_len = options.seq_len;
-  config.bf16_compute = PrecisionPolicyOf(options).param_dtype == comm::Dtype::kBFloat16;
+  config.bf16_compute = options.precision.param_dtype == comm::Dtype::kBFloat16;
   config.bf16_params = config.bf16_compute;  // [Note: bf16 parameter layout]
   // Validated by ValidateTrainOptions; a bad mode here means none.
   config.activation_checkpoint_every =
       ParseActivationCheckpointing(options.activation_checkpointing, options.layers).value_or(0);
-  config.flash_attention = options.attention == "flash";
+  config.flash_attention = options.attention == Attention::kFlash;
   return config;
 }
 
@@ -213,9 +215,9 @@ std::string TrainOptionsToString(const TrainOptions& o) {
       o.micro_batch, o.accum, o.global_batch(), o.steps, OptimizerKindName(o.optimizer), o.lr,
       o.min_lr, o.warmup_steps, o.weight_decay, o.grad_clip, o.seed, o.threads, o.matmul_backend,
       o.data.empty() ? "synthetic" : o.data, o.group_size, o.prefetch_depth,
-      o.max_gathers_in_flight, o.precision,
-      comm::DtypeName(PrecisionPolicyOf(o).reduce_dtype),
-      o.activation_checkpointing, o.attention, o.min_unit_numel,
+      o.max_gathers_in_flight, comm::DtypeName(o.precision.param_dtype),
+      comm::DtypeName(o.precision.reduce_dtype),
+      o.activation_checkpointing, AttentionName(o.attention), o.min_unit_numel,
       o.checkpoint_dir.empty()
           ? ""
           : absl::StrCat(" checkpoint_dir=", o.checkpoint_dir,

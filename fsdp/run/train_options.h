@@ -17,6 +17,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/optim/lr_schedule.h"
@@ -27,6 +29,13 @@ namespace fsdp {
 
 enum class OptimizerKind { kAdamW, kSgd };
 const char* OptimizerKindName(OptimizerKind kind);  // "adamw", "sgd"
+
+// --attention: the probabilities saved (standard) or recomputed blockwise
+// from one log-sum-exp per query row (flash, memory-efficient).
+enum class Attention { kStandard, kFlash };
+const char* AttentionName(Attention attention);  // "standard", "flash"
+// InvalidArgument naming the flag and the choices for anything else.
+absl::StatusOr<Attention> ParseAttention(absl::string_view name);
 
 struct TrainOptions {
   // The model family, by its name in the run's registry
@@ -40,21 +49,20 @@ struct TrainOptions {
   int group_size = 0;
   int prefetch_depth = 1;         // units all-gathered ahead; 0 = no prefetch
   int max_gathers_in_flight = 2;  // outstanding parameter all-gathers, >= 1
-  // Precision, as the flags spell it; PrecisionPolicyOf() reads both into
-  // one PrecisionPolicy (fsdp/train/precision_policy.h), the only place
-  // they are parsed. precision: "fp32", or "bf16" (bf16 parameters and
-  // products with fp32 accumulation; fp32 master and optimizer state;
-  // docs/compute.md). reduce_dtype, the gradients under --precision=bf16:
-  // "bf16" (2-byte gradients, reduced in bf16 with fp32 additions; [Note:
-  // bf16 gradients] in unit_state.h) or "fp32" (4-byte gradients reduced in
-  // fp32). "" = bf16 under --precision=bf16, fp32 otherwise.
-  std::string precision = "fp32";
-  std::string reduce_dtype;
+  // What the parameters, gradients, master and optimizer state are stored
+  // and moved in: --precision and --reduce_dtype, parsed once by
+  // ParsePrecisionPolicy (fsdp/train/precision_policy.h) where the flags are
+  // read. --precision=fp32, or bf16 (bf16 parameters and products with fp32
+  // accumulation; fp32 master and optimizer state; docs/compute.md);
+  // --reduce_dtype, the gradients under bf16: bf16 (2-byte gradients,
+  // reduced in bf16 with fp32 additions; [Note: bf16 gradients] in
+  // unit_state.h) or fp32.
+  PrecisionPolicy precision;
   // Activation memory (docs/memory.md): "none", "all" or "every:K" blocks
   // checkpointed (recomputed in the backward), and "standard" or "flash"
   // (memory-efficient) attention.
   std::string activation_checkpointing = "none";
-  std::string attention = "standard";
+  Attention attention = Attention::kStandard;
   int64_t min_unit_numel = 0;     // merge units below this many elements; 0 = off
   // Model (a GPT; see fsdp/nn/gpt_spec.h).
   int layers = 2;
@@ -148,11 +156,6 @@ struct TrainOptions {
   // 2-byte gradients: --precision=bf16 unless --reduce_dtype=fp32.
   bool bf16_grads() const;
 };
-
-// The policy --precision and --reduce_dtype describe (ParsePrecisionPolicy).
-// For options ValidateTrainOptions accepted; the fp32 policy for flags it
-// refuses.
-PrecisionPolicy PrecisionPolicyOf(const TrainOptions& options);
 
 // The model these options describe (shape and compute precision).
 GptConfig GptConfigOf(const TrainOptions& options);

@@ -47,7 +47,7 @@ TrainStepOptions TrainStepOptionsFrom(const TrainOptions& options) {
   step_options.group_size = options.group_size;
   step_options.prefetch_depth = options.prefetch_depth;
   step_options.max_gathers_in_flight = options.max_gathers_in_flight;
-  step_options.precision = PrecisionPolicyOf(options);
+  step_options.precision = options.precision;
   step_options.min_unit_numel = options.min_unit_numel;
   return step_options;
 }

@@ -141,14 +141,14 @@ TEST(BudgetTest, TrainOptionsAreCheckedAsTheirMemoryPoint) {
   EXPECT_FALSE(CheckTrainingFitsBudget(options, hybrid_total - 1).ok());
   // --precision=bf16 is the report's mixed (2-byte gradients), and with
   // --reduce_dtype=fp32 its bf16.
-  options.precision = "bf16";
+  options.precision = *ParsePrecisionPolicy("bf16", "");
   point.precision = Precision::kMixed;
   const int64_t mixed_total = EstimateRankMemory(point)->total_bytes();
   EXPECT_TRUE(CheckTrainingFitsBudget(options, mixed_total).ok());
   const absl::Status over_mixed = CheckTrainingFitsBudget(options, mixed_total - 1);
   EXPECT_EQ(over_mixed.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(over_mixed.message().find("mixed"), std::string::npos) << over_mixed.message();
-  options.reduce_dtype = "fp32";
+  options.precision = *ParsePrecisionPolicy("bf16", "fp32");
   point.precision = Precision::kBf16;
   const int64_t bf16_total = EstimateRankMemory(point)->total_bytes();
   EXPECT_GT(bf16_total, mixed_total);  // 4-byte gradients
@@ -301,7 +301,7 @@ TEST(BudgetTest, TrainOptionsCarryTheActivationMode) {
   options.seq_len = 256;
   options.micro_batch = 4;
   options.activation_checkpointing = "every:2";
-  options.attention = "flash";
+  options.attention = Attention::kFlash;
   const MemoryPoint point = *MemoryPointFromTrainOptions(options);
   EXPECT_EQ(point.config.activation_checkpoint_every, 2);
   EXPECT_TRUE(point.config.flash_attention);

@@ -89,19 +89,18 @@ TEST(PrecisionPolicyTest, ToStringNamesEveryDtype) {
             "params=bf16 reduce=fp32 (sum) master=fp32 optimizer_state=fp32");
 }
 
-TEST(PrecisionPolicyTest, TrainOptionsParseInOnePlace) {
+TEST(PrecisionPolicyTest, TrainOptionsHoldThePolicy) {
   TrainOptions options;
-  EXPECT_EQ(PrecisionPolicyOf(options), PrecisionPolicy{});
+  EXPECT_EQ(options.precision, PrecisionPolicy{});
   EXPECT_FALSE(options.bf16_grads());
-  options.precision = "bf16";
-  EXPECT_EQ(PrecisionPolicyOf(options), *ParsePrecisionPolicy("bf16", "bf16"));
+  options.precision = *ParsePrecisionPolicy("bf16", "");
+  EXPECT_EQ(options.precision, *ParsePrecisionPolicy("bf16", "bf16"));
   EXPECT_TRUE(options.bf16_grads());
   EXPECT_TRUE(GptConfigOf(options).bf16_compute);
-  options.reduce_dtype = "fp32";
-  EXPECT_EQ(PrecisionPolicyOf(options).reduce_dtype, Dtype::kFloat32);
+  options.precision = *ParsePrecisionPolicy("bf16", "fp32");
+  EXPECT_EQ(options.precision.reduce_dtype, Dtype::kFloat32);
   EXPECT_FALSE(options.bf16_grads());
-  options.reduce_dtype = "fp8";
-  const absl::Status s = ValidateTrainOptions(options);
+  const absl::Status s = ParsePrecisionPolicy("bf16", "fp8").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--reduce_dtype=fp8 is not one of"), std::string::npos) << s;
 }

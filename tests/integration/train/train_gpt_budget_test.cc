@@ -101,7 +101,7 @@ int64_t PredictedLongSequencePeak(const std::string& checkpointing, const std::s
   o.seq_len = 512;
   o.micro_batch = 4;
   o.activation_checkpointing = checkpointing;
-  o.attention = attention;
+  o.attention = *fsdp::ParseAttention(attention);
   absl::StatusOr<fsdp::report::MemoryPoint> point =
       fsdp::report::MemoryPointFromTrainOptions(o);
   EXPECT_TRUE(point.ok()) << point.status();
