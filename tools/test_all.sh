@@ -13,10 +13,12 @@
 #   asan  every test but
 #         - the fuzz targets, already built with -fsanitize=fuzzer,address,
 #           undefined by clang (tools/fuzz/fuzz.bzl);
-#         - store_attack_test: two 600-step 4-rank training runs are its
-#           payload (over 5 min under ASan); the store's reading of hostile
-#           bytes is fuzzed under ASan+UBSan (framed_socket_fuzz_test) and
-#           the store runs under ASan in rendezvous_test and store_listen_test;
+#         - store_attack_test and store_flood_test: 4-rank training runs
+#           are their payload (over 5 min under ASan; the flood test's step
+#           times mean nothing under a sanitizer); the store's reading of
+#           hostile bytes is fuzzed under ASan+UBSan (framed_socket_fuzz_test,
+#           store_join_fuzz_test) and the store runs under ASan in
+#           rendezvous_test and store_listen_test;
 #         Memory errors and undefined behaviour: parsers, kernels, buffers.
 #   tsan  the tests that run threads or many processes that talk: tests/comm
 #         (transport, progress engine, collectives, rendezvous store and
@@ -39,7 +41,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
 all_tests='tests(//...) except attr(tags, manual, tests(//...))'
-not_sanitized='//tests/integration/comm:store_attack_test'
+not_sanitized='//tests/integration/comm:store_attack_test + //tests/integration/comm:store_flood_test'
 declare -A run_query=(
   [plain]="$all_tests"
   [asan]="($all_tests) except attr(tags, fuzz, tests(//...)) except $not_sanitized"
