@@ -13,21 +13,24 @@
 #   asan  every test but
 #         - the fuzz targets, already built with -fsanitize=fuzzer,address,
 #           undefined by clang (tools/fuzz/fuzz.bzl);
-#         - store_attack_test: two 600-step 4-rank training runs are its
-#           payload (over 5 min under ASan); the store's reading of hostile
-#           bytes is fuzzed under ASan+UBSan (framed_socket_fuzz_test) and
-#           the store runs under ASan in rendezvous_test and store_listen_test;
+#         - store_attack_test and store_flood_test: 4-rank training runs
+#           are their payload (over 5 min under ASan; the flood test's step
+#           times mean nothing under a sanitizer); the store's reading of
+#           hostile bytes is fuzzed under ASan+UBSan (framed_socket_fuzz_test,
+#           store_join_fuzz_test) and the store runs under ASan in
+#           rendezvous_test and store_listen_test;
 #         Memory errors and undefined behaviour: parsers, kernels, buffers.
 #   tsan  the tests that run threads or many processes that talk: tests/comm
 #         (transport, progress engine, collectives, rendezvous store and
-#         heartbeats, launcher), tests/integration/comm but store_attack_test,
-#         the training step and trainer (tests/fsdp/train), the run over
-#         ranks as threads (tests/fsdp/run) and the memory
-#         tracker. Not the single-threaded compute and format tests (fsdp/nn,
-#         plan, report, text, data, optim, checkpoint), which ASan covers, nor
-#         the end-to-end training runs (tests/integration/train, engines):
-#         they run the same communicator code as the integration tests of
-#         comm, GPT training under TSan is 10-20x slower, and CI has 90 min.
+#         heartbeats, launcher), tests/integration/comm but the two attack
+#         tests, the training step and trainer (tests/fsdp/train), the run
+#         over ranks as threads (tests/fsdp/run), the memory tracker, and the
+#         end-to-end training runs of tests/integration/train and
+#         tests/integration/engines (train_gpt's ranks as processes, each
+#         under TSan) but those listed in tsan_left_out below, each with its
+#         reason (docs/build.md, "Sanitizers in CI", has the times measured).
+#         Not the single-threaded compute and format tests (fsdp/nn, plan,
+#         report, text, data, optim, checkpoint), which ASan covers.
 #         OpenMP (oneDNN's libgomp) is not built with TSan: suppressed, with
 #         the reason, in tools/tsan_suppressions.txt.
 set -uo pipefail
@@ -40,12 +43,32 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
 all_tests='tests(//...) except attr(tags, manual, tests(//...))'
-not_sanitized='//tests/integration/comm:store_attack_test'
+not_sanitized='//tests/integration/comm:store_attack_test + //tests/integration/comm:store_flood_test'
+# Training runs left out of the TSan run, for time (measured under TSan with
+# other work on the 2 cores; docs/build.md):
+#   train_gpt_checkpoint_test  9 min, passed (stop and resume under every strategy,
+#                              a checkpoint continued at 1-4 ranks)
+#   train_gpt_precision_test   13 min, passed (bf16 against fp32 over 200 steps,
+#                              either gradient dtype)
+#   train_gpt_text_test        size large (40 s here, passed, but it is
+#                              sized for real text at every world size and
+#                              strategy)
+#   mpirun_test                the collective scenarios under mpirun did not
+#                              finish within the test's own 300 s (no race
+#                              reported); grid_world*_test runs the same
+#                              scenarios under TSan through the launcher
+# Their threads are the communicator's and the trainer's, which the training
+# runs kept here exercise.
+tsan_left_out='//tests/integration/train:train_gpt_checkpoint_test + \
+//tests/integration/train:train_gpt_precision_test + //tests/integration/train:train_gpt_text_test + \
+//tests/integration/engines:mpirun_test'
 declare -A run_query=(
   [plain]="$all_tests"
-  [asan]="($all_tests) except attr(tags, fuzz, tests(//...)) except $not_sanitized"
+  [asan]="($all_tests) except attr(tags, fuzz, tests(//...)) except ($not_sanitized)"
   [tsan]="($all_tests) intersect tests(//tests/comm/... + //tests/integration/comm/... + \
-//tests/fsdp/train/... + //tests/fsdp/run/... + //tests/fsdp/memory/...) except $not_sanitized"
+//tests/fsdp/train/... + //tests/fsdp/run/... + //tests/fsdp/memory/... + \
+//tests/integration/train/... + //tests/integration/engines/...) \
+except ($not_sanitized) except ($tsan_left_out)"
 )
 declare -A run_flags=(
   [plain]=""

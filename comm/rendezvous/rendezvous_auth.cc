@@ -51,7 +51,10 @@ bool MacEquals(const std::string& a, const std::string& b) {
 
 void SealedChannel::Seal(const google::protobuf::MessageLite& message,
                          fsdp::proto::Sealed* sealed) {
-  std::string body = message.SerializeAsString();
+  SealBytes(message.SerializeAsString(), sealed);
+}
+
+void SealedChannel::SealBytes(std::string body, fsdp::proto::Sealed* sealed) {
   sealed->set_mac(Hmac(key_, {Header(side_, sent_++), body}));
   sealed->set_body(std::move(body));
 }

@@ -62,6 +62,9 @@ class SealedChannel {
   // `message` serialized into `sealed`, its MAC over this side's direction and
   // next sequence number.
   void Seal(const google::protobuf::MessageLite& message, fsdp::proto::Sealed* sealed);
+  // The same for a body already serialized (the fuzz targets seal bytes that
+  // need not parse, as a buggy peer that knows the secret might).
+  void SealBytes(std::string body, fsdp::proto::Sealed* sealed);
 
   // The body of a message sealed by the other side, if its MAC verifies for
   // the next expected sequence number (which it then consumes); false
