@@ -35,6 +35,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,17 +48,21 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "base/atomic_file.h"
 #include "base/posix_file.h"
 #include "base/status_macros.h"
 #include "fsdp/nn/gpt_spec.h"
-#include "fsdp/plan/gpt_work.h"
+#include "fsdp/plan/gpt_step_prediction.h"
 #include "fsdp/plan/hardware_description.h"
 #include "fsdp/plan/shard_planner.h"
 #include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/plan/step_time_model.h"
 #include "fsdp/report/memory_estimate.h"
 
+ABSL_FLAG(std::string, model, "",
+          "a preset's dimensions (gpt3-175b, llama3-8b, llama3-70b, llama3-405b; "
+          "fsdp/plan/gpt_step_prediction.h); model flags given as well override them");
 ABSL_FLAG(int, layers, 2, "transformer blocks (train_gpt's flag)");
 ABSL_FLAG(int, d_model, 64, "width (train_gpt's flag)");
 ABSL_FLAG(int, heads, 4, "attention heads (train_gpt's flag)");
@@ -98,6 +103,7 @@ struct Options {
   std::vector<fsdp::proto::ShardingStrategy> strategies;
   std::string cluster;
   std::string csv;
+  std::string preset_note;  // the preset's source and approximation, or empty
 };
 
 struct Row {
@@ -119,13 +125,47 @@ std::string Resolve(const std::string& path) {
   return absl::StrCat(workspace, "/", path);
 }
 
-absl::StatusOr<Options> ParseOptions() {
-  Options o;
+// The flags named on the command line (absl keeps that to itself).
+std::set<std::string>& GivenFlags() {
+  static auto* given = new std::set<std::string>;
+  return *given;
+}
+
+void RecordGivenFlags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (!absl::ConsumePrefix(&arg, "--") && !absl::ConsumePrefix(&arg, "-")) continue;
+    GivenFlags().insert(std::string(arg.substr(0, arg.find('='))));
+  }
+}
+
+bool Given(const std::string& flag) { return GivenFlags().count(flag) > 0; }
+
+// A preset's dimensions, each replaced by its flag when that is given.
+absl::Status SetDimensions(Options& o) {
   o.config.layers = absl::GetFlag(FLAGS_layers);
   o.config.d_model = absl::GetFlag(FLAGS_d_model);
   o.config.heads = absl::GetFlag(FLAGS_heads);
   o.config.vocab = absl::GetFlag(FLAGS_vocab);
   o.config.seq_len = absl::GetFlag(FLAGS_seq_len);
+  const std::string name = absl::GetFlag(FLAGS_model);
+  if (name.empty()) return absl::OkStatus();
+  FSDP_ASSIGN_OR_RETURN(const fsdp::plan::GptPreset preset, fsdp::plan::FindGptPreset(name));
+  if (!Given("layers")) o.config.layers = preset.config.layers;
+  if (!Given("d_model")) o.config.d_model = preset.config.d_model;
+  if (!Given("heads")) o.config.heads = preset.config.heads;
+  if (!Given("vocab")) o.config.vocab = preset.config.vocab;
+  if (!Given("seq_len")) o.config.seq_len = preset.config.seq_len;
+  o.preset_note = absl::StrCat("# model ", preset.name, ": ", preset.source,
+                               preset.approximation.empty() ? "" : "; here ",
+                               preset.approximation, "\n");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Options> ParseOptions() {
+  Options o;
+  FSDP_RETURN_IF_ERROR(SetDimensions(o));
   FSDP_ASSIGN_OR_RETURN(o.config.activation_checkpoint_every,
                         fsdp::ParseActivationCheckpointing(
                             absl::GetFlag(FLAGS_activation_checkpointing), o.config.layers));
@@ -190,41 +230,26 @@ void SetGoodput(double step_s, int nodes, Row& row) {
 
 absl::StatusOr<Row> Predict(const Options& o, const fsdp::proto::HardwareDescription& hw,
                             fsdp::proto::ShardingStrategy strategy, int ranks, int group_size) {
-  fsdp::plan::PlannerOptions planner;
-  planner.strategy = strategy;
-  planner.world_size = ranks;
-  planner.group_size = group_size;
-  planner.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
-  planner.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
-  planner.mixed_precision = o.bf16;
-  planner.include_rank_ranges = false;
-  FSDP_ASSIGN_OR_RETURN(fsdp::proto::ShardPlan plan,
-                        fsdp::plan::BuildShardPlan(fsdp::GptUnitSpecs(o.config), planner));
-
-  fsdp::plan::StepModelInputs in;
-  in.units = fsdp::plan::GptUnitWork(o.config, o.micro_batch, plan);
-  in.strategy = strategy;
-  in.world_size = ranks;
-  in.group_size = group_size;
-  in.product_dtype = o.bf16 ? fsdp::plan::ProductDtype::kBf16 : fsdp::plan::ProductDtype::kFp32;
-  in.param_bytes = o.bf16 ? 2 : 4;
-  in.grad_bytes = o.bf16 ? 2 : 4;
-  in.accum_steps = o.accum;
-  in.prefetch_depth = planner.prefetch_depth;
-  in.max_gathers_in_flight = planner.max_gathers_in_flight;
-  in.grad_clip = absl::GetFlag(FLAGS_grad_clip) > 0;
+  fsdp::plan::GptRun run;
+  run.config = o.config;
+  run.micro_batch = o.micro_batch;
+  run.accum = o.accum;
+  run.bf16 = o.bf16;
+  run.strategy = strategy;
+  run.ranks = ranks;
+  run.group_size = group_size;
+  run.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
+  run.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
+  run.grad_clip = absl::GetFlag(FLAGS_grad_clip) > 0;
+  FSDP_ASSIGN_OR_RETURN(const fsdp::plan::GptStepPrediction prediction,
+                        fsdp::plan::PredictGptStep(run, hw));
   Row row;
   row.strategy = fsdp::plan::ShardingStrategyName(strategy);
   row.ranks = ranks;
   row.group_size = group_size;
-  FSDP_ASSIGN_OR_RETURN(row.step, fsdp::plan::PredictStepTime(in, hw));
-
-  const double tokens = static_cast<double>(o.micro_batch) * o.config.seq_len * o.accum * ranks;
-  row.tokens_per_s = tokens / row.step.step_s;
-  const double peak_rate =
-      fsdp::plan::ProductRateFor(hw, in.product_dtype, int64_t{1} << 62) * row.step.rank_share;
-  row.mfu = fsdp::plan::GptFlopsPerMicroBatch(o.config, o.micro_batch) * o.accum /
-            row.step.step_s / peak_rate;
+  row.step = prediction.step;
+  row.tokens_per_s = prediction.tokens_per_s;
+  row.mfu = prediction.mfu;
 
   fsdp::report::MemoryPoint point;
   point.config = o.config;
@@ -233,7 +258,7 @@ absl::StatusOr<Row> Predict(const Options& o, const fsdp::proto::HardwareDescrip
   point.ranks = ranks;
   point.group_size = group_size;
   point.precision = o.bf16 ? fsdp::report::Precision::kMixed : fsdp::report::Precision::kFp32;
-  point.prefetch_depth = planner.prefetch_depth;
+  point.prefetch_depth = run.prefetch_depth;
   FSDP_ASSIGN_OR_RETURN(fsdp::report::RankMemoryEstimate memory,
                         fsdp::report::EstimateRankMemory(point));
   row.peak_bytes = memory.total_bytes();
@@ -267,6 +292,7 @@ absl::Status Run() {
               fsdp::GptConfigToString(o.config).c_str(), o.micro_batch, o.accum,
               o.bf16 ? "bf16" : "fp32", static_cast<long long>(fsdp::GptNumParams(o.config)),
               hw.name().c_str(), o.cluster.c_str());
+  std::printf("%s", o.preset_note.c_str());
   std::vector<Row> rows;
   for (int ranks : o.ranks) {
     for (fsdp::proto::ShardingStrategy strategy : o.strategies) {
@@ -332,6 +358,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Predicted step time, tokens/s, MFU, memory and goodput per strategy:\n"
       "  bazel run -c opt //examples:plan_report -- --layers=4 --d_model=256 --ranks=1,2,4");
+  RecordGivenFlags(argc, argv);
   absl::ParseCommandLine(argc, argv);
   absl::Status status = Run();
   if (!status.ok()) {
