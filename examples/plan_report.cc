@@ -50,6 +50,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/atomic_file.h"
+#include "base/gnuplot.h"
 #include "base/posix_file.h"
 #include "base/status_macros.h"
 #include "fsdp/nn/gpt_spec.h"
@@ -83,6 +84,9 @@ ABSL_FLAG(std::string, cluster, "fsdp/plan/clusters/this_machine.textproto",
           "cluster description (proto/hardware.proto, text format); relative paths are from "
           "the workspace under bazel run");
 ABSL_FLAG(std::string, csv, "", "also write the rows to this CSV file");
+ABSL_FLAG(std::string, plot, "",
+          "also draw step time and tokens/s against ranks per strategy into this PNG (gnuplot; "
+          "the script beside it as FILE.gp)");
 ABSL_FLAG(int, prefetch_depth, 1, "train_gpt's --prefetch_depth");
 ABSL_FLAG(int, max_gathers_in_flight, 2, "train_gpt's --max_gathers_in_flight");
 ABSL_FLAG(double, grad_clip, 1.0, "train_gpt's --grad_clip (0: no norm exchange)");
@@ -103,6 +107,7 @@ struct Options {
   std::vector<fsdp::proto::ShardingStrategy> strategies;
   std::string cluster;
   std::string csv;
+  std::string plot;
   std::string preset_note;  // the preset's source and approximation, or empty
 };
 
@@ -209,6 +214,7 @@ absl::StatusOr<Options> ParseOptions() {
   }
   o.cluster = Resolve(absl::GetFlag(FLAGS_cluster));
   o.csv = Resolve(absl::GetFlag(FLAGS_csv));
+  o.plot = Resolve(absl::GetFlag(FLAGS_plot));
   return o;
 }
 
@@ -282,6 +288,144 @@ std::string CsvText(const std::vector<Row>& rows) {
   return text;
 }
 
+std::string Configuration(const Row& r) {
+  return absl::StrCat(r.strategy, r.group_size > 0 ? absl::StrCat(" in groups of ", r.group_size)
+                                                   : "");
+}
+
+double UsefulTokensPerSecond(const Row& r) { return r.tokens_per_s * r.goodput; }
+
+// [Note: the recommendation] At each rank count, among the configurations
+// that fit: those within 2% of the most useful tokens/s (tokens/s x
+// goodput; 2% is below what the model can tell apart), and of those the one
+// with the least memory per rank (the most headroom). The reason printed
+// with it: what it was chosen over, by how much, and what sets the gap
+// (exposed communication, or compute, optimizer and stragglers), and which
+// faster configurations do not fit. Empty when nothing fits at `ranks`.
+std::string Recommendation(const std::vector<Row>& rows, int ranks,
+                           const fsdp::proto::HardwareDescription& hw) {
+  std::vector<const Row*> fitting;
+  for (const Row& r : rows) {
+    if (r.ranks == ranks && r.fits) fitting.push_back(&r);
+  }
+  if (fitting.empty()) return "";
+  std::stable_sort(fitting.begin(), fitting.end(), [](const Row* a, const Row* b) {
+    return UsefulTokensPerSecond(*a) > UsefulTokensPerSecond(*b);
+  });
+  const Row& fastest = *fitting[0];
+  const Row* chosen = &fastest;
+  int near = 0;
+  for (const Row* r : fitting) {
+    if (UsefulTokensPerSecond(*r) < 0.98 * UsefulTokensPerSecond(fastest)) break;
+    ++near;
+    if (r->peak_bytes < chosen->peak_bytes) chosen = r;
+  }
+  std::string text = absl::StrFormat(
+      "# recommended at %d ranks: %s, %.0f useful tokens/s (%.0f x goodput %.3f), %.1f MiB per "
+      "rank. Why: ",
+      ranks, Configuration(*chosen), UsefulTokensPerSecond(*chosen), chosen->tokens_per_s,
+      chosen->goodput, chosen->peak_bytes / 1048576.0);
+  if (fitting.size() == 1) {
+    absl::StrAppend(&text, "the only configuration that fits");
+  } else if (near > 1) {
+    absl::StrAppendFormat(&text,
+                          "%d configurations that fit are within 2%% of the fastest (%s, %.0f); "
+                          "of those it needs the least memory",
+                          near, Configuration(fastest), UsefulTokensPerSecond(fastest));
+  } else {
+    const Row& next = *fitting[1];
+    const double gap = 1 - UsefulTokensPerSecond(next) / UsefulTokensPerSecond(fastest);
+    const double exposed_gap = next.step.exposed_comm_s - fastest.step.exposed_comm_s;
+    const double step_gap = next.step.step_s - fastest.step.step_s;
+    absl::StrAppendFormat(&text, "the fastest that fits; the next, %s, is %.1f%% slower",
+                          Configuration(next), 100 * gap);
+    if (step_gap > 0 && exposed_gap >= 0.5 * step_gap) {
+      absl::StrAppendFormat(&text, ", mostly exposed communication (%.1f ms against %.1f)",
+                            next.step.exposed_comm_s * 1e3, fastest.step.exposed_comm_s * 1e3);
+    } else if (step_gap > 0) {
+      absl::StrAppendFormat(&text,
+                            ", mostly compute, optimizer and stragglers (%.1f ms of its %.1f ms "
+                            "step against %.1f of %.1f)",
+                            (next.step.step_s - next.step.exposed_comm_s) * 1e3,
+                            next.step.step_s * 1e3,
+                            (fastest.step.step_s - fastest.step.exposed_comm_s) * 1e3,
+                            fastest.step.step_s * 1e3);
+    } else {
+      absl::StrAppend(&text, ", by goodput (its larger job fails more often)");
+    }
+  }
+  for (const Row& r : rows) {
+    if (r.ranks == ranks && !r.fits &&
+        UsefulTokensPerSecond(r) > UsefulTokensPerSecond(fastest)) {
+      absl::StrAppendFormat(&text, "; faster but not fitting: %s (%.1f MiB of %.1f)",
+                            Configuration(r), r.peak_bytes / 1048576.0,
+                            hw.memory_bytes_per_processor() * r.step.rank_share / 1048576.0);
+    }
+  }
+  return text;
+}
+
+std::string PlotTitle(const Options& o, const fsdp::proto::HardwareDescription& hw) {
+  return absl::StrCat(fsdp::GptConfigToString(o.config), " micro_batch=", o.micro_batch,
+                      " ", o.bf16 ? "bf16" : "fp32", " on ", hw.name());
+}
+
+// [Note: the plot] Two panels against the rank count (log scale): step time
+// and tokens/s, one line per strategy; hybrid_shard as its best group size
+// at each rank count. Rows that do not fit are drawn too (open points).
+absl::Status DrawPlot(const std::vector<Row>& rows, const std::string& png,
+                      const std::string& title) {
+  FSDP_RETURN_IF_ERROR(base::CheckGnuplotText(title, "the plot's title"));
+  std::vector<std::string> strategies;
+  for (const Row& r : rows) {
+    if (std::find(strategies.begin(), strategies.end(), r.strategy) == strategies.end()) {
+      strategies.push_back(r.strategy);
+    }
+  }
+  std::string data;
+  for (size_t i = 0; i < strategies.size(); ++i) {
+    absl::StrAppend(&data, "$s", i, " << EOD\n");
+    std::vector<const Row*> best_per_count;
+    for (const Row& r : rows) {
+      if (r.strategy != strategies[i]) continue;
+      auto same = std::find_if(best_per_count.begin(), best_per_count.end(),
+                               [&](const Row* b) { return b->ranks == r.ranks; });
+      if (same == best_per_count.end()) {
+        best_per_count.push_back(&r);
+      } else if (r.tokens_per_s > (*same)->tokens_per_s) {
+        *same = &r;
+      }
+    }
+    for (const Row* r : best_per_count) {
+      absl::StrAppendFormat(&data, "%d %.9g %.9g %d\n", r->ranks, r->step.step_s,
+                            r->tokens_per_s, r->fits ? 1 : 0);
+    }
+    absl::StrAppend(&data, "EOD\n");
+  }
+  base::GnuplotPlot plot;
+  plot.png_path = png;
+  plot.script_path = png + ".gp";
+  return base::DrawWithGnuplot(plot, [&](const std::string& output) {
+    std::string script = data;
+    absl::StrAppend(&script, "set terminal pngcairo size 1200,500\n",
+                    "set output ", base::GnuplotQuoted(output), "\n",
+                    "set multiplot layout 1,2 title ", base::GnuplotQuoted(title), "\n",
+                    "set logscale x 2\nset xlabel 'ranks'\nset grid\nset key top left\n");
+    for (const auto& [column, label] :
+         std::vector<std::pair<int, std::string>>{{2, "step time (s)"}, {3, "tokens/s"}}) {
+      absl::StrAppend(&script, "set ylabel ", base::GnuplotQuoted(label), "\nplot ");
+      for (size_t i = 0; i < strategies.size(); ++i) {
+        absl::StrAppendFormat(&script,
+                              "%s$s%d using 1:%d with linespoints lw 2 title %s", i ? ", " : "",
+                              i, column, base::GnuplotQuoted(strategies[i]));
+      }
+      absl::StrAppend(&script, "\n");
+    }
+    absl::StrAppend(&script, "unset multiplot\n");
+    return script;
+  });
+}
+
 absl::Status Run() {
   FSDP_ASSIGN_OR_RETURN(const Options o, ParseOptions());
   FSDP_ASSIGN_OR_RETURN(std::string text, base::ReadWholeFile(o.cluster));
@@ -312,32 +456,29 @@ absl::Status Run() {
   std::printf("%-16s %6s %6s %10s %12s %6s %12s %4s %10s %10s %8s\n", "strategy", "ranks",
               "group", "step_ms", "tokens/s", "mfu", "peak_MiB", "fits", "exposed_ms",
               "straggl_ms", "goodput");
-  const Row* best = nullptr;
   const Row* smallest = nullptr;
+  bool any_fits = false;
   for (const Row& r : rows) {
     std::printf("%-16s %6d %6d %10.2f %12.0f %6.3f %12.1f %4s %10.2f %10.2f %8.4f\n",
                 r.strategy.c_str(), r.ranks, r.group_size, r.step.step_s * 1e3, r.tokens_per_s,
                 r.mfu, r.peak_bytes / 1048576.0, r.fits ? "yes" : "no",
                 r.step.exposed_comm_s * 1e3, r.step.straggler_s * 1e3, r.goodput);
     if (smallest == nullptr || r.peak_bytes < smallest->peak_bytes) smallest = &r;
-    if (!r.fits) continue;
-    if (best == nullptr || r.tokens_per_s * r.goodput > best->tokens_per_s * best->goodput) {
-      best = &r;
-    }
+    any_fits = any_fits || r.fits;
   }
-  if (best != nullptr) {
-    std::printf("# most useful tokens/s (tokens/s x goodput): %s at %d ranks%s, %.0f tokens/s, "
-                "%.1f MiB per rank\n",
-                best->strategy.c_str(), best->ranks,
-                best->group_size > 0 ? absl::StrCat(" in groups of ", best->group_size).c_str()
-                                     : "",
-                best->tokens_per_s * best->goodput, best->peak_bytes / 1048576.0);
+  for (int ranks : o.ranks) {
+    const std::string text = Recommendation(rows, ranks, hw);
+    if (!text.empty()) std::printf("%s\n", text.c_str());
+  }
+  if (!o.plot.empty()) {
+    FSDP_RETURN_IF_ERROR(DrawPlot(rows, o.plot, PlotTitle(o, hw)));
+    std::printf("# plotted %s (script %s.gp)\n", o.plot.c_str(), o.plot.c_str());
   }
   if (!o.csv.empty()) {
     FSDP_RETURN_IF_ERROR(base::WriteFileAtomically(o.csv, CsvText(rows)));
     std::printf("# wrote %s\n", o.csv.c_str());
   }
-  if (best == nullptr && smallest != nullptr) {
+  if (!any_fits && smallest != nullptr) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "no configuration fits: the smallest, %s at %d ranks%s, needs %.1f MiB per rank, "
         "above the %.1f MiB a rank has (memory_bytes_per_processor %.4g of %s, x %.3g "
