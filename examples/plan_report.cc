@@ -18,19 +18,17 @@
 // bytes per rank (fsdp/report/memory_estimate.h, what the runtime's tracker
 // measures), the exposed communication, and goodput:
 //
-// [Note: goodput] Young (1974) and Daly (2006): a job on `nodes` nodes fails
-// at rate lambda = nodes x --failures_per_node_hour; with MTBF M = 1 / lambda,
-// a checkpoint costing d = --checkpoint_save_s every tau seconds, and
-// R = --restart_s to restart and reload after a failure, the expected
-// fraction of wall time that is useful is
-//   goodput = 1 - d / tau - (R + tau / 2) / M       (first order in tau / M)
-// maximised at tau = sqrt(2 d M) (Young's interval). The default failure
-// rate is Llama 3's (Dubey et al. 2024, "The Llama 3 Herd of Models",
-// section 3.3.4): 466 job interruptions in 54 days on 16,384 GPUs in 2,048
-// nodes of 8, i.e. 466 / (54 x 24 x 2048) = 1.76e-4 per node-hour. The save
-// and restart defaults (60 s, 600 s) are assumptions, not measurements.
-// Goodput multiplies nothing in the other columns: tokens_per_s is while
-// training.
+// [Note: goodput] (fsdp/plan/goodput.h): Young/Daly's checkpoint interval
+// and the fraction of wall time that trains. The failure rate defaults to
+// Llama 3's (Dubey et al. 2024, "The Llama 3 Herd of Models", section
+// 3.3.4): 466 job interruptions in 54 days on 16,384 GPUs in 2,048 nodes of
+// 8, i.e. 466 / (54 x 24 x 2048) = 1.76e-4 per node-hour. The save and
+// restart costs come from the description's checkpoint_cost (measured; the
+// state is 12 bytes per parameter, fp32 master and Adam's two moments,
+// split evenly over the ranks) when it has one and neither
+// --checkpoint_save_s nor --restart_s is given; otherwise from those flags
+// (defaults 60 s and 600 s: assumptions, not measurements). Goodput
+// multiplies nothing in the other columns: tokens_per_s is while training.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -54,7 +52,9 @@
 #include "base/posix_file.h"
 #include "base/status_macros.h"
 #include "fsdp/nn/gpt_spec.h"
+#include "fsdp/plan/goodput.h"
 #include "fsdp/plan/gpt_step_prediction.h"
+#include "fsdp/plan/memory_model.h"
 #include "fsdp/plan/hardware_description.h"
 #include "fsdp/plan/shard_planner.h"
 #include "fsdp/plan/sharding_strategy.h"
@@ -120,6 +120,7 @@ struct Row {
   double mfu = 0;
   int64_t peak_bytes = 0;
   bool fits = false;  // peak_bytes within the rank's share of its processor's memory
+  fsdp::plan::CheckpointCosts costs;
   double checkpoint_interval_s = 0;
   double goodput = 0;
 };
@@ -218,20 +219,17 @@ absl::StatusOr<Options> ParseOptions() {
   return o;
 }
 
-// [Note: goodput]; 1 without failures.
-void SetGoodput(double step_s, int nodes, Row& row) {
-  const double rate_per_s = absl::GetFlag(FLAGS_failures_per_node_hour) * nodes / 3600;
-  const double save = absl::GetFlag(FLAGS_checkpoint_save_s);
-  if (rate_per_s <= 0) {
-    row.goodput = 1;
-    row.checkpoint_interval_s = 0;
-    return;
-  }
-  const double mtbf = 1 / rate_per_s;
-  // A checkpoint lands between steps: at least one step apart.
-  const double tau = std::max(step_s, std::sqrt(2 * save * mtbf));
-  row.checkpoint_interval_s = tau;
-  row.goodput = std::max(0.0, 1 - save / tau - (absl::GetFlag(FLAGS_restart_s) + tau / 2) / mtbf);
+// The save and restart costs ([Note: goodput] above) for `ranks` ranks.
+fsdp::plan::CheckpointCosts CostsFor(const Options& o, const fsdp::proto::HardwareDescription& hw,
+                                     int ranks) {
+  fsdp::plan::CheckpointCosts costs;
+  costs.save_s = absl::GetFlag(FLAGS_checkpoint_save_s);
+  costs.restart_s = absl::GetFlag(FLAGS_restart_s);
+  if (!hw.has_checkpoint_cost() || Given("checkpoint_save_s") || Given("restart_s")) return costs;
+  const double state_bytes =
+      static_cast<double>(fsdp::GptNumParams(o.config)) * 4 *
+      (1 + fsdp::plan::OptimizerStatesPerParam(fsdp::plan::OptimizerKind::kAdam));
+  return fsdp::plan::CheckpointCostsFor(hw.checkpoint_cost(), state_bytes / ranks);
 }
 
 absl::StatusOr<Row> Predict(const Options& o, const fsdp::proto::HardwareDescription& hw,
@@ -270,20 +268,25 @@ absl::StatusOr<Row> Predict(const Options& o, const fsdp::proto::HardwareDescrip
   row.peak_bytes = memory.total_bytes();
   row.fits = row.peak_bytes <= hw.memory_bytes_per_processor() * row.step.rank_share;
   const int nodes = (ranks + hw.ranks_per_node() - 1) / hw.ranks_per_node();
-  SetGoodput(row.step.step_s, nodes, row);
+  row.costs = CostsFor(o, hw, ranks);
+  const fsdp::plan::Goodput goodput = fsdp::plan::YoungDalyGoodput(
+      row.step.step_s, nodes, absl::GetFlag(FLAGS_failures_per_node_hour), row.costs);
+  row.goodput = goodput.fraction;
+  row.checkpoint_interval_s = goodput.interval_s;
   return row;
 }
 
 std::string CsvText(const std::vector<Row>& rows) {
   std::string text =
       "strategy,ranks,group_size,step_s,tokens_per_s,mfu,peak_bytes,fits,goodput,compute_s,"
-      "optimizer_s,exposed_comm_s,comm_s,straggler_s,checkpoint_interval_s\n";
+      "optimizer_s,exposed_comm_s,comm_s,straggler_s,checkpoint_interval_s,save_s,restart_s\n";
   for (const Row& r : rows) {
-    absl::StrAppendFormat(&text, "%s,%d,%d,%.6g,%.6g,%.4f,%lld,%d,%.4f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
+    absl::StrAppendFormat(&text, "%s,%d,%d,%.6g,%.6g,%.4f,%lld,%d,%.4f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
                           r.strategy, r.ranks, r.group_size, r.step.step_s, r.tokens_per_s, r.mfu,
                           static_cast<long long>(r.peak_bytes), r.fits ? 1 : 0, r.goodput, r.step.compute_s,
                           r.step.optimizer_s, r.step.exposed_comm_s, r.step.comm_s,
-                          r.step.straggler_s, r.checkpoint_interval_s);
+                          r.step.straggler_s, r.checkpoint_interval_s, r.costs.save_s,
+                          r.costs.restart_s);
   }
   return text;
 }
@@ -453,16 +456,17 @@ absl::Status Run() {
       }
     }
   }
-  std::printf("%-16s %6s %6s %10s %12s %6s %12s %4s %10s %10s %8s\n", "strategy", "ranks",
+  std::printf("%-16s %6s %6s %10s %12s %6s %12s %4s %10s %10s %8s %10s\n", "strategy", "ranks",
               "group", "step_ms", "tokens/s", "mfu", "peak_MiB", "fits", "exposed_ms",
-              "straggl_ms", "goodput");
+              "straggl_ms", "goodput", "ckpt_steps");
   const Row* smallest = nullptr;
   bool any_fits = false;
   for (const Row& r : rows) {
-    std::printf("%-16s %6d %6d %10.2f %12.0f %6.3f %12.1f %4s %10.2f %10.2f %8.4f\n",
+    std::printf("%-16s %6d %6d %10.2f %12.0f %6.3f %12.1f %4s %10.2f %10.2f %8.4f %10.0f\n",
                 r.strategy.c_str(), r.ranks, r.group_size, r.step.step_s * 1e3, r.tokens_per_s,
                 r.mfu, r.peak_bytes / 1048576.0, r.fits ? "yes" : "no",
-                r.step.exposed_comm_s * 1e3, r.step.straggler_s * 1e3, r.goodput);
+                r.step.exposed_comm_s * 1e3, r.step.straggler_s * 1e3, r.goodput,
+                std::ceil(r.checkpoint_interval_s / r.step.step_s));
     if (smallest == nullptr || r.peak_bytes < smallest->peak_bytes) smallest = &r;
     any_fits = any_fits || r.fits;
   }

@@ -30,6 +30,57 @@ wait_quiet() {
   done
 }
 
+# MODE=checkpoint: the save and restart costs instead (docs/planning.md,
+# "Goodput"): per model size, one rank, train_gpt saves a checkpoint after
+# its last step (the "stall" it prints: the time training stops), then a
+# second process resumes from it; the restart is the wall time from that
+# process's launch to its "resumed from" line (start-up, plan, matmul
+# backend choice, reading the shard). Prints a table and the least-squares
+# fit of each cost as fixed seconds + bytes / bandwidth, the description's
+# checkpoint_cost message.
+if [ "${MODE:-}" = checkpoint ]; then
+  CK_SIZES=("S --layers=2 --d_model=128 --heads=4"
+            "M --layers=4 --d_model=256 --heads=4"
+            "L --layers=8 --d_model=512 --heads=8"
+            "XL --layers=12 --d_model=768 --heads=12")
+  echo "size,parameters,checkpoint_bytes,save_stall_s,restart_s,load_before"
+  for size in "${CK_SIZES[@]}"; do
+    name=${size%% *}; flags="${size#* } --vocab=256 --seq_len=64 --micro_batch=1 --warmup_steps=0"
+    wait_quiet
+    before=$(load)
+    rm -rf "$TMP/ck"
+    export RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1
+    timeout 300 $BIN/train_gpt $flags --steps=2 --checkpoint_dir=$TMP/ck > $TMP/save.txt 2>&1 || {
+      echo "# $name: the saving run failed:" >&2; tail -3 $TMP/save.txt >&2; continue; }
+    params=$(sed -n 's/^train_gpt: \([0-9]*\) parameters.*/\1/p' $TMP/save.txt)
+    stall=$(sed -n 's/.*; stall \([0-9.]*\) ms).*/\1/p' $TMP/save.txt | tail -1)
+    bytes=$(du -sb $TMP/ck/step-00000002 | cut -f1)
+    start=$EPOCHREALTIME
+    restart=""
+    while IFS= read -r line; do
+      if [ -z "$restart" ] && [[ "$line" == *"resumed from"* ]]; then
+        restart=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.3f", b - a}')
+      fi
+    done < <(timeout 300 $BIN/train_gpt $flags --steps=3 --checkpoint_dir=$TMP/ck --resume 2>&1)
+    unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE
+    [ -n "$restart" ] || { echo "# $name: the resumed run printed no 'resumed from'" >&2; continue; }
+    echo "$name,$params,$bytes,$(awk -v s="$stall" 'BEGIN{printf "%.3f", s / 1000}'),$restart,$before"
+  done | tee $TMP/ck.csv
+  # The fit goes through the smallest and the largest checkpoint: the fixed
+  # cost is the smallest's time less its bytes at the bandwidth the span
+  # between them gives (a least-squares line can cross zero below the
+  # smallest size when the largest runs slower per byte, as under load).
+  awk -F, 'NR > 1 { if (!n++ || $3 < lo) { lo = $3; slo = $4; rlo = $5 }
+                    if ($3 > hi) { hi = $3; shi = $4; rhi = $5 } }
+    function fit(tlo, thi, label,   slope, fixed) {
+      slope = (thi - tlo) / (hi - lo); if (slope <= 0) slope = 1e-12
+      fixed = tlo - slope * lo; if (fixed < 0) fixed = 0
+      printf "# %s: %.3f s + bytes / %.4g bytes/s\n", label, fixed, (1 / slope)
+    }
+    END { if (n >= 2 && hi > lo) { fit(slo, shi, "save (stall)"); fit(rlo, rhi, "restart (launch to resumed)") } }' $TMP/ck.csv
+  exit 0
+fi
+
 SIZES=("S --layers=2 --d_model=128 --heads=4 --vocab=256 --seq_len=64 --micro_batch=8 --steps=20"
        "M --layers=4 --d_model=256 --heads=4 --vocab=256 --seq_len=128 --micro_batch=4 --steps=6")
 ONLY=${ONLY:-}  # a size name (S or M) to run only that one

@@ -146,7 +146,18 @@ absl::Status ValidateHardwareDescription(const proto::HardwareDescription& hw) {
     return FieldError("network_rails_per_ring",
                       absl::StrCat("is ", hw.network_rails_per_ring(), "; it must be at least 1"));
   }
-  return CheckNonNegative("compute_time_cv", hw.has_compute_time_cv(), hw.compute_time_cv());
+  FSDP_RETURN_IF_ERROR(
+      CheckNonNegative("compute_time_cv", hw.has_compute_time_cv(), hw.compute_time_cv()));
+  if (!hw.has_checkpoint_cost()) return absl::OkStatus();
+  const proto::CheckpointCost& cost = hw.checkpoint_cost();
+  FSDP_RETURN_IF_ERROR(CheckNonNegative("checkpoint_cost.save_fixed_s", cost.has_save_fixed_s(),
+                                        cost.save_fixed_s()));
+  FSDP_RETURN_IF_ERROR(CheckPositive("checkpoint_cost.save_bytes_per_s",
+                                     cost.has_save_bytes_per_s(), cost.save_bytes_per_s()));
+  FSDP_RETURN_IF_ERROR(CheckNonNegative("checkpoint_cost.restart_fixed_s",
+                                        cost.has_restart_fixed_s(), cost.restart_fixed_s()));
+  return CheckPositive("checkpoint_cost.restart_bytes_per_s", cost.has_restart_bytes_per_s(),
+                       cost.restart_bytes_per_s());
 }
 
 namespace {

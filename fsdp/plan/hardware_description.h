@@ -41,7 +41,8 @@ absl::StatusOr<proto::HardwareDescription> ParseHardwareDescription(absl::string
 // min_dimension and compute_time_cv non-negative; dtype "fp32" or "bf16";
 // an entry with min_dimension 0 for each of fp32 and bf16 (so that every
 // product has a rate); no two entries with the same dtype and min_dimension;
-// network_rails_per_ring at least 1; peak_product_rates, when given, under
+// network_rails_per_ring at least 1; checkpoint_cost, when given, with
+// every field, its bandwidths positive and its fixed costs non-negative; peak_product_rates, when given, under
 // the same rules as product_rates.
 absl::Status ValidateHardwareDescription(const proto::HardwareDescription& hw);
 

@@ -26,6 +26,12 @@ constexpr char kValid[] = R"pb(
   network_rails_per_ring: 4
   peak_product_rates { dtype: "fp32" min_dimension: 0 flops_per_s: 8e9 }
   peak_product_rates { dtype: "bf16" min_dimension: 0 flops_per_s: 16e9 }
+  checkpoint_cost {
+    save_fixed_s: 0.5
+    save_bytes_per_s: 1e8
+    restart_fixed_s: 2
+    restart_bytes_per_s: 5e7
+  }
 )pb";
 
 std::string Replace(std::string text, const std::string& from, const std::string& to) {
@@ -94,6 +100,11 @@ TEST(HardwareDescriptionTest, NamesTheFieldOutOfRange) {
             "x.textproto: field product_rates[1] repeats dtype fp32 with min_dimension 0");
   EXPECT_EQ(ErrorOf(Replace(kValid, "network_rails_per_ring: 4", "network_rails_per_ring: 0")),
             "x.textproto: field network_rails_per_ring is 0; it must be at least 1");
+  EXPECT_EQ(ErrorOf(Replace(kValid, "save_bytes_per_s: 1e8", "save_bytes_per_s: -1e8")),
+            "x.textproto: field checkpoint_cost.save_bytes_per_s is -1e+08; it must be a "
+            "positive number");
+  EXPECT_EQ(ErrorOf(Replace(kValid, "restart_fixed_s: 2", "")),
+            "x.textproto: field checkpoint_cost.restart_fixed_s is missing");
   EXPECT_EQ(ErrorOf(Replace(kValid, "flops_per_s: 16e9", "flops_per_s: -16e9")),
             "x.textproto: field peak_product_rates[1].flops_per_s is -1.6e+10; it must be a "
             "positive number");
