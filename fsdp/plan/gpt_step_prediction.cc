@@ -12,16 +12,6 @@ namespace fsdp {
 namespace plan {
 namespace {
 
-GptConfig Dimensions(int layers, int d_model, int heads, int vocab, int seq_len) {
-  GptConfig c;
-  c.layers = layers;
-  c.d_model = d_model;
-  c.heads = heads;
-  c.vocab = vocab;
-  c.seq_len = seq_len;
-  return c;
-}
-
 // The forward and backward products per micro-batch the hardware runs,
 // recomputed forwards included.
 double HardwareFlops(const std::vector<UnitWork>& units) {
@@ -35,6 +25,16 @@ double HardwareFlops(const std::vector<UnitWork>& units) {
 }
 
 }  // namespace
+
+GptConfig GptDimensions(int layers, int d_model, int heads, int vocab, int seq_len) {
+  GptConfig c;
+  c.layers = layers;
+  c.d_model = d_model;
+  c.heads = heads;
+  c.vocab = vocab;
+  c.seq_len = seq_len;
+  return c;
+}
 
 absl::StatusOr<GptStepPrediction> PredictGptStep(const GptRun& run,
                                                  const proto::HardwareDescription& hw) {
@@ -74,7 +74,7 @@ absl::StatusOr<GptStepPrediction> PredictGptStep(const GptRun& run,
 
 const std::vector<GptPreset>& GptPresets() {
   static const auto* presets = new std::vector<GptPreset>{
-      {"gpt3-175b", Dimensions(96, 12288, 96, 50257, 2048),
+      {"gpt3-175b", GptDimensions(96, 12288, 96, 50257, 2048),
        "Brown et al. 2020, \"Language Models are Few-Shot Learners\", Table 2.1 (GPT-3 175B: "
        "96 layers, d_model 12288, 96 heads, context 2048; the GPT-2 vocabulary of 50257)",
        ""},
@@ -83,17 +83,17 @@ const std::vector<GptPreset>& GptPresets() {
       //   8B:   C 4096,  F 14336, kv 1024: 13.0 C^2   -> C' 4263 -> 4256 (32 heads)
       //   70B:  C 8192,  F 28672, kv 1024: 12.75 C^2  -> C' 8444 -> 8448 (64 heads)
       //   405B: C 16384, F 53248, kv 1024: 11.875 C^2 -> C' 16298 -> 16256 (128 heads)
-      {"llama3-8b", Dimensions(32, 4256, 32, 128256, 8192),
+      {"llama3-8b", GptDimensions(32, 4256, 32, 128256, 8192),
        "Dubey et al. 2024, \"The Llama 3 Herd of Models\", Table 3 (8B: 32 layers, width "
        "4096, FFN 14336, 32 heads, 8 key/value heads, vocabulary 128256; 8192-token sequences)",
        "width 4256 for Llama's 4096: the GPT block's 12 C^2 parameters equal Llama's 13.0 x "
        "4096^2 (SwiGLU FFN 14336 wide, grouped-query attention with 8 K/V heads)"},
-      {"llama3-70b", Dimensions(80, 8448, 64, 128256, 8192),
+      {"llama3-70b", GptDimensions(80, 8448, 64, 128256, 8192),
        "Dubey et al. 2024, Table 3 (70B: 80 layers, width 8192, FFN 28672, 64 heads, 8 "
        "key/value heads, vocabulary 128256)",
        "width 8448 for Llama's 8192: 12 C^2 equal to Llama's 12.75 x 8192^2 (SwiGLU FFN 28672, "
        "8 K/V heads)"},
-      {"llama3-405b", Dimensions(126, 16256, 128, 128256, 8192),
+      {"llama3-405b", GptDimensions(126, 16256, 128, 128256, 8192),
        "Dubey et al. 2024, Table 3 (405B: 126 layers, width 16384, FFN 53248, 128 heads, 8 "
        "key/value heads, vocabulary 128256)",
        "width 16256 for Llama's 16384: 12 C^2 equal to Llama's 11.875 x 16384^2 (SwiGLU FFN "

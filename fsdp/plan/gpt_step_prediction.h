@@ -70,6 +70,9 @@ struct GptPreset {
 
 const std::vector<GptPreset>& GptPresets();
 
+// A GptConfig with these dimensions and every other field at its default.
+GptConfig GptDimensions(int layers, int d_model, int heads, int vocab, int seq_len);
+
 // The preset called `name`, or InvalidArgument listing the names.
 absl::StatusOr<GptPreset> FindGptPreset(absl::string_view name);
 

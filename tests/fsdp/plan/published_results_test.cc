@@ -49,16 +49,6 @@ struct Published {
   std::string why;
 };
 
-GptConfig Dimensions(int layers, int d_model, int heads, int vocab, int seq_len) {
-  GptConfig c;
-  c.layers = layers;
-  c.d_model = d_model;
-  c.heads = heads;
-  c.vocab = vocab;
-  c.seq_len = seq_len;
-  return c;
-}
-
 std::vector<Published> Results() {
   std::vector<Published> results;
   Published r;
@@ -129,7 +119,7 @@ std::vector<Published> Results() {
              std::to_string(batch);
     r.source = "Zhao et al. VLDB 2023, section 5.4";
     r.cluster = "a100_ib200";
-    r.config = Dimensions(96, 12288, 96, 50000, 2048);
+    r.config = GptDimensions(96, 12288, 96, 50000, 2048);
     r.micro_batch = batch;
     r.activation_checkpoint_every = 1;
     r.flash_attention = false;
@@ -154,7 +144,7 @@ std::vector<Published> Results() {
   r.name = "ZeRO 100B, 400 V100";
   r.source = "Rajbhandari et al. SC 2020, abstract; the shape from memory";
   r.cluster = "v100_dgx2_ib800";
-  r.config = Dimensions(125, 8192, 32, 50257, 1024);
+  r.config = GptDimensions(125, 8192, 32, 50257, 1024);
   r.micro_batch = 1;
   r.activation_checkpoint_every = 1;
   r.flash_attention = false;
