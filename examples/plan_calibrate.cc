@@ -339,6 +339,7 @@ absl::Status Calibrate(int argc, char** argv) {
   std::printf("# compute time cv: %.4f\n", cv);
   hw.set_ranks_per_node(ranks_per_node);
   hw.set_processors_per_node(cores);
+  hw.set_network_rails_per_ring(1);  // one host, no network adapters of its own
   hw.set_memory_bytes_per_processor(static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
                                     sysconf(_SC_PAGESIZE) / cores);
   FSDP_ASSIGN_OR_RETURN(const Link link, MeasureLink(ranks, argc, argv));

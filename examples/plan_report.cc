@@ -18,23 +18,22 @@
 // bytes per rank (fsdp/report/memory_estimate.h, what the runtime's tracker
 // measures), the exposed communication, and goodput:
 //
-// [Note: goodput] Young (1974) and Daly (2006): a job on `nodes` nodes fails
-// at rate lambda = nodes x --failures_per_node_hour; with MTBF M = 1 / lambda,
-// a checkpoint costing d = --checkpoint_save_s every tau seconds, and
-// R = --restart_s to restart and reload after a failure, the expected
-// fraction of wall time that is useful is
-//   goodput = 1 - d / tau - (R + tau / 2) / M       (first order in tau / M)
-// maximised at tau = sqrt(2 d M) (Young's interval). The default failure
-// rate is Llama 3's (Dubey et al. 2024, "The Llama 3 Herd of Models",
-// section 3.3.4): 466 job interruptions in 54 days on 16,384 GPUs in 2,048
-// nodes of 8, i.e. 466 / (54 x 24 x 2048) = 1.76e-4 per node-hour. The save
-// and restart defaults (60 s, 600 s) are assumptions, not measurements.
-// Goodput multiplies nothing in the other columns: tokens_per_s is while
-// training.
+// [Note: goodput] (fsdp/plan/goodput.h): Young/Daly's checkpoint interval
+// and the fraction of wall time that trains. The failure rate defaults to
+// Llama 3's (Dubey et al. 2024, "The Llama 3 Herd of Models", section
+// 3.3.4): 466 job interruptions in 54 days on 16,384 GPUs in 2,048 nodes of
+// 8, i.e. 466 / (54 x 24 x 2048) = 1.76e-4 per node-hour. The save and
+// restart costs come from the description's checkpoint_cost (measured; the
+// state is 12 bytes per parameter, fp32 master and Adam's two moments,
+// split evenly over the ranks) when it has one and neither
+// --checkpoint_save_s nor --restart_s is given; otherwise from those flags
+// (defaults 60 s and 600 s: assumptions, not measurements). Goodput
+// multiplies nothing in the other columns: tokens_per_s is while training.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,17 +46,24 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "base/atomic_file.h"
+#include "base/gnuplot.h"
 #include "base/posix_file.h"
 #include "base/status_macros.h"
 #include "fsdp/nn/gpt_spec.h"
-#include "fsdp/plan/gpt_work.h"
+#include "fsdp/plan/goodput.h"
+#include "fsdp/plan/gpt_step_prediction.h"
+#include "fsdp/plan/memory_model.h"
 #include "fsdp/plan/hardware_description.h"
 #include "fsdp/plan/shard_planner.h"
 #include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/plan/step_time_model.h"
 #include "fsdp/report/memory_estimate.h"
 
+ABSL_FLAG(std::string, model, "",
+          "a preset's dimensions (gpt3-175b, llama3-8b, llama3-70b, llama3-405b; "
+          "fsdp/plan/gpt_step_prediction.h); model flags given as well override them");
 ABSL_FLAG(int, layers, 2, "transformer blocks (train_gpt's flag)");
 ABSL_FLAG(int, d_model, 64, "width (train_gpt's flag)");
 ABSL_FLAG(int, heads, 4, "attention heads (train_gpt's flag)");
@@ -78,6 +84,9 @@ ABSL_FLAG(std::string, cluster, "fsdp/plan/clusters/this_machine.textproto",
           "cluster description (proto/hardware.proto, text format); relative paths are from "
           "the workspace under bazel run");
 ABSL_FLAG(std::string, csv, "", "also write the rows to this CSV file");
+ABSL_FLAG(std::string, plot, "",
+          "also draw step time and tokens/s against ranks per strategy into this PNG (gnuplot; "
+          "the script beside it as FILE.gp)");
 ABSL_FLAG(int, prefetch_depth, 1, "train_gpt's --prefetch_depth");
 ABSL_FLAG(int, max_gathers_in_flight, 2, "train_gpt's --max_gathers_in_flight");
 ABSL_FLAG(double, grad_clip, 1.0, "train_gpt's --grad_clip (0: no norm exchange)");
@@ -98,6 +107,8 @@ struct Options {
   std::vector<fsdp::proto::ShardingStrategy> strategies;
   std::string cluster;
   std::string csv;
+  std::string plot;
+  std::string preset_note;  // the preset's source and approximation, or empty
 };
 
 struct Row {
@@ -109,6 +120,7 @@ struct Row {
   double mfu = 0;
   int64_t peak_bytes = 0;
   bool fits = false;  // peak_bytes within the rank's share of its processor's memory
+  fsdp::plan::CheckpointCosts costs;
   double checkpoint_interval_s = 0;
   double goodput = 0;
 };
@@ -119,13 +131,47 @@ std::string Resolve(const std::string& path) {
   return absl::StrCat(workspace, "/", path);
 }
 
-absl::StatusOr<Options> ParseOptions() {
-  Options o;
+// The flags named on the command line (absl keeps that to itself).
+std::set<std::string>& GivenFlags() {
+  static auto* given = new std::set<std::string>;
+  return *given;
+}
+
+void RecordGivenFlags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (!absl::ConsumePrefix(&arg, "--") && !absl::ConsumePrefix(&arg, "-")) continue;
+    GivenFlags().insert(std::string(arg.substr(0, arg.find('='))));
+  }
+}
+
+bool Given(const std::string& flag) { return GivenFlags().count(flag) > 0; }
+
+// A preset's dimensions, each replaced by its flag when that is given.
+absl::Status SetDimensions(Options& o) {
   o.config.layers = absl::GetFlag(FLAGS_layers);
   o.config.d_model = absl::GetFlag(FLAGS_d_model);
   o.config.heads = absl::GetFlag(FLAGS_heads);
   o.config.vocab = absl::GetFlag(FLAGS_vocab);
   o.config.seq_len = absl::GetFlag(FLAGS_seq_len);
+  const std::string name = absl::GetFlag(FLAGS_model);
+  if (name.empty()) return absl::OkStatus();
+  FSDP_ASSIGN_OR_RETURN(const fsdp::plan::GptPreset preset, fsdp::plan::FindGptPreset(name));
+  if (!Given("layers")) o.config.layers = preset.config.layers;
+  if (!Given("d_model")) o.config.d_model = preset.config.d_model;
+  if (!Given("heads")) o.config.heads = preset.config.heads;
+  if (!Given("vocab")) o.config.vocab = preset.config.vocab;
+  if (!Given("seq_len")) o.config.seq_len = preset.config.seq_len;
+  o.preset_note = absl::StrCat("# model ", preset.name, ": ", preset.source,
+                               preset.approximation.empty() ? "" : "; here ",
+                               preset.approximation, "\n");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Options> ParseOptions() {
+  Options o;
+  FSDP_RETURN_IF_ERROR(SetDimensions(o));
   FSDP_ASSIGN_OR_RETURN(o.config.activation_checkpoint_every,
                         fsdp::ParseActivationCheckpointing(
                             absl::GetFlag(FLAGS_activation_checkpointing), o.config.layers));
@@ -169,62 +215,45 @@ absl::StatusOr<Options> ParseOptions() {
   }
   o.cluster = Resolve(absl::GetFlag(FLAGS_cluster));
   o.csv = Resolve(absl::GetFlag(FLAGS_csv));
+  o.plot = Resolve(absl::GetFlag(FLAGS_plot));
   return o;
 }
 
-// [Note: goodput]; 1 without failures.
-void SetGoodput(double step_s, int nodes, Row& row) {
-  const double rate_per_s = absl::GetFlag(FLAGS_failures_per_node_hour) * nodes / 3600;
-  const double save = absl::GetFlag(FLAGS_checkpoint_save_s);
-  if (rate_per_s <= 0) {
-    row.goodput = 1;
-    row.checkpoint_interval_s = 0;
-    return;
-  }
-  const double mtbf = 1 / rate_per_s;
-  // A checkpoint lands between steps: at least one step apart.
-  const double tau = std::max(step_s, std::sqrt(2 * save * mtbf));
-  row.checkpoint_interval_s = tau;
-  row.goodput = std::max(0.0, 1 - save / tau - (absl::GetFlag(FLAGS_restart_s) + tau / 2) / mtbf);
+// The save and restart costs ([Note: goodput] above) for `ranks` ranks.
+fsdp::plan::CheckpointCosts CostsFor(const Options& o, const fsdp::proto::HardwareDescription& hw,
+                                     int ranks) {
+  fsdp::plan::CheckpointCosts costs;
+  costs.save_s = absl::GetFlag(FLAGS_checkpoint_save_s);
+  costs.restart_s = absl::GetFlag(FLAGS_restart_s);
+  if (!hw.has_checkpoint_cost() || Given("checkpoint_save_s") || Given("restart_s")) return costs;
+  const double state_bytes =
+      static_cast<double>(fsdp::GptNumParams(o.config)) * 4 *
+      (1 + fsdp::plan::OptimizerStatesPerParam(fsdp::plan::OptimizerKind::kAdam));
+  return fsdp::plan::CheckpointCostsFor(hw.checkpoint_cost(), state_bytes / ranks);
 }
 
 absl::StatusOr<Row> Predict(const Options& o, const fsdp::proto::HardwareDescription& hw,
                             fsdp::proto::ShardingStrategy strategy, int ranks, int group_size) {
-  fsdp::plan::PlannerOptions planner;
-  planner.strategy = strategy;
-  planner.world_size = ranks;
-  planner.group_size = group_size;
-  planner.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
-  planner.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
-  planner.mixed_precision = o.bf16;
-  planner.include_rank_ranges = false;
-  FSDP_ASSIGN_OR_RETURN(fsdp::proto::ShardPlan plan,
-                        fsdp::plan::BuildShardPlan(fsdp::GptUnitSpecs(o.config), planner));
-
-  fsdp::plan::StepModelInputs in;
-  in.units = fsdp::plan::GptUnitWork(o.config, o.micro_batch, plan);
-  in.strategy = strategy;
-  in.world_size = ranks;
-  in.group_size = group_size;
-  in.product_dtype = o.bf16 ? fsdp::plan::ProductDtype::kBf16 : fsdp::plan::ProductDtype::kFp32;
-  in.param_bytes = o.bf16 ? 2 : 4;
-  in.grad_bytes = o.bf16 ? 2 : 4;
-  in.accum_steps = o.accum;
-  in.prefetch_depth = planner.prefetch_depth;
-  in.max_gathers_in_flight = planner.max_gathers_in_flight;
-  in.grad_clip = absl::GetFlag(FLAGS_grad_clip) > 0;
+  fsdp::plan::GptRun run;
+  run.config = o.config;
+  run.micro_batch = o.micro_batch;
+  run.accum = o.accum;
+  run.bf16 = o.bf16;
+  run.strategy = strategy;
+  run.ranks = ranks;
+  run.group_size = group_size;
+  run.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
+  run.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
+  run.grad_clip = absl::GetFlag(FLAGS_grad_clip) > 0;
+  FSDP_ASSIGN_OR_RETURN(const fsdp::plan::GptStepPrediction prediction,
+                        fsdp::plan::PredictGptStep(run, hw));
   Row row;
   row.strategy = fsdp::plan::ShardingStrategyName(strategy);
   row.ranks = ranks;
   row.group_size = group_size;
-  FSDP_ASSIGN_OR_RETURN(row.step, fsdp::plan::PredictStepTime(in, hw));
-
-  const double tokens = static_cast<double>(o.micro_batch) * o.config.seq_len * o.accum * ranks;
-  row.tokens_per_s = tokens / row.step.step_s;
-  const double peak_rate =
-      fsdp::plan::ProductRateFor(hw, in.product_dtype, int64_t{1} << 62) * row.step.rank_share;
-  row.mfu = fsdp::plan::GptFlopsPerMicroBatch(o.config, o.micro_batch) * o.accum /
-            row.step.step_s / peak_rate;
+  row.step = prediction.step;
+  row.tokens_per_s = prediction.tokens_per_s;
+  row.mfu = prediction.mfu;
 
   fsdp::report::MemoryPoint point;
   point.config = o.config;
@@ -233,28 +262,171 @@ absl::StatusOr<Row> Predict(const Options& o, const fsdp::proto::HardwareDescrip
   point.ranks = ranks;
   point.group_size = group_size;
   point.precision = o.bf16 ? fsdp::report::Precision::kMixed : fsdp::report::Precision::kFp32;
-  point.prefetch_depth = planner.prefetch_depth;
+  point.prefetch_depth = run.prefetch_depth;
   FSDP_ASSIGN_OR_RETURN(fsdp::report::RankMemoryEstimate memory,
                         fsdp::report::EstimateRankMemory(point));
   row.peak_bytes = memory.total_bytes();
   row.fits = row.peak_bytes <= hw.memory_bytes_per_processor() * row.step.rank_share;
   const int nodes = (ranks + hw.ranks_per_node() - 1) / hw.ranks_per_node();
-  SetGoodput(row.step.step_s, nodes, row);
+  row.costs = CostsFor(o, hw, ranks);
+  const fsdp::plan::Goodput goodput = fsdp::plan::YoungDalyGoodput(
+      row.step.step_s, nodes, absl::GetFlag(FLAGS_failures_per_node_hour), row.costs);
+  row.goodput = goodput.fraction;
+  row.checkpoint_interval_s = goodput.interval_s;
   return row;
 }
 
 std::string CsvText(const std::vector<Row>& rows) {
   std::string text =
       "strategy,ranks,group_size,step_s,tokens_per_s,mfu,peak_bytes,fits,goodput,compute_s,"
-      "optimizer_s,exposed_comm_s,comm_s,straggler_s,checkpoint_interval_s\n";
+      "optimizer_s,exposed_comm_s,comm_s,straggler_s,checkpoint_interval_s,save_s,restart_s\n";
   for (const Row& r : rows) {
-    absl::StrAppendFormat(&text, "%s,%d,%d,%.6g,%.6g,%.4f,%lld,%d,%.4f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
+    absl::StrAppendFormat(&text, "%s,%d,%d,%.6g,%.6g,%.4f,%lld,%d,%.4f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
                           r.strategy, r.ranks, r.group_size, r.step.step_s, r.tokens_per_s, r.mfu,
                           static_cast<long long>(r.peak_bytes), r.fits ? 1 : 0, r.goodput, r.step.compute_s,
                           r.step.optimizer_s, r.step.exposed_comm_s, r.step.comm_s,
-                          r.step.straggler_s, r.checkpoint_interval_s);
+                          r.step.straggler_s, r.checkpoint_interval_s, r.costs.save_s,
+                          r.costs.restart_s);
   }
   return text;
+}
+
+std::string Configuration(const Row& r) {
+  return absl::StrCat(r.strategy, r.group_size > 0 ? absl::StrCat(" in groups of ", r.group_size)
+                                                   : "");
+}
+
+double UsefulTokensPerSecond(const Row& r) { return r.tokens_per_s * r.goodput; }
+
+// [Note: the recommendation] At each rank count, among the configurations
+// that fit: those within 2% of the most useful tokens/s (tokens/s x
+// goodput; 2% is below what the model can tell apart), and of those the one
+// with the least memory per rank (the most headroom). The reason printed
+// with it: what it was chosen over, by how much, and what sets the gap
+// (exposed communication, or compute, optimizer and stragglers), and which
+// faster configurations do not fit. Empty when nothing fits at `ranks`.
+std::string Recommendation(const std::vector<Row>& rows, int ranks,
+                           const fsdp::proto::HardwareDescription& hw) {
+  std::vector<const Row*> fitting;
+  for (const Row& r : rows) {
+    if (r.ranks == ranks && r.fits) fitting.push_back(&r);
+  }
+  if (fitting.empty()) return "";
+  std::stable_sort(fitting.begin(), fitting.end(), [](const Row* a, const Row* b) {
+    return UsefulTokensPerSecond(*a) > UsefulTokensPerSecond(*b);
+  });
+  const Row& fastest = *fitting[0];
+  const Row* chosen = &fastest;
+  int near = 0;
+  for (const Row* r : fitting) {
+    if (UsefulTokensPerSecond(*r) < 0.98 * UsefulTokensPerSecond(fastest)) break;
+    ++near;
+    if (r->peak_bytes < chosen->peak_bytes) chosen = r;
+  }
+  std::string text = absl::StrFormat(
+      "# recommended at %d ranks: %s, %.0f useful tokens/s (%.0f x goodput %.3f), %.1f MiB per "
+      "rank. Why: ",
+      ranks, Configuration(*chosen), UsefulTokensPerSecond(*chosen), chosen->tokens_per_s,
+      chosen->goodput, chosen->peak_bytes / 1048576.0);
+  if (fitting.size() == 1) {
+    absl::StrAppend(&text, "the only configuration that fits");
+  } else if (near > 1) {
+    absl::StrAppendFormat(&text,
+                          "%d configurations that fit are within 2%% of the fastest (%s, %.0f); "
+                          "of those it needs the least memory",
+                          near, Configuration(fastest), UsefulTokensPerSecond(fastest));
+  } else {
+    const Row& next = *fitting[1];
+    const double gap = 1 - UsefulTokensPerSecond(next) / UsefulTokensPerSecond(fastest);
+    const double exposed_gap = next.step.exposed_comm_s - fastest.step.exposed_comm_s;
+    const double step_gap = next.step.step_s - fastest.step.step_s;
+    absl::StrAppendFormat(&text, "the fastest that fits; the next, %s, is %.1f%% slower",
+                          Configuration(next), 100 * gap);
+    if (step_gap > 0 && exposed_gap >= 0.5 * step_gap) {
+      absl::StrAppendFormat(&text, ", mostly exposed communication (%.1f ms against %.1f)",
+                            next.step.exposed_comm_s * 1e3, fastest.step.exposed_comm_s * 1e3);
+    } else if (step_gap > 0) {
+      absl::StrAppendFormat(&text,
+                            ", mostly compute, optimizer and stragglers (%.1f ms of its %.1f ms "
+                            "step against %.1f of %.1f)",
+                            (next.step.step_s - next.step.exposed_comm_s) * 1e3,
+                            next.step.step_s * 1e3,
+                            (fastest.step.step_s - fastest.step.exposed_comm_s) * 1e3,
+                            fastest.step.step_s * 1e3);
+    } else {
+      absl::StrAppend(&text, ", by goodput (its larger job fails more often)");
+    }
+  }
+  for (const Row& r : rows) {
+    if (r.ranks == ranks && !r.fits &&
+        UsefulTokensPerSecond(r) > UsefulTokensPerSecond(fastest)) {
+      absl::StrAppendFormat(&text, "; faster but not fitting: %s (%.1f MiB of %.1f)",
+                            Configuration(r), r.peak_bytes / 1048576.0,
+                            hw.memory_bytes_per_processor() * r.step.rank_share / 1048576.0);
+    }
+  }
+  return text;
+}
+
+std::string PlotTitle(const Options& o, const fsdp::proto::HardwareDescription& hw) {
+  return absl::StrCat(fsdp::GptConfigToString(o.config), " micro_batch=", o.micro_batch,
+                      " ", o.bf16 ? "bf16" : "fp32", " on ", hw.name());
+}
+
+// [Note: the plot] Two panels against the rank count (log scale): step time
+// and tokens/s, one line per strategy; hybrid_shard as its best group size
+// at each rank count. Rows that do not fit are drawn too (open points).
+absl::Status DrawPlot(const std::vector<Row>& rows, const std::string& png,
+                      const std::string& title) {
+  FSDP_RETURN_IF_ERROR(base::CheckGnuplotText(title, "the plot's title"));
+  std::vector<std::string> strategies;
+  for (const Row& r : rows) {
+    if (std::find(strategies.begin(), strategies.end(), r.strategy) == strategies.end()) {
+      strategies.push_back(r.strategy);
+    }
+  }
+  std::string data;
+  for (size_t i = 0; i < strategies.size(); ++i) {
+    absl::StrAppend(&data, "$s", i, " << EOD\n");
+    std::vector<const Row*> best_per_count;
+    for (const Row& r : rows) {
+      if (r.strategy != strategies[i]) continue;
+      auto same = std::find_if(best_per_count.begin(), best_per_count.end(),
+                               [&](const Row* b) { return b->ranks == r.ranks; });
+      if (same == best_per_count.end()) {
+        best_per_count.push_back(&r);
+      } else if (r.tokens_per_s > (*same)->tokens_per_s) {
+        *same = &r;
+      }
+    }
+    for (const Row* r : best_per_count) {
+      absl::StrAppendFormat(&data, "%d %.9g %.9g %d\n", r->ranks, r->step.step_s,
+                            r->tokens_per_s, r->fits ? 1 : 0);
+    }
+    absl::StrAppend(&data, "EOD\n");
+  }
+  base::GnuplotPlot plot;
+  plot.png_path = png;
+  plot.script_path = png + ".gp";
+  return base::DrawWithGnuplot(plot, [&](const std::string& output) {
+    std::string script = data;
+    absl::StrAppend(&script, "set terminal pngcairo size 1200,500\n",
+                    "set output ", base::GnuplotQuoted(output), "\n",
+                    "set multiplot layout 1,2 title ", base::GnuplotQuoted(title), "\n",
+                    "set logscale x 2\nset xlabel 'ranks'\nset grid\nset key top left\n");
+    for (const auto& [column, label] :
+         std::vector<std::pair<int, std::string>>{{2, "step time (s)"}, {3, "tokens/s"}}) {
+      absl::StrAppend(&script, "set ylabel ", base::GnuplotQuoted(label), "\nplot ");
+      for (size_t i = 0; i < strategies.size(); ++i) {
+        absl::StrAppendFormat(&script,
+                              "%s$s%d using 1:%d with linespoints lw 2 title %s", i ? ", " : "",
+                              i, column, base::GnuplotQuoted(strategies[i]));
+      }
+      absl::StrAppend(&script, "\n");
+    }
+    absl::StrAppend(&script, "unset multiplot\n");
+    return script;
+  });
 }
 
 absl::Status Run() {
@@ -267,6 +439,7 @@ absl::Status Run() {
               fsdp::GptConfigToString(o.config).c_str(), o.micro_batch, o.accum,
               o.bf16 ? "bf16" : "fp32", static_cast<long long>(fsdp::GptNumParams(o.config)),
               hw.name().c_str(), o.cluster.c_str());
+  std::printf("%s", o.preset_note.c_str());
   std::vector<Row> rows;
   for (int ranks : o.ranks) {
     for (fsdp::proto::ShardingStrategy strategy : o.strategies) {
@@ -283,35 +456,33 @@ absl::Status Run() {
       }
     }
   }
-  std::printf("%-16s %6s %6s %10s %12s %6s %12s %4s %10s %10s %8s\n", "strategy", "ranks",
+  std::printf("%-16s %6s %6s %10s %12s %6s %12s %4s %10s %10s %8s %10s\n", "strategy", "ranks",
               "group", "step_ms", "tokens/s", "mfu", "peak_MiB", "fits", "exposed_ms",
-              "straggl_ms", "goodput");
-  const Row* best = nullptr;
+              "straggl_ms", "goodput", "ckpt_steps");
   const Row* smallest = nullptr;
+  bool any_fits = false;
   for (const Row& r : rows) {
-    std::printf("%-16s %6d %6d %10.2f %12.0f %6.3f %12.1f %4s %10.2f %10.2f %8.4f\n",
+    std::printf("%-16s %6d %6d %10.2f %12.0f %6.3f %12.1f %4s %10.2f %10.2f %8.4f %10.0f\n",
                 r.strategy.c_str(), r.ranks, r.group_size, r.step.step_s * 1e3, r.tokens_per_s,
                 r.mfu, r.peak_bytes / 1048576.0, r.fits ? "yes" : "no",
-                r.step.exposed_comm_s * 1e3, r.step.straggler_s * 1e3, r.goodput);
+                r.step.exposed_comm_s * 1e3, r.step.straggler_s * 1e3, r.goodput,
+                std::ceil(r.checkpoint_interval_s / r.step.step_s));
     if (smallest == nullptr || r.peak_bytes < smallest->peak_bytes) smallest = &r;
-    if (!r.fits) continue;
-    if (best == nullptr || r.tokens_per_s * r.goodput > best->tokens_per_s * best->goodput) {
-      best = &r;
-    }
+    any_fits = any_fits || r.fits;
   }
-  if (best != nullptr) {
-    std::printf("# most useful tokens/s (tokens/s x goodput): %s at %d ranks%s, %.0f tokens/s, "
-                "%.1f MiB per rank\n",
-                best->strategy.c_str(), best->ranks,
-                best->group_size > 0 ? absl::StrCat(" in groups of ", best->group_size).c_str()
-                                     : "",
-                best->tokens_per_s * best->goodput, best->peak_bytes / 1048576.0);
+  for (int ranks : o.ranks) {
+    const std::string text = Recommendation(rows, ranks, hw);
+    if (!text.empty()) std::printf("%s\n", text.c_str());
+  }
+  if (!o.plot.empty()) {
+    FSDP_RETURN_IF_ERROR(DrawPlot(rows, o.plot, PlotTitle(o, hw)));
+    std::printf("# plotted %s (script %s.gp)\n", o.plot.c_str(), o.plot.c_str());
   }
   if (!o.csv.empty()) {
     FSDP_RETURN_IF_ERROR(base::WriteFileAtomically(o.csv, CsvText(rows)));
     std::printf("# wrote %s\n", o.csv.c_str());
   }
-  if (best == nullptr && smallest != nullptr) {
+  if (!any_fits && smallest != nullptr) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "no configuration fits: the smallest, %s at %d ranks%s, needs %.1f MiB per rank, "
         "above the %.1f MiB a rank has (memory_bytes_per_processor %.4g of %s, x %.3g "
@@ -332,6 +503,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Predicted step time, tokens/s, MFU, memory and goodput per strategy:\n"
       "  bazel run -c opt //examples:plan_report -- --layers=4 --d_model=256 --ranks=1,2,4");
+  RecordGivenFlags(argc, argv);
   absl::ParseCommandLine(argc, argv);
   absl::Status status = Run();
   if (!status.ok()) {

@@ -56,6 +56,40 @@ absl::Status CheckLink(absl::string_view name, bool present, const proto::LinkLe
                        link.has_bandwidth_bytes_per_s(), link.bandwidth_bytes_per_s());
 }
 
+// The rules shared by product_rates and peak_product_rates.
+absl::Status CheckRates(absl::string_view list,
+                        const google::protobuf::RepeatedPtrField<proto::ProductRate>& rates) {
+  std::set<std::pair<std::string, int64_t>> seen;
+  bool base_fp32 = false, base_bf16 = false;
+  for (int i = 0; i < rates.size(); ++i) {
+    const proto::ProductRate& rate = rates[i];
+    const std::string field = absl::StrCat(list, "[", i, "]");
+    if (!rate.has_dtype()) return FieldError(field + ".dtype", "is missing");
+    if (rate.dtype() != "fp32" && rate.dtype() != "bf16") {
+      return FieldError(field + ".dtype",
+                        absl::StrCat("is \"", rate.dtype(), "\"; it must be \"fp32\" or \"bf16\""));
+    }
+    if (!rate.has_min_dimension()) return FieldError(field + ".min_dimension", "is missing");
+    if (rate.min_dimension() < 0) {
+      return FieldError(field + ".min_dimension",
+                        absl::StrCat("is ", rate.min_dimension(), "; it must be zero or more"));
+    }
+    FSDP_RETURN_IF_ERROR(
+        CheckPositive(field + ".flops_per_s", rate.has_flops_per_s(), rate.flops_per_s()));
+    if (!seen.insert({rate.dtype(), rate.min_dimension()}).second) {
+      return FieldError(field, absl::StrCat("repeats dtype ", rate.dtype(), " with min_dimension ",
+                                            rate.min_dimension()));
+    }
+    if (rate.min_dimension() == 0) (rate.dtype() == "fp32" ? base_fp32 : base_bf16) = true;
+  }
+  if (!base_fp32 || !base_bf16) {
+    return FieldError(list, absl::StrCat("has no entry with min_dimension 0 for ",
+                                         base_fp32 ? "bf16" : "fp32",
+                                         ": every product needs a rate"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const char* ProductDtypeName(ProductDtype dtype) {
@@ -85,34 +119,9 @@ absl::Status ValidateHardwareDescription(const proto::HardwareDescription& hw) {
   if (hw.product_rates_size() == 0) {
     return FieldError("product_rates", "is missing: give at least one entry for fp32 and bf16");
   }
-  std::set<std::pair<std::string, int64_t>> seen;
-  bool base_fp32 = false, base_bf16 = false;
-  for (int i = 0; i < hw.product_rates_size(); ++i) {
-    const proto::ProductRate& rate = hw.product_rates(i);
-    const std::string field = absl::StrCat("product_rates[", i, "]");
-    if (!rate.has_dtype()) return FieldError(field + ".dtype", "is missing");
-    if (rate.dtype() != "fp32" && rate.dtype() != "bf16") {
-      return FieldError(field + ".dtype",
-                        absl::StrCat("is \"", rate.dtype(), "\"; it must be \"fp32\" or \"bf16\""));
-    }
-    if (!rate.has_min_dimension()) return FieldError(field + ".min_dimension", "is missing");
-    if (rate.min_dimension() < 0) {
-      return FieldError(field + ".min_dimension",
-                        absl::StrCat("is ", rate.min_dimension(), "; it must be zero or more"));
-    }
-    FSDP_RETURN_IF_ERROR(
-        CheckPositive(field + ".flops_per_s", rate.has_flops_per_s(), rate.flops_per_s()));
-    if (!seen.insert({rate.dtype(), rate.min_dimension()}).second) {
-      return FieldError(field, absl::StrCat("repeats dtype ", rate.dtype(), " with min_dimension ",
-                                            rate.min_dimension()));
-    }
-    if (rate.min_dimension() == 0) (rate.dtype() == "fp32" ? base_fp32 : base_bf16) = true;
-  }
-  if (!base_fp32 || !base_bf16) {
-    return FieldError("product_rates",
-                      absl::StrCat("has no entry with min_dimension 0 for ",
-                                   base_fp32 ? "bf16" : "fp32",
-                                   ": every product needs a rate"));
+  FSDP_RETURN_IF_ERROR(CheckRates("product_rates", hw.product_rates()));
+  if (hw.peak_product_rates_size() > 0) {
+    FSDP_RETURN_IF_ERROR(CheckRates("peak_product_rates", hw.peak_product_rates()));
   }
   FSDP_RETURN_IF_ERROR(CheckPositive("memory_bandwidth_bytes_per_s",
                                      hw.has_memory_bandwidth_bytes_per_s(),
@@ -132,15 +141,33 @@ absl::Status ValidateHardwareDescription(const proto::HardwareDescription& hw) {
                                      hw.memory_bytes_per_processor()));
   FSDP_RETURN_IF_ERROR(CheckLink("intra_node", hw.has_intra_node(), hw.intra_node()));
   FSDP_RETURN_IF_ERROR(CheckLink("inter_node", hw.has_inter_node(), hw.inter_node()));
-  return CheckNonNegative("compute_time_cv", hw.has_compute_time_cv(), hw.compute_time_cv());
+  if (!hw.has_network_rails_per_ring()) return FieldError("network_rails_per_ring", "is missing");
+  if (hw.network_rails_per_ring() < 1) {
+    return FieldError("network_rails_per_ring",
+                      absl::StrCat("is ", hw.network_rails_per_ring(), "; it must be at least 1"));
+  }
+  FSDP_RETURN_IF_ERROR(
+      CheckNonNegative("compute_time_cv", hw.has_compute_time_cv(), hw.compute_time_cv()));
+  if (!hw.has_checkpoint_cost()) return absl::OkStatus();
+  const proto::CheckpointCost& cost = hw.checkpoint_cost();
+  FSDP_RETURN_IF_ERROR(CheckNonNegative("checkpoint_cost.save_fixed_s", cost.has_save_fixed_s(),
+                                        cost.save_fixed_s()));
+  FSDP_RETURN_IF_ERROR(CheckPositive("checkpoint_cost.save_bytes_per_s",
+                                     cost.has_save_bytes_per_s(), cost.save_bytes_per_s()));
+  FSDP_RETURN_IF_ERROR(CheckNonNegative("checkpoint_cost.restart_fixed_s",
+                                        cost.has_restart_fixed_s(), cost.restart_fixed_s()));
+  return CheckPositive("checkpoint_cost.restart_bytes_per_s", cost.has_restart_bytes_per_s(),
+                       cost.restart_bytes_per_s());
 }
 
-double ProductRateFor(const proto::HardwareDescription& hw, ProductDtype dtype,
-                      int64_t smallest_dimension) {
+namespace {
+
+double RateIn(const google::protobuf::RepeatedPtrField<proto::ProductRate>& rates,
+              ProductDtype dtype, int64_t smallest_dimension) {
   const std::string name = ProductDtypeName(dtype);
   int64_t best_dimension = -1;
   double rate = 0;
-  for (const proto::ProductRate& entry : hw.product_rates()) {
+  for (const proto::ProductRate& entry : rates) {
     if (entry.dtype() != name || entry.min_dimension() > smallest_dimension) continue;
     if (entry.min_dimension() > best_dimension) {
       best_dimension = entry.min_dimension();
@@ -148,6 +175,19 @@ double ProductRateFor(const proto::HardwareDescription& hw, ProductDtype dtype,
     }
   }
   return rate;
+}
+
+}  // namespace
+
+double ProductRateFor(const proto::HardwareDescription& hw, ProductDtype dtype,
+                      int64_t smallest_dimension) {
+  return RateIn(hw.product_rates(), dtype, smallest_dimension);
+}
+
+double PeakProductRate(const proto::HardwareDescription& hw, ProductDtype dtype) {
+  const int64_t any_shape = int64_t{1} << 62;
+  if (hw.peak_product_rates_size() > 0) return RateIn(hw.peak_product_rates(), dtype, any_shape);
+  return RateIn(hw.product_rates(), dtype, any_shape);
 }
 
 std::string HardwareDescriptionToText(const proto::HardwareDescription& hw) {

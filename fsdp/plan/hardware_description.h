@@ -40,7 +40,10 @@ absl::StatusOr<proto::HardwareDescription> ParseHardwareDescription(absl::string
 // present; rates, bandwidths, ranks_per_node and processors_per_node positive; latencies,
 // min_dimension and compute_time_cv non-negative; dtype "fp32" or "bf16";
 // an entry with min_dimension 0 for each of fp32 and bf16 (so that every
-// product has a rate); no two entries with the same dtype and min_dimension.
+// product has a rate); no two entries with the same dtype and min_dimension;
+// network_rails_per_ring at least 1; checkpoint_cost, when given, with
+// every field, its bandwidths positive and its fixed costs non-negative; peak_product_rates, when given, under
+// the same rules as product_rates.
 absl::Status ValidateHardwareDescription(const proto::HardwareDescription& hw);
 
 // The rate of the entry of `dtype` with the largest min_dimension <=
@@ -48,6 +51,10 @@ absl::Status ValidateHardwareDescription(const proto::HardwareDescription& hw);
 // description.
 double ProductRateFor(const proto::HardwareDescription& hw, ProductDtype dtype,
                       int64_t smallest_dimension);
+
+// The rate MFU is measured against: the highest of peak_product_rates for
+// `dtype` when the description has them, else of product_rates.
+double PeakProductRate(const proto::HardwareDescription& hw, ProductDtype dtype);
 
 // Text format of `hw`, fields in declaration order (what a calibration writes).
 std::string HardwareDescriptionToText(const proto::HardwareDescription& hw);

@@ -214,9 +214,12 @@ CollectiveGroup GroupOn(const proto::HardwareDescription& hw, int group_size, bo
   group.on_one_host = !spans_nodes;
   const proto::LinkLevel& link = spans_nodes ? hw.inter_node() : hw.intra_node();
   group.latency_s = link.latency_s();
+  // A ring over consecutive ranks crosses the network once per node; its
+  // crossing hop gets network_rails_per_ring of the node's adapters.
+  const double rails = std::max(1, hw.network_rails_per_ring());
   group.bandwidth_bytes_per_s =
       spans_nodes ? std::min(hw.intra_node().bandwidth_bytes_per_s(),
-                             hw.inter_node().bandwidth_bytes_per_s())
+                             hw.inter_node().bandwidth_bytes_per_s() * rails)
                   : link.bandwidth_bytes_per_s();
   group.memory_bandwidth_bytes_per_s = hw.memory_bandwidth_bytes_per_s() * rank_share;
   return group;

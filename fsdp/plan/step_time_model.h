@@ -48,8 +48,10 @@
 //
 // Links: a group whose ranks all sit on one node (consecutive ranks,
 // ranks_per_node of them per node) uses intra_node; a group that spans
-// nodes is limited by inter_node's latency and by the smaller of the two
-// bandwidths (its ring crosses the network at every node boundary).
+// nodes is limited by inter_node's latency and by the smaller of
+// intra_node's bandwidth and inter_node's times network_rails_per_ring (its
+// ring crosses the network once per node boundary, over that many of the
+// node's adapters at once).
 #ifndef FSDP_PLAN_STEP_TIME_MODEL_H_
 #define FSDP_PLAN_STEP_TIME_MODEL_H_
 
@@ -120,7 +122,7 @@ absl::StatusOr<StepTimePrediction> PredictStepTime(const StepModelInputs& inputs
 double ExpectedMaxOfNormals(int n);
 
 // The link a group of `group_size` ranks crosses: `spans_nodes` picks
-// inter_node's latency and min(intra, inter) bandwidth.
+// inter_node's latency and min(intra, inter x network_rails_per_ring) bandwidth.
 CollectiveGroup GroupOn(const proto::HardwareDescription& hw, int group_size, bool spans_nodes,
                         double rank_share);
 

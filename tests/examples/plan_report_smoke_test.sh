@@ -17,6 +17,22 @@ grep -q '^hybrid_shard,4,2,' "$TMP/plan.csv" || fail "no hybrid_shard row at 4 r
 # Every step time positive.
 awk -F, 'NR > 1 && !($4 > 0) { exit 1 }' "$TMP/plan.csv" || fail "a step time is not positive"
 
+# A recommendation with its reason at every rank count.
+[ "$(grep -c '^# recommended at [124] ranks: .* Why: ' "$TMP/out.txt")" -eq 3 ] ||
+  { cat "$TMP/out.txt"; fail "no recommendation with a reason per rank count"; }
+
+# A preset by name, its source printed; a model flag overrides it; the plot drawn.
+"$REPORT" --model=llama3-8b --seq_len=2048 --micro_batch=1 --precision=bf16 --ranks=64,128 \
+    --strategies=full_shard,hybrid_shard --cluster=fsdp/plan/clusters/a100_ib200.textproto \
+    --plot="$TMP/plan.png" > "$TMP/preset.txt" 2>&1 || { cat "$TMP/preset.txt"; fail "--model failed"; }
+grep -q '^# plan_report: layers=32 d_model=4256 heads=32 vocab=128256 seq_len=2048 ' "$TMP/preset.txt" ||
+  { head -3 "$TMP/preset.txt"; fail "the preset's dimensions (or the seq_len override) are not used"; }
+grep -q '^# model llama3-8b: Dubey et al. 2024' "$TMP/preset.txt" || fail "the preset's source is not printed"
+[ -s "$TMP/plan.png" ] && [ -s "$TMP/plan.png.gp" ] || fail "no plot or no script"
+if "$REPORT" --model=gpt5 > "$TMP/nomodel.txt" 2>&1; then fail "an unknown preset was accepted"; fi
+grep -q 'no model preset "gpt5"; presets are gpt3-175b, llama3-8b, llama3-70b, llama3-405b' "$TMP/nomodel.txt" ||
+  { cat "$TMP/nomodel.txt"; fail "the unknown preset's error does not list the presets"; }
+
 sed 's/bandwidth_bytes_per_s: 50e9/bandwidth_bytes_per_s: -50e9/' \
   fsdp/plan/clusters/h100_nvlink_ib400.textproto > "$TMP/bad.textproto"
 if "$REPORT" --cluster="$TMP/bad.textproto" > "$TMP/bad.txt" 2>&1; then fail "a negative bandwidth was accepted"; fi

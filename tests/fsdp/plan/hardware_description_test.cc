@@ -23,6 +23,15 @@ constexpr char kValid[] = R"pb(
   intra_node { latency_s: 1e-6 bandwidth_bytes_per_s: 1e10 }
   inter_node { latency_s: 1e-5 bandwidth_bytes_per_s: 1e9 }
   compute_time_cv: 0.01
+  network_rails_per_ring: 4
+  peak_product_rates { dtype: "fp32" min_dimension: 0 flops_per_s: 8e9 }
+  peak_product_rates { dtype: "bf16" min_dimension: 0 flops_per_s: 16e9 }
+  checkpoint_cost {
+    save_fixed_s: 0.5
+    save_bytes_per_s: 1e8
+    restart_fixed_s: 2
+    restart_bytes_per_s: 5e7
+  }
 )pb";
 
 std::string Replace(std::string text, const std::string& from, const std::string& to) {
@@ -47,6 +56,11 @@ TEST(HardwareDescriptionTest, ParsesAndPicksTheShapeClass) {
   EXPECT_EQ(ProductRateFor(*hw, ProductDtype::kFp32, 255), 1e9);
   EXPECT_EQ(ProductRateFor(*hw, ProductDtype::kFp32, 256), 4e9);
   EXPECT_EQ(ProductRateFor(*hw, ProductDtype::kBf16, 4096), 2e9);
+  // MFU's denominator: the peaks when given, else the highest achieved rate.
+  EXPECT_EQ(PeakProductRate(*hw, ProductDtype::kBf16), 16e9);
+  proto::HardwareDescription without_peaks = *hw;
+  without_peaks.clear_peak_product_rates();
+  EXPECT_EQ(PeakProductRate(without_peaks, ProductDtype::kFp32), 4e9);
   // What a calibration writes reads back the same.
   absl::StatusOr<proto::HardwareDescription> again =
       ParseHardwareDescription(HardwareDescriptionToText(*hw), "again");
@@ -65,6 +79,8 @@ TEST(HardwareDescriptionTest, NamesTheMissingField) {
             "x.textproto: field memory_bytes_per_processor is missing");
   EXPECT_EQ(ErrorOf(Replace(kValid, "min_dimension: 256 ", "")),
             "x.textproto: field product_rates[1].min_dimension is missing");
+  EXPECT_EQ(ErrorOf(Replace(kValid, "network_rails_per_ring: 4", "")),
+            "x.textproto: field network_rails_per_ring is missing");
 }
 
 TEST(HardwareDescriptionTest, NamesTheFieldOutOfRange) {
@@ -82,6 +98,16 @@ TEST(HardwareDescriptionTest, NamesTheFieldOutOfRange) {
             "product needs a rate");
   EXPECT_EQ(ErrorOf(Replace(kValid, "min_dimension: 256", "min_dimension: 0")),
             "x.textproto: field product_rates[1] repeats dtype fp32 with min_dimension 0");
+  EXPECT_EQ(ErrorOf(Replace(kValid, "network_rails_per_ring: 4", "network_rails_per_ring: 0")),
+            "x.textproto: field network_rails_per_ring is 0; it must be at least 1");
+  EXPECT_EQ(ErrorOf(Replace(kValid, "save_bytes_per_s: 1e8", "save_bytes_per_s: -1e8")),
+            "x.textproto: field checkpoint_cost.save_bytes_per_s is -1e+08; it must be a "
+            "positive number");
+  EXPECT_EQ(ErrorOf(Replace(kValid, "restart_fixed_s: 2", "")),
+            "x.textproto: field checkpoint_cost.restart_fixed_s is missing");
+  EXPECT_EQ(ErrorOf(Replace(kValid, "flops_per_s: 16e9", "flops_per_s: -16e9")),
+            "x.textproto: field peak_product_rates[1].flops_per_s is -1.6e+10; it must be a "
+            "positive number");
 }
 
 TEST(HardwareDescriptionTest, SyntaxErrorsHaveTheirPosition) {
@@ -95,7 +121,7 @@ TEST(HardwareDescriptionTest, SyntaxErrorsHaveTheirPosition) {
 
 // Every shipped description is valid.
 TEST(HardwareDescriptionTest, ShippedDescriptionsAreValid) {
-  for (const char* name : {"a100_ib200", "h100_nvlink_ib400", "this_machine"}) {
+  for (const char* name : {"a100_ib200", "h100_nvlink_ib400", "v100_dgx2_ib800", "this_machine"}) {
     const std::string path = std::string("fsdp/plan/clusters/") + name + ".textproto";
     std::ifstream in(path);
     ASSERT_TRUE(in.good()) << path;

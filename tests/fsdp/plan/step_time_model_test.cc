@@ -182,6 +182,23 @@ TEST(StepTimeModelTest, RanksShareTheProcessorsOfANode) {
   EXPECT_DOUBLE_EQ(p->compute_s, 12);
 }
 
+// A group spanning nodes: its ring's node-crossing hop uses
+// network_rails_per_ring adapters, capped by the link within a node.
+TEST(StepTimeModelTest, SpanningGroupsUseTheRailsOfTheirNode) {
+  proto::HardwareDescription hw = Hardware();
+  hw.mutable_intra_node()->set_bandwidth_bytes_per_s(100);
+  hw.mutable_inter_node()->set_bandwidth_bytes_per_s(10);
+  hw.mutable_inter_node()->set_latency_s(7);
+  hw.set_network_rails_per_ring(4);
+  CollectiveGroup group = GroupOn(hw, 16, /*spans_nodes=*/true, 1);
+  EXPECT_DOUBLE_EQ(group.bandwidth_bytes_per_s, 40);
+  EXPECT_DOUBLE_EQ(group.latency_s, 7);
+  EXPECT_FALSE(group.on_one_host);
+  hw.set_network_rails_per_ring(16);
+  EXPECT_DOUBLE_EQ(GroupOn(hw, 16, true, 1).bandwidth_bytes_per_s, 100);
+  EXPECT_DOUBLE_EQ(GroupOn(hw, 8, false, 1).bandwidth_bytes_per_s, 100);
+}
+
 TEST(StepTimeModelTest, BadInputsNameTheField) {
   StepModelInputs in = TwoUnits(proto::HYBRID_SHARD, 4);
   in.group_size = 3;
