@@ -38,6 +38,9 @@
 namespace fsdp {
 namespace {
 
+// How often the progress line shows the gradient noise scale.
+constexpr int kNoiseScaleEvery = 10;
+
 }  // namespace
 
 TrainStepOptions TrainStepOptionsFrom(const TrainOptions& options) {
@@ -259,6 +262,11 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
   FSDP_ASSIGN_OR_RETURN(LrSchedule schedule, LrSchedule::Create(schedule_options));
 
   const bool reporter = (world.rank() == 0);
+  // The gradient noise scale from every step's two squared norms
+  // ([Note: noise scale] in fsdp/train/train_step.cc), on the progress line
+  // every kNoiseScaleEvery steps and in the metrics file.
+  GradientNoiseScale noise;
+  const std::string no_noise_reason = NoNoiseScaleReason(world.size(), options.accum);
   // A resumed or restarted run adds to the metrics file: the earlier
   // attempts' lines are its history.
   const bool continuing = options.resume || !options.resume_from.empty() || options.restart > 0;
@@ -341,6 +349,12 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
       timed_tokens += result.global_tokens;
     }
     summary.final_loss = result.loss;
+    if (result.noise_norms.small_batch > 0) {
+      FSDP_RETURN_IF_ERROR(noise.Add(result.noise_norms));
+    }
+    const std::optional<double> noise_scale = noise.smoothed();
+    const bool noise_due = noise_scale.has_value() &&
+                           (step % kNoiseScaleEvery == 0 || step == options.steps);
     const bool validated = text->ValDue(step);
     if (validated) {
       FSDP_ASSIGN_OR_RETURN(summary.final_val_loss, text->Validate(*trainer, world));
@@ -348,7 +362,7 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
     if (log != nullptr) {
       std::fprintf(log,
                    "step %4d/%d | loss %.6f | lr %.3e | %9.0f tok/s | peak %s/rank | "
-                   "comm wait %.1f ms (%.0f%%) | matmul %.0f%% at %.0f GFLOP/s | %lld page faults%s\n",
+                   "comm wait %.1f ms (%.0f%%) | matmul %.0f%% at %.0f GFLOP/s | %lld page faults%s%s\n",
                    step, options.steps, result.loss, result.lr, tokens_per_s,
                    FormatBytes(peak_bytes).c_str(), absl::ToDoubleMilliseconds(result.comm_wait),
                    seconds > 0 ? 100.0 * absl::ToDoubleSeconds(result.comm_wait) / seconds : 0.0,
@@ -356,6 +370,10 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
                    matmul.seconds > 0 ? matmul.flops / matmul.seconds / 1e9 : 0.0,
                    static_cast<long long>(page_faults),
                    validated ? absl::StrFormat(" | val_loss %.6f", summary.final_val_loss).c_str()
+                             : "",
+                   noise_due ? absl::StrFormat(" | noise scale %.0f seq (batch %d)", *noise_scale,
+                                               result.noise_norms.big_batch)
+                                   .c_str()
                              : "");
       std::fflush(log);
     }
@@ -373,6 +391,9 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
       m.tokens = step * options.tokens_per_step();
       m.has_val_loss = validated;
       m.val_loss = summary.final_val_loss;
+      m.has_noise_scale = noise_scale.has_value();
+      m.noise_scale = noise_scale.value_or(0.0);
+      m.noise_batch = result.noise_norms.big_batch;
       FSDP_RETURN_IF_ERROR(metrics->WriteLine(StepMetricsJson(m)));
     }
     last_step = step;
@@ -437,6 +458,7 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
     }
   }
   summary.param_sha256 = digest.HexDigest();
+  summary.noise_scale = noise.run_mean();
   const double timed_seconds = absl::ToDoubleSeconds(timed_step_time);
   summary.tokens_per_s = timed_seconds > 0 ? timed_tokens / timed_seconds : 0.0;
   summary.comm_wait_share =
@@ -458,9 +480,30 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
     f.peak_bytes = summary.peak_bytes;
     f.matmul_backend = summary.matmul_backend;
     f.matmul_kernels = summary.matmul_kernels;
+    if (summary.noise_scale.has_value()) {
+      f.has_noise_scale = true;
+      f.noise_scale = summary.noise_scale->scale;
+      f.noise_scale_stderr = summary.noise_scale->standard_error;
+      f.noise_steps = summary.noise_scale->steps;
+      f.noise_batch = options.global_batch();
+    }
     FSDP_RETURN_IF_ERROR(metrics->WriteLine(FinalMetricsJson(f)));
   }
   if (log != nullptr) {
+    if (summary.noise_scale.has_value()) {
+      std::fprintf(log,
+                   "train_gpt: gradient noise scale %.0f +- %.0f sequences (mean of %lld steps "
+                   "at global batch %lld)\n",
+                   summary.noise_scale->scale, summary.noise_scale->standard_error,
+                   static_cast<long long>(summary.noise_scale->steps),
+                   static_cast<long long>(options.global_batch()));
+    } else {
+      std::fprintf(log, "train_gpt: %s\n",
+                   no_noise_reason.empty()
+                       ? "no gradient noise scale yet: the gradient's true norm is still "
+                         "below the noise (train longer)"
+                       : no_noise_reason.c_str());
+    }
     std::fprintf(log,
                  "train_gpt: done, %d steps, loss %.4f -> %.4f, %.0f tok/s, comm wait %.1f%% "
                  "of step time, matmul %s %.1f%% at %.0f GFLOP/s, peak %s/rank, params sha256 %s\n",
