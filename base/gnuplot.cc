@@ -1,23 +1,14 @@
 // File: base/gnuplot.cc
 #include "base/gnuplot.h"
 
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
-#include "absl/time/clock.h"
 #include "base/atomic_file.h"
 #include "base/status_macros.h"
-
-extern char** environ;
+#include "base/subprocess.h"
 
 namespace base {
 namespace {
@@ -25,40 +16,22 @@ namespace {
 constexpr char kNotInstalled[] =
     "gnuplot is not installed; run tools/setup.sh (it installs gnuplot-nox)";
 
-// Runs `gnuplot script_path` to completion or until `timeout`.
+// Runs `gnuplot script_path` to completion or until the plot's timeout.
 absl::Status RunGnuplot(const std::string& script_path, const GnuplotPlot& plot) {
-  // posix_spawn, not fork: the caller may have progress threads.
-  pid_t pid = 0;
-  char* const argv[] = {const_cast<char*>("gnuplot"), const_cast<char*>(script_path.c_str()),
-                        nullptr};
-  const int spawned = posix_spawnp(&pid, "gnuplot", nullptr, nullptr, argv, environ);
-  if (spawned == ENOENT) return absl::FailedPreconditionError(kNotInstalled);
-  if (spawned != 0) {
-    return absl::InternalError(absl::StrCat("starting gnuplot: ", std::strerror(spawned)));
+  ProcessOptions options;
+  options.timeout = plot.timeout;
+  absl::StatusOr<int> code = RunProcess({"gnuplot", script_path}, options);
+  if (absl::IsNotFound(code.status())) return absl::FailedPreconditionError(kNotInstalled);
+  if (absl::IsDeadlineExceeded(code.status())) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "gnuplot did not finish ", plot.png_path, " within ", absl::FormatDuration(plot.timeout),
+        "; the script is ", plot.script_path));
   }
-  const absl::Time deadline = absl::Now() + plot.timeout;
-  int status = 0;
-  while (true) {
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR) {
-      return absl::InternalError(absl::StrCat("waiting for gnuplot: ", std::strerror(errno)));
-    }
-    if (absl::Now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return absl::DeadlineExceededError(absl::StrCat(
-          "gnuplot did not finish ", plot.png_path, " within ", absl::FormatDuration(plot.timeout),
-          "; the script is ", plot.script_path));
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-    return absl::FailedPreconditionError(kNotInstalled);
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (!code.ok()) return code.status();
+  if (*code == 127) return absl::FailedPreconditionError(kNotInstalled);
+  if (*code != 0) {
     return absl::InternalError(absl::StrCat("gnuplot failed on ", plot.script_path, " (status ",
-                                            status, "); see its message above"));
+                                            *code, "); see its message above"));
   }
   return absl::OkStatus();
 }

@@ -45,6 +45,11 @@ struct StepMetrics {
   int64_t tokens = 0;       // global tokens trained on after this step
   bool has_val_loss = false;
   double val_loss = 0;      // --val_data: held-out loss after this step
+  // The smoothed gradient noise scale (fsdp/optim/gradient_noise_scale.h),
+  // in sequences, and the global batch it was measured at.
+  bool has_noise_scale = false;
+  double noise_scale = 0;
+  int64_t noise_batch = 0;
 };
 
 // A validation-only line (the evaluation before the first step):
@@ -64,6 +69,13 @@ struct FinalMetrics {
   int64_t peak_bytes = 0;
   std::string matmul_backend;  // "onednn" or "openblas": the bits depend on it
   std::string matmul_kernels;  // its kernels here, e.g. "onednn 2.6.3: f32 brg:avx512_core, ..."
+  // The run's mean gradient noise scale with its standard error, over
+  // noise_steps steps at global batch noise_batch.
+  bool has_noise_scale = false;
+  double noise_scale = 0;
+  double noise_scale_stderr = 0;
+  int64_t noise_steps = 0;
+  int64_t noise_batch = 0;
 };
 
 std::string StepMetricsJson(const StepMetrics& metrics);

@@ -190,6 +190,9 @@ absl::StatusOr<std::string> AgreeOnStop(const TrainOptions& options, comm::Commu
   return std::string();
 }
 
+// How often the progress line shows the gradient noise scale.
+constexpr int kNoiseScaleEvery = 10;
+
 // A resumed or restarted run adds to the metrics file: the earlier
 // attempts' lines are its history.
 bool ContinuesEarlierRun(const TrainOptions& options) {
@@ -245,6 +248,9 @@ struct TrainingRun {
   int64_t timed_tokens = 0;
   double timed_matmul_s = 0;
   double timed_matmul_flops = 0;
+  // The gradient noise scale from every step's two squared norms
+  // ([Note: noise scale] in fsdp/train/train_step.cc).
+  GradientNoiseScale noise;
 };
 
 // What one step measured, for its progress line and metrics.
@@ -255,6 +261,7 @@ struct StepRecord {
   int64_t page_faults = 0;
   int64_t peak_bytes = 0;
   bool validated = false;  // summary.final_val_loss is this step's
+  std::optional<double> noise_scale;  // the smoothed gradient noise scale so far
 };
 
 // The engine, the model, the trainer, the data and the schedule; the metrics
@@ -392,6 +399,10 @@ absl::StatusOr<StepRecord> TakeStep(TrainingRun& run, int step) {
     run.timed_tokens += record.result.global_tokens;
   }
   run.summary.final_loss = record.result.loss;
+  if (record.result.noise_norms.small_batch > 0) {
+    FSDP_RETURN_IF_ERROR(run.noise.Add(record.result.noise_norms));
+  }
+  record.noise_scale = run.noise.smoothed();
   return record;
 }
 
@@ -400,10 +411,13 @@ absl::Status ReportStep(TrainingRun& run, const StepRecord& record) {
   const StepResult& result = record.result;
   const double seconds = absl::ToDoubleSeconds(result.step_time);
   const double tokens_per_s = seconds > 0 ? result.global_tokens / seconds : 0.0;
+  const bool noise_due = record.noise_scale.has_value() &&
+                         (record.step % kNoiseScaleEvery == 0 || record.step == run.options.steps);
   if (run.log != nullptr) {
     std::fprintf(run.log,
                  "step %4d/%d | loss %.6f | lr %.3e | %9.0f tok/s | peak %s/rank | "
-                 "comm wait %.1f ms (%.0f%%) | matmul %.0f%% at %.0f GFLOP/s | %lld page faults%s\n",
+                 "comm wait %.1f ms (%.0f%%) | matmul %.0f%% at %.0f GFLOP/s | %lld page "
+                 "faults%s%s\n",
                  record.step, run.options.steps, result.loss, result.lr, tokens_per_s,
                  FormatBytes(record.peak_bytes).c_str(),
                  absl::ToDoubleMilliseconds(result.comm_wait),
@@ -414,7 +428,11 @@ absl::Status ReportStep(TrainingRun& run, const StepRecord& record) {
                  static_cast<long long>(record.page_faults),
                  record.validated
                      ? absl::StrFormat(" | val_loss %.6f", run.summary.final_val_loss).c_str()
-                     : "");
+                     : "",
+                 noise_due ? absl::StrFormat(" | noise scale %.0f seq (batch %d)",
+                                             *record.noise_scale, result.noise_norms.big_batch)
+                                 .c_str()
+                           : "");
     std::fflush(run.log);
   }
   if (run.metrics == nullptr) return absl::OkStatus();
@@ -431,6 +449,9 @@ absl::Status ReportStep(TrainingRun& run, const StepRecord& record) {
   m.tokens = record.step * run.options.tokens_per_step();
   m.has_val_loss = record.validated;
   m.val_loss = run.summary.final_val_loss;
+  m.has_noise_scale = record.noise_scale.has_value();
+  m.noise_scale = record.noise_scale.value_or(0.0);
+  m.noise_batch = result.noise_norms.big_batch;
   return run.metrics->WriteLine(StepMetricsJson(m));
 }
 
@@ -534,6 +555,7 @@ absl::Status FinishRun(TrainingRun& run) {
   summary.matmul_gflops =
       run.timed_matmul_s > 0 ? run.timed_matmul_flops / run.timed_matmul_s / 1e9 : 0.0;
   summary.peak_bytes = summary.memory.peak_total_bytes;
+  summary.noise_scale = run.noise.run_mean();
   if (run.metrics != nullptr) {
     FinalMetrics f;
     f.steps = summary.steps;
@@ -548,9 +570,31 @@ absl::Status FinishRun(TrainingRun& run) {
     f.peak_bytes = summary.peak_bytes;
     f.matmul_backend = summary.matmul_backend;
     f.matmul_kernels = summary.matmul_kernels;
+    if (summary.noise_scale.has_value()) {
+      f.has_noise_scale = true;
+      f.noise_scale = summary.noise_scale->scale;
+      f.noise_scale_stderr = summary.noise_scale->standard_error;
+      f.noise_steps = summary.noise_scale->steps;
+      f.noise_batch = options.global_batch();
+    }
     FSDP_RETURN_IF_ERROR(run.metrics->WriteLine(FinalMetricsJson(f)));
   }
   if (log != nullptr) {
+    const std::string no_noise_reason = NoNoiseScaleReason(run.world.size(), options.accum);
+    if (summary.noise_scale.has_value()) {
+      std::fprintf(log,
+                   "train_gpt: gradient noise scale %.0f +- %.0f sequences (mean of %lld steps "
+                   "at global batch %lld)\n",
+                   summary.noise_scale->scale, summary.noise_scale->standard_error,
+                   static_cast<long long>(summary.noise_scale->steps),
+                   static_cast<long long>(options.global_batch()));
+    } else {
+      std::fprintf(log, "train_gpt: %s\n",
+                   no_noise_reason.empty()
+                       ? "no gradient noise scale yet: the gradient's true norm is still "
+                         "below the noise (train longer)"
+                       : no_noise_reason.c_str());
+    }
     std::fprintf(log,
                  "train_gpt: done, %d steps, loss %.4f -> %.4f, %.0f tok/s, comm wait %.1f%% "
                  "of step time, matmul %s %.1f%% at %.0f GFLOP/s, peak %s/rank, params sha256 %s\n",

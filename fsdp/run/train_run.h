@@ -17,12 +17,14 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "comm/communicator.h"
 #include "fsdp/memory/memory_tracker.h"
+#include "fsdp/optim/gradient_noise_scale.h"
 #include "fsdp/run/train_options.h"
 #include "fsdp/train/train_step.h"
 
@@ -34,6 +36,10 @@ struct RunSummary {
   float final_loss = 0.0f;
   std::string param_sha256;   // fsdp/run/param_digest.h
   double tokens_per_s = 0.0;  // global tokens / wall time, steps after the first
+  // The gradient noise scale over the run's steps (fsdp/optim/
+  // gradient_noise_scale.h); nullopt with one rank and no accumulation, or
+  // while the estimate of the true gradient's norm is not positive.
+  std::optional<NoiseScaleValue> noise_scale;
   double comm_wait_share = 0.0;  // time blocked in collectives / step time, same steps
   double matmul_share = 0.0;     // time in matrix products / step time, same steps
   double matmul_gflops = 0.0;    // their achieved rate

@@ -2,6 +2,7 @@
 #include "fsdp/train/dtype_kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "base/status_macros.h"
@@ -70,6 +71,14 @@ SquareUnits SumOfSquareUnitsOf(ConstDtypeSpan values, int exponent) {
       return SumOfSquareUnitsBf16(values.as<uint16_t>(), exponent);
   }
   return 0;
+}
+
+double SumOfSquaresOf(ConstDtypeSpan values) {
+  const float max_abs = MaxAbsOf(values);
+  if (!std::isfinite(max_abs)) return double{max_abs} * max_abs;
+  if (max_abs == 0.0f) return 0.0;
+  const int exponent = SquareUnitExponent(max_abs);
+  return SquareSumFromUnits(SumOfSquareUnitsOf(values, exponent), exponent);
 }
 
 }  // namespace fsdp

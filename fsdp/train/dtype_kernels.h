@@ -35,6 +35,10 @@ void ZeroElements(DtypeSpan values);
 float MaxAbsOf(ConstDtypeSpan values);
 SquareUnits SumOfSquareUnitsOf(ConstDtypeSpan values, int exponent);
 
+// The sum of the squares of one span in any dtype, as grad_clip.h's
+// SumOfSquares computes it (exact integer units, so the same for any order).
+double SumOfSquaresOf(ConstDtypeSpan values);
+
 }  // namespace fsdp
 
 #endif  // FSDP_TRAIN_DTYPE_KERNELS_H_

@@ -198,6 +198,16 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
 
   // Forward and backward over every micro-batch.
   double local_loss_sum = 0.0;
+  // [Note: noise scale] The gradient noise scale (fsdp/optim/
+  // gradient_noise_scale.h) needs the gradient's squared norm at two batch
+  // sizes. The small one is the first micro-batch on this rank: its
+  // gradients, scaled by 1 / accum, are the whole local buffer right after
+  // its backward (before any reduction or later micro-batch); the ranks'
+  // values are averaged. The big one is the averaged global gradient, whose
+  // squared norm the clipping takes anyway. One rank without accumulation
+  // has only one batch size and skips both.
+  const bool measure_noise = accum > 1 || world_->size() > 1;
+  double local_first_sq = 0.0;
   for (int m = 0; m < accum; ++m) {
     const bool last_micro_batch = (m == accum - 1);
     for (int u = 0; u < n; ++u) {
@@ -207,6 +217,10 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
     for (int u = n - 1; u >= 0; --u) {
       ShardedUnit& unit = *units_[u];
       FSDP_RETURN_IF_ERROR(BackwardUnit(u, 1.0f / static_cast<float>(accum)));
+      if (measure_noise && m == 0) {
+        FSDP_ASSIGN_OR_RETURN(const ConstDtypeSpan local, unit.LocalGrads());
+        local_first_sq += SumOfSquaresOf(local);
+      }
       if (last_micro_batch) {  // [Note: accumulation]
         FSDP_RETURN_IF_ERROR(unit.StartReduction(comms_));
         if (u + 1 < n) {  // [Note: overlap of reduction and backward]
@@ -231,11 +245,24 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
 
   // Global-norm clipping over the shards.
   float grad_norm = 0.0f;
-  if (options_.grad_clip > 0.0f) {
+  GradientNormPair noise_norms;
+  if (options_.grad_clip > 0.0f || measure_noise) {
     FSDP_ASSIGN_OR_RETURN(const double sum_of_squares, GlobalGradSumOfSquares(clock_));
-    grad_norm = static_cast<float>(std::sqrt(sum_of_squares));
-    const float scale = ClipScale(sum_of_squares, options_.grad_clip);
-    for (auto& unit : units_) FSDP_RETURN_IF_ERROR(unit->ScaleReducedGrads(scale));
+    if (measure_noise) {
+      // The first micro-batch's gradients were scaled by 1 / accum.
+      const double unscale = static_cast<double>(accum) * accum;
+      FSDP_ASSIGN_OR_RETURN(const double mean_first_sq,
+                            MeanAcrossRanks(static_cast<float>(local_first_sq), clock_));
+      noise_norms.small_sq_norm = mean_first_sq * unscale;
+      noise_norms.small_batch = micro_batches[0].batch_size;
+      noise_norms.big_sq_norm = sum_of_squares;
+      noise_norms.big_batch = int64_t{micro_batches[0].batch_size} * accum * world_->size();
+    }
+    if (options_.grad_clip > 0.0f) {
+      grad_norm = static_cast<float>(std::sqrt(sum_of_squares));
+      const float scale = ClipScale(sum_of_squares, options_.grad_clip);
+      for (auto& unit : units_) FSDP_RETURN_IF_ERROR(unit->ScaleReducedGrads(scale));
+    }
   }
 
   // Optimizer step (full buffers for no_shard, this rank's shard otherwise),
@@ -261,6 +288,7 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
                          accum * world_->size();
   result.step_time = absl::Now() - start;
   result.comm_wait = clock_.total();
+  result.noise_norms = noise_norms;
   return result;
 }
 
@@ -362,6 +390,22 @@ absl::StatusOr<float> DataParallelTrainer::AverageLossAcrossRanks(float local_lo
   FSDP_ASSIGN_OR_RETURN(comm::WorkHandle work, world_->AllReduce(options));
   FSDP_RETURN_IF_ERROR(clock.Wait(*work, options_.comm_timeout, "loss all-reduce"));
   return scalar_comm_buffer_[0] / static_cast<float>(world_->size());
+}
+
+// The mean over ranks of one float per rank (a statistic, not a training
+// value): summed by a one-element all-reduce, in the buffer the loss uses
+// after it.
+absl::StatusOr<double> DataParallelTrainer::MeanAcrossRanks(float local_value,
+                                                            CommWaitClock& clock) {
+  if (world_->size() == 1) return local_value;
+  scalar_comm_buffer_[0] = local_value;
+  comm::AllReduceOptions options;
+  options.buffer = comm::AsBytes(scalar_comm_buffer_.span().subspan(0, 1));
+  options.dtype = comm::Dtype::kFloat32;
+  options.op = comm::ReduceOp::kSum;
+  FSDP_ASSIGN_OR_RETURN(comm::WorkHandle work, world_->AllReduce(options));
+  FSDP_RETURN_IF_ERROR(clock.Wait(*work, options_.comm_timeout, "gradient noise all-reduce"));
+  return static_cast<double>(scalar_comm_buffer_[0]) / world_->size();
 }
 
 // [Note: sharded norm] Each rank takes ITS SHARD of every unit only; the

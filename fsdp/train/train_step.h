@@ -47,6 +47,7 @@
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/model.h"
 #include "fsdp/nn/param_spec.h"
+#include "fsdp/optim/gradient_noise_scale.h"
 #include "fsdp/train/comm_wait_clock.h"
 #include "fsdp/train/precision_policy.h"
 #include "fsdp/train/strategy.h"
@@ -89,6 +90,10 @@ struct StepResult {
   int64_t global_tokens = 0;     // tokens in the global batch
   absl::Duration step_time;      // wall time of Step()
   absl::Duration comm_wait;      // of which blocked in collectives
+  // The squared gradient norms at two batch sizes the gradient noise scale
+  // is estimated from ([Note: noise scale]); noise_norms.small_batch is 0
+  // when the step measured one batch size (one rank, no accumulation).
+  GradientNormPair noise_norms;
 };
 
 // The shard plan the trainer uses for `units` on `world_size` ranks: the
@@ -178,6 +183,7 @@ class DataParallelTrainer final : public CheckpointableState {
   void NoteWorkingBuffers();
   absl::StatusOr<float> AverageLossAcrossRanks(float local_loss, CommWaitClock& clock);
   absl::StatusOr<double> GlobalGradSumOfSquares(CommWaitClock& clock);
+  absl::StatusOr<double> MeanAcrossRanks(float local_value, CommWaitClock& clock);
   template <typename T>
   absl::StatusOr<std::vector<T>> GatherFromShardGroup(const T& mine, CommWaitClock& clock,
                                                       absl::string_view what);

@@ -385,6 +385,13 @@ absl::StatusOr<ConstDtypeSpan> ShardedUnit::OwnedReducedGrads() {
   return ConstDtypeSpan(reduced_shard_);
 }
 
+absl::StatusOr<ConstDtypeSpan> ShardedUnit::LocalGrads() const {
+  if (grad_state_ != GradState::kAccumulated) {
+    return Fail("LocalGrads", "gradient state kAccumulated", GradStateName(grad_state_));
+  }
+  return ConstDtypeSpan(grads_.span());
+}
+
 absl::Status ShardedUnit::ScaleReducedGrads(float scale) {
   if (grad_state_ != GradState::kReduced) {
     return Fail("ScaleReducedGrads", "gradient state kReduced", GradStateName(grad_state_));

@@ -233,6 +233,9 @@ class ShardedUnit {
   // its slice of the full gradients, so every element is counted once
   // across ranks), as stored (the reduce dtype). Needs kReduced.
   absl::StatusOr<ConstDtypeSpan> OwnedReducedGrads();
+  // This rank's own unsharded gradients, before any reduction (the
+  // gradient noise scale's small batch). Needs kAccumulated.
+  absl::StatusOr<ConstDtypeSpan> LocalGrads() const;
   // Multiplies the gradients the optimizer will read by `scale` (clipping):
   // the optimizer applies it as it reads them (UnitOptimizer::StepUnit's
   // grad_scale), so the gradients themselves stay as reduced.

@@ -100,6 +100,11 @@ TrainGptRun RunTrainGptBinary(const std::string& binary, const std::string& run_
       run.has_final_line = true;
       run.param_sha256 = StringField(line, "param_sha256");
       run.matmul_backend = StringField(line, "matmul_backend");
+      if (line.find("\"gradient_noise_scale\":") != std::string::npos) {
+        run.has_noise_scale = true;
+        run.noise_scale = NumberField(line, "gradient_noise_scale");
+        run.noise_scale_stderr = NumberField(line, "gradient_noise_scale_stderr");
+      }
     } else if (line.find("\"loss\":") != std::string::npos) {
       run.losses.push_back(NumberField(line, "loss"));
       run.lrs.push_back(NumberField(line, "lr"));

@@ -21,6 +21,11 @@ struct TrainGptRun {
   std::string param_sha256;    // from the final line
   std::string matmul_backend;  // from the final line: "onednn" or "openblas"
   bool has_final_line = false;
+  // From the final line: the run's gradient noise scale and its standard
+  // error (has_noise_scale false when the run has none).
+  bool has_noise_scale = false;
+  double noise_scale = 0;
+  double noise_scale_stderr = 0;
 };
 
 // The path of //examples:train_gpt inside the test's runfiles.
