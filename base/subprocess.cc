@@ -40,7 +40,7 @@ absl::StatusOr<int> RunProcess(const std::vector<std::string>& argv,
   SpawnFileActions actions;
   if (!options.output_path.empty()) {
     posix_spawn_file_actions_addopen(actions.get(), STDOUT_FILENO, options.output_path.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+                                     O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
     posix_spawn_file_actions_adddup2(actions.get(), STDOUT_FILENO, STDERR_FILENO);
   }
   pid_t pid = 0;
