@@ -314,7 +314,7 @@ TEST(ShardedUnitTest, Bf16GradientsAccumulateAndReduceInBf16) {
             EXPECT_EQ(kept[5], 0);
           }
           // As the trainer's model entry writes them: the first micro-batch
-          // straight into the bf16 gradients (Model::BackwardUnitBf16ToBf16Grads),
+          // straight into the bf16 gradients (Model::BackwardUnit, bf16 UnitGrads),
           // the second through the fp32 scratch, added in fp32 and rounded.
           for (int i = 0; i < kNumel; ++i) {
             if (m == 0) {
