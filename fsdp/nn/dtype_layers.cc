@@ -7,7 +7,7 @@
 
 #include "base/status_macros.h"
 #include "fsdp/nn/attention.h"
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/nn/bf16_outputs.h"
 #include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/embedding.h"
@@ -98,7 +98,7 @@ ConstDtypeSpan BiasGradientAndComputeCopy(float* dbias, DtypeSpan copy_scratch, 
 ConstDtypeSpan ComputeCopy(DtypeSpan copy_scratch, const float* src, int64_t n) {
   if (!IsBf16(copy_scratch)) return Fp32(src, n);
   DtypeSpan copy = copy_scratch.subspan(0, n);
-  ToBf16(Ptr<uint16_t>(copy), src, n);
+  base::ToBf16(Ptr<uint16_t>(copy), src, n);
   return copy;
 }
 

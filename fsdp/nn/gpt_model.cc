@@ -21,7 +21,7 @@
 #include "base/status_macros.h"
 #include "fsdp/nn/attention.h"
 #include "fsdp/nn/batch_checks.h"
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/dtype_layers.h"
 #include "fsdp/nn/embedding.h"
@@ -147,7 +147,7 @@ absl::StatusOr<GptModel::UnitParams> GptModel::PrepareParams(int unit, ConstDtyp
     for (size_t k = 0; k < spec.params.size(); ++k) m.fp32[k] = fp32 + m.offset[k];
     m.compute = params;
     if (compute_dtype_ == comm::Dtype::kBFloat16) {  // the products read a bf16 copy
-      ToBf16(params_bf16_.data(), fp32, spec.numel());
+      base::ToBf16(params_bf16_.data(), fp32, spec.numel());
       m.compute = absl::MakeConstSpan(params_bf16_.data(), spec.numel());
     }
     return m;
@@ -157,7 +157,7 @@ absl::StatusOr<GptModel::UnitParams> GptModel::PrepareParams(int unit, ConstDtyp
   float* small = small_params_.data();
   for (size_t k = 0; k < spec.params.size(); ++k) {
     if (spec.params[k].shape.size() != 1) continue;
-    FromBf16(small, bf16 + m.offset[k], m.numel[k]);
+    base::FromBf16(small, bf16 + m.offset[k], m.numel[k]);
     m.fp32[k] = small;
     small += m.numel[k];
   }
@@ -274,7 +274,7 @@ void GptModel::RoundGradsExcept(const GradsOut& g, std::initializer_list<int> wr
   for (int k = 0; k < static_cast<int>(specs.size()); ++k) {
     const int64_t numel = specs[k].numel();
     if (std::find(written.begin(), written.end(), k) == written.end()) {
-      ToBf16(g.bf16.data() + offset, g.fp32.data() + offset, numel);
+      base::ToBf16(g.bf16.data() + offset, g.fp32.data() + offset, numel);
     }
     offset += numel;
   }

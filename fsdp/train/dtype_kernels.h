@@ -2,7 +2,7 @@
 //
 // The element-wise work the training step does on a unit's dtype-tagged
 // buffers (fsdp/nn/dtype_buffer.h), each dispatching once on the dtype to
-// the fp32 or bf16 kernel (fsdp/nn/bf16_convert.h, fsdp/optim/grad_clip.h).
+// the fp32 or bf16 kernel (base/bf16_convert.h, fsdp/optim/grad_clip.h).
 // The results are those kernels' bits: a bf16 value is always the rounding
 // to nearest even of the fp32 one.
 #ifndef FSDP_TRAIN_DTYPE_KERNELS_H_

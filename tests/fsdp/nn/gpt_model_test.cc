@@ -372,7 +372,7 @@ TEST(GptModelBf16Test, Bf16ParametersGiveTheBitsOfRoundedFp32Parameters) {
   h_rounded.params = h_bf16.params;
   for (int u = 0; u < h_rounded.model->num_units(); ++u) {
     const absl::Span<const uint16_t> bits = h_bf16.Bf16Params(u);
-    FromBf16(h_rounded.params[u].data(), bits.data(), static_cast<int64_t>(bits.size()));
+    base::FromBf16(h_rounded.params[u].data(), bits.data(), static_cast<int64_t>(bits.size()));
   }
   const Batch batch = RandomBatch(2, 24, 53, 3);
   for (int step = 0; step < 2; ++step) {
@@ -437,7 +437,7 @@ TEST(GptModelBf16Test, Bf16GradientsAreTheRoundedFp32Gradients) {
     std::vector<std::vector<uint16_t>> expected;
     for (const std::vector<float>& g : h.grads) {
       expected.emplace_back(g.size());
-      ToBf16(expected.back().data(), g.data(), static_cast<int64_t>(g.size()));
+      base::ToBf16(expected.back().data(), g.data(), static_cast<int64_t>(g.size()));
     }
     ASSERT_TRUE(h.Forward(batch).ok());
     for (int u = h.model->num_units() - 1; u >= 0; --u) {

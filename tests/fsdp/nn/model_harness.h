@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/nn/model.h"
 
 namespace fsdp {
@@ -69,7 +69,7 @@ struct ModelHarness {
   absl::Span<const uint16_t> Bf16Params(int u) {
     params16.resize(params.size());
     params16[u].resize(params[u].size());
-    ToBf16(params16[u].data(), params[u].data(), static_cast<int64_t>(params[u].size()));
+    base::ToBf16(params16[u].data(), params[u].data(), static_cast<int64_t>(params[u].size()));
     return params16[u];
   }
 

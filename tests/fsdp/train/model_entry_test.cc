@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/bfloat16.h"
 #include "comm/dtype.h"
 #include "gtest/gtest.h"
 
@@ -39,7 +40,7 @@ class RecordingModel : public Model {
                                  comm::DtypeName(grads.values.dtype()), " grads)"));
     std::vector<float> widened;
     if (params.dtype() == comm::Dtype::kBFloat16) {
-      for (uint16_t p : params.as<uint16_t>()) widened.push_back(comm::BFloat16ToFloat(p));
+      for (uint16_t p : params.as<uint16_t>()) widened.push_back(base::FromBf16Bits(p));
     } else {
       for (float p : params.as<float>()) widened.push_back(p);
     }
@@ -49,7 +50,7 @@ class RecordingModel : public Model {
     }
     Write(widened, grads.fp32_scratch, loss_scale, GradWrite::kOverwrite);
     absl::Span<uint16_t> grads16 = grads.values.as<uint16_t>();
-    for (int i = 0; i < kNumel; ++i) grads16[i] = comm::FloatToBFloat16(grads.fp32_scratch[i]);
+    for (int i = 0; i < kNumel; ++i) grads16[i] = base::ToBf16Bits(grads.fp32_scratch[i]);
     return absl::OkStatus();
   }
 
@@ -73,10 +74,10 @@ class RecordingModel : public Model {
 std::vector<float> Params() { return {1.0f, -2.5f, 3.25f, 0.125f, 7.0f}; }
 std::vector<uint16_t> Bf16(const std::vector<float>& v) {
   std::vector<uint16_t> out;
-  for (float x : v) out.push_back(comm::FloatToBFloat16(x));
+  for (float x : v) out.push_back(base::ToBf16Bits(x));
   return out;
 }
-float RoundBf16(float v) { return comm::BFloat16ToFloat(comm::FloatToBFloat16(v)); }
+float RoundBf16(float v) { return base::FromBf16Bits(base::ToBf16Bits(v)); }
 
 TEST(ModelEntryTest, Fp32GradientsAreWrittenByTheModelAsWriteSays) {
   for (bool bf16_params : {false, true}) {
@@ -116,16 +117,16 @@ TEST(ModelEntryTest, Bf16GradientsAreRoundedThenAddedThroughTheScratch) {
   std::vector<float> expected(kNumel);
   for (int i = 0; i < kNumel; ++i) {
     expected[i] =
-        RoundBf16(RecordingModel::Grad(comm::BFloat16ToFloat(params16[i]), i, 0.25f));
-    EXPECT_EQ(comm::BFloat16ToFloat(grads16[i]), expected[i]) << i;
+        RoundBf16(RecordingModel::Grad(base::FromBf16Bits(params16[i]), i, 0.25f));
+    EXPECT_EQ(base::FromBf16Bits(grads16[i]), expected[i]) << i;
   }
   ASSERT_TRUE(BackwardModelUnit(model, 0, p, absl::MakeSpan(grads16), GradWrite::kAdd,
                                 absl::MakeSpan(scratch), 0.75f)
                   .ok());
   for (int i = 0; i < kNumel; ++i) {
-    const float second = RecordingModel::Grad(comm::BFloat16ToFloat(params16[i]), i, 0.75f);
+    const float second = RecordingModel::Grad(base::FromBf16Bits(params16[i]), i, 0.75f);
     EXPECT_EQ(scratch[i], second) << i;  // the model wrote the scratch afresh
-    EXPECT_EQ(comm::BFloat16ToFloat(grads16[i]), RoundBf16(expected[i] + second)) << i;
+    EXPECT_EQ(base::FromBf16Bits(grads16[i]), RoundBf16(expected[i] + second)) << i;
   }
   // The first call handed the model the bf16 gradients (it writes them
   // whole), the second fp32 ones in the scratch.
