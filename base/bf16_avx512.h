@@ -1,10 +1,11 @@
 // File: base/bf16_avx512.h
 //
-// bf16 <-> fp32 for 16 lanes with AVX-512F intrinsics, shared by fsdp's
-// conversions (fsdp/nn/bf16_convert.cc) and comm's bf16 reductions
+// bf16 <-> fp32 for 16 lanes with AVX-512F intrinsics, shared by the bulk
+// conversions (base/bf16_convert.cc) and comm's bf16 reductions
 // (comm/reduce.cc). Rounding is to nearest even on the dropped 16 bits with a
 // NaN kept a NaN (its top half with the quiet bit set): lane by lane the
-// integer formula of the scalar paths, so every path gives the same bits.
+// integer formula of base::ToBf16Bits (base/bfloat16.h), so every path gives
+// the same bits.
 // Widening is exact (the bf16 bits become the top half).
 //
 // Each function is compiled for avx512f whatever the file's flags: call them

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/bf16_avx512.h"
+#include "base/bfloat16.h"
 #include "base/status_macros.h"
 
 namespace comm {
@@ -17,23 +18,10 @@ using ::base::KernelIsaSupported;
 
 #define COMM_REDUCE_INLINE inline __attribute__((always_inline))
 
-// The bf16 conversions of comm/dtype.h, restated branch-free on integers so
-// the loops below vectorize. NaN inputs stay NaN (quieted) as in dtype.h.
-COMM_REDUCE_INLINE float Bf16BitsToFloat(uint16_t value) {
-  uint32_t bits = static_cast<uint32_t>(value) << 16;
-  float result;
-  __builtin_memcpy(&result, &bits, sizeof(result));
-  return result;
-}
-
-COMM_REDUCE_INLINE uint16_t FloatToBf16Bits(float value) {
-  uint32_t bits;
-  __builtin_memcpy(&bits, &value, sizeof(bits));
-  uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-  uint32_t quiet_nan = (bits >> 16) | 0x0040u;
-  bool is_nan = (bits & 0x7fffffffu) > 0x7f800000u;
-  return static_cast<uint16_t>(is_nan ? quiet_nan : rounded);
-}
+// The bf16 conversions (base/bfloat16.h: branch-free on integers and always
+// inlined, so the loops below vectorize; NaN inputs stay NaN, quieted).
+using ::base::FromBf16Bits;
+using ::base::ToBf16Bits;
 
 // ---------------------------------------------------------------------------
 // The plain loops. Each body is compiled twice, for SSE2 (generic) and for
@@ -61,11 +49,11 @@ COMM_REDUCE_INLINE void SumBf16Body(const uint16_t* __restrict a, const uint16_t
                                     uint16_t* __restrict out, size_t count, float divisor) {
   if (divisor == 1.0f) {
     for (size_t i = 0; i < count; ++i) {
-      out[i] = FloatToBf16Bits(Bf16BitsToFloat(a[i]) + Bf16BitsToFloat(b[i]));
+      out[i] = ToBf16Bits(FromBf16Bits(a[i]) + FromBf16Bits(b[i]));
     }
   } else {
     for (size_t i = 0; i < count; ++i) {
-      out[i] = FloatToBf16Bits((Bf16BitsToFloat(a[i]) + Bf16BitsToFloat(b[i])) / divisor);
+      out[i] = ToBf16Bits((FromBf16Bits(a[i]) + FromBf16Bits(b[i])) / divisor);
     }
   }
 }
@@ -75,11 +63,11 @@ COMM_REDUCE_INLINE void SumBf16InPlaceBody(const uint16_t* __restrict in,
                                            float divisor) {
   if (divisor == 1.0f) {
     for (size_t i = 0; i < count; ++i) {
-      inout[i] = FloatToBf16Bits(Bf16BitsToFloat(inout[i]) + Bf16BitsToFloat(in[i]));
+      inout[i] = ToBf16Bits(FromBf16Bits(inout[i]) + FromBf16Bits(in[i]));
     }
   } else {
     for (size_t i = 0; i < count; ++i) {
-      inout[i] = FloatToBf16Bits((Bf16BitsToFloat(inout[i]) + Bf16BitsToFloat(in[i])) / divisor);
+      inout[i] = ToBf16Bits((FromBf16Bits(inout[i]) + FromBf16Bits(in[i])) / divisor);
     }
   }
 }
@@ -113,7 +101,7 @@ COMM_REDUCE_INLINE void ChainFloatBody(const void* const* inputs, size_t num_inp
 COMM_REDUCE_INLINE void ChainAddBf16(const uint16_t* __restrict in, float* __restrict sum,
                                      size_t count) {
   for (size_t i = 0; i < count; ++i) {
-    sum[i] = Bf16BitsToFloat(FloatToBf16Bits(sum[i] + Bf16BitsToFloat(in[i])));
+    sum[i] = FromBf16Bits(ToBf16Bits(sum[i] + FromBf16Bits(in[i])));
   }
 }
 
@@ -125,18 +113,18 @@ COMM_REDUCE_INLINE void ChainBf16Body(const void* const* inputs, size_t num_inpu
   alignas(64) float sum[kChainBlock];
   for (size_t begin = 0; begin < count; begin += kChainBlock) {
     const size_t n = count - begin < kChainBlock ? count - begin : kChainBlock;
-    for (size_t i = 0; i < n; ++i) sum[i] = Bf16BitsToFloat(input(0)[begin + i]);
+    for (size_t i = 0; i < n; ++i) sum[i] = FromBf16Bits(input(0)[begin + i]);
     for (size_t k = 1; k < last; ++k) ChainAddBf16(input(k) + begin, sum, n);
     // `out` may be any one input: every input's block is read before it is
     // written.
     const uint16_t* in = input(last) + begin;
     if (divisor == 1.0f) {
       for (size_t i = 0; i < n; ++i) {
-        bo[begin + i] = FloatToBf16Bits(sum[i] + Bf16BitsToFloat(in[i]));
+        bo[begin + i] = ToBf16Bits(sum[i] + FromBf16Bits(in[i]));
       }
     } else {
       for (size_t i = 0; i < n; ++i) {
-        bo[begin + i] = FloatToBf16Bits((sum[i] + Bf16BitsToFloat(in[i])) / divisor);
+        bo[begin + i] = ToBf16Bits((sum[i] + FromBf16Bits(in[i])) / divisor);
       }
     }
   }
@@ -163,7 +151,7 @@ COMM_REDUCE_VARIANTS(ChainBf16, (const void* const* inputs, size_t num_inputs, v
 
 // ---------------------------------------------------------------------------
 // bf16 under AVX-512: 16 lanes in registers, the same integer rounding as
-// FloatToBf16Bits and the same IEEE add and division, so the same bits. GCC
+// ToBf16Bits and the same IEEE add and division, so the same bits. GCC
 // vectorizes the plain bf16 loops poorly for avx512f without avx512bw (its
 // 16-bit narrowing): 2.1 ms against 0.9 for these on 8 M elements, and 4.5
 // for SSE2 (AMD EPYC, 2026-12-06). fp32 stays on the AVX2 loops: 64-byte
@@ -226,12 +214,12 @@ __attribute__((target("avx512f"))) void ChainBf16Avx512(const void* const* input
                        LastHopAvx512(sum, base::WidenBf16Avx512(input(last) + i), divisor));
   }
   for (; i < count; ++i) {  // the tail, the same arithmetic one element at a time
-    float sum = Bf16BitsToFloat(input(0)[i]);
+    float sum = FromBf16Bits(input(0)[i]);
     for (size_t k = 1; k < last; ++k) {
-      sum = Bf16BitsToFloat(FloatToBf16Bits(sum + Bf16BitsToFloat(input(k)[i])));
+      sum = FromBf16Bits(ToBf16Bits(sum + FromBf16Bits(input(k)[i])));
     }
-    const float total = sum + Bf16BitsToFloat(input(last)[i]);
-    bo[i] = FloatToBf16Bits(divisor == 1.0f ? total : total / divisor);
+    const float total = sum + FromBf16Bits(input(last)[i]);
+    bo[i] = ToBf16Bits(divisor == 1.0f ? total : total / divisor);
   }
 }
 

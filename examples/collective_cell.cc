@@ -1,4 +1,5 @@
 // File: examples/collective_cell.cc
+#include "base/bfloat16.h"
 #include "examples/collective_cell.h"
 
 #include <algorithm>
@@ -24,7 +25,7 @@ void Fill(comm::Dtype dtype, int rank, size_t offset, std::byte* out, size_t cou
     if (dtype == comm::Dtype::kFloat32) {
       std::memcpy(out + 4 * i, &value, 4);
     } else {
-      comm::BFloat16 bits = comm::FloatToBFloat16(value);
+      uint16_t bits = base::ToBf16Bits(value);
       std::memcpy(out + 2 * i, &bits, 2);
     }
   }
@@ -36,9 +37,9 @@ float Read(comm::Dtype dtype, const std::byte* in, size_t i) {
     std::memcpy(&value, in + 4 * i, 4);
     return value;
   }
-  comm::BFloat16 bits;
+  uint16_t bits;
   std::memcpy(&bits, in + 2 * i, 2);
-  return comm::BFloat16ToFloat(bits);
+  return base::FromBf16Bits(bits);
 }
 
 }  // namespace

@@ -54,6 +54,7 @@
 #include "base/atomic_file.h"
 #include "base/status_macros.h"
 #include "comm/communicator.h"
+#include "base/bfloat16.h"
 #include "comm/dtype.h"
 #include "comm/launcher/crash_trace.h"
 #include "comm/launcher/launcher.h"
@@ -183,8 +184,8 @@ absl::StatusOr<Floor> MeasureFloor(const fsdp::TrainOptions& o, fsdp::NumType ty
   for (const Gemm& g : StepGemms(o)) {
     const size_t a_elems = g.m * g.k, b_elems = g.k * g.n;
     std::vector<float> a(a_elems, 0.01f), b(b_elems, 0.02f), c(g.m * g.n, 0.0f);
-    std::vector<comm::BFloat16> a16(a_elems, comm::FloatToBFloat16(0.01f)),
-        b16(b_elems, comm::FloatToBFloat16(0.02f));
+    std::vector<uint16_t> a16(a_elems, base::ToBf16Bits(0.01f)),
+        b16(b_elems, base::ToBf16Bits(0.02f));
     const bool bf16 = type == fsdp::NumType::kBF16;
     fsdp::MatmulArgs x;
     x.m = g.m, x.n = g.n, x.k = g.k;

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/nn/dense_rows.h"
 #include "fsdp/nn/matmul.h"
 #include "fsdp/nn/softmax_row.h"

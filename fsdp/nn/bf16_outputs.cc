@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/nn/gelu.h"
 #include "fsdp/nn/layer_norm.h"
 #include "fsdp/nn/linear.h"
@@ -30,7 +30,7 @@ void LayerNormForwardToBf16(uint16_t* out16, float* mean, float* rstd, const flo
     for (int r = 0; r < n; ++r) {
       LayerNormForward(row.data(), mean + r, rstd + r, inp + int64_t{r} * channels, weight, bias,
                        1, channels);
-      ToBf16(out16 + int64_t{r} * channels, row.data(), channels);
+      base::ToBf16(out16 + int64_t{r} * channels, row.data(), channels);
     }
     return;
   }
@@ -39,7 +39,7 @@ void LayerNormForwardToBf16(uint16_t* out16, float* mean, float* rstd, const flo
     const int rows = std::min(rows_per_block, n - r);
     const int64_t offset = int64_t{r} * channels;
     LayerNormForward(block, mean + r, rstd + r, inp + offset, weight, bias, rows, channels);
-    ToBf16(out16 + offset, block, int64_t{rows} * channels);
+    base::ToBf16(out16 + offset, block, int64_t{rows} * channels);
   }
 }
 
@@ -48,7 +48,7 @@ void GeluForwardToBf16(uint16_t* out16, const float* inp, int64_t n) {
   for (int64_t i = 0; i < n; i += kBlockFloats) {
     const int64_t m = std::min(kBlockFloats, n - i);
     GeluForward(block, inp + i, m);
-    ToBf16(out16 + i, block, m);
+    base::ToBf16(out16 + i, block, m);
   }
 }
 
@@ -69,7 +69,7 @@ void GeluBackwardToBf16WithBiasGradient(float* dbias, uint16_t* dinp16, const fl
       const int64_t m = int64_t{block_rows} * columns;  // block_rows is 1 when columns < width
       GeluBackwardOverwrite(block, inp + offset, dout + offset, m);
       AddBiasGradientRows(dbias + c, block, block_rows, columns);
-      ToBf16(dinp16 + offset, block, m);
+      base::ToBf16(dinp16 + offset, block, m);
     }
   }
 }
@@ -85,7 +85,7 @@ void LayerNormBackwardWithBf16(float* dinp, uint16_t* dinp16, float* dweight, fl
     const int64_t offset = int64_t{r} * channels;
     LayerNormBackward(dinp + offset, dweight, dbias, dout + offset, inp + offset, weight,
                       mean + r, rstd + r, rows, channels);
-    ToBf16(dinp16 + offset, dinp + offset, int64_t{rows} * channels);
+    base::ToBf16(dinp16 + offset, dinp + offset, int64_t{rows} * channels);
   }
 }
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/nn/kernel_isa.h"
 #include "fsdp/nn/residual.h"
 
@@ -35,7 +35,7 @@ inline void ScatterRows(float* strided, int ld, const float* dense, int rows, in
 inline void ScatterRowsToBf16(uint16_t* strided, int ld, const float* dense, int rows,
                               int cols) {
   for (int r = 0; r < rows; ++r) {
-    ToBf16(strided + static_cast<long>(r) * ld, dense + static_cast<long>(r) * cols, cols);
+    base::ToBf16(strided + static_cast<long>(r) * ld, dense + static_cast<long>(r) * cols, cols);
   }
 }
 

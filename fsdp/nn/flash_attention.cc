@@ -26,7 +26,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/nn/kernel_isa.h"
 #include "fsdp/nn/dense_rows.h"
 #include "fsdp/nn/matmul.h"
@@ -183,7 +183,7 @@ constexpr NumType kInType = std::is_same_v<In, uint16_t> ? NumType::kBF16 : NumT
 template <typename In>
 const void* Operand(const float* block, uint16_t* bf16, int64_t n) {
   if constexpr (std::is_same_v<In, uint16_t>) {
-    ToBf16(bf16, block, n);
+    base::ToBf16(bf16, block, n);
     return bf16;
   } else {
     (void)bf16;
@@ -294,7 +294,7 @@ void Forward(In* out, float* lse, float* scratch, uint16_t* scratch_bf16, const 
           float* a = w.acc + r * hs;
           for (int d = 0; d < hs; ++d) a[d] *= inv;
           if constexpr (std::is_same_v<In, uint16_t>) {
-            ToBf16(o, a, hs);
+            base::ToBf16(o, a, hs);
           } else {
             std::copy(a, a + hs, o);
           }

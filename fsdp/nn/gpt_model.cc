@@ -5,6 +5,9 @@
 //   res2 = x + att Wproj^T + b
 //   ln2 = LN(res2); fc = ln2 Wfc^T + b; g = GELU(fc)
 //   out = res2 + g Wmproj^T + b
+// Both written once over the compute dtype (config.bf16_compute): the
+// activations that only feed products are saved in it, and the layers of
+// fsdp/nn/dtype_layers.h pick the fp32 or bf16 kernel from their operands.
 // Backward keeps ONE gradient of the residual stream, d_residual_, and adds
 // into it in place: it enters a block as d(out), becomes d(res2) once LN2's
 // backward has added its share, and leaves as d(x) after LN1's.
@@ -18,15 +21,12 @@
 #include "base/status_macros.h"
 #include "fsdp/nn/attention.h"
 #include "fsdp/nn/batch_checks.h"
-#include "fsdp/nn/bf16_convert.h"
-#include "fsdp/nn/bf16_outputs.h"
+#include "base/bf16_convert.h"
 #include "fsdp/nn/cross_entropy.h"
+#include "fsdp/nn/dtype_layers.h"
 #include "fsdp/nn/embedding.h"
 #include "fsdp/nn/flash_attention.h"
-#include "fsdp/nn/gelu.h"
 #include "fsdp/nn/init_rng.h"
-#include "fsdp/nn/layer_norm.h"
-#include "fsdp/nn/linear.h"
 #include "fsdp/nn/residual.h"
 #include "fsdp/nn/tensor.h"
 
@@ -42,12 +42,6 @@ enum HeadParam { kLnfWeight, kLnfBias, kLmHeadWeight };
 
 void Zero(FloatBuffer& buffer, int64_t numel) {
   std::memset(buffer.data(), 0, sizeof(float) * numel);
-}
-
-// Where a product writes the gradient of the parameter at `offset` in bf16:
-// there in `grads16`, or nowhere (null) when the gradients go to fp32.
-uint16_t* Bf16GradAt(absl::Span<uint16_t> grads16, int64_t offset) {
-  return grads16.empty() ? nullptr : grads16.data() + offset;
 }
 
 }  // namespace
@@ -68,6 +62,8 @@ absl::StatusOr<std::unique_ptr<GptModel>> GptModel::Create(const GptConfig& conf
 
 GptModel::GptModel(const GptConfig& config, int micro_batch, MemoryTracker* tracker)
     : config_(config),
+      param_dtype_(config.bf16_params ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32),
+      compute_dtype_(config.bf16_compute ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32),
       micro_batch_(micro_batch),
       tracker_(tracker),
       units_(GptUnitSpecs(config)),
@@ -78,42 +74,40 @@ absl::Status GptModel::AllocateWorkspace() {
   const int64_t btc = int64_t{micro_batch_} * config_.seq_len * config_.d_model;
   const int64_t tt = AttentionBackwardScratchFloats(config_.seq_len);
   const int head_size = config_.d_model / config_.heads;
+  const bool bf16 = config_.bf16_compute;
   const int64_t attention_scratch =
       config_.flash_attention
-          ? (config_.bf16_compute ? FlashAttentionBf16ScratchFloats(config_.seq_len, head_size)
-                                  : FlashAttentionScratchFloats(config_.seq_len, head_size))
-      : config_.bf16_compute ? AttentionBf16ScratchFloats(config_.seq_len, head_size)
-                             : tt;
+          ? (bf16 ? FlashAttentionBf16ScratchFloats(config_.seq_len, head_size)
+                  : FlashAttentionScratchFloats(config_.seq_len, head_size))
+      : bf16 ? AttentionBf16ScratchFloats(config_.seq_len, head_size)
+             : tt;
+  MemoryTracker& tracker = *tracker_;
   const MemoryCategory ws = MemoryCategory::kWorkspace;
-  FSDP_ASSIGN_OR_RETURN(d_residual_, tracker_->Allocate<float>(ws, btc, "gpt d_residual"));
-  FSDP_ASSIGN_OR_RETURN(d_narrow_, tracker_->Allocate<float>(ws, btc, "gpt d_narrow"));
-  FSDP_ASSIGN_OR_RETURN(d_wide1_, tracker_->Allocate<float>(ws, 4 * btc, "gpt d_wide1"));
-  if (!config_.bf16_compute) {  // bf16's GELU backward never writes its fp32 gradient
-    FSDP_ASSIGN_OR_RETURN(d_wide2_, tracker_->Allocate<float>(ws, 4 * btc, "gpt d_wide2"));
+  FSDP_ASSIGN_OR_RETURN(d_residual_, tracker.Allocate<float>(ws, btc, "gpt d_residual"));
+  FSDP_ASSIGN_OR_RETURN(d_narrow_, tracker.Allocate<float>(ws, btc, "gpt d_narrow"));
+  FSDP_ASSIGN_OR_RETURN(d_wide1_, tracker.Allocate<float>(ws, 4 * btc, "gpt d_wide1"));
+  FSDP_ASSIGN_OR_RETURN(dout_copy_, DtypeBuffer::Allocate(tracker, ws, compute_dtype_, 4 * btc,
+                                                          "gpt dout (compute dtype)"));
+  FSDP_ASSIGN_OR_RETURN(attention_scratch_, tracker.Allocate<float>(ws, attention_scratch,
+                                                                    "gpt attention scratch"));
+  if (!bf16) return absl::OkStatus();
+  int64_t max_unit = 0, max_small = 0;
+  for (const UnitSpec& u : units_) {
+    max_unit = std::max(max_unit, u.numel());
+    max_small = std::max(max_small, SmallParamNumel(u));
   }
-  FSDP_ASSIGN_OR_RETURN(attention_scratch_, tracker_->Allocate<float>(ws, attention_scratch,
-                                                                     "gpt attention scratch"));
-  if (config_.bf16_compute) {
-    int64_t max_unit = 0, max_small = 0;
-    for (const UnitSpec& u : units_) {
-      max_unit = std::max(max_unit, u.numel());
-      max_small = std::max(max_small, SmallParamNumel(u));
-    }
-    if (config_.bf16_params) {
-      FSDP_ASSIGN_OR_RETURN(small_params_, tracker_->Allocate<float>(ws, max_small,
-                                                                     "gpt 1-D params fp32"));
-    } else {
-      FSDP_ASSIGN_OR_RETURN(params_bf16_,
-                            tracker_->Allocate<uint16_t>(ws, max_unit, "gpt params bf16"));
-    }
-    FSDP_ASSIGN_OR_RETURN(dout_bf16_,
-                          tracker_->Allocate<uint16_t>(ws, 4 * btc, "gpt dout bf16"));
-    const int64_t probs_bf16 = config_.flash_attention
-                                   ? FlashAttentionBf16ScratchElements(config_.seq_len, head_size)
-                                   : AttentionBf16ScratchElements(config_.seq_len, head_size);
-    FSDP_ASSIGN_OR_RETURN(probs_bf16_,
-                          tracker_->Allocate<uint16_t>(ws, probs_bf16, "gpt probs bf16"));
+  if (config_.bf16_params) {
+    FSDP_ASSIGN_OR_RETURN(small_params_,
+                          tracker.Allocate<float>(ws, max_small, "gpt 1-D params fp32"));
+  } else {
+    FSDP_ASSIGN_OR_RETURN(params_bf16_,
+                          tracker.Allocate<uint16_t>(ws, max_unit, "gpt params bf16"));
   }
+  const int64_t probs_bf16 = config_.flash_attention
+                                 ? FlashAttentionBf16ScratchElements(config_.seq_len, head_size)
+                                 : AttentionBf16ScratchElements(config_.seq_len, head_size);
+  FSDP_ASSIGN_OR_RETURN(probs_bf16_,
+                        tracker.Allocate<uint16_t>(ws, probs_bf16, "gpt probs bf16"));
   return absl::OkStatus();
 }
 
@@ -124,42 +118,80 @@ absl::StatusOr<FloatBuffer> GptModel::Activation(int64_t numel, const char* what
                                                 absl::StrCat(units_[unit].name, " ", what));
 }
 
-absl::StatusOr<TrackedBuffer<uint16_t>> GptModel::Bf16Activation(int64_t numel, const char* what,
-                                                                  int unit) {
-  return tracker_->AllocateUninitialized<uint16_t>(MemoryCategory::kActivations, numel,
-                                                   absl::StrCat(units_[unit].name, " ", what));
+absl::StatusOr<DtypeBuffer> GptModel::ComputeActivation(int64_t numel, const char* what,
+                                                        int unit) {
+  return DtypeBuffer::AllocateUninitialized(*tracker_, MemoryCategory::kActivations,
+                                            compute_dtype_, numel,
+                                            absl::StrCat(units_[unit].name, " ", what));
 }
 
-absl::StatusOr<GptModel::Bf16UnitParams> GptModel::PrepareBf16(int unit, const ParamsIn& in) {
+absl::StatusOr<GptModel::UnitParams> GptModel::PrepareParams(int unit, ConstDtypeSpan params) {
   const UnitSpec& spec = units_[unit];
-  if (in.size() != spec.numel()) {
-    return absl::InvalidArgumentError(absl::StrCat(spec.name, ": got ", in.size(),
+  FSDP_RETURN_IF_ERROR(CheckParamDtype(params, param_dtype_, spec.name));
+  if (params.size() != spec.numel()) {
+    return absl::InvalidArgumentError(absl::StrCat(spec.name, ": got ", params.size(),
                                                    " parameters, the unit has ", spec.numel()));
   }
-  Bf16UnitParams m;
+  UnitParams m;
   m.offset.resize(spec.params.size());
+  m.numel.resize(spec.params.size());
   m.fp32.assign(spec.params.size(), nullptr);
   int64_t offset = 0;
   for (size_t k = 0; k < spec.params.size(); ++k) {
     m.offset[k] = offset;
-    offset += spec.params[k].numel();
+    m.numel[k] = spec.params[k].numel();
+    offset += m.numel[k];
   }
-  if (!in.is_bf16) {
-    ToBf16(params_bf16_.data(), in.fp32.data(), spec.numel());
-    m.bf16 = params_bf16_.data();
-    for (size_t k = 0; k < spec.params.size(); ++k) m.fp32[k] = in.fp32.data() + m.offset[k];
+  if (params.dtype() == comm::Dtype::kFloat32) {
+    const float* fp32 = params.as<float>().data();
+    for (size_t k = 0; k < spec.params.size(); ++k) m.fp32[k] = fp32 + m.offset[k];
+    m.compute = params;
+    if (compute_dtype_ == comm::Dtype::kBFloat16) {  // the products read a bf16 copy
+      base::ToBf16(params_bf16_.data(), fp32, spec.numel());
+      m.compute = absl::MakeConstSpan(params_bf16_.data(), spec.numel());
+    }
     return m;
   }
-  m.bf16 = in.bf16.data();
+  m.compute = params;
+  const uint16_t* bf16 = params.as<uint16_t>().data();
   float* small = small_params_.data();
   for (size_t k = 0; k < spec.params.size(); ++k) {
     if (spec.params[k].shape.size() != 1) continue;
-    const int64_t n = spec.params[k].numel();
-    FromBf16(small, m.bf16 + m.offset[k], n);
+    base::FromBf16(small, bf16 + m.offset[k], m.numel[k]);
     m.fp32[k] = small;
-    small += n;
+    small += m.numel[k];
   }
   return m;
+}
+
+DtypeSpan GptModel::GradsOut::Product(int k) const {
+  if (bf16.empty()) return DtypeSpan(absl::MakeSpan(views[k].data(), views[k].numel()));
+  const int64_t offset = views[k].data() - fp32.data();
+  return DtypeSpan(bf16.subspan(offset, views[k].numel()));
+}
+
+absl::StatusOr<GptModel::GradsOut> GptModel::PrepareGrads(int unit, const UnitGrads& grads) {
+  const std::string what = absl::StrCat(units_[unit].name, " gradients");
+  FSDP_RETURN_IF_ERROR(CheckUnitGrads(grads, GradWrite::kOverwrite, what));
+  GradsOut g;
+  g.spec = &units_[unit];
+  if (grads.values.dtype() == comm::Dtype::kFloat32) {
+    g.fp32 = grads.values.as<float>();
+  } else {
+    // Only the bf16 products write bf16 weight gradients.
+    if (compute_dtype_ != comm::Dtype::kBFloat16) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": bf16 gradients need bf16 compute"));
+    }
+    g.fp32 = grads.fp32_scratch;
+    g.bf16 = grads.values.as<uint16_t>();
+  }
+  FSDP_ASSIGN_OR_RETURN(g.views, ViewParams(units_[unit], g.fp32));
+  return g;
+}
+
+DtypeSpan GptModel::CopyOf(float* fp32, int64_t numel) {
+  if (compute_dtype_ == comm::Dtype::kFloat32) return Fp32(fp32, numel);
+  return dout_copy_.span().subspan(0, numel);
 }
 
 const float* GptModel::UnitInput(int unit) const {
@@ -190,61 +222,7 @@ void GptModel::InitUnitParams(int unit, absl::Span<float> params, uint64_t seed)
   }
 }
 
-absl::Status GptModel::ForwardUnit(int unit, absl::Span<const float> params,
-                                   const Batch& batch) {
-  if (config_.bf16_params) {
-    return absl::FailedPreconditionError(
-        "this GptModel takes bf16 parameters (config.bf16_params): call ForwardUnitBf16");
-  }
-  return Forward(unit, {params, {}, false}, batch);
-}
-
-absl::Status GptModel::ForwardUnitBf16(int unit, absl::Span<const uint16_t> params,
-                                       const Batch& batch) {
-  if (!config_.bf16_params) {
-    return absl::FailedPreconditionError(
-        "this GptModel takes fp32 parameters (config.bf16_params is off): call ForwardUnit");
-  }
-  return Forward(unit, {{}, params, true}, batch);
-}
-
-absl::Status GptModel::BackwardUnit(int unit, absl::Span<const float> params,
-                                    absl::Span<float> grads, float loss_scale,
-                                    GradWrite write) {
-  if (config_.bf16_params) {
-    return absl::FailedPreconditionError(
-        "this GptModel takes bf16 parameters (config.bf16_params): call BackwardUnitBf16");
-  }
-  return Backward(unit, {params, {}, false}, grads, loss_scale, write);
-}
-
-absl::Status GptModel::BackwardUnitBf16(int unit, absl::Span<const uint16_t> params,
-                                        absl::Span<float> grads, float loss_scale,
-                                        GradWrite write) {
-  if (!config_.bf16_params) {
-    return absl::FailedPreconditionError(
-        "this GptModel takes fp32 parameters (config.bf16_params is off): call BackwardUnit");
-  }
-  return Backward(unit, {{}, params, true}, grads, loss_scale, write);
-}
-
-absl::Status GptModel::BackwardUnitBf16ToBf16Grads(int unit, absl::Span<const uint16_t> params,
-                                                   absl::Span<float> grads,
-                                                   absl::Span<uint16_t> grads16,
-                                                   float loss_scale) {
-  if (!config_.bf16_params) {
-    return absl::FailedPreconditionError(
-        "this GptModel takes fp32 parameters (config.bf16_params is off): call BackwardUnit");
-  }
-  if (grads16.size() != grads.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("BackwardUnitBf16ToBf16Grads(", unit, "): ",
-                                                   grads16.size(), " bf16 gradients for ",
-                                                   grads.size(), " fp32 ones"));
-  }
-  return Backward(unit, {{}, params, true}, grads, loss_scale, GradWrite::kOverwrite, grads16);
-}
-
-absl::Status GptModel::Forward(int unit, const ParamsIn& params, const Batch& batch) {
+absl::Status GptModel::ForwardUnit(int unit, ConstDtypeSpan params, const Batch& batch) {
   FSDP_RETURN_IF_ERROR(order_.CheckForward(unit));
   if (unit == 0) {
     FSDP_RETURN_IF_ERROR(ValidateBatch(batch, micro_batch_, config_.seq_len, config_.vocab));
@@ -265,69 +243,67 @@ absl::Status GptModel::Forward(int unit, const ParamsIn& params, const Batch& ba
   return absl::OkStatus();
 }
 
-absl::Status GptModel::Backward(int unit, const ParamsIn& params, absl::Span<float> grads,
-                                float loss_scale, GradWrite write,
-                                absl::Span<uint16_t> grads16) {
+absl::Status GptModel::BackwardUnit(int unit, ConstDtypeSpan params, UnitGrads grads,
+                                    float loss_scale, GradWrite write) {
   FSDP_RETURN_IF_ERROR(order_.CheckBackward(unit));
-  if (static_cast<int64_t>(grads.size()) != params.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("BackwardUnit(", unit, "): ", grads.size(),
-                                                   " gradients for ", params.size(),
-                                                   " parameters"));
+  FSDP_RETURN_IF_ERROR(CheckUnitGrads(grads, write, absl::StrCat("BackwardUnit(", unit, ")")));
+  if (grads.values.size() != params.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("BackwardUnit(", unit, "): ",
+                                                   grads.values.size(), " gradients for ",
+                                                   params.size(), " parameters"));
   }
-  if (write == GradWrite::kOverwrite) FSDP_RETURN_IF_ERROR(ZeroAddedGrads(unit, grads));
+  FSDP_ASSIGN_OR_RETURN(const GradsOut g, PrepareGrads(unit, grads));
+  if (write == GradWrite::kOverwrite) ZeroAddedGrads(unit, g);
   const int last = num_units() - 1;
   if (unit == last) {
-    FSDP_RETURN_IF_ERROR(HeadBackward(params, grads, loss_scale, write, grads16));
+    FSDP_RETURN_IF_ERROR(HeadBackward(params, g, loss_scale, write));
   } else if (unit == 0) {
-    FSDP_RETURN_IF_ERROR(EmbeddingBackward(grads));
-    RoundGradsExcept(unit, grads, grads16, {});
+    EmbeddingBackward(g);
+    RoundGradsExcept(g, {});
   } else {
-    FSDP_RETURN_IF_ERROR(BlockBackward(unit - 1, params, grads, write, grads16));
+    FSDP_RETURN_IF_ERROR(BlockBackward(unit - 1, params, g, write));
   }
   order_.BackwardDone(unit);
   return absl::OkStatus();
 }
 
-void GptModel::RoundGradsExcept(int unit, absl::Span<const float> grads,
-                                absl::Span<uint16_t> grads16,
-                                std::initializer_list<int> written) const {
-  if (grads16.empty()) return;
-  const std::vector<ParamSpec>& specs = units_[unit].params;
+void GptModel::RoundGradsExcept(const GradsOut& g, std::initializer_list<int> written) const {
+  if (g.bf16.empty()) return;
+  const std::vector<ParamSpec>& specs = g.spec->params;
   int64_t offset = 0;
   for (int k = 0; k < static_cast<int>(specs.size()); ++k) {
     const int64_t numel = specs[k].numel();
     if (std::find(written.begin(), written.end(), k) == written.end()) {
-      ToBf16(grads16.data() + offset, grads.data() + offset, numel);
+      base::ToBf16(g.bf16.data() + offset, g.fp32.data() + offset, numel);
     }
     offset += numel;
   }
 }
 
-absl::Status GptModel::ZeroAddedGrads(int unit, absl::Span<float> grads) {
+void GptModel::ZeroAddedGrads(int unit, const GradsOut& g) {
   if (unit == 0) {  // the embedding scatters rows by adding them
-    std::fill(grads.begin(), grads.end(), 0.0f);
-    return absl::OkStatus();
+    std::fill(g.fp32.begin(), g.fp32.end(), 0.0f);
+    return;
   }
-  FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
-  auto zero = [&](int k) { std::fill(g[k].data(), g[k].data() + g[k].numel(), 0.0f); };
+  auto zero = [&](int k) { std::fill(g.F(k), g.F(k) + g.views[k].numel(), 0.0f); };
   if (unit == num_units() - 1) {
     zero(kLnfWeight);
     zero(kLnfBias);
   } else {
     for (int k : {kLn1Weight, kLn1Bias, kLn2Weight, kLn2Bias}) zero(k);
   }
-  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------- embedding
 
-absl::Status GptModel::EmbeddingForward(const ParamsIn& params, const Batch& batch) {
+absl::Status GptModel::EmbeddingForward(ConstDtypeSpan params, const Batch& batch) {
   // A new step: drop whatever an unfinished one saved.
   tokens_.Reset();
   embedding_out_.Reset();
   for (BlockActivations& block : blocks_) block = BlockActivations();
   head_ = HeadActivations();
 
+  FSDP_RETURN_IF_ERROR(CheckParamDtype(params, param_dtype_, "embedding"));
   if (params.size() != units_[0].numel()) {
     return absl::InvalidArgumentError(absl::StrCat("embedding: got ", params.size(),
                                                    " parameters, the unit has ",
@@ -340,62 +316,45 @@ absl::Status GptModel::EmbeddingForward(const ParamsIn& params, const Batch& bat
                                                              "embedding tokens"));
   std::memcpy(tokens_.data(), batch.inputs.data(), sizeof(int32_t) * bt);
   FSDP_ASSIGN_OR_RETURN(embedding_out_, Activation(bt * config_.d_model, "output", 0));
-  const int64_t wpe_offset = units_[0].params[0].numel();
-  if (params.is_bf16) {
-    fsdp::EmbeddingForwardBf16(embedding_out_.data(), tokens_.data(), params.bf16.data(),
-                               params.bf16.data() + wpe_offset, batch_, seq_, config_.d_model);
-  } else {
-    fsdp::EmbeddingForward(embedding_out_.data(), tokens_.data(), params.fp32.data(),
-                           params.fp32.data() + wpe_offset, batch_, seq_, config_.d_model);
-  }
+  const int64_t wte_numel = units_[0].params[0].numel();
+  fsdp::EmbeddingForward(embedding_out_.data(), tokens_.data(), params.subspan(0, wte_numel),
+                         params.subspan(wte_numel), batch_, seq_, config_.d_model);
   return absl::OkStatus();
 }
 
-absl::Status GptModel::EmbeddingBackward(absl::Span<float> grads) {
-  FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[0], grads));
-  fsdp::EmbeddingBackward(g[0].data(), g[1].data(), d_residual_.data(), tokens_.data(), batch_,
-                          seq_, config_.d_model);
+void GptModel::EmbeddingBackward(const GradsOut& g) {
+  fsdp::EmbeddingBackward(g.F(0), g.F(1), d_residual_.data(), tokens_.data(), batch_, seq_,
+                          config_.d_model);
   tokens_.Reset();
   embedding_out_.Reset();
-  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------- block
 
 // What a block's forward saves, in forward order (the tracker's peak follows
-// it): with bf16_compute the tensors that only feed products in bf16.
+// it): what only feeds products in the compute dtype.
 absl::Status GptModel::AllocateBlockActivations(int layer, bool with_output) {
   const int unit = layer + 1;
   const int n = batch_ * seq_;
   const int64_t nc = int64_t{n} * config_.d_model;
   const int64_t bh = int64_t{batch_} * config_.heads;
-  const bool bf16 = config_.bf16_compute;
   BlockActivations& a = blocks_[layer];
-  auto saved = [&](FloatBuffer& fp32, TrackedBuffer<uint16_t>& half, int64_t numel,
-                   const char* what) -> absl::Status {
-    if (bf16) {
-      FSDP_ASSIGN_OR_RETURN(half, Bf16Activation(numel, what, unit));
-    } else {
-      FSDP_ASSIGN_OR_RETURN(fp32, Activation(numel, what, unit));
-    }
-    return absl::OkStatus();
-  };
-  FSDP_RETURN_IF_ERROR(saved(a.ln1_out, a.ln1_bf16, nc, "ln1_out"));
+  FSDP_ASSIGN_OR_RETURN(a.ln1, ComputeActivation(nc, "ln1_out", unit));
   FSDP_ASSIGN_OR_RETURN(a.ln1_mean, Activation(n, "ln1_mean", unit));
   FSDP_ASSIGN_OR_RETURN(a.ln1_rstd, Activation(n, "ln1_rstd", unit));
-  FSDP_RETURN_IF_ERROR(saved(a.qkv, a.qkv_bf16, 3 * nc, "qkv"));
+  FSDP_ASSIGN_OR_RETURN(a.qkv, ComputeActivation(3 * nc, "qkv", unit));
   if (config_.flash_attention) {
     FSDP_ASSIGN_OR_RETURN(a.lse, Activation(bh * seq_, "att_lse", unit));
   } else {
-    FSDP_RETURN_IF_ERROR(saved(a.att_probs, a.att_probs_bf16, bh * seq_ * seq_, "att_probs"));
+    FSDP_ASSIGN_OR_RETURN(a.att_probs, ComputeActivation(bh * seq_ * seq_, "att_probs", unit));
   }
-  FSDP_RETURN_IF_ERROR(saved(a.att_out, a.att_bf16, nc, "att_out"));
+  FSDP_ASSIGN_OR_RETURN(a.att, ComputeActivation(nc, "att_out", unit));
   FSDP_ASSIGN_OR_RETURN(a.res2, Activation(nc, "res2", unit));
-  FSDP_RETURN_IF_ERROR(saved(a.ln2_out, a.ln2_bf16, nc, "ln2_out"));
+  FSDP_ASSIGN_OR_RETURN(a.ln2, ComputeActivation(nc, "ln2_out", unit));
   FSDP_ASSIGN_OR_RETURN(a.ln2_mean, Activation(n, "ln2_mean", unit));
   FSDP_ASSIGN_OR_RETURN(a.ln2_rstd, Activation(n, "ln2_rstd", unit));
   FSDP_ASSIGN_OR_RETURN(a.fc_out, Activation(4 * nc, "fc_out", unit));
-  FSDP_RETURN_IF_ERROR(saved(a.gelu_out, a.gelu_bf16, 4 * nc, "gelu_out"));
+  FSDP_ASSIGN_OR_RETURN(a.gelu, ComputeActivation(4 * nc, "gelu_out", unit));
   if (with_output) {
     FSDP_ASSIGN_OR_RETURN(a.out, Activation(nc, "out", unit));
   }
@@ -409,244 +368,131 @@ void GptModel::ReleaseRecomputable(int layer) {
   a.out = std::move(out);
 }
 
-absl::Status GptModel::BlockForward(int layer, const ParamsIn& params) {
+absl::Status GptModel::BlockForward(int layer, ConstDtypeSpan params) {
   const bool checkpointed = IsCheckpointedBlock(config_, layer);
   BlockActivations& a = blocks_[layer];
+  FSDP_ASSIGN_OR_RETURN(const UnitParams p, PrepareParams(layer + 1, params));
   if (checkpointed) {
     // The output first: it is all that stays once the forward is done.
     FSDP_ASSIGN_OR_RETURN(
         a.out, Activation(int64_t{batch_} * seq_ * config_.d_model, "out", layer + 1));
   }
   FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/!checkpointed));
-  if (config_.bf16_compute) {
-    FSDP_ASSIGN_OR_RETURN(const Bf16UnitParams p, PrepareBf16(layer + 1, params));
-    BlockForwardComputeBf16(layer, p, /*through_output=*/true);
-  } else {
-    FSDP_RETURN_IF_ERROR(BlockForwardCompute(layer, params.fp32, /*through_output=*/true));
-  }
+  BlockForwardCompute(layer, p, /*through_output=*/true);
   if (checkpointed) ReleaseRecomputable(layer);
   return absl::OkStatus();
 }
 
-absl::Status GptModel::BlockForwardCompute(int layer, absl::Span<const float> params,
-                                           bool through_output) {
+// In bf16 compute, LayerNorm, attention and GELU compute in fp32 and what
+// only feeds a product is saved in bf16, rounded block by block while in L1
+// (fsdp/nn/bf16_outputs.h) or, for attention's output, row by row as the
+// attention writes it.
+void GptModel::BlockForwardCompute(int layer, const UnitParams& p, bool through_output) {
   const int unit = layer + 1;
-  FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
   const int n = batch_ * seq_;
   const int C = config_.d_model;
   const int64_t nc = int64_t{n} * C;
   BlockActivations& a = blocks_[layer];
 
   const float* x = UnitInput(unit);
-  LayerNormForward(a.ln1_out.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x,
-                   p[kLn1Weight].data(), p[kLn1Bias].data(), n, C);
-  LinearForward(a.qkv.data(), a.ln1_out.data(), p[kQkvWeight].data(), p[kQkvBias].data(), n, C,
-                3 * C);
+  LayerNormForward(a.ln1.span(), a.ln1_mean.data(), a.ln1_rstd.data(), x, p.F(kLn1Weight),
+                   p.F(kLn1Bias), n, C);
+  LinearForward(a.qkv.span(), a.ln1.span(), p.W(kQkvWeight), p.F(kQkvBias), n, C, 3 * C);
   if (config_.flash_attention) {
-    FlashAttentionForward(a.att_out.data(), a.lse.data(), attention_scratch_.data(), a.qkv.data(),
-                          batch_, seq_, C, config_.heads);
+    FlashAttentionForward(a.att.span(), a.lse.data(), attention_scratch_.data(),
+                          probs_bf16_.data(), a.qkv.span(), batch_, seq_, C, config_.heads);
   } else {
-    AttentionForward(a.att_out.data(), a.att_probs.data(), a.qkv.data(), batch_, seq_, C,
-                     config_.heads);
+    AttentionForward(a.att.span(), a.att_probs.span(), attention_scratch_.data(),
+                     probs_bf16_.data(), a.qkv.span(), batch_, seq_, C, config_.heads);
   }
-  LinearForward(a.res2.data(), a.att_out.data(), p[kAttnProjWeight].data(),
-                p[kAttnProjBias].data(), n, C, C);
+  LinearForward(Fp32(a.res2.data(), nc), a.att.span(), p.W(kAttnProjWeight),
+                p.F(kAttnProjBias), n, C, C);
   ResidualForward(a.res2.data(), a.res2.data(), x, nc);
-  LayerNormForward(a.ln2_out.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(),
-                   p[kLn2Weight].data(), p[kLn2Bias].data(), n, C);
-  LinearForward(a.fc_out.data(), a.ln2_out.data(), p[kFcWeight].data(), p[kFcBias].data(), n, C,
-                4 * C);
-  GeluForward(a.gelu_out.data(), a.fc_out.data(), 4 * nc);
-  if (!through_output) return absl::OkStatus();
-  LinearForward(a.out.data(), a.gelu_out.data(), p[kMlpProjWeight].data(),
-                p[kMlpProjBias].data(), n, 4 * C, C);
+  LayerNormForward(a.ln2.span(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(),
+                   p.F(kLn2Weight), p.F(kLn2Bias), n, C);
+  LinearForward(Fp32(a.fc_out.data(), 4 * nc), a.ln2.span(), p.W(kFcWeight), p.F(kFcBias), n,
+                C, 4 * C);
+  GeluForward(a.gelu.span(), a.fc_out.data(), 4 * nc);
+  if (!through_output) return;
+  LinearForward(Fp32(a.out.data(), nc), a.gelu.span(), p.W(kMlpProjWeight),
+                p.F(kMlpProjBias), n, 4 * C, C);
   ResidualForward(a.out.data(), a.out.data(), a.res2.data(), nc);
-  return absl::OkStatus();
 }
 
-absl::Status GptModel::BlockBackward(int layer, const ParamsIn& params,
-                                     absl::Span<float> grads, GradWrite write,
-                                     absl::Span<uint16_t> grads16) {
-  const bool checkpointed = IsCheckpointedBlock(config_, layer);
+absl::Status GptModel::BlockBackward(int layer, ConstDtypeSpan params, const GradsOut& g,
+                                     GradWrite write) {
   const int unit = layer + 1;
-  if (config_.bf16_compute) {
-    // The backward's parameters may be a new gather: prepare them again (once
-    // for the recomputation and the backward).
-    FSDP_ASSIGN_OR_RETURN(const Bf16UnitParams p, PrepareBf16(unit, params));
-    if (checkpointed) {
-      FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/false));
-      BlockForwardComputeBf16(layer, p, /*through_output=*/false);
-    }
-    return BlockBackwardBf16(layer, p, grads, write, grads16);
-  }
-  if (checkpointed) {
+  // The backward's parameters may be a new gather: prepare them again (once
+  // for the recomputation and the backward).
+  FSDP_ASSIGN_OR_RETURN(const UnitParams p, PrepareParams(unit, params));
+  if (IsCheckpointedBlock(config_, layer)) {
     FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/false));
-    FSDP_RETURN_IF_ERROR(BlockForwardCompute(layer, params.fp32, /*through_output=*/false));
+    BlockForwardCompute(layer, p, /*through_output=*/false);
   }
-  FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params.fp32));
-  FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
   const int n = batch_ * seq_;
   const int C = config_.d_model;
   const int64_t nc = int64_t{n} * C;
   BlockActivations& a = blocks_[layer];
+  const GradWrite fresh = GradWrite::kOverwrite;
   float* dres = d_residual_.data();  // enters as d(out)
+  // The products read dres through its compute copy: in bf16 its rounding,
+  // which the unit above (units run backward in order, fsdp/nn/unit_order.h)
+  // wrote in the LayerNorm backward that wrote d(out), the head's ln_f or the
+  // block above's LN1.
+  const DtypeSpan dres_copy = CopyOf(dres, nc);
 
   // out = res2 + mlp_proj(gelu): the residual passes dres through to res2 by
   // leaving it in place; the projection branch reads it.
-  LinearBackward(d_wide1_.data(), g[kMlpProjWeight].data(), g[kMlpProjBias].data(), dres,
-                 a.gelu_out.data(), p[kMlpProjWeight].data(), n, 4 * C, C,
-                 GradWrite::kOverwrite, write);
-  GeluBackwardOverwrite(d_wide2_.data(), a.fc_out.data(), d_wide1_.data(), 4 * nc);
-  LinearBackward(d_narrow_.data(), g[kFcWeight].data(), g[kFcBias].data(), d_wide2_.data(),
-                 a.ln2_out.data(), p[kFcWeight].data(), n, C, 4 * C,
-                 GradWrite::kOverwrite, write);
-  LayerNormBackward(dres, g[kLn2Weight].data(), g[kLn2Bias].data(), d_narrow_.data(),
-                    a.res2.data(), p[kLn2Weight].data(), a.ln2_mean.data(), a.ln2_rstd.data(), n,
-                    C);
-  // dres now holds d(res2); res2 = x + attn_proj(att).
-  LinearBackward(d_narrow_.data(), g[kAttnProjWeight].data(), g[kAttnProjBias].data(), dres,
-                 a.att_out.data(), p[kAttnProjWeight].data(), n, C, C,
-                 GradWrite::kOverwrite, write);
+  LinearBackward(d_wide1_.data(), g.Product(kMlpProjWeight), g.F(kMlpProjBias), dres, dres_copy,
+                 a.gelu.span(), p.W(kMlpProjWeight), n, 4 * C, C, fresh, write);
+  // d(fc_out) in the compute dtype and the fc bias gradient (in bf16 in one
+  // pass: its fp32 values exist only block by block).
+  const DtypeSpan dfc = dout_copy_.span();
+  GeluBackwardWithBiasGradient(dfc, g.F(kFcBias), a.fc_out.data(), d_wide1_.data(), n, 4 * C,
+                               write);
+  LinearBackward(d_narrow_.data(), g.Product(kFcWeight), /*dbias=*/nullptr, nullptr, dfc,
+                 a.ln2.span(), p.W(kFcWeight), n, C, 4 * C, fresh, write);
+  // dres becomes d(res2), and its compute copy with it.
+  LayerNormBackward(dres, dres_copy, g.F(kLn2Weight), g.F(kLn2Bias), d_narrow_.data(),
+                    a.res2.data(), p.F(kLn2Weight), a.ln2_mean.data(), a.ln2_rstd.data(), n, C);
+  // res2 = x + attn_proj(att).
+  LinearBackward(d_narrow_.data(), g.Product(kAttnProjWeight), g.F(kAttnProjBias), dres,
+                 dres_copy, a.att.span(), p.W(kAttnProjWeight), n, C, C, fresh, write);
+  const ConstDtypeSpan datt = ComputeCopy(dout_copy_.span(), d_narrow_.data(), nc);
   if (config_.flash_attention) {
     Zero(d_wide1_, 3 * nc);  // the blocked backward adds into dqkv; the standard one writes it
-    FlashAttentionBackward(d_wide1_.data(), attention_scratch_.data(), d_narrow_.data(),
-                           a.qkv.data(), a.att_out.data(), a.lse.data(), batch_, seq_, C,
+    FlashAttentionBackward(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), datt,
+                           a.qkv.span(), a.att.span(), a.lse.data(), batch_, seq_, C,
                            config_.heads);
   } else {
-    AttentionBackward(d_wide1_.data(), attention_scratch_.data(), d_narrow_.data(), a.qkv.data(),
-                      a.att_probs.data(), batch_, seq_, C, config_.heads);
+    AttentionBackward(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), datt,
+                      a.qkv.span(), a.att_probs.span(), batch_, seq_, C, config_.heads);
   }
-  LinearBackward(d_narrow_.data(), g[kQkvWeight].data(), g[kQkvBias].data(), d_wide1_.data(),
-                 a.ln1_out.data(), p[kQkvWeight].data(), n, C, 3 * C,
-                 GradWrite::kOverwrite, write);
-  LayerNormBackward(dres, g[kLn1Weight].data(), g[kLn1Bias].data(), d_narrow_.data(),
-                    UnitInput(unit), p[kLn1Weight].data(), a.ln1_mean.data(), a.ln1_rstd.data(),
-                    n, C);
-  // dres now holds d(x), the gradient for the unit before.
-  a = BlockActivations();
-  return absl::OkStatus();
-}
-
-// ---------------------------------------------------------------- block, bf16
-
-// The fp32 block with its four matrix products on bf16 operands. LayerNorm,
-// attention and GELU compute in fp32; what only feeds a product is saved in
-// bf16, rounded block by block while in L1 (fsdp/nn/bf16_outputs.h) or, for
-// attention's output, row by row as the attention writes it.
-void GptModel::BlockForwardComputeBf16(int layer, const Bf16UnitParams& p, bool through_output) {
-  const int unit = layer + 1;
-  const int n = batch_ * seq_;
-  const int C = config_.d_model;
-  const int64_t nc = int64_t{n} * C;
-  BlockActivations& a = blocks_[layer];
-  auto w = [&](BlockParam k) { return p.W(k); };
-
-  const float* x = UnitInput(unit);
-  LayerNormForwardToBf16(a.ln1_bf16.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x,
-                         p.F(kLn1Weight), p.F(kLn1Bias), n, C);
-  LinearForwardBf16Out(a.qkv_bf16.data(), a.ln1_bf16.data(), w(kQkvWeight), p.F(kQkvBias),
-                       n, C, 3 * C);
-  if (config_.flash_attention) {
-    FlashAttentionForwardBf16(a.att_bf16.data(), a.lse.data(), attention_scratch_.data(),
-                              probs_bf16_.data(), a.qkv_bf16.data(), batch_, seq_, C,
-                              config_.heads);
-  } else {
-    AttentionForwardBf16(a.att_bf16.data(), a.att_probs_bf16.data(), attention_scratch_.data(),
-                         probs_bf16_.data(), a.qkv_bf16.data(), batch_, seq_, C, config_.heads);
-  }
-  LinearForwardBf16(a.res2.data(), a.att_bf16.data(), w(kAttnProjWeight),
-                    p.F(kAttnProjBias), n, C, C);
-  ResidualForward(a.res2.data(), a.res2.data(), x, nc);
-  LayerNormForwardToBf16(a.ln2_bf16.data(), a.ln2_mean.data(), a.ln2_rstd.data(),
-                         a.res2.data(), p.F(kLn2Weight), p.F(kLn2Bias), n, C);
-  LinearForwardBf16(a.fc_out.data(), a.ln2_bf16.data(), w(kFcWeight), p.F(kFcBias), n, C,
-                    4 * C);
-  GeluForwardToBf16(a.gelu_bf16.data(), a.fc_out.data(), 4 * nc);
-  if (!through_output) return;
-  LinearForwardBf16(a.out.data(), a.gelu_bf16.data(), w(kMlpProjWeight), p.F(kMlpProjBias), n,
-                    4 * C, C);
-  ResidualForward(a.out.data(), a.out.data(), a.res2.data(), nc);
-}
-
-absl::Status GptModel::BlockBackwardBf16(int layer, const Bf16UnitParams& p,
-                                         absl::Span<float> grads, GradWrite write,
-                                         absl::Span<uint16_t> grads16) {
-  const int unit = layer + 1;
-  FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
-  const int n = batch_ * seq_;
-  const int C = config_.d_model;
-  const int64_t nc = int64_t{n} * C;
-  BlockActivations& a = blocks_[layer];
-  auto w = [&](BlockParam k) { return p.W(k); };
-  // With grads16, where the products write their weight gradients in bf16.
-  auto w16 = [&](BlockParam k) { return Bf16GradAt(grads16, p.offset[k]); };
-  float* dres = d_residual_.data();  // enters as d(out)
-  // Enters as bf16(d(out)): the unit above (units run backward in order,
-  // fsdp/nn/unit_order.h) rounded it in the LayerNorm backward that wrote
-  // d(out), the head's ln_f or the block above's LN1.
-  uint16_t* dout16 = dout_bf16_.data();
-
-  LinearBackwardBf16(d_wide1_.data(), g[kMlpProjWeight].data(), g[kMlpProjBias].data(), dres,
-                     dout16, a.gelu_bf16.data(), w(kMlpProjWeight), n, 4 * C, C,
-                     GradWrite::kOverwrite, write, w16(kMlpProjWeight));
-  // d(fc_out) in bf16 and the fc bias gradient in one pass; its fp32 values
-  // exist only block by block.
-  GeluBackwardToBf16WithBiasGradient(g[kFcBias].data(), dout16, a.fc_out.data(), d_wide1_.data(),
-                                     n, 4 * C, write);
-  LinearBackwardBf16(d_narrow_.data(), g[kFcWeight].data(), /*dbias=*/nullptr, nullptr, dout16,
-                     a.ln2_bf16.data(), w(kFcWeight), n, C, 4 * C, GradWrite::kOverwrite,
-                     write, w16(kFcWeight));
-  // dres becomes d(res2), dout16 its rounding.
-  LayerNormBackwardWithBf16(dres, dout16, g[kLn2Weight].data(), g[kLn2Bias].data(),
-                            d_narrow_.data(), a.res2.data(), p.F(kLn2Weight), a.ln2_mean.data(),
-                            a.ln2_rstd.data(), n, C);
-  LinearBackwardBf16(d_narrow_.data(), g[kAttnProjWeight].data(), g[kAttnProjBias].data(), dres,
-                     dout16, a.att_bf16.data(), w(kAttnProjWeight), n, C, C,
-                     GradWrite::kOverwrite, write, w16(kAttnProjWeight));
-  ToBf16(dout16, d_narrow_.data(), nc);
-  if (config_.flash_attention) {
-    Zero(d_wide1_, 3 * nc);  // the blocked backward adds into dqkv; the standard one writes it
-    FlashAttentionBackwardBf16(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(),
-                               dout16, a.qkv_bf16.data(), a.att_bf16.data(), a.lse.data(), batch_,
-                               seq_, C, config_.heads);
-  } else {
-    AttentionBackwardBf16(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), dout16,
-                          a.qkv_bf16.data(), a.att_probs_bf16.data(), batch_, seq_, C,
-                          config_.heads);
-  }
-  BiasGradientWithBf16(g[kQkvBias].data(), dout16, d_wide1_.data(), n, 3 * C, write);
-  LinearBackwardBf16(d_narrow_.data(), g[kQkvWeight].data(), /*dbias=*/nullptr, nullptr, dout16,
-                     a.ln1_bf16.data(), w(kQkvWeight), n, C, 3 * C, GradWrite::kOverwrite,
-                     write, w16(kQkvWeight));
-  if (layer > 0) {  // the block below starts with a product of d(x) in bf16
-    LayerNormBackwardWithBf16(dres, dout16, g[kLn1Weight].data(), g[kLn1Bias].data(),
-                              d_narrow_.data(), UnitInput(unit), p.F(kLn1Weight),
-                              a.ln1_mean.data(), a.ln1_rstd.data(), n, C);
-  } else {
-    LayerNormBackward(dres, g[kLn1Weight].data(), g[kLn1Bias].data(), d_narrow_.data(),
-                      UnitInput(unit), p.F(kLn1Weight), a.ln1_mean.data(), a.ln1_rstd.data(),
-                      n, C);
-  }
-  RoundGradsExcept(unit, grads, grads16,
-                   {kQkvWeight, kAttnProjWeight, kFcWeight, kMlpProjWeight});
+  const ConstDtypeSpan dqkv = BiasGradientAndComputeCopy(g.F(kQkvBias), dout_copy_.span(),
+                                                         d_wide1_.data(), n, 3 * C, write);
+  LinearBackward(d_narrow_.data(), g.Product(kQkvWeight), /*dbias=*/nullptr, nullptr, dqkv,
+                 a.ln1.span(), p.W(kQkvWeight), n, C, 3 * C, fresh, write);
+  // dres becomes d(x), the gradient for the unit before; its compute copy
+  // only if that unit starts with a product (a block, not the embedding).
+  LayerNormBackward(dres, layer > 0 ? dres_copy : Fp32(dres, nc), g.F(kLn1Weight),
+                    g.F(kLn1Bias), d_narrow_.data(), UnitInput(unit), p.F(kLn1Weight),
+                    a.ln1_mean.data(), a.ln1_rstd.data(), n, C);
+  RoundGradsExcept(g, {kQkvWeight, kAttnProjWeight, kFcWeight, kMlpProjWeight});
   a = BlockActivations();
   return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------- head
 
-absl::Status GptModel::HeadForward(const ParamsIn& params, const Batch& batch) {
+absl::Status GptModel::HeadForward(ConstDtypeSpan params, const Batch& batch) {
   const int unit = num_units() - 1;
   FSDP_RETURN_IF_ERROR(ValidateBatch(batch, micro_batch_, config_.seq_len, config_.vocab));
+  FSDP_ASSIGN_OR_RETURN(const UnitParams p, PrepareParams(unit, params));
   const int n = batch_ * seq_;
   const int C = config_.d_model;
   const int V = config_.vocab;
   HeadActivations& a = head_;
-  if (config_.bf16_compute) {
-    FSDP_ASSIGN_OR_RETURN(a.lnf_bf16, Bf16Activation(int64_t{n} * C, "lnf_out", unit));
-  } else {
-    FSDP_ASSIGN_OR_RETURN(a.lnf_out, Activation(int64_t{n} * C, "lnf_out", unit));
-  }
+  FSDP_ASSIGN_OR_RETURN(a.lnf, ComputeActivation(int64_t{n} * C, "lnf_out", unit));
   FSDP_ASSIGN_OR_RETURN(a.lnf_mean, Activation(n, "lnf_mean", unit));
   FSDP_ASSIGN_OR_RETURN(a.lnf_rstd, Activation(n, "lnf_rstd", unit));
   FSDP_ASSIGN_OR_RETURN(a.probs, Activation(int64_t{n} * V, "probs", unit));
@@ -654,63 +500,37 @@ absl::Status GptModel::HeadForward(const ParamsIn& params, const Batch& batch) {
       a.targets, tracker_->Allocate<int32_t>(MemoryCategory::kActivations, n, "head targets"));
   std::memcpy(a.targets.data(), batch.targets.data(), sizeof(int32_t) * n);
 
-  if (config_.bf16_compute) {
-    FSDP_ASSIGN_OR_RETURN(const Bf16UnitParams p, PrepareBf16(unit, params));
-    // ln_f rounded to bf16 block by block (it only feeds the head's product).
-    LayerNormForwardToBf16(a.lnf_bf16.data(), a.lnf_mean.data(), a.lnf_rstd.data(),
-                           UnitInput(unit), p.F(kLnfWeight), p.F(kLnfBias), n, C);
-    LinearForwardBf16(a.probs.data(), a.lnf_bf16.data(), p.W(kLmHeadWeight), nullptr, n, C, V);
-  } else {
-    FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params.fp32));
-    LayerNormForward(a.lnf_out.data(), a.lnf_mean.data(), a.lnf_rstd.data(), UnitInput(unit),
-                     p[kLnfWeight].data(), p[kLnfBias].data(), n, C);
-    LinearForward(a.probs.data(), a.lnf_out.data(), p[kLmHeadWeight].data(), nullptr, n, C, V);
-  }
+  LayerNormForward(a.lnf.span(), a.lnf_mean.data(), a.lnf_rstd.data(), UnitInput(unit),
+                   p.F(kLnfWeight), p.F(kLnfBias), n, C);
+  LinearForward(Fp32(a.probs.data(), int64_t{n} * V), a.lnf.span(), p.W(kLmHeadWeight),
+                nullptr, n, C, V);
   loss_ = CrossEntropyForward(a.probs.data(), a.targets.data(), n, V);
   return absl::OkStatus();
 }
 
-absl::Status GptModel::HeadBackward(const ParamsIn& params, absl::Span<float> grads,
-                                    float loss_scale, GradWrite write,
-                                    absl::Span<uint16_t> grads16) {
+absl::Status GptModel::HeadBackward(ConstDtypeSpan params, const GradsOut& g, float loss_scale,
+                                    GradWrite write) {
   const int unit = num_units() - 1;
-  FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));
+  // The parameters may live elsewhere than in the forward.
+  FSDP_ASSIGN_OR_RETURN(const UnitParams p, PrepareParams(unit, params));
   const int n = batch_ * seq_;
   const int C = config_.d_model;
   const int V = config_.vocab;
+  const int64_t nc = int64_t{n} * C;
   HeadActivations& a = head_;
-  const float* lnf_weight = nullptr;
-  if (config_.bf16_compute) {
-    // dlogits rounded to bf16 in place, row by row as they are computed (the
-    // head has no bias, so the fp32 copy is not needed again); the parameters
-    // may live elsewhere than in the forward.
-    FSDP_ASSIGN_OR_RETURN(const Bf16UnitParams p, PrepareBf16(unit, params));
-    CrossEntropyBackwardToBf16(a.probs.data(), a.targets.data(), n, V, loss_scale);
-    const uint16_t* dlogits = reinterpret_cast<const uint16_t*>(a.probs.data());
-    LinearBackwardBf16(d_narrow_.data(), g[kLmHeadWeight].data(), nullptr, nullptr, dlogits,
-                       a.lnf_bf16.data(), p.W(kLmHeadWeight), n, C, V,
-                       GradWrite::kOverwrite, write,
-                       Bf16GradAt(grads16, p.offset[kLmHeadWeight]));
-    lnf_weight = p.F(kLnfWeight);
-  } else {
-    CrossEntropyBackward(a.probs.data(), a.targets.data(), n, V, loss_scale);
-    FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params.fp32));
-    LinearBackward(d_narrow_.data(), g[kLmHeadWeight].data(), nullptr, a.probs.data(),
-                   a.lnf_out.data(), p[kLmHeadWeight].data(), n, C, V,
-                   GradWrite::kOverwrite, write);
-    lnf_weight = p[kLnfWeight].data();
-  }
-  Zero(d_residual_, int64_t{n} * C);
-  if (config_.bf16_compute && config_.layers > 0) {  // the last block starts with a bf16 product
-    LayerNormBackwardWithBf16(d_residual_.data(), dout_bf16_.data(), g[kLnfWeight].data(),
-                              g[kLnfBias].data(), d_narrow_.data(), UnitInput(unit), lnf_weight,
-                              a.lnf_mean.data(), a.lnf_rstd.data(), n, C);
-  } else {
-    LayerNormBackward(d_residual_.data(), g[kLnfWeight].data(), g[kLnfBias].data(),
-                      d_narrow_.data(), UnitInput(unit), lnf_weight, a.lnf_mean.data(),
-                      a.lnf_rstd.data(), n, C);
-  }
-  RoundGradsExcept(unit, grads, grads16, {kLmHeadWeight});
+  // In bf16, dlogits are rounded in place, row by row as they are computed
+  // (the head has no bias, so the fp32 copy is not needed again).
+  const ConstDtypeSpan dlogits =
+      CrossEntropyBackward(compute_dtype_, a.probs.data(), a.targets.data(), n, V, loss_scale);
+  LinearBackward(d_narrow_.data(), g.Product(kLmHeadWeight), nullptr, nullptr, dlogits,
+                 a.lnf.span(), p.W(kLmHeadWeight), n, C, V, GradWrite::kOverwrite, write);
+  Zero(d_residual_, nc);
+  // The compute copy of d(out) only if the last block starts with a product.
+  float* dres = d_residual_.data();
+  LayerNormBackward(dres, config_.layers > 0 ? CopyOf(dres, nc) : Fp32(dres, nc),
+                    g.F(kLnfWeight), g.F(kLnfBias), d_narrow_.data(), UnitInput(unit),
+                    p.F(kLnfWeight), a.lnf_mean.data(), a.lnf_rstd.data(), n, C);
+  RoundGradsExcept(g, {kLmHeadWeight});
   head_ = HeadActivations();
   return absl::OkStatus();
 }

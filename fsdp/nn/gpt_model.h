@@ -36,8 +36,10 @@
 
 #include "absl/status/statusor.h"
 #include "fsdp/memory/memory_tracker.h"
+#include "fsdp/nn/dtype_buffer.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/nn/model.h"
+#include "fsdp/nn/tensor.h"
 #include "fsdp/nn/unit_order.h"
 
 namespace fsdp {
@@ -53,89 +55,81 @@ class GptModel : public Model {
 
   const std::vector<UnitSpec>& units() const override { return units_; }
   void InitUnitParams(int unit, absl::Span<float> params, uint64_t seed) const override;
-  absl::Status ForwardUnit(int unit, absl::Span<const float> params,
-                           const Batch& batch) override;
+  // bf16 under config.bf16_params, else fp32.
+  comm::Dtype param_dtype() const override { return param_dtype_; }
+  absl::Status ForwardUnit(int unit, ConstDtypeSpan params, const Batch& batch) override;
   float loss() const override { return loss_; }
-  absl::Status BackwardUnit(int unit, absl::Span<const float> params, absl::Span<float> grads,
-                            float loss_scale, GradWrite write) override;
-  // config.bf16_params: the parameters come in bf16 through these two (and
-  // ForwardUnit / BackwardUnit refuse); otherwise the other way round.
-  bool accepts_bf16_params() const override { return config_.bf16_params; }
-  absl::Status ForwardUnitBf16(int unit, absl::Span<const uint16_t> params,
-                               const Batch& batch) override;
-  absl::Status BackwardUnitBf16(int unit, absl::Span<const uint16_t> params,
-                                absl::Span<float> grads, float loss_scale,
-                                GradWrite write) override;
-  // The Linear layers' weight gradients go straight into `grads16` from
-  // their products; the rest is computed in `grads` and rounded.
-  absl::Status BackwardUnitBf16ToBf16Grads(int unit, absl::Span<const uint16_t> params,
-                                           absl::Span<float> grads, absl::Span<uint16_t> grads16,
-                                           float loss_scale) override;
+  // bf16 gradients (bf16 parameters, so bf16 compute): the Linear layers'
+  // weight gradients go straight into them from their products; the rest is
+  // computed in the fp32 scratch and rounded.
+  absl::Status BackwardUnit(int unit, ConstDtypeSpan params, UnitGrads grads, float loss_scale,
+                            GradWrite write) override;
 
   const GptConfig& config() const { return config_; }
   int micro_batch() const { return micro_batch_; }
 
  private:
-  // What one block's forward saves for its backward.
+  // What one block's forward saves for its backward. The DtypeBuffers are in
+  // the compute dtype: they only feed matrix products (and, for att_probs,
+  // the softmax backward, which reads them rounded: fsdp/nn/attention.h).
   struct BlockActivations {
-    FloatBuffer ln1_out, ln1_mean, ln1_rstd;
-    FloatBuffer qkv;        // (B, T, 3C)
-    FloatBuffer att_probs;  // (B, H, T, T); standard attention (fp32 compute)
+    DtypeBuffer ln1;
+    FloatBuffer ln1_mean, ln1_rstd;
+    DtypeBuffer qkv;        // (B, T, 3C)
+    DtypeBuffer att_probs;  // (B, H, T, T); standard attention
     FloatBuffer lse;        // (B, H, T); flash attention: log-sum-exp per query row
-    FloatBuffer att_out;    // (B, T, C) before the output projection
+    DtypeBuffer att;        // (B, T, C) before the output projection
     FloatBuffer res2;       // (B, T, C) residual stream after attention
-    FloatBuffer ln2_out, ln2_mean, ln2_rstd;
+    DtypeBuffer ln2;
+    FloatBuffer ln2_mean, ln2_rstd;
     FloatBuffer fc_out;     // (B, T, 4C) before GELU
-    FloatBuffer gelu_out;   // (B, T, 4C)
+    DtypeBuffer gelu;       // (B, T, 4C)
     FloatBuffer out;        // (B, T, C) residual stream leaving the block
-    // bf16_compute: these replace ln1_out, qkv, att_out, ln2_out and
-    // gelu_out, which only feed matrix products, and att_probs, which the
-    // products and the softmax backward read rounded (fsdp/nn/attention.h).
-    TrackedBuffer<uint16_t> ln1_bf16, qkv_bf16, att_bf16, ln2_bf16, gelu_bf16, att_probs_bf16;
   };
   struct HeadActivations {
-    FloatBuffer lnf_out, lnf_mean, lnf_rstd;
+    DtypeBuffer lnf;  // compute dtype
+    FloatBuffer lnf_mean, lnf_rstd;
     FloatBuffer probs;  // (B, T, V); becomes dlogits in backward
     TrackedBuffer<int32_t> targets;
-    TrackedBuffer<uint16_t> lnf_bf16;  // bf16_compute: replaces lnf_out
   };
 
-  // A unit's parameters as the step hands them in: fp32 (ForwardUnit) or
-  // bf16 (ForwardUnitBf16).
-  struct ParamsIn {
-    absl::Span<const float> fp32;
-    absl::Span<const uint16_t> bf16;
-    bool is_bf16 = false;
-    int64_t size() const { return is_bf16 ? bf16.size() : fp32.size(); }
-  };
-  // What the bf16 kernels read of one unit: every parameter in bf16 and the
-  // 1-D ones (LayerNorm, biases) in fp32.
-  struct Bf16UnitParams {
-    const uint16_t* bf16 = nullptr;  // the whole unit
-    std::vector<int64_t> offset;     // per parameter, into bf16
-    std::vector<const float*> fp32;  // per parameter; set for the 1-D ones
-    const uint16_t* W(int k) const { return bf16 + offset[k]; }
+  // What the kernels read of one unit: every parameter in the compute dtype
+  // (the products' operands) and the 1-D ones (LayerNorm, biases) in fp32.
+  struct UnitParams {
+    ConstDtypeSpan compute;          // the whole unit
+    std::vector<int64_t> offset;     // per parameter, into compute
+    std::vector<int64_t> numel;      // per parameter
+    std::vector<const float*> fp32;  // per parameter; set for the 1-D ones at least
+    ConstDtypeSpan W(int k) const { return compute.subspan(offset[k], numel[k]); }
     const float* F(int k) const { return fp32[k]; }
+  };
+  // A unit's gradients as the backward writes them: `fp32` (the caller's
+  // fp32 gradients, or the scratch for bf16 ones) and `bf16` (empty unless
+  // the gradients are bf16).
+  struct GradsOut {
+    absl::Span<float> fp32;
+    absl::Span<uint16_t> bf16;
+    std::vector<TensorView> views;  // fp32, per parameter
+    const UnitSpec* spec = nullptr;
+    float* F(int k) const { return views[k].data(); }
+    // Where a product writes the weight gradient of parameter k: in bf16
+    // straight from its accumulator when the gradients are bf16.
+    DtypeSpan Product(int k) const;
   };
 
   GptModel(const GptConfig& config, int micro_batch, MemoryTracker* tracker);
   absl::Status AllocateWorkspace();
   absl::StatusOr<FloatBuffer> Activation(int64_t numel, const char* what, int unit);
-  absl::StatusOr<TrackedBuffer<uint16_t>> Bf16Activation(int64_t numel, const char* what,
-                                                         int unit);
-  // bf16_compute: fp32 parameters are converted into params_bf16_ (and read
+  absl::StatusOr<DtypeBuffer> ComputeActivation(int64_t numel, const char* what, int unit);
+  // Checks the unit's parameters and makes them readable as UnitParams: in
+  // bf16 compute, fp32 parameters are converted into params_bf16_ (and read
   // in place for the 1-D ones); bf16 ones are read in place and their 1-D
   // parameters widened into small_params_.
-  absl::StatusOr<Bf16UnitParams> PrepareBf16(int unit, const ParamsIn& in);
-  absl::Status Forward(int unit, const ParamsIn& params, const Batch& batch);
-  // `write` as in BackwardUnit: under kOverwrite the Linear layers write
-  // their weight and bias gradients fresh and the rest (LayerNorm, the
-  // embedding's scattered rows) is zeroed first. `grads16` is set only by
-  // BackwardUnitBf16ToBf16Grads (bf16 parameters, so bf16 compute, and
-  // kOverwrite): the gradients end up in bf16 there, as it says.
-  absl::Status Backward(int unit, const ParamsIn& params, absl::Span<float> grads,
-                        float loss_scale, GradWrite write,
-                        absl::Span<uint16_t> grads16 = {});
+  absl::StatusOr<UnitParams> PrepareParams(int unit, ConstDtypeSpan params);
+  absl::StatusOr<GradsOut> PrepareGrads(int unit, const UnitGrads& grads);
+  // The compute copy (fsdp/nn/dtype_layers.h) of the fp32 gradient at
+  // `fp32`: itself in fp32, the bf16 workspace dout_copy_ in bf16.
+  DtypeSpan CopyOf(float* fp32, int64_t numel);
   // Everything a block's backward reads, in forward order; `with_output`
   // adds the block's output (a checkpointed block allocates that apart: it
   // outlives the rest).
@@ -145,32 +139,34 @@ class GptModel : public Model {
   // The block's forward into its allocated activations. Without
   // `through_output` it stops before the last projection: the recomputation
   // in the backward needs everything but the output, which it still has.
-  absl::Status BlockForwardCompute(int layer, absl::Span<const float> params, bool through_output);
-  void BlockForwardComputeBf16(int layer, const Bf16UnitParams& params, bool through_output);
-  absl::Status BlockBackwardBf16(int layer, const Bf16UnitParams& params,
-                                 absl::Span<float> grads, GradWrite write,
-                                 absl::Span<uint16_t> grads16);
+  void BlockForwardCompute(int layer, const UnitParams& params, bool through_output);
   // The residual stream entering unit `unit` (>= 1): the previous unit's output.
   const float* UnitInput(int unit) const;
 
-  absl::Status EmbeddingForward(const ParamsIn& params, const Batch& batch);
-  absl::Status BlockForward(int layer, const ParamsIn& params);
-  absl::Status HeadForward(const ParamsIn& params, const Batch& batch);
-  absl::Status EmbeddingBackward(absl::Span<float> grads);
-  // A checkpointed block's backward first recomputes what its forward dropped.
-  absl::Status BlockBackward(int layer, const ParamsIn& params, absl::Span<float> grads,
-                             GradWrite write, absl::Span<uint16_t> grads16);
-  absl::Status HeadBackward(const ParamsIn& params, absl::Span<float> grads, float loss_scale,
-                            GradWrite write, absl::Span<uint16_t> grads16);
-  // With grads16: rounds unit `unit`'s gradients from `grads` into `grads16`,
-  // all but the parameters in `written` (their products wrote them there).
-  void RoundGradsExcept(int unit, absl::Span<const float> grads, absl::Span<uint16_t> grads16,
-                        std::initializer_list<int> written) const;
+  absl::Status EmbeddingForward(ConstDtypeSpan params, const Batch& batch);
+  absl::Status BlockForward(int layer, ConstDtypeSpan params);
+  absl::Status HeadForward(ConstDtypeSpan params, const Batch& batch);
+  void EmbeddingBackward(const GradsOut& g);
+  // The backwards write their gradients as `write` says (BackwardUnit):
+  // under kOverwrite the Linear layers write their weight and bias gradients
+  // fresh and the rest (LayerNorm, the embedding's scattered rows) is zeroed
+  // first. A checkpointed block's backward first recomputes what its
+  // forward dropped.
+  absl::Status BlockBackward(int layer, ConstDtypeSpan params, const GradsOut& g,
+                             GradWrite write);
+  absl::Status HeadBackward(ConstDtypeSpan params, const GradsOut& g, float loss_scale,
+                            GradWrite write);
+  // With bf16 gradients: rounds unit `unit`'s gradients from g.fp32 into
+  // g.bf16, all but the parameters in `written` (their products wrote them
+  // there).
+  void RoundGradsExcept(const GradsOut& g, std::initializer_list<int> written) const;
   // kOverwrite: zeroes the gradients of unit `unit` that its layers add into
   // (all but the Linear weights and biases).
-  absl::Status ZeroAddedGrads(int unit, absl::Span<float> grads);
+  void ZeroAddedGrads(int unit, const GradsOut& g);
 
   const GptConfig config_;
+  const comm::Dtype param_dtype_;    // what ForwardUnit and BackwardUnit take
+  const comm::Dtype compute_dtype_;  // the products' operands and what feeds only them
   const int micro_batch_;
   MemoryTracker* const tracker_;
   const std::vector<UnitSpec> units_;
@@ -190,17 +186,18 @@ class GptModel : public Model {
   FloatBuffer d_residual_;  // (B, T, C) gradient of the residual stream
   FloatBuffer d_narrow_;    // (B, T, C)
   FloatBuffer d_wide1_;     // (B, T, 4C)
-  FloatBuffer d_wide2_;     // (B, T, 4C); fp32 compute only
+  // (B, T, 4C) in the compute dtype: GELU's input gradient, and in bf16 the
+  // compute copies of the other gradients the products read.
+  DtypeBuffer dout_copy_;
   // Attention's backward scratch: (T, T) d scores for the standard one,
   // FlashAttentionScratchFloats for flash (whose forward uses it too).
   FloatBuffer attention_scratch_;
-  // bf16_compute workspace: one unit's parameters in bf16 (fp32 parameters)
-  // or its 1-D parameters in fp32 (bf16_params), and one output gradient (up
-  // to (B, T, 4C)) in bf16.
+  // bf16 compute workspace: one unit's parameters in bf16 (fp32 parameters)
+  // or its 1-D parameters in fp32 (bf16 parameters), and one head's
+  // probabilities in bf16.
   TrackedBuffer<uint16_t> params_bf16_;
   FloatBuffer small_params_;
-  TrackedBuffer<uint16_t> dout_bf16_;
-  TrackedBuffer<uint16_t> probs_bf16_;  // (T, T): one head's probabilities in bf16
+  TrackedBuffer<uint16_t> probs_bf16_;
 };
 
 }  // namespace fsdp

@@ -36,7 +36,7 @@ struct GptConfig {
   // "Precision"): weights converted per unit, the activations that only feed
   // products saved in bf16. Parameters, gradients and everything else fp32.
   bool bf16_compute = false;
-  // The parameters arrive in bf16 (Model::ForwardUnitBf16, the trainer's
+  // The parameters arrive in bf16 (Model::param_dtype, the trainer's
   // --precision=bf16 layout), so the weights need no conversion; the small
   // 1-D parameters (LayerNorm, biases) are widened to fp32 into the
   // workspace. Needs bf16_compute.

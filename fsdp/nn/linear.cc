@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "base/status_macros.h"
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/nn/matmul.h"
 #include "fsdp/nn/simd.h"
 
@@ -63,7 +63,7 @@ void SumColumnsByRowBlocks(float* dbias, uint16_t* dout16, const float* dout, in
     const int64_t rows = std::min<int64_t>(rows_per_block, n - r);
     const int64_t offset = r * out_features;
     if (dbias != nullptr) AddColumnSums(isa, dbias, dout + offset, rows, out_features);
-    if (dout16 != nullptr) ToBf16(dout16 + offset, dout + offset, rows * out_features);
+    if (dout16 != nullptr) base::ToBf16(dout16 + offset, dout + offset, rows * out_features);
   }
 }
 

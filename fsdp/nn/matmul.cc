@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/bfloat16.h"
 #include "comm/dtype.h"
 #include "dnnl.hpp"
 
@@ -58,10 +59,10 @@ const float* WidenBf16(const MatrixArg& arg, int64_t stored_rows, int64_t stored
     return static_cast<const float*>(arg.data);
   }
   scratch.resize(static_cast<size_t>(stored_rows * stored_cols));
-  const auto* bits = static_cast<const comm::BFloat16*>(arg.data);
+  const auto* bits = static_cast<const uint16_t*>(arg.data);
   for (int64_t r = 0; r < stored_rows; ++r) {
     for (int64_t c = 0; c < stored_cols; ++c) {
-      scratch[r * stored_cols + c] = comm::BFloat16ToFloat(bits[r * arg.ld + c]);
+      scratch[r * stored_cols + c] = base::FromBf16Bits(bits[r * arg.ld + c]);
     }
   }
   *ld = stored_cols;
@@ -79,11 +80,11 @@ void OpenBlasMatmul(const MatmulArgs& x) {
   int64_t ldc = x.ldc;
   if (x.c_type == NumType::kBF16) {
     c_wide.assign(static_cast<size_t>(x.m * x.n), 0.0f);
-    const auto* bits = static_cast<const comm::BFloat16*>(x.c);
+    const auto* bits = static_cast<const uint16_t*>(x.c);
     if (x.accumulate) {
       for (int64_t r = 0; r < x.m; ++r)
         for (int64_t j = 0; j < x.n; ++j)
-          c_wide[r * x.n + j] = comm::BFloat16ToFloat(bits[r * x.ldc + j]);
+          c_wide[r * x.n + j] = base::FromBf16Bits(bits[r * x.ldc + j]);
     }
     c = c_wide.data();
     ldc = x.n;
@@ -98,10 +99,10 @@ void OpenBlasMatmul(const MatmulArgs& x) {
     }
   }
   if (x.c_type == NumType::kBF16) {
-    auto* bits = static_cast<comm::BFloat16*>(x.c);
+    auto* bits = static_cast<uint16_t*>(x.c);
     for (int64_t r = 0; r < x.m; ++r)
       for (int64_t j = 0; j < x.n; ++j)
-        bits[r * x.ldc + j] = comm::FloatToBFloat16(c_wide[r * x.n + j]);
+        bits[r * x.ldc + j] = base::ToBf16Bits(c_wide[r * x.n + j]);
   }
 }
 
@@ -227,15 +228,15 @@ void OneDnnMatmul(const MatmulArgs& x) {
 struct Sample {
   int64_t m, n, k;
   std::vector<float> a, b, c;
-  std::vector<comm::BFloat16> a16, b16;
+  std::vector<uint16_t> a16, b16;
   Sample(int64_t m_, int64_t n_, int64_t k_) : m(m_), n(n_), k(k_) {
     a.resize(m * k);
     b.resize(n * k);
     c.resize(m * n);
     for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 37) % 101) / 101.0f;
     for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 53) % 97) / 97.0f;
-    for (float v : a) a16.push_back(comm::FloatToBFloat16(v));
-    for (float v : b) b16.push_back(comm::FloatToBFloat16(v));
+    for (float v : a) a16.push_back(base::ToBf16Bits(v));
+    for (float v : b) b16.push_back(base::ToBf16Bits(v));
   }
   MatmulArgs Args(NumType type) {
     MatmulArgs x;

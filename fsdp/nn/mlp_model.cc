@@ -111,8 +111,9 @@ void MlpModel::InitUnitParams(int unit, absl::Span<float> params, uint64_t seed)
   }
 }
 
-absl::Status MlpModel::ForwardUnit(int unit, absl::Span<const float> params,
-                                   const Batch& batch) {
+absl::Status MlpModel::ForwardUnit(int unit, ConstDtypeSpan tagged_params, const Batch& batch) {
+  FSDP_RETURN_IF_ERROR(CheckParamDtype(tagged_params, param_dtype(), "MlpModel::ForwardUnit"));
+  const absl::Span<const float> params = tagged_params.as<float>();
   FSDP_RETURN_IF_ERROR(order_.CheckForward(unit));
   if (unit != 0 && (batch.batch_size != batch_ || batch.seq_len != seq_)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -165,9 +166,15 @@ absl::Status MlpModel::ForwardUnit(int unit, absl::Span<const float> params,
   return absl::OkStatus();
 }
 
-absl::Status MlpModel::BackwardUnit(int unit, absl::Span<const float> params,
-                                    absl::Span<float> grads, float loss_scale,
-                                    GradWrite write) {
+absl::Status MlpModel::BackwardUnit(int unit, ConstDtypeSpan tagged_params, UnitGrads unit_grads,
+                                    float loss_scale, GradWrite write) {
+  FSDP_RETURN_IF_ERROR(CheckParamDtype(tagged_params, param_dtype(), "MlpModel::BackwardUnit"));
+  // Its layers write fp32 gradients only; bf16 ones come with bf16
+  // parameters, which this model does not take.
+  FSDP_RETURN_IF_ERROR(CheckParamDtype(unit_grads.values, comm::Dtype::kFloat32,
+                                       "MlpModel::BackwardUnit (gradients)"));
+  const absl::Span<const float> params = tagged_params.as<float>();
+  const absl::Span<float> grads = unit_grads.values.as<float>();
   FSDP_RETURN_IF_ERROR(order_.CheckBackward(unit));
   FSDP_ASSIGN_OR_RETURN(std::vector<ConstTensorView> p, ViewParams(units_[unit], params));
   FSDP_ASSIGN_OR_RETURN(std::vector<TensorView> g, ViewParams(units_[unit], grads));

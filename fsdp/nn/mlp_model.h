@@ -45,11 +45,11 @@ class MlpModel : public Model {
 
   const std::vector<UnitSpec>& units() const override { return units_; }
   void InitUnitParams(int unit, absl::Span<float> params, uint64_t seed) const override;
-  absl::Status ForwardUnit(int unit, absl::Span<const float> params,
-                           const Batch& batch) override;
+  // fp32 parameters and gradients only (Model::param_dtype's default).
+  absl::Status ForwardUnit(int unit, ConstDtypeSpan params, const Batch& batch) override;
   float loss() const override { return loss_; }
-  absl::Status BackwardUnit(int unit, absl::Span<const float> params, absl::Span<float> grads,
-                            float loss_scale, GradWrite write) override;
+  absl::Status BackwardUnit(int unit, ConstDtypeSpan params, UnitGrads grads, float loss_scale,
+                            GradWrite write) override;
 
  private:
   struct LayerActivations {

@@ -14,7 +14,10 @@
 //     FSDP_RETURN_IF_ERROR(model.ForwardUnit(u, params[u], batch));
 //   float loss = model.loss();
 //   for (int u = model.num_units() - 1; u >= 0; --u)        // backward, reversed
-//     FSDP_RETURN_IF_ERROR(model.BackwardUnit(u, params[u], grads[u], scale, write));
+//     FSDP_RETURN_IF_ERROR(model.BackwardUnit(u, params[u], {grads[u]}, scale, write));
+//
+// Parameters and gradients are dtype-tagged views (fsdp/nn/dtype_buffer.h):
+// the precision is data the model reads, not an entry per variant.
 //
 // Activations saved for backward live inside the model (counted by its
 // MemoryTracker as activations) from a unit's forward to its backward.
@@ -25,9 +28,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "fsdp/nn/bf16_convert.h"
+#include "comm/dtype.h"
+#include "fsdp/nn/dtype_buffer.h"
 #include "fsdp/nn/grad_write.h"
 #include "fsdp/nn/param_spec.h"
 
@@ -42,6 +46,19 @@ struct Batch {
   std::vector<int32_t> targets;
 };
 
+// Where a unit's backward puts d(loss_scale * loss)/d(params): `values`, the
+// unit's gradients in their dtype (fp32 or bf16, the same layout as the
+// parameters). A 2-byte `values` ([Note: bf16 gradients] in
+// fsdp/train/unit_state.h) is written whole, never added into (GradWrite
+// kOverwrite), and comes with `fp32_scratch` of its size for what the model
+// computes in fp32 before rounding; a model whose products can write their
+// weight gradients in bf16 straight from their accumulators does so there and
+// never writes, reads and rounds those fp32 values.
+struct UnitGrads {
+  DtypeSpan values;
+  absl::Span<float> fp32_scratch;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -54,62 +71,38 @@ class Model {
   // floats). Deterministic in (seed, unit), independent of world size.
   virtual void InitUnitParams(int unit, absl::Span<float> params, uint64_t seed) const = 0;
 
-  // Runs unit `unit`'s forward. Units run in order 0..n-1 for one batch; the
-  // first unit reads batch.inputs, the last computes the loss on batch.targets.
-  virtual absl::Status ForwardUnit(int unit, absl::Span<const float> params,
-                                   const Batch& batch) = 0;
+  // The dtype the model reads its parameters in (ForwardUnit and
+  // BackwardUnit refuse any other): the trainer stores and gathers them in it
+  // (fsdp/train/precision_policy.h) and refuses a policy that differs before
+  // the first step.
+  virtual comm::Dtype param_dtype() const { return comm::Dtype::kFloat32; }
+
+  // Runs unit `unit`'s forward on its parameters `params` (param_dtype()).
+  // Units run in order 0..n-1 for one batch; the first unit reads
+  // batch.inputs, the last computes the loss on batch.targets.
+  virtual absl::Status ForwardUnit(int unit, ConstDtypeSpan params, const Batch& batch) = 0;
 
   // Mean cross-entropy over the batch's tokens, after the last unit's forward.
   virtual float loss() const = 0;
 
   // Runs unit `unit`'s backward, in order n-1..0 after a complete forward,
   // and frees the unit's saved activations. d(loss_scale * loss)/d(params)
-  // goes into `grads` (same layout as params) as `write` says
+  // goes into `grads` (UnitGrads above) as `write` says
   // (fsdp/nn/grad_write.h): kAdd adds it, so micro-batches accumulate;
-  // kOverwrite means `grads` hold nothing yet (any values), and every element
-  // must be written: the first micro-batch, with no zeroing pass before it.
-  // A model whose layers only add zeroes `grads` first under kOverwrite.
-  virtual absl::Status BackwardUnit(int unit, absl::Span<const float> params,
-                                    absl::Span<float> grads, float loss_scale,
-                                    GradWrite write) = 0;
-
-  // The bf16 parameter layout (the trainer's --precision=bf16): the same two
-  // calls with the unit's parameters as bf16 bits, as the trainer gathers
-  // them. Gradients stay fp32. A model that has no bf16 compute path keeps
-  // these defaults, and the trainer refuses the layout before the first step.
-  virtual bool accepts_bf16_params() const { return false; }
-  virtual absl::Status ForwardUnitBf16(int unit, absl::Span<const uint16_t> params,
-                                       const Batch& batch) {
-    return absl::UnimplementedError("this model takes fp32 parameters only");
-  }
-  virtual absl::Status BackwardUnitBf16(int unit, absl::Span<const uint16_t> params,
-                                        absl::Span<float> grads, float loss_scale,
-                                        GradWrite write) {
-    return absl::UnimplementedError("this model takes fp32 parameters only");
-  }
-
-  // Under 2-byte gradients ([Note: bf16 gradients] in fsdp/train/unit_state.h),
-  // the first micro-batch's backward: what BackwardUnitBf16 with kOverwrite
-  // gives, rounded to bf16 into `grads16` (the same layout, every element
-  // written, the bits ToBf16 gives the fp32 gradients). `grads` is fp32
-  // scratch of the same size for what the model computes in fp32. This
-  // default computes everything there and rounds it; a model whose products
-  // write their weight gradients in bf16 straight from their accumulators
-  // saves writing, reading and rounding those fp32 gradients.
-  virtual absl::Status BackwardUnitBf16ToBf16Grads(int unit, absl::Span<const uint16_t> params,
-                                                   absl::Span<float> grads,
-                                                   absl::Span<uint16_t> grads16,
-                                                   float loss_scale) {
-    if (grads16.size() != grads.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("BackwardUnitBf16ToBf16Grads(", unit, "): ",
-                                                     grads16.size(), " bf16 gradients for ",
-                                                     grads.size(), " fp32 ones"));
-    }
-    absl::Status status = BackwardUnitBf16(unit, params, grads, loss_scale, GradWrite::kOverwrite);
-    if (status.ok()) ToBf16(grads16.data(), grads.data(), static_cast<int64_t>(grads.size()));
-    return status;
-  }
+  // kOverwrite means the gradients hold nothing yet (any values), and every
+  // element must be written: the first micro-batch, with no zeroing pass
+  // before it. A model whose layers only add zeroes them first under
+  // kOverwrite.
+  virtual absl::Status BackwardUnit(int unit, ConstDtypeSpan params, UnitGrads grads,
+                                    float loss_scale, GradWrite write) = 0;
 };
+
+// For a model's entries, `what` naming the call ("BackwardUnit(3)"):
+// FailedPrecondition unless `params` are `dtype` (the model's configuration
+// decides it); InvalidArgument unless `grads` are fp32, or bf16 under
+// kOverwrite with an fp32 scratch of their size.
+absl::Status CheckParamDtype(ConstDtypeSpan params, comm::Dtype dtype, absl::string_view what);
+absl::Status CheckUnitGrads(const UnitGrads& grads, GradWrite write, absl::string_view what);
 
 }  // namespace fsdp
 

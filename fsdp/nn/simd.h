@@ -117,7 +117,7 @@ FSDP_SIMD_INLINE F16 LoadBf16Partial(const uint16_t* p, int64_t n) {
 
 // 16 floats rounded to bf16 bits: to nearest even, a NaN quieted (its top
 // half with the quiet bit set), lane by lane the formula of RoundToBf16 in
-// fsdp/nn/bf16_convert.cc, so the bits equal ToBf16's on every path. For
+// base/bf16_convert.cc, so the bits equal ToBf16's on every path. For
 // kernels that produce a value and store it rounded in the same pass, where
 // a separate ToBf16 would read the fp32 array back.
 FSDP_SIMD_INLINE U16x16 RoundToBf16(F16 v) {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/nn/simd.h"
 
 namespace fsdp {
@@ -164,7 +164,7 @@ float MaxAbsBf16(absl::Span<const uint16_t> values) {
 SquareUnits SumOfSquareUnitsBf16(KernelIsa isa, absl::Span<const uint16_t> values,
                                  int exponent) {
   SquareUnits units = 0;
-  ForEachWidenedBlock(values.data(), static_cast<int64_t>(values.size()),
+  base::ForEachWidenedBlock(values.data(), static_cast<int64_t>(values.size()),
                       [&](const float* block, int64_t, int64_t len) {
                         units += SumOfSquareUnits(isa, {block, size_t(len)}, exponent);
                       });

@@ -3,7 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 
 namespace fsdp {
 
@@ -72,11 +72,11 @@ absl::Status Sgd::StepBf16(float lr, absl::Span<float> params, absl::Span<const 
   }
   const bool first_step = step_ == 0;
   const bool momentum = options_.momentum != 0.0f;
-  ForEachWidenedBlock(grads.data(), numel_, [&](const float* g, int64_t begin, int64_t len) {
+  base::ForEachWidenedBlock(grads.data(), numel_, [&](const float* g, int64_t begin, int64_t len) {
     const absl::Span<float> p = params.subspan(begin, len);
     SgdUpdate(options_, lr, first_step, p, absl::Span<const float>(g, len),
               momentum ? momentum_.span().subspan(begin, len) : absl::Span<float>(), grad_scale);
-    ToBf16(params_bf16.data() + begin, p.data(), len);
+    base::ToBf16(params_bf16.data() + begin, p.data(), len);
   });
   ++step_;
   return absl::OkStatus();

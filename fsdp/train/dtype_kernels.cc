@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "base/status_macros.h"
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 
 namespace fsdp {
 
@@ -19,7 +19,7 @@ void StoreFloats(DtypeSpan dst, absl::Span<const float> src) {
       return;
     }
     case comm::Dtype::kBFloat16:
-      ToBf16(dst.as<uint16_t>().data(), src.data(), dst.size());
+      base::ToBf16(dst.as<uint16_t>().data(), src.data(), dst.size());
       return;
   }
 }
@@ -33,7 +33,7 @@ void AccumulateFloats(DtypeSpan dst, absl::Span<const float> add) {
       return;
     }
     case comm::Dtype::kBFloat16:
-      AccumulateToBf16(dst.as<uint16_t>().data(), add.data(), dst.size());
+      base::AccumulateToBf16(dst.as<uint16_t>().data(), add.data(), dst.size());
       return;
   }
 }
@@ -44,7 +44,7 @@ void ScaleElements(DtypeSpan values, float scale) {
       ScaleInPlace(values.as<float>(), scale);
       return;
     case comm::Dtype::kBFloat16:
-      ScaleBf16InPlace(values.as<uint16_t>().data(), values.size(), scale);
+      base::ScaleBf16InPlace(values.as<uint16_t>().data(), values.size(), scale);
       return;
   }
 }

@@ -1,8 +1,8 @@
 // File: fsdp/train/dtype_kernels.h
 //
 // The element-wise work the training step does on a unit's dtype-tagged
-// buffers (fsdp/train/dtype_buffer.h), each dispatching once on the dtype to
-// the fp32 or bf16 kernel (fsdp/nn/bf16_convert.h, fsdp/optim/grad_clip.h).
+// buffers (fsdp/nn/dtype_buffer.h), each dispatching once on the dtype to
+// the fp32 or bf16 kernel (base/bf16_convert.h, fsdp/optim/grad_clip.h).
 // The results are those kernels' bits: a bf16 value is always the rounding
 // to nearest even of the fp32 one.
 #ifndef FSDP_TRAIN_DTYPE_KERNELS_H_
@@ -12,7 +12,7 @@
 
 #include "absl/types/span.h"
 #include "fsdp/optim/grad_clip.h"
-#include "fsdp/train/dtype_buffer.h"
+#include "fsdp/nn/dtype_buffer.h"
 
 namespace fsdp {
 

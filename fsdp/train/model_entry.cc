@@ -7,25 +7,11 @@
 
 namespace fsdp {
 
-absl::Status ForwardModelUnit(Model& model, int unit, ConstDtypeSpan params, const Batch& batch) {
-  switch (params.dtype()) {
-    case comm::Dtype::kFloat32:
-      return model.ForwardUnit(unit, params.as<float>(), batch);
-    case comm::Dtype::kBFloat16:
-      return model.ForwardUnitBf16(unit, params.as<uint16_t>(), batch);
-  }
-  return absl::InvalidArgumentError("unknown parameter dtype");
-}
-
 absl::Status BackwardModelUnit(Model& model, int unit, ConstDtypeSpan params, DtypeSpan grads,
                                GradWrite write, absl::Span<float> fp32_scratch,
                                float loss_scale) {
   if (grads.dtype() == comm::Dtype::kFloat32) {
-    if (params.dtype() == comm::Dtype::kFloat32) {
-      return model.BackwardUnit(unit, params.as<float>(), grads.as<float>(), loss_scale, write);
-    }
-    return model.BackwardUnitBf16(unit, params.as<uint16_t>(), grads.as<float>(), loss_scale,
-                                  write);
+    return model.BackwardUnit(unit, params, {grads}, loss_scale, write);
   }
   if (params.dtype() != comm::Dtype::kBFloat16 ||
       static_cast<int64_t>(fp32_scratch.size()) != grads.size()) {
@@ -35,11 +21,10 @@ absl::Status BackwardModelUnit(Model& model, int unit, ConstDtypeSpan params, Dt
         " elements (got ", fp32_scratch.size(), ")"));
   }
   if (write == GradWrite::kOverwrite) {
-    return model.BackwardUnitBf16ToBf16Grads(unit, params.as<uint16_t>(), fp32_scratch,
-                                             grads.as<uint16_t>(), loss_scale);
+    return model.BackwardUnit(unit, params, {grads, fp32_scratch}, loss_scale, write);
   }
-  FSDP_RETURN_IF_ERROR(model.BackwardUnitBf16(unit, params.as<uint16_t>(), fp32_scratch,
-                                              loss_scale, GradWrite::kOverwrite));
+  FSDP_RETURN_IF_ERROR(
+      model.BackwardUnit(unit, params, {fp32_scratch}, loss_scale, GradWrite::kOverwrite));
   AccumulateFloats(grads, fp32_scratch);
   return absl::OkStatus();
 }

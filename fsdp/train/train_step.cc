@@ -124,10 +124,12 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
     return absl::InvalidArgumentError("the model has no units to train");
   }
   FSDP_RETURN_IF_ERROR(ValidatePrecisionPolicy(options.precision));
-  if (options.precision.param_dtype == comm::Dtype::kBFloat16 && !model->accepts_bf16_params()) {
-    return absl::InvalidArgumentError(
-        "bf16 parameters: this model takes fp32 parameters only; train it in fp32 or give it a "
-        "bf16 compute path (Model::ForwardUnitBf16)");
+  if (options.precision.param_dtype != model->param_dtype()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        comm::DtypeName(options.precision.param_dtype), " parameters: this model takes ",
+        comm::DtypeName(model->param_dtype()), " parameters only; train it in ",
+        comm::DtypeName(model->param_dtype()), " or give it a compute path for the other dtype "
+        "(Model::param_dtype)"));
   }
   std::unique_ptr<DataParallelTrainer> trainer(
       new DataParallelTrainer(model, world, tracker, std::move(optimizer), options));
@@ -339,8 +341,9 @@ absl::Status DataParallelTrainer::ForwardUnit(int u, const Batch& batch) {
   NoteWorkingBuffers();
   FSDP_ASSIGN_OR_RETURN(const ConstDtypeSpan params, unit.UnshardedParams());
   for (const proto::SourceUnit& source : unit.plan().source_units()) {
-    FSDP_RETURN_IF_ERROR(ForwardModelUnit(*model_, source.model_unit_index(),
-                                          params.subspan(source.offset(), source.numel()), batch));
+    FSDP_RETURN_IF_ERROR(model_->ForwardUnit(source.model_unit_index(),
+                                             params.subspan(source.offset(), source.numel()),
+                                             batch));
   }
   // The last unit's backward comes next: keep it gathered.
   if (runtime_.shard_params && u + 1 < num_units()) FSDP_RETURN_IF_ERROR(unit.Reshard());

@@ -74,8 +74,8 @@ struct TrainStepOptions {
   int max_gathers_in_flight = 2;
   // What the parameters, gradients, master and optimizer state are stored
   // and moved in (fsdp/train/precision_policy.h; the notes in
-  // unit_state.h). bf16 parameters need a model that accepts them
-  // (Model::ForwardUnitBf16).
+  // unit_state.h). The parameters' dtype must be the model's
+  // (Model::param_dtype).
   PrecisionPolicy precision;
   // Merge consecutive model units into plan units of at least this many
   // elements (fewer, larger collectives); 0 = one plan unit per model unit.

@@ -2,7 +2,7 @@
 //
 // What a unit sends, apart from when its state changes (unit_state.cc decides
 // that). Each Post* function issues one collective on the caller's buffers in
-// their own dtype (fsdp/train/dtype_buffer.h; PrecisionPolicy's parameter or
+// their own dtype (fsdp/nn/dtype_buffer.h; PrecisionPolicy's parameter or
 // reduce dtype), moved as they are: nothing is staged or converted. It
 // returns a PendingCollective; Finish() waits for it (with a deadline, the
 // time charged to a CommWaitClock).
@@ -30,7 +30,7 @@
 #include "comm/communicator.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/train/comm_wait_clock.h"
-#include "fsdp/train/dtype_buffer.h"
+#include "fsdp/nn/dtype_buffer.h"
 
 namespace fsdp {
 

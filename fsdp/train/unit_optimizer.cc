@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/train/dtype_kernels.h"
 
 namespace fsdp {
@@ -43,9 +43,9 @@ absl::Status UnitOptimizer::StepUnitBf16(int unit, absl::Span<float> params,
         " bf16 gradients and ", params_bf16.size(), " bf16 parameters"));
   }
   std::vector<float> widened(grads.size());
-  FromBf16(widened.data(), grads.data(), static_cast<int64_t>(grads.size()));
+  base::FromBf16(widened.data(), grads.data(), static_cast<int64_t>(grads.size()));
   FSDP_RETURN_IF_ERROR(StepUnit(unit, params, widened, grad_scale, lr, step));
-  ToBf16(params_bf16.data(), params.data(), static_cast<int64_t>(params.size()));
+  base::ToBf16(params_bf16.data(), params.data(), static_cast<int64_t>(params.size()));
   return absl::OkStatus();
 }
 

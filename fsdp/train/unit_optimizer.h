@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "fsdp/memory/memory_tracker.h"
-#include "fsdp/train/dtype_buffer.h"
+#include "fsdp/nn/dtype_buffer.h"
 
 namespace fsdp {
 

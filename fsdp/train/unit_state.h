@@ -67,7 +67,7 @@
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/grad_write.h"
 #include "fsdp/train/comm_wait_clock.h"
-#include "fsdp/train/dtype_buffer.h"
+#include "fsdp/nn/dtype_buffer.h"
 #include "fsdp/train/precision_policy.h"
 #include "fsdp/train/strategy.h"
 #include "fsdp/train/unit_collectives.h"
@@ -114,7 +114,7 @@ struct UnitRuntime {
   // [Note: bf16 gradients] Gradients kept in a dtype other than the
   // backward's fp32 (--precision=bf16 with --reduce_dtype=bf16, its
   // default): on a step's first micro-batch the model writes the unit's bf16
-  // gradients itself (Model::BackwardUnitBf16ToBf16Grads: the products round
+  // gradients itself (Model::BackwardUnit with bf16 gradients: the products round
   // their weight gradients from their fp32 accumulators, the rest goes
   // through the trainer's one fp32 gradient workspace, the largest unit's
   // padded size). Each later micro-batch writes fp32 gradients into that

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/bfloat16.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/comm/loopback_ranks.h"
@@ -60,7 +61,7 @@ class CollectiveGridTest : public ::testing::TestWithParam<GridParam> {
   // The expected reduction of element i, encoded in the dtype.
   float Expected(const std::vector<float>& sums, size_t i, ReduceOp op) const {
     float value = op == ReduceOp::kSum ? sums[i] : sums[i] / static_cast<float>(world());
-    return dtype() == Dtype::kFloat32 ? value : BFloat16ToFloat(FloatToBFloat16(value));
+    return dtype() == Dtype::kFloat32 ? value : base::FromBf16Bits(base::ToBf16Bits(value));
   }
 };
 

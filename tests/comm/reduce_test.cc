@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/kernel_isa.h"
+#include "base/bfloat16.h"
 #include "comm/dtype.h"
 #include "gtest/gtest.h"
 
@@ -59,31 +60,31 @@ TEST_P(ReduceTest, Float32SumAndAverage) {
 TEST_P(ReduceTest, BFloat16AddsInFloatAndRoundsOnce) {
   const size_t n = 1031;
   auto fa = RandomFloats(n, 3), fb = RandomFloats(n, 4);
-  std::vector<BFloat16> a(n), b(n), out(n), inout(n);
+  std::vector<uint16_t> a(n), b(n), out(n), inout(n);
   for (size_t i = 0; i < n; ++i) {
-    a[i] = FloatToBFloat16(fa[i]);
-    b[i] = FloatToBFloat16(fb[i]);
+    a[i] = base::ToBf16Bits(fa[i]);
+    b[i] = base::ToBf16Bits(fb[i]);
   }
   inout = b;
   ReduceSum(GetParam(), Dtype::kBFloat16, a.data(), b.data(), out.data(), n);
   ReduceSumInPlace(GetParam(), Dtype::kBFloat16, a.data(), inout.data(), n, 8.0f / 3.0f);
   for (size_t i = 0; i < n; ++i) {
-    float sum = BFloat16ToFloat(a[i]) + BFloat16ToFloat(b[i]);
-    EXPECT_EQ(out[i], FloatToBFloat16(sum));
-    EXPECT_EQ(inout[i], FloatToBFloat16(sum / (8.0f / 3.0f)));
+    float sum = base::FromBf16Bits(a[i]) + base::FromBf16Bits(b[i]);
+    EXPECT_EQ(out[i], base::ToBf16Bits(sum));
+    EXPECT_EQ(inout[i], base::ToBf16Bits(sum / (8.0f / 3.0f)));
   }
 }
 
 TEST_P(ReduceTest, BFloat16RoundsTiesToEvenAndKeepsNaN) {
   // 1 + 2^-8 is halfway between bf16 1.0 and 1.0078125: ties to even -> 1.0.
-  BFloat16 one = FloatToBFloat16(1.0f);
-  BFloat16 tiny = FloatToBFloat16(std::ldexp(1.0f, -8));
-  BFloat16 out;
+  uint16_t one = base::ToBf16Bits(1.0f);
+  uint16_t tiny = base::ToBf16Bits(std::ldexp(1.0f, -8));
+  uint16_t out;
   ReduceSum(GetParam(), Dtype::kBFloat16, &one, &tiny, &out, 1);
   EXPECT_EQ(out, one);
-  BFloat16 nan = FloatToBFloat16(std::nanf(""));
+  uint16_t nan = base::ToBf16Bits(std::nanf(""));
   ReduceSum(GetParam(), Dtype::kBFloat16, &one, &nan, &out, 1);
-  EXPECT_TRUE(std::isnan(BFloat16ToFloat(out)));
+  EXPECT_TRUE(std::isnan(base::FromBf16Bits(out)));
 }
 
 // Every bf16 pattern as one operand, against partners that make sums with
@@ -93,26 +94,26 @@ TEST_P(ReduceTest, BFloat16RoundsTiesToEvenAndKeepsNaN) {
 // with comm/dtype.h's scalar conversion. The vector bodies see all of them
 // (65,536 is a multiple of 16) and the tails the last few.
 TEST_P(ReduceTest, BFloat16EveryPatternMatchesTheScalarFormula) {
-  const std::vector<BFloat16> partners = {
+  const std::vector<uint16_t> partners = {
       0x0000, 0x8000, 0x0001, 0x8001, 0x007f, 0x0080, 0x3f80, 0xbf80, 0x3b80,
       0x3f81, 0x7f7f, 0xff7f, 0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x7f81, 0x4b00};
   const size_t n = 65536 + 7;
-  std::vector<BFloat16> a(n);
-  for (size_t i = 0; i < n; ++i) a[i] = static_cast<BFloat16>(i);
-  for (BFloat16 partner : partners) {
-    std::vector<BFloat16> b(n, partner);
+  std::vector<uint16_t> a(n);
+  for (size_t i = 0; i < n; ++i) a[i] = static_cast<uint16_t>(i);
+  for (uint16_t partner : partners) {
+    std::vector<uint16_t> b(n, partner);
     for (float divisor : {1.0f, 3.0f}) {
-      std::vector<BFloat16> out(n), inout = b;
+      std::vector<uint16_t> out(n), inout = b;
       ReduceSum(GetParam(), Dtype::kBFloat16, a.data(), b.data(), out.data(), n, divisor);
       ReduceSumInPlace(GetParam(), Dtype::kBFloat16, a.data(), inout.data(), n, divisor);
       size_t mismatches = 0;
       for (size_t i = 0; i < n; ++i) {
-        float sum = BFloat16ToFloat(a[i]) + BFloat16ToFloat(b[i]);
-        BFloat16 expected = FloatToBFloat16(divisor == 1.0f ? sum : sum / divisor);
-        if (std::isnan(BFloat16ToFloat(a[i])) && std::isnan(BFloat16ToFloat(b[i]))) {
+        float sum = base::FromBf16Bits(a[i]) + base::FromBf16Bits(b[i]);
+        uint16_t expected = base::ToBf16Bits(divisor == 1.0f ? sum : sum / divisor);
+        if (std::isnan(base::FromBf16Bits(a[i])) && std::isnan(base::FromBf16Bits(b[i]))) {
           // Two NaNs: the CPU keeps the first operand's payload, so a + b and
           // b + a differ; any quiet NaN is right.
-          auto quiet_nan = [](BFloat16 x) { return (x & 0x7fc0) == 0x7fc0; };
+          auto quiet_nan = [](uint16_t x) { return (x & 0x7fc0) == 0x7fc0; };
           if (!quiet_nan(out[i]) || !quiet_nan(inout[i])) ++mismatches;
           continue;
         }
@@ -147,7 +148,7 @@ TEST_P(ReduceTest, ChainEqualsHopByHop) {
           if (dtype == Dtype::kFloat32) {
             std::memcpy(&inputs[j][i * 4], &values[i], 4);
           } else {
-            BFloat16 bits = FloatToBFloat16(values[i]);
+            uint16_t bits = base::ToBf16Bits(values[i]);
             std::memcpy(&inputs[j][i * 2], &bits, 2);
           }
         }

@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "base/bfloat16.h"
 #include "comm/dtype.h"
 
 namespace comm {
@@ -20,7 +21,7 @@ inline void SetElement(Dtype dtype, std::vector<std::byte>& bytes, size_t i, flo
   if (dtype == Dtype::kFloat32) {
     std::memcpy(bytes.data() + 4 * i, &value, 4);
   } else {
-    BFloat16 h = FloatToBFloat16(value);
+    uint16_t h = base::ToBf16Bits(value);
     std::memcpy(bytes.data() + 2 * i, &h, 2);
   }
 }
@@ -31,9 +32,9 @@ inline float GetElement(Dtype dtype, const std::vector<std::byte>& bytes, size_t
     std::memcpy(&f, bytes.data() + 4 * i, 4);
     return f;
   }
-  BFloat16 h;
+  uint16_t h;
   std::memcpy(&h, bytes.data() + 2 * i, 2);
-  return BFloat16ToFloat(h);
+  return base::FromBf16Bits(h);
 }
 
 // Integer values in [-8, 8]: exact in bf16, and sums of up to 8 of them are
@@ -47,7 +48,7 @@ inline float ExactValue(int rank, size_t i) {
 inline float ReferenceHop(Dtype dtype, float a, float b, float divisor) {
   float sum = a + b;
   if (divisor != 1.0f) sum = sum / divisor;
-  return dtype == Dtype::kFloat32 ? sum : BFloat16ToFloat(FloatToBFloat16(sum));
+  return dtype == Dtype::kFloat32 ? sum : base::FromBf16Bits(base::ToBf16Bits(sum));
 }
 
 // Element range [begin, end) of chunk c in the ceil split of count over n.

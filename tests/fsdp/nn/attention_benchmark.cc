@@ -18,7 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "fsdp/nn/attention.h"
 #include "fsdp/nn/attention_layout.h"
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/nn/compute_threads.h"
 #include "fsdp/nn/flash_attention.h"
 #include "fsdp/nn/matmul.h"
@@ -81,8 +81,8 @@ int main(int argc, char** argv) {
       std::vector<uint16_t> qkv16(qkv.size()), dout16(dout.size()),
           scratch16(fsdp::AttentionBf16ScratchElements(T, hs)), probs16(probs.size()),
           out16(out.size());
-      fsdp::ToBf16(qkv16.data(), qkv.data(), static_cast<int64_t>(qkv.size()));
-      fsdp::ToBf16(dout16.data(), dout.data(), static_cast<int64_t>(dout.size()));
+      base::ToBf16(qkv16.data(), qkv.data(), static_cast<int64_t>(qkv.size()));
+      base::ToBf16(dout16.data(), dout.data(), static_cast<int64_t>(dout.size()));
       std::vector<float> scratch_bf16_mode(fsdp::AttentionBf16ScratchFloats(T, hs));
       naive_bf16 = 1e30;
       for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {

@@ -2,7 +2,7 @@
 //
 // The fused bf16-output layers (fsdp/nn/bf16_outputs.h, and linear.h's
 // BiasGradientWithBf16) give the bits of the unfused layer followed by
-// ToBf16 (and, for GELU's backward, the bias gradient of the unfused fp32
+// base::ToBf16 (and, for GELU's backward, the bias gradient of the unfused fp32
 // gradient), at sizes below, at and across their 4096-float block, and for
 // rows wider than a block.
 #include "fsdp/nn/bf16_outputs.h"
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/gelu.h"
 #include "fsdp/nn/kernel_isa.h"
@@ -28,7 +28,7 @@ using testing_util::RandomVector;
 
 std::vector<uint16_t> Rounded(const std::vector<float>& v) {
   std::vector<uint16_t> out(v.size());
-  ToBf16(out.data(), v.data(), static_cast<int64_t>(v.size()));
+  base::ToBf16(out.data(), v.data(), static_cast<int64_t>(v.size()));
   return out;
 }
 

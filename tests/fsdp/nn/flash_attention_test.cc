@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "fsdp/nn/attention.h"
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/nn/matmul.h"
 #include "gtest/gtest.h"
 #include "tests/fsdp/nn/grad_check.h"
@@ -133,8 +133,8 @@ TEST(FlashAttentionBf16Test, MatchesTheStandardBf16AttentionWithinBf16Rounding) 
     const std::vector<float> qkv32 = testing_util::RandomVector(int64_t{B} * T * 3 * C, 31);
     const std::vector<float> dout32 = testing_util::RandomVector(int64_t{B} * T * C, 32);
     std::vector<uint16_t> qkv(qkv32.size()), dout(dout32.size());
-    ToBf16(qkv.data(), qkv32.data(), qkv32.size());
-    ToBf16(dout.data(), dout32.data(), dout32.size());
+    base::ToBf16(qkv.data(), qkv32.data(), qkv32.size());
+    base::ToBf16(dout.data(), dout32.data(), dout32.size());
 
     std::vector<float> ref_out(B * T * C), dp(AttentionBf16ScratchFloats(T, C / H)),
         ref_dqkv(qkv.size());
@@ -142,7 +142,7 @@ TEST(FlashAttentionBf16Test, MatchesTheStandardBf16AttentionWithinBf16Rounding) 
         p16(AttentionBf16ScratchElements(T, C / H)), ref_out16(ref_out.size());
     AttentionForwardBf16(ref_out16.data(), probs.data(), dp.data(), p16.data(), qkv.data(), B, T,
                          C, H);
-    FromBf16(ref_out.data(), ref_out16.data(), ref_out16.size());
+    base::FromBf16(ref_out.data(), ref_out16.data(), ref_out16.size());
     AttentionBackwardBf16(ref_dqkv.data(), dp.data(), p16.data(), dout.data(), qkv.data(),
                           probs.data(), B, T, C, H);
 
@@ -151,7 +151,7 @@ TEST(FlashAttentionBf16Test, MatchesTheStandardBf16AttentionWithinBf16Rounding) 
     std::vector<uint16_t> s16(FlashAttentionBf16ScratchElements(T, C / H)), out16(out.size());
     FlashAttentionForwardBf16(out16.data(), lse.data(), scratch.data(), s16.data(), qkv.data(),
                               B, T, C, H);
-    FromBf16(out.data(), out16.data(), out16.size());
+    base::FromBf16(out.data(), out16.data(), out16.size());
     FlashAttentionBackwardBf16(dqkv.data(), scratch.data(), s16.data(), dout.data(), qkv.data(),
                                out16.data(), lse.data(), B, T, C, H);
     auto relative_l2 = [](const std::vector<float>& x, const std::vector<float>& ref) {

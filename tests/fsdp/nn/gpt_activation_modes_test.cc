@@ -187,19 +187,15 @@ void ExpectEveryUnitAsPredicted(const GptConfig& config) {
     const Batch batch = RandomBatch(micro_batch, config.seq_len, config.vocab, step);
     int64_t expected = 0;
     for (int u = 0; u < units; ++u) {
-      ASSERT_TRUE((config.bf16_params ? (*model)->ForwardUnitBf16(u, h.Bf16Params(u), batch)
-                                      : (*model)->ForwardUnit(u, h.params[u], batch))
-                      .ok());
+      ASSERT_TRUE((*model)->ForwardUnit(u, h.Params(u), batch).ok());
       expected += predicted.unit_saved_bytes(u);
       EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kActivations), expected) << u;
     }
     EXPECT_EQ(expected, predicted.saved_bytes());
     for (int u = units - 1; u >= 0; --u) {
-      ASSERT_TRUE((config.bf16_params
-                       ? (*model)->BackwardUnitBf16(u, h.Bf16Params(u), absl::MakeSpan(h.grads[u]),
-                                                    1.0f, GradWrite::kAdd)
-                       : (*model)->BackwardUnit(u, h.params[u], absl::MakeSpan(h.grads[u]), 1.0f,
-                                                GradWrite::kAdd))
+      ASSERT_TRUE((*model)
+                      ->BackwardUnit(u, h.Params(u), {absl::MakeSpan(h.grads[u])}, 1.0f,
+                                     GradWrite::kAdd)
                       .ok());
       expected -= predicted.unit_saved_bytes(u);
       EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kActivations), expected) << u;

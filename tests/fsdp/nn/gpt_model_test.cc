@@ -210,18 +210,20 @@ TEST(GptModelTest, OutOfOrderCallsAndBadInputsAreErrors) {
   h.Init(1);
   Model& m = **model;
   const Batch batch = RandomBatch(2, 5, 11, 1);
-  EXPECT_EQ(m.BackwardUnit(3, h.params[3], absl::MakeSpan(h.grads[3]), 1.0f, GradWrite::kAdd).code(),
+  EXPECT_EQ(m.BackwardUnit(3, h.Params(3), {absl::MakeSpan(h.grads[3])}, 1.0f, GradWrite::kAdd)
+                .code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(m.ForwardUnit(1, h.params[1], batch).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(m.ForwardUnit(9, h.params[1], batch).code(), absl::StatusCode::kOutOfRange);
-  EXPECT_EQ(m.ForwardUnit(0, h.params[1], batch).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(m.ForwardUnit(1, h.Params(1), batch).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(m.ForwardUnit(9, h.Params(1), batch).code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(m.ForwardUnit(0, h.Params(1), batch).code(), absl::StatusCode::kInvalidArgument);
   Batch bad = batch;
   bad.inputs[3] = 11;
-  EXPECT_EQ(m.ForwardUnit(0, h.params[0], bad).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(m.ForwardUnit(0, h.Params(0), bad).code(), absl::StatusCode::kInvalidArgument);
   bad = RandomBatch(3, 5, 11, 1);  // larger than the micro-batch
-  EXPECT_EQ(m.ForwardUnit(0, h.params[0], bad).code(), absl::StatusCode::kInvalidArgument);
-  ASSERT_TRUE(m.ForwardUnit(0, h.params[0], batch).ok());
-  EXPECT_EQ(m.BackwardUnit(0, h.params[0], absl::MakeSpan(h.grads[0]), 1.0f, GradWrite::kAdd).code(),
+  EXPECT_EQ(m.ForwardUnit(0, h.Params(0), bad).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(m.ForwardUnit(0, h.Params(0), batch).ok());
+  EXPECT_EQ(m.BackwardUnit(0, h.Params(0), {absl::MakeSpan(h.grads[0])}, 1.0f, GradWrite::kAdd)
+                .code(),
             absl::StatusCode::kFailedPrecondition);
   // Shorter sequences than the config's seq_len are fine.
   EXPECT_TRUE(h.Forward(RandomBatch(1, 3, 11, 2)).ok());
@@ -363,14 +365,14 @@ TEST(GptModelBf16Test, Bf16ParametersGiveTheBitsOfRoundedFp32Parameters) {
   auto rounded = GptModel::Create(rounded_config, 2, &t_rounded);
   auto bf16 = GptModel::Create(bf16_config, 2, &t_bf16);
   ASSERT_TRUE(rounded.ok() && bf16.ok());
-  EXPECT_FALSE((*rounded)->accepts_bf16_params());
-  EXPECT_TRUE((*bf16)->accepts_bf16_params());
+  EXPECT_EQ((*rounded)->param_dtype(), comm::Dtype::kFloat32);
+  EXPECT_EQ((*bf16)->param_dtype(), comm::Dtype::kBFloat16);
   ModelHarness h_rounded(rounded->get()), h_bf16(bf16->get());
   h_bf16.Randomize(5, 0.2f);
   h_rounded.params = h_bf16.params;
   for (int u = 0; u < h_rounded.model->num_units(); ++u) {
     const absl::Span<const uint16_t> bits = h_bf16.Bf16Params(u);
-    FromBf16(h_rounded.params[u].data(), bits.data(), static_cast<int64_t>(bits.size()));
+    base::FromBf16(h_rounded.params[u].data(), bits.data(), static_cast<int64_t>(bits.size()));
   }
   const Batch batch = RandomBatch(2, 24, 53, 3);
   for (int step = 0; step < 2; ++step) {
@@ -382,10 +384,10 @@ TEST(GptModelBf16Test, Bf16ParametersGiveTheBitsOfRoundedFp32Parameters) {
     ASSERT_TRUE(h_bf16.Backward(1.0f).ok());
     EXPECT_EQ(h_bf16.grads, h_rounded.grads);
   }
-  // The fp32 entry points refuse a bf16-parameter model and vice versa.
-  EXPECT_EQ((*bf16)->ForwardUnit(0, h_bf16.params[0], batch).code(),
+  // fp32 parameters are refused by a bf16-parameter model and vice versa.
+  EXPECT_EQ((*bf16)->ForwardUnit(0, absl::MakeConstSpan(h_bf16.params[0]), batch).code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ((*rounded)->ForwardUnitBf16(0, h_bf16.Bf16Params(0), batch).code(),
+  EXPECT_EQ((*rounded)->ForwardUnit(0, h_bf16.Bf16Params(0), batch).code(),
             absl::StatusCode::kFailedPrecondition);
   // bf16_params needs bf16_compute.
   GptConfig bad = bf16_config;
@@ -410,7 +412,7 @@ TEST(GptModelBf16Test, Bf16ParametersMeasuredPeaksEqualThePrediction) {
 // The first micro-batch under 2-byte gradients: the model writes its
 // gradients in bf16 itself (the products straight from their accumulators),
 // and they are the bits of the fp32 gradients rounded, whatever the scratch
-// and the destination held. So is the Model interface's generic default.
+// and the destination held.
 TEST(GptModelBf16Test, Bf16GradientsAreTheRoundedFp32Gradients) {
   struct Mode {
     const char* name;
@@ -435,23 +437,17 @@ TEST(GptModelBf16Test, Bf16GradientsAreTheRoundedFp32Gradients) {
     std::vector<std::vector<uint16_t>> expected;
     for (const std::vector<float>& g : h.grads) {
       expected.emplace_back(g.size());
-      ToBf16(expected.back().data(), g.data(), static_cast<int64_t>(g.size()));
+      base::ToBf16(expected.back().data(), g.data(), static_cast<int64_t>(g.size()));
     }
-    for (const bool generic : {false, true}) {
-      ASSERT_TRUE(h.Forward(batch).ok());
-      for (int u = h.model->num_units() - 1; u >= 0; --u) {
-        std::vector<float> scratch(h.grads[u].size(), std::numeric_limits<float>::quiet_NaN());
-        std::vector<uint16_t> grads16(h.grads[u].size(), 0xFFFF);
-        const absl::Span<const uint16_t> params = h.Bf16Params(u);
-        const absl::Status status =
-            generic ? (*model)->Model::BackwardUnitBf16ToBf16Grads(
-                          u, params, absl::MakeSpan(scratch), absl::MakeSpan(grads16), 0.5f)
-                    : (*model)->BackwardUnitBf16ToBf16Grads(
-                          u, params, absl::MakeSpan(scratch), absl::MakeSpan(grads16), 0.5f);
-        ASSERT_TRUE(status.ok()) << status;
-        EXPECT_EQ(grads16, expected[u])
-            << mode.name << (generic ? ", generic" : "") << ", unit " << u;
-      }
+    ASSERT_TRUE(h.Forward(batch).ok());
+    for (int u = h.model->num_units() - 1; u >= 0; --u) {
+      std::vector<float> scratch(h.grads[u].size(), std::numeric_limits<float>::quiet_NaN());
+      std::vector<uint16_t> grads16(h.grads[u].size(), 0xFFFF);
+      const absl::Status status =
+          (*model)->BackwardUnit(u, h.Params(u), {absl::MakeSpan(grads16), absl::MakeSpan(scratch)},
+                                 0.5f, GradWrite::kOverwrite);
+      ASSERT_TRUE(status.ok()) << status;
+      EXPECT_EQ(grads16, expected[u]) << mode.name << ", unit " << u;
     }
   }
 }
@@ -468,9 +464,9 @@ TEST(GptModelBf16Test, Bf16GradientsOfTheWrongSizeAreRefused) {
   ASSERT_TRUE(h.Forward(RandomBatch(2, 24, 53, 4)).ok());
   const int last = h.model->num_units() - 1;
   std::vector<uint16_t> short_grads16(h.grads[last].size() - 1);
-  const absl::Status status = (*model)->BackwardUnitBf16ToBf16Grads(
-      last, h.Bf16Params(last), absl::MakeSpan(h.grads[last]), absl::MakeSpan(short_grads16),
-      1.0f);
+  const absl::Status status = (*model)->BackwardUnit(
+      last, h.Params(last), {absl::MakeSpan(short_grads16), absl::MakeSpan(h.grads[last])}, 1.0f,
+      GradWrite::kOverwrite);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("bf16 gradients for"), std::string::npos) << status;
 }

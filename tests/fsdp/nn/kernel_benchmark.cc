@@ -21,7 +21,7 @@
 #include "absl/types/span.h"
 #include "fsdp/nn/attention.h"
 #include "fsdp/nn/attention_layout.h"
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/nn/bf16_outputs.h"
 #include "fsdp/nn/compute_threads.h"
 #include "fsdp/nn/cross_entropy.h"
@@ -245,7 +245,7 @@ int Main(int repetitions) {
       {"gelu forward -> bf16 (1024 x 2048)",
        [&] {
          GeluForward(wide_out.data(), wide_in.data(), n4c);
-         ToBf16(out16.data(), wide_out.data(), n4c);
+         base::ToBf16(out16.data(), wide_out.data(), n4c);
        },
        [&] { GeluForwardToBf16(out16.data(), wide_in.data(), n4c); }},
       {"gelu backward + bf16 copy + fc bias sums",
@@ -253,7 +253,7 @@ int Main(int repetitions) {
          // The path before GELU's backward summed the bias itself: fp32
          // gradient rounded block by block, then the column sums over it.
          GeluBackwardOverwrite(wide_grad.data(), wide_in.data(), wide_d.data(), n4c);
-         ToBf16(out16.data(), wide_grad.data(), n4c);
+         base::ToBf16(out16.data(), wide_grad.data(), n4c);
          LinearBackwardBf16(nullptr, nullptr, fc_db.data(), wide_grad.data(), nullptr, nullptr,
                             nullptr, kRows, 1, 4 * kChannels, GradWrite::kAdd,
                             GradWrite::kOverwrite);
@@ -267,7 +267,7 @@ int Main(int repetitions) {
        [&] {
          LayerNormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), kRows,
                           kChannels);
-         ToBf16(out16.data(), y.data(), nc);
+         base::ToBf16(out16.data(), y.data(), nc);
        },
        [&] {
          LayerNormForwardToBf16(out16.data(), mean.data(), rstd.data(), x.data(), w.data(),
@@ -286,7 +286,7 @@ int Main(int repetitions) {
        [&] {
          LayerNormBackward(ln_dinp.data(), ln_dw.data(), ln_db.data(), y.data(), x.data(),
                            w.data(), mean.data(), rstd.data(), kRows, kChannels);
-         ToBf16(out16.data(), ln_dinp.data(), nc);
+         base::ToBf16(out16.data(), ln_dinp.data(), nc);
        },
        [&] {
          LayerNormBackwardWithBf16(ln_dinp.data(), out16.data(), ln_dw.data(), ln_db.data(),
@@ -299,7 +299,7 @@ int Main(int repetitions) {
          LinearBackwardBf16(nullptr, nullptr, qkv_db.data(), wide3.data(), nullptr, nullptr,
                             nullptr, kRows, 1, 3 * kChannels, GradWrite::kAdd,
                             GradWrite::kOverwrite);
-         ToBf16(out16.data(), wide3.data(), 3 * nc);
+         base::ToBf16(out16.data(), wide3.data(), 3 * nc);
        },
        [&] {
          BiasGradientWithBf16(qkv_db.data(), out16.data(), wide3.data(), kRows, 3 * kChannels,
@@ -315,7 +315,7 @@ int Main(int repetitions) {
        [&] {
          std::copy(ce_probs0.begin(), ce_probs0.end(), ce_probs.begin());
          CrossEntropyBackward(ce_probs.data(), ce_targets.data(), kRows, kVocab, 1.0f);
-         ToBf16InPlace(ce_probs.data(), static_cast<int64_t>(ce_probs.size()));
+         base::ToBf16InPlace(ce_probs.data(), static_cast<int64_t>(ce_probs.size()));
        },
        [&] {
          std::copy(ce_probs0.begin(), ce_probs0.end(), ce_probs.begin());
@@ -328,7 +328,7 @@ int Main(int repetitions) {
   std::vector<uint16_t> wg_dout16(int64_t{kRows} * kVocab), wg_inp16(n4c),
       wg_grad16(int64_t{kVocab} * kChannels);
   std::vector<float> wg_grad(wg_grad16.size());
-  ToBf16(wg_inp16.data(), wide_in.data(), n4c);
+  base::ToBf16(wg_inp16.data(), wide_in.data(), n4c);
   for (size_t i = 0; i < wg_dout16.size(); ++i) wg_dout16[i] = out16[i % out16.size()];
   struct WeightShape {
     const char* name;
@@ -345,7 +345,7 @@ int Main(int repetitions) {
            LinearBackwardBf16(nullptr, wg_grad.data(), nullptr, nullptr, wg_dout16.data(),
                               wg_inp16.data(), nullptr, kRows, in, out, GradWrite::kAdd,
                               GradWrite::kOverwrite);
-           ToBf16(wg_grad16.data(), wg_grad.data(), int64_t{in} * out);
+           base::ToBf16(wg_grad16.data(), wg_grad.data(), int64_t{in} * out);
          },
          [&, in, out] {
            LinearBackwardBf16(nullptr, nullptr, nullptr, nullptr, wg_dout16.data(),
@@ -361,16 +361,16 @@ int Main(int repetitions) {
   for (int64_t i = 0; i < stream_n; ++i) stream_in[i] = wide_in[i % n4c];
   std::vector<uint16_t> stream_out(stream_n);
   fused.push_back(
-      {absl::StrCat("ToBf16 16.8 M, integer vs ", ToBf16PathName()),
-       [&] { ToBf16IntegerPath(stream_out.data(), stream_in.data(), stream_n); },
-       [&] { ToBf16(stream_out.data(), stream_in.data(), stream_n); }});
+      {absl::StrCat("ToBf16 16.8 M, integer vs ", base::ToBf16PathName()),
+       [&] { base::ToBf16IntegerPath(stream_out.data(), stream_in.data(), stream_n); },
+       [&] { base::ToBf16(stream_out.data(), stream_in.data(), stream_n); }});
   // The optimizer phase of --precision=bf16 on one rank's shard: before,
   // the bf16 gradients were widened into a workspace for the norm's two
   // passes and again for AdamW (times the clip scale), and the updated master
   // rounded to bf16 in a pass of its own; now each pass widens block by
-  // block in L1 (fsdp/nn/bf16_convert.h, ForEachWidenedBlock).
+  // block in L1 (base/bf16_convert.h, ForEachWidenedBlock).
   std::vector<uint16_t> grads16(kShardNumel), params16(kShardNumel);
-  ToBf16(grads16.data(), grads.data(), kShardNumel);
+  base::ToBf16(grads16.data(), grads.data(), kShardNumel);
   std::vector<float> widened(kShardNumel);
   MemoryTracker tracker;
   absl::StatusOr<AdamW> optimizer = AdamW::Create(adam, kShardNumel, &tracker);
@@ -384,9 +384,9 @@ int Main(int repetitions) {
   fused.push_back(
       {"bf16 grads: norm (16.9 M)",
        [&] {
-         FromBf16(widened.data(), grads16.data(), kShardNumel);
+         base::FromBf16(widened.data(), grads16.data(), kShardNumel);
          max_sink = MaxAbs(widened);
-         FromBf16(widened.data(), grads16.data(), kShardNumel);
+         base::FromBf16(widened.data(), grads16.data(), kShardNumel);
          units_sink = static_cast<double>(SumOfSquareUnits(widened, exponent));
        },
        [&] {
@@ -398,20 +398,20 @@ int Main(int repetitions) {
   std::vector<uint16_t> averaged16 = grads16;  // halved twice per repetition: stays normal
   fused.push_back({"bf16 grads: average x 0.5 (16.9 M)",
                    [&] {
-                     ForEachWidenedBlock(averaged16.data(), kShardNumel,
+                     base::ForEachWidenedBlock(averaged16.data(), kShardNumel,
                                          [&](float* block, int64_t begin, int64_t len) {
                                            for (int64_t i = 0; i < len; ++i) block[i] *= 0.5f;
-                                           ToBf16(averaged16.data() + begin, block, len);
+                                           base::ToBf16(averaged16.data() + begin, block, len);
                                          });
                    },
-                   [&] { ScaleBf16InPlace(averaged16.data(), kShardNumel, 0.5f); }});
+                   [&] { base::ScaleBf16InPlace(averaged16.data(), kShardNumel, 0.5f); }});
   fused.push_back(
       {"bf16 grads: adamw -> bf16 params (16.9 M)",
        [&] {
-         FromBf16(widened.data(), grads16.data(), kShardNumel);
+         base::FromBf16(widened.data(), grads16.data(), kShardNumel);
          for (float& g : widened) g *= 0.5f;
          (void)optimizer->Step(1e-4f, absl::MakeSpan(params), widened);
-         ToBf16(params16.data(), params.data(), kShardNumel);
+         base::ToBf16(params16.data(), params.data(), kShardNumel);
        },
        [&] {
          (void)optimizer->StepBf16(1e-4f, absl::MakeSpan(params), grads16, 0.5f,
@@ -429,8 +429,8 @@ int Main(int repetitions) {
   // its products take (the rest: gathering heads, softmax, rounding).
   const int head_size = kChannels / kHeads;
   std::vector<uint16_t> qkv16(qkv.size()), d16(nc);
-  ToBf16(qkv16.data(), qkv.data(), static_cast<int64_t>(qkv.size()));
-  ToBf16(d16.data(), d.data(), nc);
+  base::ToBf16(qkv16.data(), qkv.data(), static_cast<int64_t>(qkv.size()));
+  base::ToBf16(d16.data(), d.data(), nc);
   std::vector<uint16_t> att_scratch16(AttentionBf16ScratchElements(kSeq, head_size)),
       probs16(probs.size()), att_out16(nc);
   std::vector<float> att_scratch(AttentionBf16ScratchFloats(kSeq, head_size));

@@ -19,7 +19,7 @@
 
 #include "absl/types/span.h"
 #include "fsdp/nn/attention.h"
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/embedding.h"
 #include "fsdp/nn/gelu.h"
@@ -260,10 +260,10 @@ TEST(Bf16AttentionTest, MatchesDoubleReferenceWithinBf16Rounding) {
     std::vector<float> qkv = RandomVector(B * T * 3 * C, 41 + T, 1.5f),
                        dout = RandomVector(B * T * C, 42 + T);
     std::vector<uint16_t> qkv16(qkv.size()), dout16(dout.size());
-    ToBf16(qkv16.data(), qkv.data(), static_cast<int64_t>(qkv.size()));
-    ToBf16(dout16.data(), dout.data(), static_cast<int64_t>(dout.size()));
-    FromBf16(qkv.data(), qkv16.data(), static_cast<int64_t>(qkv.size()));
-    FromBf16(dout.data(), dout16.data(), static_cast<int64_t>(dout.size()));
+    base::ToBf16(qkv16.data(), qkv.data(), static_cast<int64_t>(qkv.size()));
+    base::ToBf16(dout16.data(), dout.data(), static_cast<int64_t>(dout.size()));
+    base::FromBf16(qkv.data(), qkv16.data(), static_cast<int64_t>(qkv.size()));
+    base::FromBf16(dout.data(), dout16.data(), static_cast<int64_t>(dout.size()));
     const float nan = std::numeric_limits<float>::quiet_NaN();
     std::vector<float> out(B * T * C), dqkv(qkv.size(), nan),
         scratch(AttentionBf16ScratchFloats(T, C / H), nan);
@@ -271,7 +271,7 @@ TEST(Bf16AttentionTest, MatchesDoubleReferenceWithinBf16Rounding) {
         scratch16(AttentionBf16ScratchElements(T, C / H), 0x7fc0), out16(out.size(), 0x7fc0);
     AttentionForwardBf16(out16.data(), probs16.data(), scratch.data(), scratch16.data(),
                          qkv16.data(), B, T, C, H);
-    FromBf16(out.data(), out16.data(), static_cast<int64_t>(out.size()));
+    base::FromBf16(out.data(), out16.data(), static_cast<int64_t>(out.size()));
     AttentionBackwardBf16(dqkv.data(), scratch.data(), scratch16.data(), dout16.data(),
                           qkv16.data(), probs16.data(), B, T, C, H);
     std::vector<double> probs_ref, out_ref, dqkv_ref;
@@ -284,7 +284,7 @@ TEST(Bf16AttentionTest, MatchesDoubleReferenceWithinBf16Rounding) {
         for (int t = r0; t < r1; ++t) {
           for (int t2 = 0; t2 <= t; ++t2) {
             float p;
-            FromBf16(&p, &probs16[static_cast<size_t>(bh) * T * T + r0 * T + (t - r0) * r1 + t2],
+            base::FromBf16(&p, &probs16[static_cast<size_t>(bh) * T * T + r0 * T + (t - r0) * r1 + t2],
                      1);
             const double ref = probs_ref[static_cast<size_t>(bh) * T * T + t * T + t2];
             ASSERT_NEAR(p, ref, 1e-6 + ref / 128) << "T=" << T << " row " << t << " key " << t2;

@@ -14,8 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "base/bfloat16.h"
 #include "comm/dtype.h"
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "gtest/gtest.h"
 
 namespace fsdp {
@@ -45,13 +46,13 @@ class MatmulTest : public testing::TestWithParam<Case> {};
 struct Stored {
   int64_t rows, cols, ld;
   std::vector<float> f32;
-  std::vector<comm::BFloat16> bf16;
+  std::vector<uint16_t> bf16;
   Stored(int64_t r, int64_t c, int64_t pad, std::mt19937& rng)
       : rows(r), cols(c), ld(c + pad), f32(r * (c + pad)), bf16(r * (c + pad)) {
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     for (size_t i = 0; i < f32.size(); ++i) {
-      bf16[i] = comm::FloatToBFloat16(dist(rng));
-      f32[i] = comm::BFloat16ToFloat(bf16[i]);
+      bf16[i] = base::ToBf16Bits(dist(rng));
+      f32[i] = base::FromBf16Bits(bf16[i]);
     }
   }
   double at(int64_t r, int64_t c) const { return f32[r * ld + c]; }
@@ -73,7 +74,7 @@ TEST_P(MatmulTest, MatchesDoubleReference) {
   for (int64_t j = 0; j < n; ++j) bias[j] = 0.25f * static_cast<float>(j % 7) - 0.5f;
 
   std::vector<float> c_f32 = c0.f32;
-  std::vector<comm::BFloat16> c_bf16 = c0.bf16;
+  std::vector<uint16_t> c_bf16 = c0.bf16;
   MatmulArgs x;
   x.m = m, x.n = n, x.k = k;
   x.a = {a.data(c.in_type), c.in_type, a.ld, c.a_transposed};
@@ -105,7 +106,7 @@ TEST_P(MatmulTest, MatchesDoubleReference) {
       if (c.accumulate) want += c0.at(i, j);
       const double got = c.out_type == NumType::kF32
                              ? c_f32[i * c0.ld + j]
-                             : comm::BFloat16ToFloat(c_bf16[i * c0.ld + j]);
+                             : base::FromBf16Bits(c_bf16[i * c0.ld + j]);
       ASSERT_NEAR(got, want, tolerance_rel * (std::fabs(want) + 1.0)) << i << "," << j;
     }
     // The padding between rows is never written.
@@ -161,8 +162,8 @@ TEST(MatmulBf16Output, IsTheFp32ResultRounded) {
           v = std::ldexp(v, -3 * i);
         }
       }
-      ToBf16(a16.data(), a.f32.data(), static_cast<int64_t>(a16.size()));
-      ToBf16(b16.data(), b.f32.data(), static_cast<int64_t>(b16.size()));
+      base::ToBf16(a16.data(), a.f32.data(), static_cast<int64_t>(a16.size()));
+      base::ToBf16(b16.data(), b.f32.data(), static_cast<int64_t>(b16.size()));
       std::vector<float> c32(m * n);
       std::vector<uint16_t> c16(m * n), rounded(m * n);
       const MatrixArg a_arg{a16.data(), NumType::kBF16, a_transposed ? m : k, a_transposed};
@@ -170,7 +171,7 @@ TEST(MatmulBf16Output, IsTheFp32ResultRounded) {
       Matmul({.m = m, .n = n, .k = k, .a = a_arg, .b = b_arg, .c = c32.data(), .ldc = n});
       Matmul({.m = m, .n = n, .k = k, .a = a_arg, .b = b_arg, .c = c16.data(),
               .c_type = NumType::kBF16, .ldc = n});
-      ToBf16(rounded.data(), c32.data(), m * n);
+      base::ToBf16(rounded.data(), c32.data(), m * n);
       int denormals = 0, differ = 0;
       for (int i = 0; i < m * n; ++i) {
         if (c32[i] != 0.0f && std::fabs(c32[i]) < std::numeric_limits<float>::min()) ++denormals;
@@ -252,7 +253,7 @@ TEST(MatmulKernels, DescriptionsNameTheKernels) {
 namespace fsdp {
 namespace {
 
-// The array conversion rounds exactly like comm::FloatToBFloat16, in place
+// The array conversion rounds exactly like base::ToBf16Bits, in place
 // too, for lengths around the vector width and special values.
 TEST(Bf16Convert, MatchesTheScalarRoundingIncludingInPlace) {
   std::mt19937 rng(11);
@@ -269,12 +270,12 @@ TEST(Bf16Convert, MatchesTheScalarRoundingIncludingInPlace) {
       in[2] = 1.00390625f;  // exactly halfway between two bf16: ties to even
     }
     std::vector<uint16_t> out(n);
-    ToBf16(out.data(), in.data(), n);
+    base::ToBf16(out.data(), in.data(), n);
     std::vector<float> in_place = in;
-    ToBf16InPlace(in_place.data(), n);
+    base::ToBf16InPlace(in_place.data(), n);
     const uint16_t* packed = reinterpret_cast<const uint16_t*>(in_place.data());
     for (int64_t i = 0; i < n; ++i) {
-      ASSERT_EQ(out[i], comm::FloatToBFloat16(in[i])) << n << " " << i;
+      ASSERT_EQ(out[i], base::ToBf16Bits(in[i])) << n << " " << i;
       ASSERT_EQ(packed[i], out[i]) << n << " " << i;
     }
   }
@@ -305,16 +306,16 @@ TEST(Bf16Convert, MatchesTheScalarRoundingOverTheBitPatterns) {
   }
   const int64_t n = static_cast<int64_t>(in.size());
   std::vector<uint16_t> out(n), integer(n);
-  ToBf16(out.data(), in.data(), n);
-  ToBf16IntegerPath(integer.data(), in.data(), n);
+  base::ToBf16(out.data(), in.data(), n);
+  base::ToBf16IntegerPath(integer.data(), in.data(), n);
   std::vector<float> in_place = in;
-  ToBf16InPlace(in_place.data(), n);
+  base::ToBf16InPlace(in_place.data(), n);
   const uint16_t* packed = reinterpret_cast<const uint16_t*>(in_place.data());
   for (int64_t i = 0; i < n; ++i) {
     uint32_t bits;
     std::memcpy(&bits, &in[i], sizeof(bits));
-    ASSERT_EQ(out[i], comm::FloatToBFloat16(in[i]))
-        << ToBf16PathName() << std::hex << " bits 0x" << bits;
+    ASSERT_EQ(out[i], base::ToBf16Bits(in[i]))
+        << base::ToBf16PathName() << std::hex << " bits 0x" << bits;
     ASSERT_EQ(integer[i], out[i]) << std::hex << "bits 0x" << bits;
     ASSERT_EQ(packed[i], out[i]) << std::hex << "bits 0x" << bits;
   }
@@ -329,19 +330,19 @@ TEST(Bf16Convert, AccumulateAndRoundThroughMatchTheScalarFormula) {
     std::vector<uint16_t> acc(n);
     std::vector<float> add(n);
     for (int64_t i = 0; i < n; ++i) {
-      acc[i] = comm::FloatToBFloat16(normal(rng));
+      acc[i] = base::ToBf16Bits(normal(rng));
       add[i] = normal(rng) * 1e-2f;
     }
     std::vector<uint16_t> expected(n);
     for (int64_t i = 0; i < n; ++i) {
-      expected[i] = comm::FloatToBFloat16(comm::BFloat16ToFloat(acc[i]) + add[i]);
+      expected[i] = base::ToBf16Bits(base::FromBf16Bits(acc[i]) + add[i]);
     }
-    AccumulateToBf16(acc.data(), add.data(), n);
+    base::AccumulateToBf16(acc.data(), add.data(), n);
     std::vector<float> round_trip = add;
-    RoundThroughBf16(round_trip.data(), n);
+    base::RoundThroughBf16(round_trip.data(), n);
     for (int64_t i = 0; i < n; ++i) {
       ASSERT_EQ(acc[i], expected[i]) << n << " " << i;
-      ASSERT_EQ(round_trip[i], comm::BFloat16ToFloat(comm::FloatToBFloat16(add[i])))
+      ASSERT_EQ(round_trip[i], base::FromBf16Bits(base::ToBf16Bits(add[i])))
           << n << " " << i;
     }
     if (n > 1) {
@@ -365,13 +366,13 @@ TEST(Bf16Convert, ScaleInPlaceMatchesTheScalarFormula) {
     for (int64_t n : {0, 1, 17, 1024, 3000}) {
       std::vector<uint16_t> data(n), expected(n);
       for (int64_t i = 0; i < n; ++i) {
-        data[i] = comm::FloatToBFloat16(normal(rng));
+        data[i] = base::ToBf16Bits(normal(rng));
         if (n > 100 && i % 37 == 0) data[i] = specials[(i / 37) % std::size(specials)];
       }
       for (int64_t i = 0; i < n; ++i) {
-        expected[i] = comm::FloatToBFloat16(comm::BFloat16ToFloat(data[i]) * scale);
+        expected[i] = base::ToBf16Bits(base::FromBf16Bits(data[i]) * scale);
       }
-      ScaleBf16InPlace(data.data(), n, scale);
+      base::ScaleBf16InPlace(data.data(), n, scale);
       for (int64_t i = 0; i < n; ++i) {
         ASSERT_EQ(data[i], expected[i]) << "n=" << n << " i=" << i << " scale=" << scale;
       }

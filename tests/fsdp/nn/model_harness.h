@@ -2,7 +2,7 @@
 //
 // Owns a full (unsharded) copy of every unit's parameters and gradients and
 // drives a Model through one step, as the training loop does on one rank. A
-// model that takes bf16 parameters (accepts_bf16_params) gets `params`
+// model that takes bf16 parameters (Model::param_dtype) gets `params`
 // rounded to bf16 on every call, as the trainer's bf16 layout hands them.
 #ifndef TESTS_FSDP_NN_MODEL_HARNESS_H_
 #define TESTS_FSDP_NN_MODEL_HARNESS_H_
@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/nn/model.h"
 
 namespace fsdp {
@@ -43,9 +43,7 @@ struct ModelHarness {
 
   absl::StatusOr<float> Forward(const Batch& batch) {
     for (int u = 0; u < model->num_units(); ++u) {
-      absl::Status s = model->accepts_bf16_params()
-                           ? model->ForwardUnitBf16(u, Bf16Params(u), batch)
-                           : model->ForwardUnit(u, params[u], batch);
+      absl::Status s = model->ForwardUnit(u, Params(u), batch);
       if (!s.ok()) return s;
     }
     return model->loss();
@@ -55,20 +53,23 @@ struct ModelHarness {
   absl::Status Backward(float loss_scale, GradWrite write = GradWrite::kAdd) {
     for (int u = model->num_units() - 1; u >= 0; --u) {
       absl::Status s =
-          model->accepts_bf16_params()
-              ? model->BackwardUnitBf16(u, Bf16Params(u), absl::MakeSpan(grads[u]), loss_scale,
-                                        write)
-              : model->BackwardUnit(u, params[u], absl::MakeSpan(grads[u]), loss_scale, write);
+          model->BackwardUnit(u, Params(u), {absl::MakeSpan(grads[u])}, loss_scale, write);
       if (!s.ok()) return s;
     }
     return absl::OkStatus();
+  }
+
+  // params[u] as the model takes them: in bf16 rounded.
+  ConstDtypeSpan Params(int u) {
+    if (model->param_dtype() == comm::Dtype::kBFloat16) return Bf16Params(u);
+    return absl::MakeConstSpan(params[u]);
   }
 
   // params[u] rounded to bf16.
   absl::Span<const uint16_t> Bf16Params(int u) {
     params16.resize(params.size());
     params16[u].resize(params[u].size());
-    ToBf16(params16[u].data(), params[u].data(), static_cast<int64_t>(params[u].size()));
+    base::ToBf16(params16[u].data(), params[u].data(), static_cast<int64_t>(params[u].size()));
     return params16[u];
   }
 

@@ -11,7 +11,7 @@
 #include <limits>
 #include <vector>
 
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "gtest/gtest.h"
 
 namespace fsdp {
@@ -103,7 +103,7 @@ TEST(VectorMathTest, WidenBf16GivesEveryPatternItsExactFloat) {
   }
 }
 
-// The rounding store against ToBf16 (itself checked against the integer
+// The rounding store against base::ToBf16 (itself checked against the integer
 // formula over bit patterns in matmul_test): every top half with low halves
 // around the rounding boundaries (ties to even and odd, just below and above)
 // and at the ends, so NaNs, infinities, denormals, zeros and the largest
@@ -121,7 +121,7 @@ TEST(VectorMathTest, RoundBf16EqualsToBf16OverBitPatterns) {
   }
   for (int i = 0; i < 5; ++i) x.push_back(x[i * 1000 + 3]);
   std::vector<uint16_t> expected(x.size());
-  ToBf16(expected.data(), x.data(), static_cast<int64_t>(x.size()));
+  base::ToBf16(expected.data(), x.data(), static_cast<int64_t>(x.size()));
   for (KernelIsa isa : SupportedKernelIsas()) {
     std::vector<uint16_t> got(x.size());
     VectorRoundBf16(isa, got.data(), x.data(), static_cast<int64_t>(x.size()));

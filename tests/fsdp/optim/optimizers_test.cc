@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/optim/adamw.h"
 #include "fsdp/optim/grad_clip.h"
 #include "fsdp/optim/sgd.h"
@@ -227,13 +227,13 @@ TEST(GradClipTest, LargestMagnitudeAndSpecialValues) {
 // gradient, scale it, step, round the parameters to bf16.
 std::vector<uint16_t> RoundedToBf16(const std::vector<float>& values) {
   std::vector<uint16_t> out(values.size());
-  ToBf16(out.data(), values.data(), static_cast<int64_t>(values.size()));
+  base::ToBf16(out.data(), values.data(), static_cast<int64_t>(values.size()));
   return out;
 }
 
 std::vector<float> WidenedAndScaled(const std::vector<uint16_t>& grads, float scale) {
   std::vector<float> out(grads.size());
-  FromBf16(out.data(), grads.data(), static_cast<int64_t>(grads.size()));
+  base::FromBf16(out.data(), grads.data(), static_cast<int64_t>(grads.size()));
   if (scale != 1.0f) {
     for (float& g : out) g *= scale;
   }
@@ -281,7 +281,7 @@ TEST(GradScaleTest, ScaleInTheUpdateEqualsScaledGradients) {
 // and without a clip scale: StepBf16 equals the widened Step bit for bit,
 // in the parameters, their bf16 copies and the moments.
 TEST(AdamWTest, Bf16StepEqualsWideningThenStepThenRounding) {
-  const int n = 3 * static_cast<int>(kWidenBlock) + 37;
+  const int n = 3 * static_cast<int>(base::kWidenBlock) + 37;
   const AdamWOptions o{0.9f, 0.999f, 1e-8f, 0.01f};
   MemoryTracker tracker;
   absl::StatusOr<AdamW> fused = AdamW::Create(o, n, &tracker);
@@ -314,7 +314,7 @@ TEST(AdamWTest, Bf16StepEqualsWideningThenStepThenRounding) {
 }
 
 TEST(SgdTest, Bf16StepEqualsWideningThenStepThenRounding) {
-  const int n = 2 * static_cast<int>(kWidenBlock) + 5;
+  const int n = 2 * static_cast<int>(base::kWidenBlock) + 5;
   for (const SgdOptions o : {SgdOptions{0.9f, 0.01f}, SgdOptions{0.0f, 0.0f}}) {
     MemoryTracker tracker;
     absl::StatusOr<Sgd> fused = Sgd::Create(o, n, &tracker);
@@ -340,7 +340,7 @@ TEST(SgdTest, Bf16StepEqualsWideningThenStepThenRounding) {
 TEST(GradClipTest, Bf16PassesEqualTheWidenedOnes) {
   for (KernelIsa isa : SupportedKernelIsas()) {
     SCOPED_TRACE(KernelIsaName(isa));
-    std::vector<float> g = Random(2 * static_cast<int>(kWidenBlock) + 300 + 7, 61);
+    std::vector<float> g = Random(2 * static_cast<int>(base::kWidenBlock) + 300 + 7, 61);
     std::vector<uint16_t> g16 = RoundedToBf16(g);
     std::vector<float> widened = WidenedAndScaled(g16, 1.0f);
     const float max_abs = MaxAbs(widened);
@@ -356,7 +356,7 @@ TEST(GradClipTest, Bf16PassesEqualTheWidenedOnes) {
     EXPECT_TRUE(SumOfSquareUnitsBf16(isa, g16, e_tail) == SumOfSquareUnits(widened, e_tail));
     g16[5] = RoundedToBf16({-std::numeric_limits<float>::infinity()})[0];
     EXPECT_EQ(MaxAbsBf16(isa, g16), std::numeric_limits<float>::infinity());
-    g16[kWidenBlock + 1] = RoundedToBf16({std::nanf("")})[0];
+    g16[base::kWidenBlock + 1] = RoundedToBf16({std::nanf("")})[0];
     EXPECT_TRUE(std::isnan(MaxAbsBf16(isa, g16)));
   }
 }

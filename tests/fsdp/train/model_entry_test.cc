@@ -1,13 +1,15 @@
 // File: tests/fsdp/train/model_entry_test.cc
 //
-// The model entry for each dtype pair: which Model call a unit's parameters
-// and gradients reach, and the bf16 gradients' rounding (first micro-batch)
+// The model entry for each dtype pair: which gradients the one Model call
+// receives, and the bf16 gradients' rounding (first micro-batch)
 // and fp32 addition then rounding (later ones), against formulas.
 #include "fsdp/train/model_entry.h"
 
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "base/bfloat16.h"
 #include "comm/dtype.h"
 #include "gtest/gtest.h"
 
@@ -25,28 +27,30 @@ class RecordingModel : public Model {
   const std::vector<UnitSpec>& units() const override { return units_; }
   void InitUnitParams(int, absl::Span<float>, uint64_t) const override {}
   float loss() const override { return 0.0f; }
-  bool accepts_bf16_params() const override { return true; }
 
-  absl::Status ForwardUnit(int, absl::Span<const float>, const Batch&) override {
-    calls.push_back("ForwardUnit");
+  absl::Status ForwardUnit(int, ConstDtypeSpan, const Batch&) override {
     return absl::OkStatus();
   }
-  absl::Status ForwardUnitBf16(int, absl::Span<const uint16_t>, const Batch&) override {
-    calls.push_back("ForwardUnitBf16");
-    return absl::OkStatus();
-  }
-  absl::Status BackwardUnit(int, absl::Span<const float> params, absl::Span<float> grads,
-                            float loss_scale, GradWrite write) override {
-    calls.push_back("BackwardUnit");
-    Write(params, grads, loss_scale, write);
-    return absl::OkStatus();
-  }
-  absl::Status BackwardUnitBf16(int, absl::Span<const uint16_t> params, absl::Span<float> grads,
-                                float loss_scale, GradWrite write) override {
-    calls.push_back("BackwardUnitBf16");
+  // Records "BackwardUnit(<params dtype> params, <grads dtype> grads)".
+  // bf16 gradients are computed in the fp32 scratch and rounded, as a model
+  // whose products cannot write bf16 does.
+  absl::Status BackwardUnit(int, ConstDtypeSpan params, UnitGrads grads, float loss_scale,
+                            GradWrite write) override {
+    calls.push_back(absl::StrCat("BackwardUnit(", comm::DtypeName(params.dtype()), " params, ",
+                                 comm::DtypeName(grads.values.dtype()), " grads)"));
     std::vector<float> widened;
-    for (uint16_t p : params) widened.push_back(comm::BFloat16ToFloat(p));
-    Write(widened, grads, loss_scale, write);
+    if (params.dtype() == comm::Dtype::kBFloat16) {
+      for (uint16_t p : params.as<uint16_t>()) widened.push_back(base::FromBf16Bits(p));
+    } else {
+      for (float p : params.as<float>()) widened.push_back(p);
+    }
+    if (grads.values.dtype() == comm::Dtype::kFloat32) {
+      Write(widened, grads.values.as<float>(), loss_scale, write);
+      return absl::OkStatus();
+    }
+    Write(widened, grads.fp32_scratch, loss_scale, GradWrite::kOverwrite);
+    absl::Span<uint16_t> grads16 = grads.values.as<uint16_t>();
+    for (int i = 0; i < kNumel; ++i) grads16[i] = base::ToBf16Bits(grads.fp32_scratch[i]);
     return absl::OkStatus();
   }
 
@@ -70,20 +74,10 @@ class RecordingModel : public Model {
 std::vector<float> Params() { return {1.0f, -2.5f, 3.25f, 0.125f, 7.0f}; }
 std::vector<uint16_t> Bf16(const std::vector<float>& v) {
   std::vector<uint16_t> out;
-  for (float x : v) out.push_back(comm::FloatToBFloat16(x));
+  for (float x : v) out.push_back(base::ToBf16Bits(x));
   return out;
 }
-float RoundBf16(float v) { return comm::BFloat16ToFloat(comm::FloatToBFloat16(v)); }
-
-TEST(ModelEntryTest, ForwardTakesTheParametersDtypesEntry) {
-  RecordingModel model;
-  std::vector<float> params = Params();
-  std::vector<uint16_t> params16 = Bf16(params);
-  Batch batch;
-  ASSERT_TRUE(ForwardModelUnit(model, 0, absl::MakeConstSpan(params), batch).ok());
-  ASSERT_TRUE(ForwardModelUnit(model, 0, absl::MakeConstSpan(params16), batch).ok());
-  EXPECT_EQ(model.calls, (std::vector<std::string>{"ForwardUnit", "ForwardUnitBf16"}));
-}
+float RoundBf16(float v) { return base::FromBf16Bits(base::ToBf16Bits(v)); }
 
 TEST(ModelEntryTest, Fp32GradientsAreWrittenByTheModelAsWriteSays) {
   for (bool bf16_params : {false, true}) {
@@ -98,7 +92,8 @@ TEST(ModelEntryTest, Fp32GradientsAreWrittenByTheModelAsWriteSays) {
                     .ok());
     ASSERT_TRUE(
         BackwardModelUnit(model, 0, p, absl::MakeSpan(grads), GradWrite::kAdd, {}, 0.5f).ok());
-    const char* call = bf16_params ? "BackwardUnitBf16" : "BackwardUnit";
+    const char* call = bf16_params ? "BackwardUnit(bf16 params, fp32 grads)"
+                                   : "BackwardUnit(fp32 params, fp32 grads)";
     EXPECT_EQ(model.calls, (std::vector<std::string>{call, call}));
     for (int i = 0; i < kNumel; ++i) {
       const float param = bf16_params ? RoundBf16(params[i]) : params[i];
@@ -122,20 +117,21 @@ TEST(ModelEntryTest, Bf16GradientsAreRoundedThenAddedThroughTheScratch) {
   std::vector<float> expected(kNumel);
   for (int i = 0; i < kNumel; ++i) {
     expected[i] =
-        RoundBf16(RecordingModel::Grad(comm::BFloat16ToFloat(params16[i]), i, 0.25f));
-    EXPECT_EQ(comm::BFloat16ToFloat(grads16[i]), expected[i]) << i;
+        RoundBf16(RecordingModel::Grad(base::FromBf16Bits(params16[i]), i, 0.25f));
+    EXPECT_EQ(base::FromBf16Bits(grads16[i]), expected[i]) << i;
   }
   ASSERT_TRUE(BackwardModelUnit(model, 0, p, absl::MakeSpan(grads16), GradWrite::kAdd,
                                 absl::MakeSpan(scratch), 0.75f)
                   .ok());
   for (int i = 0; i < kNumel; ++i) {
-    const float second = RecordingModel::Grad(comm::BFloat16ToFloat(params16[i]), i, 0.75f);
+    const float second = RecordingModel::Grad(base::FromBf16Bits(params16[i]), i, 0.75f);
     EXPECT_EQ(scratch[i], second) << i;  // the model wrote the scratch afresh
-    EXPECT_EQ(comm::BFloat16ToFloat(grads16[i]), RoundBf16(expected[i] + second)) << i;
+    EXPECT_EQ(base::FromBf16Bits(grads16[i]), RoundBf16(expected[i] + second)) << i;
   }
-  // The first call went through the model's bf16-gradient entry (whose
-  // default runs BackwardUnitBf16 and rounds), the second through the plain one.
-  EXPECT_EQ(model.calls, (std::vector<std::string>{"BackwardUnitBf16", "BackwardUnitBf16"}));
+  // The first call handed the model the bf16 gradients (it writes them
+  // whole), the second fp32 ones in the scratch.
+  EXPECT_EQ(model.calls, (std::vector<std::string>{"BackwardUnit(bf16 params, bf16 grads)",
+                                                   "BackwardUnit(bf16 params, fp32 grads)"}));
 }
 
 TEST(ModelEntryTest, Bf16GradientsNeedBf16ParametersAndAScratch) {

@@ -64,15 +64,14 @@ class WithEmptyUnit : public Model {
   void InitUnitParams(int unit, absl::Span<float> params, uint64_t seed) const override {
     if (unit != 1) inner_.InitUnitParams(unit == 0 ? 0 : 1, params, seed);
   }
-  absl::Status ForwardUnit(int unit, absl::Span<const float> params,
-                           const Batch& batch) override {
+  absl::Status ForwardUnit(int unit, ConstDtypeSpan params, const Batch& batch) override {
     if (unit == 1) return params.empty() ? absl::OkStatus() : absl::InternalError("params");
     return inner_.ForwardUnit(unit == 0 ? 0 : 1, params, batch);
   }
   float loss() const override { return inner_.loss(); }
-  absl::Status BackwardUnit(int unit, absl::Span<const float> params, absl::Span<float> grads,
-                            float loss_scale, GradWrite write) override {
-    if (unit == 1) return grads.empty() ? absl::OkStatus() : absl::InternalError("grads");
+  absl::Status BackwardUnit(int unit, ConstDtypeSpan params, UnitGrads grads, float loss_scale,
+                            GradWrite write) override {
+    if (unit == 1) return grads.values.empty() ? absl::OkStatus() : absl::InternalError("grads");
     return inner_.BackwardUnit(unit == 0 ? 0 : 1, params, grads, loss_scale, write);
   }
 

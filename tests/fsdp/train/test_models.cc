@@ -25,8 +25,9 @@ void BigramModel::InitUnitParams(int unit, absl::Span<float> params, uint64_t se
   }
 }
 
-absl::Status BigramModel::ForwardUnit(int unit, absl::Span<const float> params,
+absl::Status BigramModel::ForwardUnit(int unit, fsdp::ConstDtypeSpan tagged_params,
                                       const fsdp::Batch& batch) {
+  const absl::Span<const float> params = tagged_params.as<float>();
   const int n = batch.batch_size * batch.seq_len;
   if (unit == 0) {
     inputs_ = batch.inputs;
@@ -62,9 +63,11 @@ absl::Status BigramModel::ForwardUnit(int unit, absl::Span<const float> params,
   return absl::OkStatus();
 }
 
-absl::Status BigramModel::BackwardUnit(int unit, absl::Span<const float> params,
-                                       absl::Span<float> grads, float loss_scale,
+absl::Status BigramModel::BackwardUnit(int unit, fsdp::ConstDtypeSpan tagged_params,
+                                       fsdp::UnitGrads tagged_grads, float loss_scale,
                                        fsdp::GradWrite write) {
+  const absl::Span<const float> params = tagged_params.as<float>();
+  const absl::Span<float> grads = tagged_grads.values.as<float>();
   // Its loops only add.
   if (write == fsdp::GradWrite::kOverwrite) std::fill(grads.begin(), grads.end(), 0.0f);
   const int n = static_cast<int>(inputs_.size());
@@ -100,15 +103,17 @@ void OneWeightModel::InitUnitParams(int, absl::Span<float> params, uint64_t) con
   params[0] = initial_weight_;
 }
 
-absl::Status OneWeightModel::ForwardUnit(int, absl::Span<const float> params,
+absl::Status OneWeightModel::ForwardUnit(int, fsdp::ConstDtypeSpan tagged_params,
                                          const fsdp::Batch& batch) {
+  const absl::Span<const float> params = tagged_params.as<float>();
   x_ = static_cast<float>(batch.inputs[0]) / 10.0f;
   loss_ = params[0] * x_;
   return absl::OkStatus();
 }
 
-absl::Status OneWeightModel::BackwardUnit(int, absl::Span<const float>, absl::Span<float> grads,
+absl::Status OneWeightModel::BackwardUnit(int, fsdp::ConstDtypeSpan, fsdp::UnitGrads tagged_grads,
                                           float loss_scale, fsdp::GradWrite write) {
+  const absl::Span<float> grads = tagged_grads.values.as<float>();
   last_local_grad_ = x_ * loss_scale;
   grads[0] = (write == fsdp::GradWrite::kOverwrite ? 0.0f : grads[0]) + last_local_grad_;
   return absl::OkStatus();

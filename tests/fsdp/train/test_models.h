@@ -25,10 +25,10 @@ class BigramModel : public fsdp::Model {
   BigramModel(int vocab, int dim);
   const std::vector<fsdp::UnitSpec>& units() const override { return units_; }
   void InitUnitParams(int unit, absl::Span<float> params, uint64_t seed) const override;
-  absl::Status ForwardUnit(int unit, absl::Span<const float> params,
+  absl::Status ForwardUnit(int unit, fsdp::ConstDtypeSpan params,
                            const fsdp::Batch& batch) override;
   float loss() const override { return loss_; }
-  absl::Status BackwardUnit(int unit, absl::Span<const float> params, absl::Span<float> grads,
+  absl::Status BackwardUnit(int unit, fsdp::ConstDtypeSpan params, fsdp::UnitGrads grads,
                             float loss_scale, fsdp::GradWrite write) override;
 
  private:
@@ -46,10 +46,10 @@ class OneWeightModel : public fsdp::Model {
   explicit OneWeightModel(float initial_weight);
   const std::vector<fsdp::UnitSpec>& units() const override { return units_; }
   void InitUnitParams(int unit, absl::Span<float> params, uint64_t seed) const override;
-  absl::Status ForwardUnit(int unit, absl::Span<const float> params,
+  absl::Status ForwardUnit(int unit, fsdp::ConstDtypeSpan params,
                            const fsdp::Batch& batch) override;
   float loss() const override { return loss_; }
-  absl::Status BackwardUnit(int unit, absl::Span<const float> params, absl::Span<float> grads,
+  absl::Status BackwardUnit(int unit, fsdp::ConstDtypeSpan params, fsdp::UnitGrads grads,
                             float loss_scale, fsdp::GradWrite write) override;
   // The gradient the last BackwardUnit added (before averaging).
   float last_local_grad() const { return last_local_grad_; }

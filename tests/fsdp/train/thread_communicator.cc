@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/bfloat16.h"
 #include "comm/dtype.h"
 
 namespace fsdp_test {
@@ -61,16 +62,16 @@ float Load(const std::byte* data, size_t i, comm::Dtype dtype) {
     std::memcpy(&v, data + i * 4, 4);
     return v;
   }
-  comm::BFloat16 b;
+  uint16_t b;
   std::memcpy(&b, data + i * 2, 2);
-  return comm::BFloat16ToFloat(b);
+  return base::FromBf16Bits(b);
 }
 
 void Store(std::byte* data, size_t i, float v, comm::Dtype dtype) {
   if (dtype == comm::Dtype::kFloat32) {
     std::memcpy(data + i * 4, &v, 4);
   } else {
-    const comm::BFloat16 b = comm::FloatToBFloat16(v);
+    const uint16_t b = base::ToBf16Bits(v);
     std::memcpy(data + i * 2, &b, 2);
   }
 }

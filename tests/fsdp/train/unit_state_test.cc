@@ -12,8 +12,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/bfloat16.h"
 #include "comm/dtype.h"
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 #include "fsdp/plan/shard_planner.h"
 #include "fsdp/train/dtype_kernels.h"
 #include "gtest/gtest.h"
@@ -42,7 +43,7 @@ std::vector<float> Widened(ConstDtypeSpan owned) {
     return std::vector<float>(fp32.begin(), fp32.end());
   }
   std::vector<float> out(owned.size());
-  FromBf16(out.data(), owned.as<uint16_t>().data(), static_cast<int64_t>(out.size()));
+  base::FromBf16(out.data(), owned.as<uint16_t>().data(), static_cast<int64_t>(out.size()));
   return out;
 }
 
@@ -250,7 +251,7 @@ TEST(ShardedUnitTest, Bf16LayoutGathersTheRoundedMaster) {
       ASSERT_TRUE(params.ok()) << params.status();
       ASSERT_EQ(params->dtype(), comm::Dtype::kBFloat16);
       for (int i = 0; i < 4; ++i) {
-        EXPECT_EQ(params->as<uint16_t>()[i], comm::FloatToBFloat16(values[i])) << i;
+        EXPECT_EQ(params->as<uint16_t>()[i], base::ToBf16Bits(values[i])) << i;
       }
       EXPECT_EQ((*unit)->ParamShard()[0], values[2 * r]);  // the master is exact
     });
@@ -266,7 +267,7 @@ TEST(ShardedUnitTest, Bf16LayoutGathersTheRoundedMaster) {
 TEST(ShardedUnitTest, Bf16GradientsAccumulateAndReduceInBf16) {
   constexpr int kWorld = 2;
   constexpr int kNumel = 5;  // padded 6, shard 3
-  auto bf16 = [](float v) { return comm::BFloat16ToFloat(comm::FloatToBFloat16(v)); };
+  auto bf16 = [](float v) { return base::FromBf16Bits(base::ToBf16Bits(v)); };
   auto micro_batch = [](int r, int m, int i) {
     return (r + 1) * (i + 1) * (1.0f + 1.0f / 512) + m * 0.3f * (i + 1);
   };
@@ -314,11 +315,11 @@ TEST(ShardedUnitTest, Bf16GradientsAccumulateAndReduceInBf16) {
             EXPECT_EQ(kept[5], 0);
           }
           // As the trainer's model entry writes them: the first micro-batch
-          // straight into the bf16 gradients (Model::BackwardUnitBf16ToBf16Grads),
+          // straight into the bf16 gradients (Model::BackwardUnit, bf16 UnitGrads),
           // the second through the fp32 scratch, added in fp32 and rounded.
           for (int i = 0; i < kNumel; ++i) {
             if (m == 0) {
-              kept[i] = comm::FloatToBFloat16(micro_batch(r, m, i));
+              kept[i] = base::ToBf16Bits(micro_batch(r, m, i));
             } else {
               grads->fp32_scratch[i] = micro_batch(r, m, i);
             }

@@ -1,4 +1,5 @@
 // File: tests/integration/comm/collective_reference.cc
+#include "base/bfloat16.h"
 #include "tests/integration/comm/collective_reference.h"
 
 #include <algorithm>
@@ -21,16 +22,16 @@ float ReadElement(comm::Dtype dtype, absl::Span<const std::byte> bytes, size_t i
     std::memcpy(&value, bytes.data() + i * 4, 4);
     return value;
   }
-  comm::BFloat16 bits;
+  uint16_t bits;
   std::memcpy(&bits, bytes.data() + i * 2, 2);
-  return comm::BFloat16ToFloat(bits);
+  return base::FromBf16Bits(bits);
 }
 
 void WriteElement(comm::Dtype dtype, float value, std::byte* bytes, size_t i) {
   if (dtype == comm::Dtype::kFloat32) {
     std::memcpy(bytes + i * 4, &value, 4);
   } else {
-    comm::BFloat16 bits = comm::FloatToBFloat16(value);
+    uint16_t bits = base::ToBf16Bits(value);
     std::memcpy(bytes + i * 2, &bits, 2);
   }
 }
@@ -38,7 +39,7 @@ void WriteElement(comm::Dtype dtype, float value, std::byte* bytes, size_t i) {
 // Rounds `value` to what `dtype` can hold (identity for fp32).
 float RoundTo(comm::Dtype dtype, float value) {
   if (dtype == comm::Dtype::kFloat32) return value;
-  return comm::BFloat16ToFloat(comm::FloatToBFloat16(value));
+  return base::FromBf16Bits(base::ToBf16Bits(value));
 }
 
 // The distance from |value| to the next representable magnitude in `dtype`.
@@ -47,9 +48,9 @@ float UnitInLastPlace(comm::Dtype dtype, float value) {
   if (dtype == comm::Dtype::kFloat32) {
     return std::nextafter(magnitude, INFINITY) - magnitude;
   }
-  comm::BFloat16 bits = comm::FloatToBFloat16(magnitude);
-  return comm::BFloat16ToFloat(static_cast<comm::BFloat16>(bits + 1)) -
-         comm::BFloat16ToFloat(bits);
+  uint16_t bits = base::ToBf16Bits(magnitude);
+  return base::FromBf16Bits(static_cast<uint16_t>(bits + 1)) -
+         base::FromBf16Bits(bits);
 }
 
 // Accumulates mismatches and renders the first one.

@@ -12,7 +12,7 @@
 //   - ValueMode::kBf16Fractions: 1 + k/128 (k in [0, 128)), exact in bf16 and
 //     fp32. Their fp32 sum is exact in any order, but is generally NOT
 //     representable in bf16, so the expected bf16 result is
-//     FloatToBFloat16(exact fp32 sum) when rounded once; an implementation
+//     base::ToBf16Bits(exact fp32 sum) when rounded once; an implementation
 //     that rounds partial sums on every hop lands within n ulps of it (see
 //     Bf16Rounding below).
 // Averages: the reference is the exact sum divided by the group size,
@@ -35,6 +35,7 @@
 
 #include "absl/types/span.h"
 #include "comm/communicator.h"
+#include "base/bfloat16.h"
 #include "comm/dtype.h"
 
 namespace comm_test {

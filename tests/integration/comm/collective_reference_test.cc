@@ -3,6 +3,7 @@
 // The reference of the integration tests, checked against a simulation of
 // each collective done the obvious way on the inputs of all ranks (what a
 // correct communicator must produce), and shown to reject corrupted output.
+#include "base/bfloat16.h"
 #include "tests/integration/comm/collective_reference.h"
 
 #include <cstring>
@@ -22,16 +23,16 @@ float ReadAt(Dtype dtype, const std::vector<std::byte>& bytes, size_t i) {
     std::memcpy(&v, bytes.data() + 4 * i, 4);
     return v;
   }
-  comm::BFloat16 b;
+  uint16_t b;
   std::memcpy(&b, bytes.data() + 2 * i, 2);
-  return comm::BFloat16ToFloat(b);
+  return base::FromBf16Bits(b);
 }
 
 void WriteAt(Dtype dtype, float v, std::vector<std::byte>& bytes, size_t i) {
   if (dtype == Dtype::kFloat32) {
     std::memcpy(bytes.data() + 4 * i, &v, 4);
   } else {
-    comm::BFloat16 b = comm::FloatToBFloat16(v);
+    uint16_t b = base::ToBf16Bits(v);
     std::memcpy(bytes.data() + 2 * i, &b, 2);
   }
 }
@@ -124,7 +125,7 @@ TEST(ReferenceTest, RoundingEveryHopIsDetected) {
   for (size_t i = 0; i < count; ++i) {
     float acc = 0;
     for (auto& in : inputs) {
-      acc = comm::BFloat16ToFloat(comm::FloatToBFloat16(acc + ReadAt(Dtype::kBFloat16, in, i)));
+      acc = base::FromBf16Bits(base::ToBf16Bits(acc + ReadAt(Dtype::kBFloat16, in, i)));
     }
     WriteAt(Dtype::kBFloat16, acc, out, i);
   }

@@ -1,4 +1,4 @@
-// File: fsdp/train/dtype_buffer.h
+// File: fsdp/nn/dtype_buffer.h
 //
 // Elements of a dtype named at run time (PrecisionPolicy's, comm::Dtype):
 // a view (DtypeSpan, ConstDtypeSpan) and a tracked allocation (DtypeBuffer).
@@ -12,8 +12,8 @@
 //       tracker, MemoryCategory::kGradients, policy.reduce_dtype, n, "grads"));
 //   DtypeSpan mine = grads.span().subspan(rank * shard, shard);
 //   if (mine.dtype() == comm::Dtype::kBFloat16) Use(mine.as<uint16_t>());
-#ifndef FSDP_TRAIN_DTYPE_BUFFER_H_
-#define FSDP_TRAIN_DTYPE_BUFFER_H_
+#ifndef FSDP_NN_DTYPE_BUFFER_H_
+#define FSDP_NN_DTYPE_BUFFER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -148,4 +148,4 @@ class DtypeBuffer {
 
 }  // namespace fsdp
 
-#endif  // FSDP_TRAIN_DTYPE_BUFFER_H_
+#endif  // FSDP_NN_DTYPE_BUFFER_H_

@@ -1,33 +1,23 @@
-// File: fsdp/nn/bf16_convert.cc
+// File: base/bf16_convert.cc
 //
 // Round to nearest even on the dropped 16 bits, NaN kept quiet: the scalar
-// formula RoundToBf16, which every path reproduces bit for bit on every
+// formula ToBf16Bits (base/bfloat16.h), which every path reproduces bit for bit on every
 // machine (the AVX-512 path lane by lane in integers; the AVX512_BF16 path
 // with the CPU's conversion, which agrees except on denormals, which it hands
 // to the integer path). GCC 12 does not vectorize the scalar loops by itself,
 // so the vector paths (rounding and widening) are written with intrinsics and
 // chosen at run time.
-#include "fsdp/nn/bf16_convert.h"
+#include "base/bf16_convert.h"
 
-#include <cstring>
 
 #include "base/bf16_avx512.h"
+#include "base/bfloat16.h"
 
-namespace fsdp {
+namespace base {
 namespace {
 
-inline uint16_t RoundToBf16(uint32_t bits) {
-  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-  const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-  return static_cast<uint16_t>(nan ? ((bits >> 16) | 0x0040u) : rounded);
-}
-
 void ToBf16Scalar(uint16_t* out, const float* in, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, in + i, sizeof(bits));
-    out[i] = RoundToBf16(bits);
-  }
+  for (int64_t i = 0; i < n; ++i) out[i] = ToBf16Bits(in[i]);
 }
 
 // 16 floats at a time. Reads a block before writing it, so it is also
@@ -43,8 +33,8 @@ __attribute__((target("avx512f"))) void ToBf16Avx512(uint16_t* out, const float*
 }
 
 // AVX512_BF16's conversion (vcvtneps2bf16) rounds to nearest even and quiets
-// a NaN exactly as RoundToBf16 does, but reads a denormal input as zero: a
-// vector holding one takes the integer path, so the bits are RoundToBf16's
+// a NaN exactly as ToBf16Bits does, but reads a denormal input as zero: a
+// vector holding one takes the integer path, so the bits are ToBf16Bits's
 // everywhere (matmul_test sweeps the bit patterns). Why it is here: over
 // arrays that stream from memory it ran 1.7-1.9x as fast as the integer path
 // (kernel_benchmark's "ToBf16 16.8 M" row: 4.7 against 2.5 ms, AMD EPYC Zen 5,
@@ -156,10 +146,7 @@ void ToBf16InPlace(float* data, int64_t n) {
 void FromBf16(float* out, const uint16_t* in, int64_t n) {
   int64_t i = 0;
   if (HasAvx512()) i = FromBf16Avx512(out, in, n);
-  for (; i < n; ++i) {
-    const uint32_t bits = static_cast<uint32_t>(in[i]) << 16;
-    std::memcpy(out + i, &bits, sizeof(bits));
-  }
+  for (; i < n; ++i) out[i] = FromBf16Bits(in[i]);
 }
 
 // In blocks through a small fp32 buffer, so the rounding is ToBf16's.
@@ -177,15 +164,7 @@ void ScaleBf16InPlace(uint16_t* data, int64_t n, float scale) {
   } else if (HasAvx512()) {
     i = ScaleBf16Avx512(data, n, scale);
   }
-  for (; i < n; ++i) {
-    const uint32_t widened_bits = static_cast<uint32_t>(data[i]) << 16;
-    float widened;
-    std::memcpy(&widened, &widened_bits, sizeof(widened));
-    const float scaled = widened * scale;
-    uint32_t bits;
-    std::memcpy(&bits, &scaled, sizeof(bits));
-    data[i] = RoundToBf16(bits);
-  }
+  for (; i < n; ++i) data[i] = ToBf16Bits(FromBf16Bits(data[i]) * scale);
 }
 
 void RoundThroughBf16(float* data, int64_t n) {
@@ -197,4 +176,4 @@ void RoundThroughBf16(float* data, int64_t n) {
   }
 }
 
-}  // namespace fsdp
+}  // namespace base

@@ -1,17 +1,19 @@
-// File: fsdp/nn/bf16_convert.h
+// File: base/bf16_convert.h
 //
-// fp32 -> bf16 over arrays, rounding to nearest even (NaN stays NaN), the same
-// rounding as comm::FloatToBFloat16 element for element; written so the
-// compiler vectorizes it. The bf16 compute mode (docs/compute.md, "Precision")
-// converts weights, matmul inputs and output gradients with it. bf16 -> fp32
-// (FromBf16) is exact: the bf16 bits become the top half of the float.
-#ifndef FSDP_NN_BF16_CONVERT_H_
-#define FSDP_NN_BF16_CONVERT_H_
+// The bulk bf16 conversions, used by comm/ and fsdp/: fp32 -> bf16 over
+// arrays (ToBf16), rounding to nearest even (NaN stays NaN), the bits of
+// base::ToBf16Bits (base/bfloat16.h) element for element, vectorized with
+// AVX-512 where the CPU has it; bf16 -> fp32 (FromBf16) is exact: the bf16
+// bits become the top half of the float. The bf16 compute mode
+// (docs/compute.md, "Precision") converts weights, matmul inputs and output
+// gradients with it, the bf16 gradients are accumulated and averaged with it.
+#ifndef BASE_BF16_CONVERT_H_
+#define BASE_BF16_CONVERT_H_
 
 #include <algorithm>
 #include <cstdint>
 
-namespace fsdp {
+namespace base {
 
 void ToBf16(uint16_t* out, const float* in, int64_t n);
 
@@ -63,6 +65,6 @@ void ForEachWidenedBlock(const uint16_t* in, int64_t n, Fn&& fn) {
   }
 }
 
-}  // namespace fsdp
+}  // namespace base
 
-#endif  // FSDP_NN_BF16_CONVERT_H_
+#endif  // BASE_BF16_CONVERT_H_
