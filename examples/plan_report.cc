@@ -93,6 +93,10 @@ ABSL_FLAG(double, grad_clip, 1.0, "train_gpt's --grad_clip (0: no norm exchange)
 ABSL_FLAG(double, failures_per_node_hour, 466.0 / (54 * 24 * 2048),
           "failures per node per hour (default: Llama 3's 466 interruptions in 54 days on "
           "2,048 nodes)");
+ABSL_FLAG(double, noise_scale, 0,
+          "the gradient noise scale a run of this model measured, in sequences (train_gpt's "
+          "closing line or its metrics' gradient_noise_scale; docs/batch-size.md); 0: unknown. "
+          "A recommendation whose global batch is above it says so");
 ABSL_FLAG(double, checkpoint_save_s, 60, "seconds one checkpoint save stops training");
 ABSL_FLAG(double, restart_s, 600, "seconds to restart and reload after a failure");
 
@@ -186,6 +190,11 @@ absl::StatusOr<Options> ParseOptions() {
   o.accum = absl::GetFlag(FLAGS_accum);
   if (o.micro_batch < 1 || o.accum < 1) {
     return absl::InvalidArgumentError("--micro_batch and --accum must be at least 1");
+  }
+  const double noise_scale = absl::GetFlag(FLAGS_noise_scale);
+  if (!(noise_scale >= 0) || !std::isfinite(noise_scale)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--noise_scale=", noise_scale, ": give the measured noise scale in sequences, or 0"));
   }
   const std::string precision = absl::GetFlag(FLAGS_precision);
   if (precision != "fp32" && precision != "bf16") {
@@ -470,9 +479,19 @@ absl::Status Run() {
     if (smallest == nullptr || r.peak_bytes < smallest->peak_bytes) smallest = &r;
     any_fits = any_fits || r.fits;
   }
+  const double noise_scale = absl::GetFlag(FLAGS_noise_scale);
   for (int ranks : o.ranks) {
     const std::string text = Recommendation(rows, ranks, hw);
-    if (!text.empty()) std::printf("%s\n", text.c_str());
+    if (text.empty()) continue;
+    std::printf("%s\n", text.c_str());
+    const int64_t global_batch = int64_t{o.micro_batch} * o.accum * ranks;
+    if (noise_scale > 0 && global_batch > noise_scale) {
+      std::printf(
+          "#   its global batch, %lld sequences, is above the measured gradient noise scale "
+          "(%.0f): past it a larger batch cuts the steps to a given loss by less than it adds "
+          "to each (docs/batch-size.md); the added ranks buy less training than tokens/s\n",
+          static_cast<long long>(global_batch), noise_scale);
+    }
   }
   if (!o.plot.empty()) {
     FSDP_RETURN_IF_ERROR(DrawPlot(rows, o.plot, PlotTitle(o, hw)));

@@ -21,6 +21,17 @@ awk -F, 'NR > 1 && !($4 > 0) { exit 1 }' "$TMP/plan.csv" || fail "a step time is
 [ "$(grep -c '^# recommended at [124] ranks: .* Why: ' "$TMP/out.txt")" -eq 3 ] ||
   { cat "$TMP/out.txt"; fail "no recommendation with a reason per rank count"; }
 
+# A measured noise scale: the recommendations whose global batch (8 x ranks)
+# is above it say so (2 and 4 ranks), the one below does not; a negative one
+# is refused.
+"$REPORT" --layers=2 --d_model=64 --ranks=1,2,4 --noise_scale=12 > "$TMP/noise.txt" 2>&1 ||
+  { cat "$TMP/noise.txt"; fail "plan_report --noise_scale failed"; }
+[ "$(grep -c 'is above the measured gradient noise scale (12)' "$TMP/noise.txt")" -eq 2 ] ||
+  { cat "$TMP/noise.txt"; fail "expected the noise-scale remark at 2 and 4 ranks only"; }
+grep -q 'global batch, 16 sequences' "$TMP/noise.txt" || fail "the 2-rank global batch is not named"
+"$REPORT" --layers=2 --d_model=64 --noise_scale=-1 > "$TMP/neg.txt" 2>&1 && fail "--noise_scale=-1 accepted"
+grep -q -- '--noise_scale=-1: give the measured noise scale' "$TMP/neg.txt" || { cat "$TMP/neg.txt"; fail "no clear error for a negative noise scale"; }
+
 # A preset by name, its source printed; a model flag overrides it; the plot drawn.
 "$REPORT" --model=llama3-8b --seq_len=2048 --micro_batch=1 --precision=bf16 --ranks=64,128 \
     --strategies=full_shard,hybrid_shard --cluster=fsdp/plan/clusters/a100_ib200.textproto \
