@@ -60,6 +60,11 @@ absl::StatusOr<int> RunProcess(const std::vector<std::string>& argv,
     if (done < 0 && errno != EINTR) {
       return absl::InternalError(absl::StrCat("waiting for ", argv[0], ": ", std::strerror(errno)));
     }
+    if (options.cancel != nullptr && options.cancel->load()) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return absl::CancelledError(absl::StrCat(argv[0], " was stopped: the caller was interrupted"));
+    }
     if (absl::Now() > deadline) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);

@@ -9,6 +9,7 @@
 #ifndef BASE_SUBPROCESS_H_
 #define BASE_SUBPROCESS_H_
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -22,12 +23,17 @@ struct ProcessOptions {
   // otherwise the child shares the caller's.
   std::string output_path;
   absl::Duration timeout = absl::Minutes(10);
+  // When set and it becomes true (e.g. from a signal handler of the caller),
+  // the child is killed and reaped, and RunProcess returns Cancelled: an
+  // interrupted caller leaves no program running behind it.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // The exit code of argv[0] (found on PATH) run with `argv`; 128 + the signal
 // number when a signal ended it. NotFound when argv[0] cannot be found;
 // DeadlineExceeded naming the program when it ran past the timeout (it is
-// killed and reaped first); InvalidArgument for an empty argv; Internal for
+// killed and reaped first); Cancelled when options.cancel became true (the
+// same); InvalidArgument for an empty argv; Internal for
 // other spawn or wait failures, with the system's message.
 absl::StatusOr<int> RunProcess(const std::vector<std::string>& argv,
                                const ProcessOptions& options);

@@ -21,7 +21,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -61,6 +63,11 @@ ABSL_FLAG(double, target_loss, 0, "validation loss to reach; 0 = the highest fin
 ABSL_FLAG(std::string, train_gpt, "", "the train_gpt binary; default: beside this one");
 
 namespace {
+
+// Set by SIGINT and SIGTERM: the running train_gpt is stopped and the report
+// ends, naming the run it stopped.
+std::atomic<bool> interrupted{false};
+void OnInterrupt(int) { interrupted = true; }
 
 struct Run {
   int64_t batch = 0;
@@ -110,6 +117,7 @@ absl::Status TrainOne(Run& run, const std::string& train_gpt, const std::string&
   base::ProcessOptions options;
   options.output_path = log;
   options.timeout = absl::Hours(2);
+  options.cancel = &interrupted;
   FSDP_ASSIGN_OR_RETURN(const int code, base::RunProcess(argv, options));
   if (code != 0) {
     return absl::InternalError(absl::StrCat("train_gpt failed (exit ", code, ") for batch ",
@@ -274,6 +282,8 @@ int main(int argc, char** argv) {
       "loss against tokens and steps, the steps to a target loss and the noise scale.\n"
       "  batch_report --out_dir=DIR [--batches=4,8,16,32,64] -- <train_gpt flags>");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  std::signal(SIGINT, OnInterrupt);
+  std::signal(SIGTERM, OnInterrupt);
   std::vector<std::string> passed(positional.begin() + 1, positional.end());
   absl::Status status = Report(passed);
   if (!status.ok()) {

@@ -1,9 +1,11 @@
 #include "base/subprocess.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
@@ -47,6 +49,21 @@ TEST(RunProcessTest, KilledAtTheDeadline) {
   const absl::Time start = absl::Now();
   absl::StatusOr<int> code = RunProcess({"sleep", "30"}, options);
   EXPECT_EQ(code.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+}
+
+TEST(RunProcessTest, CancelledKillsTheChild) {
+  std::atomic<bool> cancel{false};
+  ProcessOptions options;
+  options.cancel = &cancel;
+  std::thread canceller([&] {
+    absl::SleepFor(absl::Milliseconds(200));
+    cancel = true;
+  });
+  const absl::Time start = absl::Now();
+  absl::StatusOr<int> code = RunProcess({"sleep", "30"}, options);
+  canceller.join();
+  EXPECT_EQ(code.status().code(), absl::StatusCode::kCancelled);
   EXPECT_LT(absl::Now() - start, absl::Seconds(20));
 }
 
