@@ -46,19 +46,14 @@
 #include "comm/rendezvous/rendezvous.h"
 #include "comm/rendezvous/rendezvous_auth.h"
 #include "proto/rendezvous.pb.h"
+#include "tools/fuzz/fuzz_check.h"
 
 namespace {
 
 constexpr char kSecret[] = "fuzz-job-secret";
 constexpr int kRank = 1;
 
-// A failed check names its line (the reproducer alone does not say which).
-void CheckAt(bool condition, const char* what, int line) {
-  if (condition) return;
-  std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, line, what);
-  std::abort();
-}
-#define Check(condition) CheckAt((condition), #condition, __LINE__)
+#define Check(condition) FUZZ_CHECK(condition)
 
 // One listener for the whole run: a fresh port per input would churn
 // through the ephemeral range.

@@ -50,19 +50,14 @@
 #include "comm/rendezvous/rendezvous_auth.h"
 #include "comm/rendezvous/store_server.h"
 #include "proto/rendezvous.pb.h"
+#include "tools/fuzz/fuzz_check.h"
 
 namespace {
 
 constexpr char kSecret[] = "fuzz-job-secret";
 constexpr int kMaxClients = 8;
 
-// A failed check names its line (the reproducer alone does not say which).
-void CheckAt(bool condition, const char* what, int line) {
-  if (condition) return;
-  std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, line, what);
-  std::abort();
-}
-#define Check(condition) CheckAt((condition), #condition, __LINE__)
+#define Check(condition) FUZZ_CHECK(condition)
 
 struct Client {
   std::unique_ptr<comm::FramedSocket> socket;

@@ -161,4 +161,5 @@ PACKAGE_GRAPH_ROOTS = [
     "//tests/fsdp/train:test_models",
     "//tests/fsdp/train:thread_communicator",
     "//tests/testing:child_peak_memory",
+    "//tools/fuzz:fuzz_check",
 ]
