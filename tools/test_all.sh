@@ -59,9 +59,9 @@ not_sanitized='//tests/integration/comm:store_attack_test + //tests/integration/
 #                              scenarios under TSan through the launcher
 # Their threads are the communicator's and the trainer's, which the training
 # runs kept here exercise.
-tsan_left_out='//tests/integration/train:train_gpt_checkpoint_test + \
+tsan_left_out="//tests/integration/train:train_gpt_checkpoint_test + \
 //tests/integration/train:train_gpt_precision_test + //tests/integration/train:train_gpt_text_test + \
-//tests/integration/engines:mpirun_test'
+//tests/integration/engines:mpirun_test"
 declare -A run_query=(
   [plain]="$all_tests"
   [asan]="($all_tests) except attr(tags, fuzz, tests(//...)) except ($not_sanitized)"
@@ -92,11 +92,30 @@ run_suite() {
   local targets
   # The denominator is every test target of the run, so a test that fails to
   # build counts as failed.
-  mapfile -t targets < <(bazel query "${run_query[$name]}" 2>/dev/null | grep '^//')
+  local query_output
+  if ! query_output=$(bazel query "${run_query[$name]}" 2>&1); then
+    # A query that does not parse would otherwise run nothing and count
+    # nothing: the run fails, naming why.
+    echo "=== ${name}: its test query failed:"
+    echo "$query_output" | grep -E 'ERROR' | head -5
+    summaries+=("${name}: its test query failed (tools/test_all.sh run_query[${name}])")
+    failed_names+=("the ${name} run: its test query failed")
+    total_failed=$((total_failed + 1))
+    overall_rc=1
+    return
+  fi
+  mapfile -t targets < <(grep '^//' <<<"$query_output")
   local targets_of_run=("${targets[@]}")
   local total=${#targets[@]}
   local start=$SECONDS
   echo "=== ${name}: ${total} tests"
+  if [ "$total" -eq 0 ]; then
+    summaries+=("${name}: its test query found no tests (tools/test_all.sh run_query[${name}])")
+    failed_names+=("the ${name} run: no tests found")
+    total_failed=$((total_failed + 1))
+    overall_rc=1
+    return
+  fi
   local config=()
   if [ "$name" = plain ]; then
     # Everything builds (examples and tools too), as `bazel test //...` does.
