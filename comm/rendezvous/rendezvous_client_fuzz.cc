@@ -42,6 +42,7 @@
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "comm/rendezvous/framed_socket.h"
+#include "comm/rendezvous/fuzz_wire.h"
 #include "comm/rendezvous/job_env.h"
 #include "comm/rendezvous/rendezvous.h"
 #include "comm/rendezvous/rendezvous_auth.h"
@@ -73,18 +74,7 @@ int Listener(int* port) {
   return fd;
 }
 
-void SendRaw(int fd, const std::string& bytes) {
-  std::string wire(4, '\0');
-  const uint32_t length = static_cast<uint32_t>(bytes.size());
-  for (int i = 0; i < 4; ++i) wire[i] = static_cast<char>(length >> (8 * i));
-  wire += bytes;
-  size_t sent = 0;
-  while (sent < wire.size()) {
-    ssize_t n = send(fd, wire.data() + sent, wire.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return;  // the rank gave up and closed: fine
-    sent += static_cast<size_t>(n);
-  }
-}
+void SendRaw(int fd, const std::string& bytes) { fuzz::SendRawFrame(fd, bytes); }
 
 struct Record {
   int kind;

@@ -45,8 +45,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
 #include "absl/time/clock.h"
 #include "comm/rendezvous/framed_socket.h"
+#include "comm/rendezvous/fuzz_wire.h"
 #include "comm/rendezvous/rendezvous_auth.h"
 #include "comm/rendezvous/store_server.h"
 #include "proto/rendezvous.pb.h"
@@ -70,18 +72,7 @@ struct Client {
   std::vector<fsdp::proto::ServerMessage> received;
 };
 
-void SendRaw(int fd, const std::string& bytes) {
-  std::string wire(4, '\0');
-  const uint32_t length = static_cast<uint32_t>(bytes.size());
-  for (int i = 0; i < 4; ++i) wire[i] = static_cast<char>(length >> (8 * i));
-  wire += bytes;
-  size_t sent = 0;
-  while (sent < wire.size()) {
-    ssize_t n = send(fd, wire.data() + sent, wire.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return;  // the store closed on it: fine
-    sent += static_cast<size_t>(n);
-  }
-}
+void SendRaw(int fd, const std::string& bytes) { fuzz::SendRawFrame(fd, bytes); }
 
 // A connection to the store, or -1 if the kernel refused it (nobody listens
 // any more, or the listener closed during the handshake). Non-blocking, so
@@ -239,9 +230,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             beat->set_idle_ms(static_cast<int8_t>(b0) * 1000);
             beat->set_pending_ms(static_cast<int8_t>(b1) * 1000);
             beat->set_awaited_rank(static_cast<int8_t>(b0 ^ b1));
-            // Any bytes: the field is `bytes`, so text that is not UTF-8
-            // is still a heartbeat, never a message counted as forged.
-            beat->set_awaited_what(bytes);
+            // Text, as a rank sends it (comm/liveness.h).
+            beat->set_awaited_what(absl::CHexEscape(bytes));
           } else {
             inner.mutable_goodbye();
           }
