@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
@@ -74,6 +75,10 @@ ABSL_FLAG(std::string, out_dir, "memory-report",
 ABSL_FLAG(std::string, mem_budget, "",
           "per-rank memory budget, e.g. 2GiB or 500MB: report the largest model that fits and "
           "draw the budget line");
+ABSL_FLAG(double, noise_scale, 0,
+          "the gradient noise scale measured on this model, in sequences (train_gpt's closing "
+          "line; docs/batch-size.md): the budget check then says which suggested rank counts "
+          "take the global batch beyond it; 0: unknown");
 ABSL_FLAG(std::string, strategy, "all",
           "comma-separated strategies, or all: no_shard, shard_optimizer, shard_grad_op, "
           "full_shard, hybrid_shard");
@@ -171,6 +176,16 @@ absl::StatusOr<std::vector<Precision>> ParsePrecisions(const std::string& text) 
   }
   if (precisions.empty()) return absl::InvalidArgumentError("--precision is empty");
   return precisions;
+}
+
+// --noise_scale, checked: finite and >= 0.
+absl::StatusOr<double> NoiseScaleFromFlag() {
+  const double noise_scale = absl::GetFlag(FLAGS_noise_scale);
+  if (!(noise_scale >= 0) || !std::isfinite(noise_scale)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--noise_scale=", noise_scale, ": give the measured noise scale in sequences, or 0"));
+  }
+  return noise_scale;
 }
 
 // 0 when the flag is empty.
@@ -551,6 +566,7 @@ absl::StatusOr<int> RunSweep() {
   FSDP_ASSIGN_OR_RETURN(sweep.measure_cap_bytes,
                         fsdp::report::ParseByteSize(absl::GetFlag(FLAGS_measure_cap)));
   FSDP_ASSIGN_OR_RETURN(const int64_t budget, BudgetFromFlag());
+  FSDP_RETURN_IF_ERROR(NoiseScaleFromFlag().status());  // a bad value stops before any work
   const std::string out_dir = UserPath(absl::GetFlag(FLAGS_out_dir));
   if (mkdir(out_dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::NotFoundError(
@@ -654,6 +670,7 @@ absl::Status PredictOnly() {
       absl::GetFlag(FLAGS_ranks).empty() ? "1,8,64,1024" : absl::GetFlag(FLAGS_ranks);
   FSDP_ASSIGN_OR_RETURN(const std::vector<int> rank_counts, ParseIntList("ranks", ranks_text));
   FSDP_ASSIGN_OR_RETURN(const int64_t budget, BudgetFromFlag());
+  FSDP_RETURN_IF_ERROR(NoiseScaleFromFlag().status());  // a bad value stops before any work
   const std::string params_text = absl::GetFlag(FLAGS_params);
 
   if (!params_text.empty()) {
@@ -766,7 +783,9 @@ absl::Status PredictOnly() {
     point.ranks = rank_counts.front();
     point.group_size = GroupSizeFor(point.strategy, point.ranks);
     point.precision = precisions.front();
-    const absl::Status fits = fsdp::report::CheckFitsBudget(point, budget);
+    fsdp::report::BatchScale batch;
+    FSDP_ASSIGN_OR_RETURN(batch.noise_scale, NoiseScaleFromFlag());
+    const absl::Status fits = fsdp::report::CheckFitsBudget(point, budget, batch);
     std::printf("budget check for %s: %s\n", fsdp::report::MemoryPointToString(point).c_str(),
                 fits.ok() ? "fits" : std::string(fits.message()).c_str());
     // The other budget answer for this shape: how long a sequence fits.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "comm/dtype.h"
@@ -32,21 +33,39 @@ int Percent(int64_t part, int64_t whole) {
   return whole > 0 ? static_cast<int>(100.0 * static_cast<double>(part) / whole + 0.5) : 0;
 }
 
-// "full_shard on 4 ranks (310.20 MiB)".
-std::string Suggestion(const MemoryPoint& point, const RankMemoryEstimate& estimate) {
+// The global batch `point` trains on when it is beyond the measured noise
+// scale, else 0.
+int64_t BatchBeyondNoiseScale(const MemoryPoint& point, const BatchScale& batch) {
+  const int64_t global_batch = int64_t{point.micro_batch} * batch.accum * point.ranks;
+  return batch.noise_scale > 0 && global_batch > batch.noise_scale ? global_batch : 0;
+}
+
+// "full_shard on 4 ranks (310.20 MiB)", and "; global batch 512, 18x the
+// noise scale of 28" inside the parentheses when it is beyond it.
+std::string Suggestion(const MemoryPoint& point, const RankMemoryEstimate& estimate,
+                       const BatchScale& batch) {
+  std::string beyond;
+  if (const int64_t global_batch = BatchBeyondNoiseScale(point, batch); global_batch > 0) {
+    beyond = absl::StrFormat("; global batch %d, %.2gx the noise scale of %.3g", global_batch,
+                             global_batch / batch.noise_scale, batch.noise_scale);
+  }
   return absl::StrCat(plan::ShardingStrategyName(point.strategy), " on ", point.ranks,
                       point.ranks == 1 ? " rank" : " ranks", " (",
-                      FormatBytes(estimate.total_bytes()), ")");
+                      FormatBytes(estimate.total_bytes()), beyond, ")");
 }
 
 // Up to kMaxSuggestions fitting variations of `point`, fewest ranks first:
 // the least sharded other strategy that fits on the same ranks, then each
 // strategy that does not fit there at its smallest rank count ranks x 2^k.
-std::vector<std::string> FittingAlternatives(const MemoryPoint& point, int64_t budget_bytes) {
+// `beyond_noise_scale` is set when a suggestion's global batch exceeds the
+// measured noise scale.
+std::vector<std::string> FittingAlternatives(const MemoryPoint& point, int64_t budget_bytes,
+                                             const BatchScale& batch, bool* beyond_noise_scale) {
   struct Fit {
     int ranks;
     int order;  // position in kSuggestedStrategies
     std::string text;
+    bool beyond_noise_scale;
   };
   std::vector<Fit> fits;
   bool same_ranks_found = false;
@@ -59,7 +78,8 @@ std::vector<std::string> FittingAlternatives(const MemoryPoint& point, int64_t b
       // Fits on the same ranks: suggest the least sharded such strategy
       // only; more ranks for it would not be news.
       if (!same_ranks_found && alternative.strategy != point.strategy) {
-        fits.push_back({point.ranks, s, Suggestion(alternative, *here)});
+        fits.push_back({point.ranks, s, Suggestion(alternative, *here, batch),
+                        BatchBeyondNoiseScale(alternative, batch) > 0});
         same_ranks_found = true;
       }
       continue;
@@ -69,7 +89,8 @@ std::vector<std::string> FittingAlternatives(const MemoryPoint& point, int64_t b
       absl::StatusOr<RankMemoryEstimate> estimate = EstimateRankMemory(alternative);
       if (!estimate.ok()) break;
       if (estimate->total_bytes() <= budget_bytes) {
-        fits.push_back({alternative.ranks, s, Suggestion(alternative, *estimate)});
+        fits.push_back({alternative.ranks, s, Suggestion(alternative, *estimate, batch),
+                        BatchBeyondNoiseScale(alternative, batch) > 0});
         break;
       }
     }
@@ -81,6 +102,7 @@ std::vector<std::string> FittingAlternatives(const MemoryPoint& point, int64_t b
   for (const Fit& fit : fits) {
     if (static_cast<int>(suggestions.size()) == kMaxSuggestions) break;
     suggestions.push_back(fit.text);
+    if (fit.beyond_noise_scale) *beyond_noise_scale = true;
   }
   return suggestions;
 }
@@ -111,7 +133,17 @@ std::optional<ActivationMode> LeanestMode(const GptConfig& config) {
 
 }  // namespace
 
-absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes) {
+// What a suggestion beyond the noise scale costs, and the way around it.
+std::string BeyondNoiseScaleAdvice(const BatchScale& batch) {
+  return absl::StrFormat(
+      " Beyond the measured noise scale (%.3g sequences) a larger global batch shortens each "
+      "step but barely the number of steps to a given loss (docs/batch-size.md): to keep the "
+      "batch, lower micro_batch as the ranks grow (it needs less memory too).",
+      batch.noise_scale);
+}
+
+absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes,
+                             const BatchScale& batch) {
   if (budget_bytes <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the memory budget must be a positive byte count per rank, got ", budget_bytes));
@@ -139,7 +171,9 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes) {
       FormatBytes(largest.bytes), " (", Percent(largest.bytes, total), "% of the total; ",
       absl::StrJoin(listed, ", "), ").");
 
-  const std::vector<std::string> suggestions = FittingAlternatives(point, budget_bytes);
+  bool beyond_noise_scale = false;
+  const std::vector<std::string> suggestions =
+      FittingAlternatives(point, budget_bytes, batch, &beyond_noise_scale);
   const std::string here = absl::StrCat(plan::ShardingStrategyName(point.strategy), " on ",
                                         point.ranks, point.ranks == 1 ? " rank" : " ranks");
   if (!suggestions.empty()) {
@@ -160,6 +194,7 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes) {
         }
       }
     }
+    if (beyond_noise_scale) absl::StrAppend(&message, BeyondNoiseScaleAdvice(batch));
     return absl::ResourceExhaustedError(message);
   }
   // No strategy fits with these activations. Sharding cannot shrink
@@ -180,10 +215,12 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes) {
     if (mode == ActivationModeOf(point.config)) continue;
     MemoryPoint alternative = point;
     if (!ApplyActivationMode(mode, alternative.config).ok()) continue;
-    const std::vector<std::string> with_mode = FittingAlternatives(alternative, budget_bytes);
+    const std::vector<std::string> with_mode =
+        FittingAlternatives(alternative, budget_bytes, batch, &beyond_noise_scale);
     if (!with_mode.empty()) {
       absl::StrAppend(&message, " With ", ActivationModeFlags(mode), ", would fit: ",
                       absl::StrJoin(with_mode, ", "), "; otherwise ", kOtherwise);
+      if (beyond_noise_scale) absl::StrAppend(&message, BeyondNoiseScaleAdvice(batch));
       return absl::ResourceExhaustedError(message);
     }
   }

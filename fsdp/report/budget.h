@@ -47,7 +47,19 @@ namespace report {
 // workspace, which sharding does not reduce) alone exceeds the budget, the
 // activation mode and strategies that would fit if one does, and what to
 // reduce. kInvalidArgument for budget_bytes <= 0 or a bad point.
-absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes);
+//
+// `batch` says what a suggestion does to the global batch: more ranks at the
+// same micro_batch (and accum) grow it to micro_batch x accum x ranks. With a
+// measured gradient noise scale (docs/batch-size.md), each suggestion whose
+// global batch exceeds it says so ("full_shard on 64 ranks (1.2 GiB; global
+// batch 512, 18x the noise scale of 28)"), and the message ends with what
+// that costs and the way around it (a smaller micro_batch).
+struct BatchScale {
+  int accum = 1;            // micro-batches per step
+  double noise_scale = 0;   // sequences; 0: unknown, nothing said
+};
+absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes,
+                             const BatchScale& batch = {});
 
 // The MemoryPoint a training run's options describe: its GPT, micro_batch,
 // activation mode, strategy, nproc ranks, group size, prefetch depth and

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "fsdp/plan/sharding_strategy.h"
@@ -102,6 +103,53 @@ TEST(BudgetTest, OverBudgetNamesTheDominantCategoryAndAlternativesThatFit) {
     ++checked;
   }
   EXPECT_GE(checked, 1);
+}
+
+// The suggestions after "Would fit: ", split as the message joins them.
+std::vector<std::string> Suggestions(const std::string& message) {
+  const size_t at = message.find("Would fit: ");
+  if (at == std::string::npos) return {};
+  absl::string_view list = absl::string_view(message).substr(at + 11);
+  list = list.substr(0, list.find(")."));
+  std::vector<std::string> items;
+  for (absl::string_view item : absl::StrSplit(list, "), ")) items.emplace_back(item);
+  return items;
+}
+
+TEST(BudgetTest, SuggestionsSayWhenTheirGlobalBatchIsBeyondTheNoiseScale) {
+  const MemoryPoint point = ExamplePoint();  // micro_batch 2 on 2 ranks
+  const int64_t budget = EstimateRankMemory(point)->total_bytes() / 2;
+  BatchScale batch;
+  batch.accum = 3;
+  batch.noise_scale = 13;  // between 2 x 3 x 2 = 12 and 2 x 3 x 4 = 24
+  const std::string message(CheckFitsBudget(point, budget, batch).message());
+  const std::vector<std::string> items = Suggestions(message);
+  ASSERT_GE(items.size(), 2u) << message;
+  int beyond = 0;
+  for (const std::string& item : items) {
+    std::string strategy;
+    int ranks = 0;
+    ParseSuggestion(item, &strategy, &ranks);
+    const int64_t global_batch = int64_t{point.micro_batch} * batch.accum * ranks;
+    const bool says_beyond = item.find("the noise scale of 13") != std::string::npos;
+    EXPECT_EQ(says_beyond, global_batch > 13) << item;
+    if (global_batch > 13) {
+      EXPECT_NE(item.find(absl::StrCat("global batch ", global_batch)), std::string::npos) << item;
+      ++beyond;
+    }
+  }
+  ASSERT_GE(beyond, 1) << "the example should suggest more ranks: " << message;
+  EXPECT_NE(message.find("Beyond the measured noise scale (13 sequences)"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("lower micro_batch"), std::string::npos) << message;
+
+  // Unknown, or larger than every suggested batch: nothing said.
+  for (double noise_scale : {0.0, 1e9}) {
+    batch.noise_scale = noise_scale;
+    const std::string quiet(CheckFitsBudget(point, budget, batch).message());
+    EXPECT_EQ(quiet.find("noise scale"), std::string::npos) << quiet;
+    EXPECT_EQ(Suggestions(quiet).size(), items.size()) << quiet;
+  }
 }
 
 TEST(BudgetTest, NothingFitsWhenActivationsAloneExceedTheBudget) {
