@@ -7,8 +7,35 @@
 
 #include "base/status_macros.h"
 #include "base/bf16_convert.h"
+#include "base/bfloat16.h"
 
 namespace fsdp {
+namespace {
+
+// Eight independent double lanes (element i in lane i % 8), added in lane
+// order at the end: a fixed order that the compiler can still vectorize.
+template <typename Element, typename Widen>
+double LaneSumOfSquares(absl::Span<const Element> values, Widen widen) {
+  constexpr int kLanes = 8;
+  double lanes[kLanes] = {};
+  const int64_t n = static_cast<int64_t>(values.size());
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const double x = widen(values[i + l]);
+      lanes[l] += x * x;
+    }
+  }
+  for (; i < n; ++i) {
+    const double x = widen(values[i]);
+    lanes[i % kLanes] += x * x;
+  }
+  double sum = 0.0;
+  for (double lane : lanes) sum += lane;
+  return sum;
+}
+
+}  // namespace
 
 void StoreFloats(DtypeSpan dst, absl::Span<const float> src) {
   FSDP_CHECK(dst.size() == static_cast<int64_t>(src.size()));
@@ -79,6 +106,17 @@ double SumOfSquaresOf(ConstDtypeSpan values) {
   if (max_abs == 0.0f) return 0.0;
   const int exponent = SquareUnitExponent(max_abs);
   return SquareSumFromUnits(SumOfSquareUnitsOf(values, exponent), exponent);
+}
+
+double SquaredNormForStatistics(ConstDtypeSpan values) {
+  switch (values.dtype()) {
+    case comm::Dtype::kFloat32:
+      return LaneSumOfSquares(values.as<float>(), [](float x) { return double{x}; });
+    case comm::Dtype::kBFloat16:
+      return LaneSumOfSquares(values.as<uint16_t>(),
+                              [](uint16_t x) { return double{base::FromBf16Bits(x)}; });
+  }
+  return 0.0;
 }
 
 }  // namespace fsdp

@@ -39,6 +39,13 @@ SquareUnits SumOfSquareUnitsOf(ConstDtypeSpan values, int exponent);
 // SumOfSquares computes it (exact integer units, so the same for any order).
 double SumOfSquaresOf(ConstDtypeSpan values);
 
+// The sum of the squares in double precision, in one pass and a fixed
+// order (element i in lane i % 8, the lanes added in order): the same bits
+// for the same values every time, about 4x cheaper than SumOfSquaresOf, but
+// not the same for every split of the values. For statistics (the gradient
+// noise scale), never for a training value.
+double SquaredNormForStatistics(ConstDtypeSpan values);
+
 }  // namespace fsdp
 
 #endif  // FSDP_TRAIN_DTYPE_KERNELS_H_

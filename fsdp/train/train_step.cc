@@ -221,7 +221,7 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
       FSDP_RETURN_IF_ERROR(BackwardUnit(u, 1.0f / static_cast<float>(accum)));
       if (measure_noise && m == 0) {
         FSDP_ASSIGN_OR_RETURN(const ConstDtypeSpan local, unit.LocalGrads());
-        local_first_sq += SumOfSquaresOf(local);
+        local_first_sq += SquaredNormForStatistics(local);
       }
       if (last_micro_batch) {  // [Note: accumulation]
         FSDP_RETURN_IF_ERROR(unit.StartReduction(comms_));
