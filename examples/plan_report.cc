@@ -288,14 +288,15 @@ absl::StatusOr<Row> Predict(const Options& o, const fsdp::proto::HardwareDescrip
 std::string CsvText(const std::vector<Row>& rows) {
   std::string text =
       "strategy,ranks,group_size,step_s,tokens_per_s,mfu,peak_bytes,fits,goodput,compute_s,"
-      "optimizer_s,exposed_comm_s,comm_s,straggler_s,checkpoint_interval_s,save_s,restart_s\n";
+      "optimizer_s,exposed_comm_s,comm_s,straggler_s,checkpoint_interval_s,save_s,restart_s,"
+      "contention_s\n";
   for (const Row& r : rows) {
-    absl::StrAppendFormat(&text, "%s,%d,%d,%.6g,%.6g,%.4f,%lld,%d,%.4f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
+    absl::StrAppendFormat(&text, "%s,%d,%d,%.6g,%.6g,%.4f,%lld,%d,%.4f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
                           r.strategy, r.ranks, r.group_size, r.step.step_s, r.tokens_per_s, r.mfu,
                           static_cast<long long>(r.peak_bytes), r.fits ? 1 : 0, r.goodput, r.step.compute_s,
                           r.step.optimizer_s, r.step.exposed_comm_s, r.step.comm_s,
                           r.step.straggler_s, r.checkpoint_interval_s, r.costs.save_s,
-                          r.costs.restart_s);
+                          r.costs.restart_s, r.step.contention_s);
   }
   return text;
 }
