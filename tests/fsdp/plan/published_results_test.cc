@@ -220,7 +220,8 @@ absl::StatusOr<Figures> Predict(const Published& r, bool without_framework = fal
 TEST(PublishedResultsTest, PredictionsStayWhereTheDocumentSays) {
   std::printf(
       "| result | published | predicted | error | without the framework's kernels | model "
-      "TFLOP/s | step s | contention s | exposed comm s |\n|---|---|---|---|---|---|---|---|---|\n");
+      "TFLOP/s | step s | contention s | exposed comm s |\n"
+      "|---|---|---|---|---|---|---|---|---|\n");
   for (const Published& r : Results()) {
     absl::StatusOr<Figures> predicted = Predict(r);
     ASSERT_TRUE(predicted.ok()) << r.name << ": " << predicted.status();

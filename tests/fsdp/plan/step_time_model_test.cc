@@ -37,6 +37,14 @@ proto::HardwareDescription Hardware() {
   return hw;
 }
 
+// Hardware() with a framework_overhead block.
+proto::HardwareDescription WithOverhead(double kernel_launch_s, double collective_compute_share) {
+  proto::HardwareDescription hw = Hardware();
+  hw.mutable_framework_overhead()->set_kernel_launch_s(kernel_launch_s);
+  hw.mutable_framework_overhead()->set_collective_compute_share(collective_compute_share);
+  return hw;
+}
+
 // Two units of 1000 padded elements (4000 fp32 bytes): forward 1 s,
 // backward 2 s.
 StepModelInputs TwoUnits(proto::ShardingStrategy strategy, int world_size) {
@@ -58,9 +66,7 @@ StepModelInputs TwoUnits(proto::ShardingStrategy strategy, int world_size) {
 // Kernels cost framework_overhead.kernel_launch_s each: 10 forward and 20
 // backward kernels per unit at 0.01 s add 0.3 s per unit.
 TEST(StepTimeModelTest, KernelsCostTheirLaunch) {
-  proto::HardwareDescription hw = Hardware();
-  hw.mutable_framework_overhead()->set_kernel_launch_s(0.01);
-  hw.mutable_framework_overhead()->set_collective_compute_share(0);
+  const proto::HardwareDescription hw = WithOverhead(0.01, 0);
   StepModelInputs in = TwoUnits(proto::FULL_SHARD, 1);
   for (UnitWork& unit : in.units) {
     unit.forward_kernels = 10;
@@ -87,9 +93,7 @@ TEST(StepTimeModelTest, KernelsCostTheirLaunch) {
 //   end     wait to 8.5; loss all-reduce to 8.501
 // Contention 0.25 + 0.25 + 0.5; exposed as before.
 TEST(StepTimeModelTest, CollectivesTakeTheirShareOfOverlappedCompute) {
-  proto::HardwareDescription hw = Hardware();
-  hw.mutable_framework_overhead()->set_kernel_launch_s(0);
-  hw.mutable_framework_overhead()->set_collective_compute_share(0.5);
+  const proto::HardwareDescription hw = WithOverhead(0, 0.5);
   absl::StatusOr<StepTimePrediction> p = PredictStepTime(TwoUnits(proto::FULL_SHARD, 2), hw);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_DOUBLE_EQ(p->compute_s, 6);
@@ -109,9 +113,7 @@ TEST(StepTimeModelTest, CollectivesTakeTheirShareOfOverlappedCompute) {
 //   bwd u1  AG0 [51.5, 52]: 2 s with b 0.5 takes 2.25 (+0.25); RS1 posted
 //   bwd u0  2 s within RS1 takes 4 (+2)
 TEST(StepTimeModelTest, ComputeInsideALongCollectiveRunsSlowed) {
-  proto::HardwareDescription hw = Hardware();
-  hw.mutable_framework_overhead()->set_kernel_launch_s(0);
-  hw.mutable_framework_overhead()->set_collective_compute_share(0.5);
+  const proto::HardwareDescription hw = WithOverhead(0, 0.5);
   StepModelInputs in = TwoUnits(proto::FULL_SHARD, 2);
   in.units[1].padded_numel = 100000;
   in.units[1].shard_numel = 50000;
