@@ -74,7 +74,8 @@ struct KernelOptions {
   bool dropout = false;         // dropout after attention and each residual branch
 };
 
-// Bytes read + written and kernels launched, per token.
+// Bytes read + written per token, and kernels launched per pass (one
+// launch covers every token of a micro-batch).
 struct ElementwiseWork {
   double forward_bytes = 0;
   double backward_bytes = 0;

@@ -15,8 +15,9 @@ void AddLinear(int64_t m, int64_t n, int64_t k, UnitWork& work) {
   work.backward_products.push_back({n, k, m, 1});
 }
 
-// A framework's element-wise work per token (fsdp/plan/framework_kernels.h)
-// for `tokens` tokens, in place of this runtime's count.
+// A framework's element-wise work (fsdp/plan/framework_kernels.h) for a
+// micro-batch of `tokens` tokens, in place of this runtime's count: bytes
+// per token times the tokens, kernels once.
 void UseFrameworkWork(const ElementwiseWork& per_token, double tokens, UnitWork& work) {
   work.forward_elementwise_bytes = per_token.forward_bytes * tokens;
   work.backward_elementwise_bytes = per_token.backward_bytes * tokens;
