@@ -63,7 +63,7 @@ absl::StatusOr<GptStepPrediction> PredictGptStep(const GptRun& run,
   in.group_size = run.group_size;
   in.product_dtype = run.bf16 ? ProductDtype::kBf16 : ProductDtype::kFp32;
   in.param_bytes = run.bf16 ? 2 : 4;
-  in.grad_bytes = run.bf16 ? 2 : 4;
+  in.grad_bytes = run.bf16 && !run.reduce_in_fp32 ? 2 : 4;
   in.accum_steps = run.accum;
   in.prefetch_depth = run.prefetch_depth;
   in.max_gathers_in_flight = run.max_gathers_in_flight;

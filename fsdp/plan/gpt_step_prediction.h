@@ -41,6 +41,10 @@ struct GptRun {
   int micro_batch = 1;  // sequences per rank per micro-batch
   int accum = 1;        // micro-batches per step
   bool bf16 = false;    // train_gpt's --precision=bf16 (bf16 params and reductions)
+  // With bf16: gradients reduced (and handed to the optimizer) in fp32, as
+  // FSDP2's MixedPrecisionPolicy(reduce_dtype=float32) does (torchtitan's
+  // default). Not this runtime's: its bf16 reduces in bf16.
+  bool reduce_in_fp32 = false;
   proto::ShardingStrategy strategy = proto::FULL_SHARD;
   int ranks = 1;
   int group_size = 0;  // hybrid_shard's G, else 0
