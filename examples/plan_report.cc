@@ -52,6 +52,7 @@
 #include "base/posix_file.h"
 #include "base/status_macros.h"
 #include "fsdp/nn/gpt_spec.h"
+#include "fsdp/plan/framework_kernels.h"
 #include "fsdp/plan/goodput.h"
 #include "fsdp/plan/gpt_step_prediction.h"
 #include "fsdp/plan/memory_model.h"
@@ -76,6 +77,11 @@ ABSL_FLAG(std::string, precision, "fp32",
 ABSL_FLAG(std::string, activation_checkpointing, "none",
           "train_gpt's flag: none, all or every:K (recomputed forwards are added to the step)");
 ABSL_FLAG(std::string, attention, "standard", "train_gpt's flag: standard or flash");
+ABSL_FLAG(std::string, kernels, "this_runtime",
+          "whose element-wise kernels the run pays (fsdp/plan/framework_kernels.h): "
+          "this_runtime (this framework's own count), pytorch_eager (one kernel per PyTorch "
+          "op: torchtitan without torch.compile) or fused (one kernel per chain between "
+          "products: torch.compile, Megatron-LM); counted on a preset's original block");
 ABSL_FLAG(std::string, ranks, "1,2,4", "comma-separated rank counts");
 ABSL_FLAG(std::string, strategies, "no_shard,shard_optimizer,shard_grad_op,full_shard,hybrid_shard",
           "comma-separated strategies; hybrid_shard gives one row per group size that divides "
@@ -113,6 +119,12 @@ struct Options {
   std::string csv;
   std::string plot;
   std::string preset_note;  // the preset's source and approximation, or empty
+  fsdp::plan::KernelSoftware kernels = fsdp::plan::KernelSoftware::kThisRuntime;
+  std::string kernels_name;  // as given
+  // The block another framework's kernels run on: a preset's original when
+  // neither --d_model nor --heads overrides it; width 0 (the GPT of
+  // `config`) otherwise.
+  fsdp::plan::BlockDimensions framework_block;
 };
 
 struct Row {
@@ -167,6 +179,7 @@ absl::Status SetDimensions(Options& o) {
   if (!Given("heads")) o.config.heads = preset.config.heads;
   if (!Given("vocab")) o.config.vocab = preset.config.vocab;
   if (!Given("seq_len")) o.config.seq_len = preset.config.seq_len;
+  if (!Given("d_model") && !Given("heads")) o.framework_block = preset.block;
   o.preset_note = absl::StrCat("# model ", preset.name, ": ", preset.source,
                                preset.approximation.empty() ? "" : "; here ",
                                preset.approximation, "\n");
@@ -202,6 +215,15 @@ absl::StatusOr<Options> ParseOptions() {
         absl::StrCat("--precision=", precision, ": valid are fp32 and bf16"));
   }
   o.bf16 = precision == "bf16";
+  o.kernels_name = absl::GetFlag(FLAGS_kernels);
+  if (o.kernels_name == "pytorch_eager") {
+    o.kernels = fsdp::plan::KernelSoftware::kPyTorchEager;
+  } else if (o.kernels_name == "fused") {
+    o.kernels = fsdp::plan::KernelSoftware::kFused;
+  } else if (o.kernels_name != "this_runtime") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--kernels=", o.kernels_name, ": valid are this_runtime, pytorch_eager and fused"));
+  }
   for (absl::string_view text : absl::StrSplit(absl::GetFlag(FLAGS_ranks), ',', absl::SkipEmpty())) {
     int n = 0;
     if (!absl::SimpleAtoi(text, &n) || n < 1) {
@@ -254,6 +276,8 @@ absl::StatusOr<Row> Predict(const Options& o, const fsdp::proto::HardwareDescrip
   run.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
   run.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
   run.grad_clip = absl::GetFlag(FLAGS_grad_clip) > 0;
+  run.kernels = o.kernels;
+  run.framework_block = o.framework_block;
   FSDP_ASSIGN_OR_RETURN(const fsdp::plan::GptStepPrediction prediction,
                         fsdp::plan::PredictGptStep(run, hw));
   Row row;
@@ -288,14 +312,15 @@ absl::StatusOr<Row> Predict(const Options& o, const fsdp::proto::HardwareDescrip
 std::string CsvText(const std::vector<Row>& rows) {
   std::string text =
       "strategy,ranks,group_size,step_s,tokens_per_s,mfu,peak_bytes,fits,goodput,compute_s,"
-      "optimizer_s,exposed_comm_s,comm_s,straggler_s,checkpoint_interval_s,save_s,restart_s\n";
+      "optimizer_s,exposed_comm_s,comm_s,straggler_s,checkpoint_interval_s,save_s,restart_s,"
+      "contention_s\n";
   for (const Row& r : rows) {
-    absl::StrAppendFormat(&text, "%s,%d,%d,%.6g,%.6g,%.4f,%lld,%d,%.4f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
+    absl::StrAppendFormat(&text, "%s,%d,%d,%.6g,%.6g,%.4f,%lld,%d,%.4f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
                           r.strategy, r.ranks, r.group_size, r.step.step_s, r.tokens_per_s, r.mfu,
                           static_cast<long long>(r.peak_bytes), r.fits ? 1 : 0, r.goodput, r.step.compute_s,
                           r.step.optimizer_s, r.step.exposed_comm_s, r.step.comm_s,
                           r.step.straggler_s, r.checkpoint_interval_s, r.costs.save_s,
-                          r.costs.restart_s);
+                          r.costs.restart_s, r.step.contention_s);
   }
   return text;
 }
@@ -444,10 +469,10 @@ absl::Status Run() {
   FSDP_ASSIGN_OR_RETURN(const fsdp::proto::HardwareDescription hw,
                         fsdp::plan::ParseHardwareDescription(text, o.cluster));
   std::printf("# plan_report: %s micro_batch=%d accum=%d precision=%s, %lld parameters, "
-              "cluster %s (%s)\n",
+              "cluster %s (%s), kernels %s\n",
               fsdp::GptConfigToString(o.config).c_str(), o.micro_batch, o.accum,
               o.bf16 ? "bf16" : "fp32", static_cast<long long>(fsdp::GptNumParams(o.config)),
-              hw.name().c_str(), o.cluster.c_str());
+              hw.name().c_str(), o.cluster.c_str(), o.kernels_name.c_str());
   std::printf("%s", o.preset_note.c_str());
   std::vector<Row> rows;
   for (int ranks : o.ranks) {

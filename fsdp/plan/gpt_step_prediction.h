@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "fsdp/nn/gpt_spec.h"
+#include "fsdp/plan/framework_kernels.h"
 #include "fsdp/plan/step_time_model.h"
 #include "proto/hardware.pb.h"
 #include "proto/shard_plan.pb.h"
@@ -40,12 +41,23 @@ struct GptRun {
   int micro_batch = 1;  // sequences per rank per micro-batch
   int accum = 1;        // micro-batches per step
   bool bf16 = false;    // train_gpt's --precision=bf16 (bf16 params and reductions)
+  // With bf16: gradients reduced (and handed to the optimizer) in fp32, as
+  // FSDP2's MixedPrecisionPolicy(reduce_dtype=float32) does (torchtitan's
+  // default). Not this runtime's: its bf16 reduces in bf16.
+  bool reduce_in_fp32 = false;
   proto::ShardingStrategy strategy = proto::FULL_SHARD;
   int ranks = 1;
   int group_size = 0;  // hybrid_shard's G, else 0
   int prefetch_depth = 1;
   int max_gathers_in_flight = 2;
   bool grad_clip = true;
+  // The software whose element-wise kernels the run pays
+  // (fsdp/plan/framework_kernels.h): this runtime's by default. Another's
+  // runs `framework_block` (a width of 0: the GPT of `config`) with
+  // activations of bf16 ? 2 : 4 bytes, config.flash_attention and `dropout`.
+  KernelSoftware kernels = KernelSoftware::kThisRuntime;
+  BlockDimensions framework_block;
+  bool dropout = false;
 };
 
 struct GptStepPrediction {
@@ -66,6 +78,7 @@ struct GptPreset {
   GptConfig config;       // layers, d_model, heads, vocab, seq_len
   std::string source;     // the publication of the original dimensions
   std::string approximation;  // how this GPT differs; empty when it does not
+  BlockDimensions block;      // the original's block, for its framework's kernels
 };
 
 const std::vector<GptPreset>& GptPresets();

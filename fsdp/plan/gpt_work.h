@@ -27,13 +27,20 @@
 //                   twice that backward
 //   embedding       12C forward and backward (gather, add position, write)
 // These are estimates of what the kernels touch, not counts of it; element-
-// wise work is a small share of a step here (docs/planning.md).
+// wise work is a small share of a step here (docs/planning.md). No kernel
+// count: this runtime's fixed costs are in its measured rates.
+//
+// A published run's framework (torchtitan, minGPT, Megatron-LM) is planned
+// with its own element-wise work instead, per token from the block it ran
+// (fsdp/plan/framework_kernels.h), and its kernel count; the products stay
+// this GPT's.
 #ifndef FSDP_PLAN_GPT_WORK_H_
 #define FSDP_PLAN_GPT_WORK_H_
 
 #include <vector>
 
 #include "fsdp/nn/gpt_spec.h"
+#include "fsdp/plan/framework_kernels.h"
 #include "fsdp/plan/step_time_model.h"
 #include "proto/shard_plan.pb.h"
 
@@ -44,6 +51,18 @@ namespace plan {
 // summary or full), the work of its model units summed.
 std::vector<UnitWork> GptUnitWork(const GptConfig& config, int micro_batch,
                                   const proto::ShardPlan& plan);
+
+// The software whose element-wise kernels a run pays, and the block it ran.
+struct FrameworkWork {
+  KernelOptions options;  // software kThisRuntime: this runtime's count above
+  BlockDimensions block;  // the run's block (framework_kernels.h)
+};
+
+// As above, with `framework`'s element-wise bytes and kernels in every unit
+// (a checkpointed block's backward adds its forward's); kThisRuntime gives
+// exactly the above.
+std::vector<UnitWork> GptUnitWork(const GptConfig& config, int micro_batch,
+                                  const proto::ShardPlan& plan, const FrameworkWork& framework);
 
 // The model FLOPs of one micro-batch's forward and backward (every product
 // above, recomputation left out), for MFU: what the model needs, not what

@@ -148,6 +148,20 @@ absl::Status ValidateHardwareDescription(const proto::HardwareDescription& hw) {
   }
   FSDP_RETURN_IF_ERROR(
       CheckNonNegative("compute_time_cv", hw.has_compute_time_cv(), hw.compute_time_cv()));
+  if (hw.has_framework_overhead()) {
+    const proto::FrameworkOverhead& overhead = hw.framework_overhead();
+    FSDP_RETURN_IF_ERROR(CheckNonNegative("framework_overhead.kernel_launch_s",
+                                          overhead.has_kernel_launch_s(),
+                                          overhead.kernel_launch_s()));
+    FSDP_RETURN_IF_ERROR(CheckNonNegative("framework_overhead.collective_compute_share",
+                                          overhead.has_collective_compute_share(),
+                                          overhead.collective_compute_share()));
+    if (overhead.collective_compute_share() >= 1) {
+      return FieldError("framework_overhead.collective_compute_share",
+                        absl::StrCat("is ", overhead.collective_compute_share(),
+                                     "; it must be below 1 (a share of the processor)"));
+    }
+  }
   if (!hw.has_checkpoint_cost()) return absl::OkStatus();
   const proto::CheckpointCost& cost = hw.checkpoint_cost();
   FSDP_RETURN_IF_ERROR(CheckNonNegative("checkpoint_cost.save_fixed_s", cost.has_save_fixed_s(),

@@ -43,7 +43,9 @@ absl::StatusOr<proto::HardwareDescription> ParseHardwareDescription(absl::string
 // product has a rate); no two entries with the same dtype and min_dimension;
 // network_rails_per_ring at least 1; checkpoint_cost, when given, with
 // every field, its bandwidths positive and its fixed costs non-negative; peak_product_rates, when given, under
-// the same rules as product_rates.
+// the same rules as product_rates; framework_overhead, when given, with
+// both fields, kernel_launch_s non-negative and collective_compute_share in
+// [0, 1).
 absl::Status ValidateHardwareDescription(const proto::HardwareDescription& hw);
 
 // The rate of the entry of `dtype` with the largest min_dimension <=

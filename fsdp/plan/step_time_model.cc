@@ -72,7 +72,8 @@ class ScheduleReplay {
  public:
   ScheduleReplay(const StepModelInputs& in, std::vector<double> forward_s,
                  std::vector<double> backward_s, CollectiveGroup shard_group,
-                 CollectiveGroup replica_group, int replica_groups, CollectiveGroup world_group)
+                 CollectiveGroup replica_group, int replica_groups, CollectiveGroup world_group,
+                 double collective_compute_share)
       : in_(in),
         n_(static_cast<int>(in.units.size())),
         forward_s_(std::move(forward_s)),
@@ -84,7 +85,8 @@ class ScheduleReplay {
         gather_state_(n_, kWhole),
         gather_done_(n_, 0),
         reduce_done_(n_, 0),
-        second_done_(n_, 0) {}
+        second_done_(n_, 0),
+        collective_share_(collective_compute_share) {}
 
   void Run() {
     const bool shards_params =
@@ -100,12 +102,12 @@ class ScheduleReplay {
       const bool last = m + 1 == in_.accum_steps;
       for (int u = 0; u < n_; ++u) {
         Unshard(u, +1);
-        now_ += forward_s_[u];
+        Compute(forward_s_[u]);
         if (shards_params && u + 1 < n_) gather_state_[u] = kSharded;
       }
       for (int u = n_ - 1; u >= 0; --u) {
         Unshard(u, -1);
-        now_ += backward_s_[u];
+        Compute(backward_s_[u]);
         if (last) {
           reduce_done_[u] = Post(ReduceScatterSeconds(GradBytes(u), shard_group_));
           if (u + 1 < n_) FinishReduceScatter(u + 1);
@@ -125,9 +127,24 @@ class ScheduleReplay {
   double now() const { return now_; }
   double waited() const { return waited_; }
   double comm_busy() const { return comm_busy_; }
+  double contention() const { return contention_; }
 
  private:
   enum GatherState { kSharded, kGathering, kWhole };
+
+  // [Note: collectives share the processor]. Everything posted started by
+  // now, so the channel is busy without a gap until channel_free_.
+  void Compute(double seconds) {
+    const double share = collective_share_;  // of the processor, while the channel runs
+    const double busy = std::max(0.0, channel_free_ - now_);
+    double took = seconds;
+    if (share > 0 && busy > 0) {
+      const double slowed = seconds / (1 - share);
+      took = slowed <= busy ? slowed : busy + seconds - busy * (1 - share);
+    }
+    contention_ += took - seconds;
+    now_ += took;
+  }
 
   int64_t GradBytes(int u) const { return in_.units[u].padded_numel * in_.grad_bytes; }
 
@@ -184,7 +201,8 @@ class ScheduleReplay {
   const int replica_groups_;
   std::vector<GatherState> gather_state_;
   std::vector<double> gather_done_, reduce_done_, second_done_;
-  double now_ = 0, channel_free_ = 0, waited_ = 0, comm_busy_ = 0;
+  const double collective_share_;
+  double now_ = 0, channel_free_ = 0, waited_ = 0, comm_busy_ = 0, contention_ = 0;
 };
 
 double StandardNormalCdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
@@ -234,13 +252,16 @@ absl::StatusOr<StepTimePrediction> PredictStepTime(const StepModelInputs& in,
   p.rank_share = std::min(1.0, static_cast<double>(hw.processors_per_node()) / ranks_on_node);
   const double memory_bw = hw.memory_bandwidth_bytes_per_s() * p.rank_share;
 
+  // Absent framework_overhead reads as zeros: no launch cost, no sharing.
+  const double launch_s = hw.framework_overhead().kernel_launch_s();
   std::vector<double> forward_s, backward_s;
   for (const UnitWork& unit : in.units) {
     forward_s.push_back(ProductsSeconds(unit.forward_products, hw, in.product_dtype, p.rank_share) +
-                        unit.forward_elementwise_bytes / memory_bw);
+                        unit.forward_elementwise_bytes / memory_bw +
+                        unit.forward_kernels * launch_s);
     backward_s.push_back(
         ProductsSeconds(unit.backward_products, hw, in.product_dtype, p.rank_share) +
-        unit.backward_elementwise_bytes / memory_bw);
+        unit.backward_elementwise_bytes / memory_bw + unit.backward_kernels * launch_s);
     p.compute_s += (forward_s.back() + backward_s.back()) * in.accum_steps;
   }
 
@@ -252,7 +273,8 @@ absl::StatusOr<StepTimePrediction> PredictStepTime(const StepModelInputs& in,
   const CollectiveGroup replica_group =
       GroupOn(hw, replica_groups, in.world_size > per_node, p.rank_share);
   ScheduleReplay replay(in, forward_s, backward_s, shard_group, replica_group, replica_groups,
-                        GroupOn(hw, in.world_size, in.world_size > per_node, p.rank_share));
+                        GroupOn(hw, in.world_size, in.world_size > per_node, p.rank_share),
+                        hw.framework_overhead().collective_compute_share());
   replay.Run();
 
   int64_t updated = 0;
@@ -262,6 +284,7 @@ absl::StatusOr<StepTimePrediction> PredictStepTime(const StepModelInputs& in,
   p.optimizer_s = static_cast<double>(updated) * OptimizerBytesPerElement(in) / memory_bw;
   p.comm_s = replay.comm_busy();
   p.exposed_comm_s = replay.waited();
+  p.contention_s = replay.contention();
   p.straggler_s = hw.compute_time_cv() * p.compute_s * ExpectedMaxOfNormals(in.world_size);
   p.step_s = replay.now() + p.optimizer_s + p.straggler_s;
   return p;

@@ -38,7 +38,15 @@
 // Compute per rank: a product of 2 m n k operations at the description's
 // rate for its dtype and shape class, element-wise work as bytes at its
 // memory bandwidth, both times the rank's share of its node's processors
-// (processors_per_node / ranks on the node).
+// (processors_per_node / ranks on the node), and each counted kernel at
+// framework_overhead.kernel_launch_s.
+//
+// [Note: collectives share the processor] While the channel runs a
+// collective, compute advances at (1 - collective_compute_share) of its
+// rate (a GPU library's kernels hold some SMs): a compute span of c seconds
+// that starts with the channel busy for another b seconds takes
+// c / (1 - s) when it ends within b, else b + c - b (1 - s). The extra is
+// contention_s. Without framework_overhead s is 0 and nothing changes.
 //
 // [Note: straggler tail] Every collective waits for the slowest rank, so a
 // step takes the expected maximum over N ranks of their compute times. With
@@ -84,6 +92,11 @@ struct UnitWork {
   std::vector<ProductShape> backward_products;
   double forward_elementwise_bytes = 0;   // read + written outside products
   double backward_elementwise_bytes = 0;
+  // Kernels launched (products and element-wise), each costing the
+  // description's framework_overhead.kernel_launch_s; 0 when not counted
+  // (this runtime's work: its fixed costs are in its measured rates).
+  double forward_kernels = 0;
+  double backward_kernels = 0;
 };
 
 struct StepModelInputs {
@@ -107,7 +120,8 @@ struct StepTimePrediction {
   double comm_s = 0;          // the channel's busy time (all collectives)
   double exposed_comm_s = 0;  // time the compute clock waited for collectives
   double straggler_s = 0;     // [Note: straggler tail]
-  double step_s = 0;          // compute + optimizer + exposed + straggler
+  double contention_s = 0;    // compute slowed by overlapped collectives (in step_s)
+  double step_s = 0;          // compute + contention + optimizer + exposed + straggler
   double rank_share = 1;      // of one processor (proto/hardware.proto)
 };
 

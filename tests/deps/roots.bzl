@@ -89,6 +89,7 @@ PACKAGE_GRAPH_ROOTS = [
     "//fsdp/optim:sgd",
     "//fsdp/plan:clusters",
     "//fsdp/plan:collective_time",
+    "//fsdp/plan:framework_kernels",
     "//fsdp/plan:goodput",
     "//fsdp/plan:gpt_step_prediction",
     "//fsdp/plan:gpt_work",

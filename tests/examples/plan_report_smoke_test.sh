@@ -44,6 +44,23 @@ if "$REPORT" --model=gpt5 > "$TMP/nomodel.txt" 2>&1; then fail "an unknown prese
 grep -q 'no model preset "gpt5"; presets are gpt3-175b, llama3-8b, llama3-70b, llama3-405b' "$TMP/nomodel.txt" ||
   { cat "$TMP/nomodel.txt"; fail "the unknown preset's error does not list the presets"; }
 
+# Another framework's kernels (torchtitan's eager Llama) make the same step slower
+# than this runtime's count; an unknown software is refused.
+for kernels in this_runtime pytorch_eager fused; do
+  "$REPORT" --model=llama3-8b --micro_batch=1 --precision=bf16 --attention=flash --ranks=64 \
+      --strategies=full_shard --cluster=fsdp/plan/clusters/a100_ib200.textproto \
+      --kernels=$kernels --csv="$TMP/$kernels.csv" > "$TMP/$kernels.txt" 2>&1 ||
+    { cat "$TMP/$kernels.txt"; fail "--kernels=$kernels failed"; }
+done
+grep -q ', kernels pytorch_eager$' "$TMP/pytorch_eager.txt" || fail "the kernels are not printed"
+step() { awk -F, 'NR == 2 { print $4 }' "$TMP/$1.csv"; }
+awk -v own="$(step this_runtime)" -v eager="$(step pytorch_eager)" -v fused="$(step fused)" \
+  'BEGIN { exit !(fused < eager && own < eager) }' ||
+  fail "steps: this_runtime $(step this_runtime), pytorch_eager $(step pytorch_eager), fused $(step fused)"
+if "$REPORT" --kernels=jax > "$TMP/jax.txt" 2>&1; then fail "--kernels=jax was accepted"; fi
+grep -q -- '--kernels=jax: valid are this_runtime, pytorch_eager and fused' "$TMP/jax.txt" ||
+  { cat "$TMP/jax.txt"; fail "no clear error for an unknown --kernels"; }
+
 sed 's/bandwidth_bytes_per_s: 50e9/bandwidth_bytes_per_s: -50e9/' \
   fsdp/plan/clusters/h100_nvlink_ib400.textproto > "$TMP/bad.textproto"
 if "$REPORT" --cluster="$TMP/bad.textproto" > "$TMP/bad.txt" 2>&1; then fail "a negative bandwidth was accepted"; fi

@@ -1,6 +1,7 @@
 // File: tests/fsdp/plan/gpt_work_test.cc
 #include "fsdp/plan/gpt_work.h"
 
+#include "fsdp/plan/framework_kernels.h"
 #include "fsdp/plan/shard_planner.h"
 #include "gtest/gtest.h"
 
@@ -44,6 +45,44 @@ TEST(GptWorkTest, CheckpointedBlocksRecomputeTheirForward) {
                    plain[1].backward_elementwise_bytes + plain[1].forward_elementwise_bytes);
   EXPECT_EQ(checkpointed[2].backward_products.size(), plain[2].backward_products.size());
   EXPECT_DOUBLE_EQ(GptFlopsPerMicroBatch(c, 2), flops);
+}
+
+// This runtime's software is the three-argument count, exactly; another
+// framework's work replaces the element-wise bytes per token and adds its
+// kernels, a checkpointed block's backward taking its forward's again.
+TEST(GptWorkTest, AFrameworksKernelsReplaceThisRuntimesCount) {
+  GptConfig c;
+  c.layers = 2;
+  c.activation_checkpoint_every = 2;  // block 0 only
+  PlannerOptions options;
+  options.include_rank_ranges = false;
+  absl::StatusOr<proto::ShardPlan> plan = BuildShardPlan(GptUnitSpecs(c), options);
+  ASSERT_TRUE(plan.ok());
+  const std::vector<UnitWork> own = GptUnitWork(c, 2, *plan);
+  FrameworkWork framework;
+  framework.block = GptBlockDimensions(c.d_model, c.heads);
+  const std::vector<UnitWork> same = GptUnitWork(c, 2, *plan, framework);
+  ASSERT_EQ(same.size(), own.size());
+  for (size_t u = 0; u < own.size(); ++u) {
+    EXPECT_EQ(same[u].forward_elementwise_bytes, own[u].forward_elementwise_bytes);
+    EXPECT_EQ(same[u].backward_elementwise_bytes, own[u].backward_elementwise_bytes);
+    EXPECT_EQ(same[u].forward_kernels + same[u].backward_kernels, 0);
+  }
+  framework.options.software = KernelSoftware::kPyTorchEager;
+  const std::vector<UnitWork> eager = GptUnitWork(c, 2, *plan, framework);
+  const double tokens = 2.0 * c.seq_len;
+  const ElementwiseWork block =
+      BlockElementwisePerToken(framework.block, c.seq_len, framework.options);
+  const ElementwiseWork head = HeadElementwisePerToken(framework.block, c.vocab, framework.options);
+  EXPECT_DOUBLE_EQ(eager[1].forward_elementwise_bytes, tokens * block.forward_bytes);
+  EXPECT_DOUBLE_EQ(eager[1].backward_elementwise_bytes,
+                   tokens * (block.backward_bytes + block.forward_bytes));  // checkpointed
+  EXPECT_DOUBLE_EQ(eager[1].backward_kernels, block.backward_kernels + block.forward_kernels);
+  EXPECT_DOUBLE_EQ(eager[2].backward_elementwise_bytes, tokens * block.backward_bytes);
+  EXPECT_DOUBLE_EQ(eager[2].forward_kernels, block.forward_kernels);
+  EXPECT_DOUBLE_EQ(eager[3].forward_elementwise_bytes, tokens * head.forward_bytes);
+  // The products are this GPT's either way.
+  EXPECT_EQ(eager[1].backward_products.size(), own[1].backward_products.size());
 }
 
 TEST(GptWorkTest, MergedPlanUnitsSumTheirModelUnits) {

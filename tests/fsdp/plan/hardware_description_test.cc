@@ -32,6 +32,7 @@ constexpr char kValid[] = R"pb(
     restart_fixed_s: 2
     restart_bytes_per_s: 5e7
   }
+  framework_overhead { kernel_launch_s: 2e-6 collective_compute_share: 0.05 }
 )pb";
 
 std::string Replace(std::string text, const std::string& from, const std::string& to) {
@@ -81,6 +82,23 @@ TEST(HardwareDescriptionTest, NamesTheMissingField) {
             "x.textproto: field product_rates[1].min_dimension is missing");
   EXPECT_EQ(ErrorOf(Replace(kValid, "network_rails_per_ring: 4", "")),
             "x.textproto: field network_rails_per_ring is missing");
+  // framework_overhead is optional, but a given one is whole.
+  EXPECT_EQ(ErrorOf(Replace(kValid, "kernel_launch_s: 2e-6 ", "")),
+            "x.textproto: field framework_overhead.kernel_launch_s is missing");
+  EXPECT_EQ(ErrorOf(Replace(kValid, " collective_compute_share: 0.05", "")),
+            "x.textproto: field framework_overhead.collective_compute_share is missing");
+}
+
+TEST(HardwareDescriptionTest, FrameworkOverheadIsOptional) {
+  absl::StatusOr<proto::HardwareDescription> hw = ParseHardwareDescription(
+      Replace(kValid, "framework_overhead { kernel_launch_s: 2e-6 collective_compute_share: 0.05 }",
+              ""),
+      "x");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  EXPECT_FALSE(hw->has_framework_overhead());
+  // Absent, both costs read as 0 (what the step model takes).
+  EXPECT_EQ(hw->framework_overhead().kernel_launch_s(), 0);
+  EXPECT_EQ(hw->framework_overhead().collective_compute_share(), 0);
 }
 
 TEST(HardwareDescriptionTest, NamesTheFieldOutOfRange) {
@@ -108,6 +126,17 @@ TEST(HardwareDescriptionTest, NamesTheFieldOutOfRange) {
   EXPECT_EQ(ErrorOf(Replace(kValid, "flops_per_s: 16e9", "flops_per_s: -16e9")),
             "x.textproto: field peak_product_rates[1].flops_per_s is -1.6e+10; it must be a "
             "positive number");
+  EXPECT_EQ(ErrorOf(Replace(kValid, "kernel_launch_s: 2e-6", "kernel_launch_s: -2e-6")),
+            "x.textproto: field framework_overhead.kernel_launch_s is -2e-06; it must be zero "
+            "or more");
+  EXPECT_EQ(ErrorOf(Replace(kValid, "collective_compute_share: 0.05",
+                            "collective_compute_share: -0.05")),
+            "x.textproto: field framework_overhead.collective_compute_share is -0.05; it must "
+            "be zero or more");
+  EXPECT_EQ(ErrorOf(Replace(kValid, "collective_compute_share: 0.05",
+                            "collective_compute_share: 1")),
+            "x.textproto: field framework_overhead.collective_compute_share is 1; it must be "
+            "below 1 (a share of the processor)");
 }
 
 TEST(HardwareDescriptionTest, SyntaxErrorsHaveTheirPosition) {

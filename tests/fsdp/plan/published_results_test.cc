@@ -42,6 +42,13 @@ struct Published {
   bool flash_attention = true;
   proto::ShardingStrategy strategy = proto::FULL_SHARD;
   int ranks = 1;
+  // The element-wise kernels its stated software runs
+  // (fsdp/plan/framework_kernels.h), on the preset's original block or the
+  // GPT block of `config`; `software` says where that is stated.
+  KernelSoftware kernels = KernelSoftware::kPyTorchEager;
+  bool dropout = false;
+  bool reduce_in_fp32 = false;  // FSDP2's reduce_dtype=float32
+  std::string software;
   Metric metric = Metric::kTokensPerSecondPerRank;
   double published = 0;
   bool in_band = true;          // within 25%; else `known_error` and `why`
@@ -64,12 +71,12 @@ std::vector<Published> Results() {
   r.micro_batch = 1;
   r.activation_checkpoint_every = 2;
   r.ranks = 64;
+  r.software = "torchtitan train_configs/llama3_8b.toml (\"a preset for 64 A100 GPUs\"): "
+               "compile = false, norm_type = \"rmsnorm\" (the eager one, not fused_rmsnorm); "
+               "the model's SDPA (flash) attention; no mixed_precision_reduce, so "
+               "torchtitan's default float32 reduce-scatters";
+  r.reduce_in_fp32 = true;
   r.published = 2904;
-  r.in_band = false;
-  r.known_error = 0.252;
-  r.why = "eager PyTorch's element-wise kernels (RMSNorm, rotary, SwiGLU) run below the "
-          "memory bandwidth the model assumes, and NCCL's kernels share the SMs with the "
-          "overlapped compute; the model counts neither";
   results.push_back(r);
   // Same file and table: Llama 3 70B, full checkpointing, 331 tokens/s per GPU.
   r = {};
@@ -80,6 +87,9 @@ std::vector<Published> Results() {
   r.micro_batch = 1;
   r.activation_checkpoint_every = 1;
   r.ranks = 64;
+  r.software = "torchtitan's llama3_70b.toml of the same table: eager (no compile), rmsnorm, "
+               "float32 reduce-scatters";
+  r.reduce_in_fp32 = true;
   r.published = 331;
   results.push_back(r);
   // Same file, "Table 1": Llama 3.1 8B, FSDP on 8 H100 (96 GB HBM2e, 2.4
@@ -93,12 +103,16 @@ std::vector<Published> Results() {
   r.preset = "llama3-8b";
   r.micro_batch = 2;
   r.ranks = 8;
+  r.software = "Table 1's row: FSDP without torch.compile (eager), torchtitan's float32 "
+               "reduce-scatters";
+  r.reduce_in_fp32 = true;
   r.published = 5762;
   r.in_band = false;
-  r.known_error = 0.944;
-  r.why = "the GPUs ran at a 500 W power limit (the description is the 700 W datasheet "
-          "part and its product rates), and the same eager element-wise work and SM sharing "
-          "as on the A100, larger against H100's faster products";
+  r.known_error = 0.720;
+  r.why = "the GPUs ran at a 500 W power limit with 2.4 TB/s HBM2e (\"96 GB\"), where the "
+          "description is the 700 W, 3.35 TB/s H100 SXM5 and its product rates were measured "
+          "on one; torchtitan's 33-39% MFU for this run against the 52% predicted is that "
+          "part, not the eager element-wise work (counted: 0.32 s of a 1.65 s step)";
   results.push_back(r);
   // Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data
   // Parallel", VLDB 2023, section 5.4 and Figure 7(b): minGPT 175B
@@ -110,10 +124,10 @@ std::vector<Published> Results() {
   // (memory defragmentation), so batch 2 is taken at 512. Its dimensions are
   // GPT-3's (96 x 12288, 96 heads). How it counts FLOPs is not stated there
   // ("hardware utilization" suggests recomputation counted): compared with
-  // recomputation counted; the reason gives the other count.
-  for (const auto& [batch, ranks, tflops, error] :
-       std::vector<std::tuple<int, int, double, double>>{{1, 128, 173, 0.382},
-                                                         {2, 512, 186, 0.279}}) {
+  // recomputation counted. Counted without, the same predictions are 153.1
+  // and 154.3 TFLOPS (-11.5%, -17.0%): inside the band either way.
+  for (const auto& [batch, ranks, tflops] :
+       std::vector<std::tuple<int, int, double>>{{1, 128, 173}, {2, 512, 186}}) {
     r = {};
     r.name = "FSDP paper GPT-175B, " + std::to_string(ranks) + " A100, batch " +
              std::to_string(batch);
@@ -124,12 +138,12 @@ std::vector<Published> Results() {
     r.activation_checkpoint_every = 1;
     r.flash_attention = false;
     r.ranks = ranks;
+    r.software = "minGPT in eager PyTorch (the paper names no compiler or fused kernels): "
+                 "nn.LayerNorm, its explicit attention (scale, mask, softmax, dropout over "
+                 "the full T x T), its tanh GELU, and dropout at minGPT's default 0.1";
+    r.dropout = true;
     r.metric = Metric::kHardwareTflopsPerRank;
     r.published = tflops;
-    r.in_band = false;
-    r.known_error = error;
-    r.why = "the paper does not say how it counts FLOPs: counted without recomputation the "
-            "same predictions are 179.4 and 178.8 TFLOPS, +3.7% and -3.9%";
     results.push_back(r);
   }
   // Rajbhandari et al., "ZeRO", SC 2020, abstract: "trains large models of
@@ -150,13 +164,29 @@ std::vector<Published> Results() {
   r.flash_attention = false;
   r.strategy = proto::SHARD_GRAD_OP;
   r.ranks = 400;
+  r.kernels = KernelSoftware::kFused;
+  r.dropout = true;
+  r.software = "Megatron-LM's model code (the paper's 100B ran with its tensor parallelism): "
+               "fused LayerNorm, scale-mask-softmax, bias-GELU and bias-dropout-add, fp16, "
+               "dropout 0.1";
   r.metric = Metric::kHardwareTflopsPerRank;
   r.published = 37.5;
   results.push_back(r);
   return results;
 }
 
-absl::StatusOr<double> Predict(const Published& r) {
+// What the comparison reads from one prediction.
+struct Figures {
+  double compared = 0;           // in the metric's unit
+  double model_tflops = 0;       // per rank, recomputation left out
+  double exposed_comm_s = 0, contention_s = 0, step_s = 0;
+};
+
+// The model as shipped; `without_framework` takes this runtime's own
+// element-wise count and reductions and drops the description's
+// framework_overhead (the model before the framework was counted), for the
+// table only.
+absl::StatusOr<Figures> Predict(const Published& r, bool without_framework = false) {
   const std::string path = "fsdp/plan/clusters/" + r.cluster + ".textproto";
   absl::StatusOr<std::string> text = base::ReadWholeFile(path);
   if (!text.ok()) return text.status();
@@ -167,8 +197,17 @@ absl::StatusOr<double> Predict(const Published& r) {
     absl::StatusOr<GptPreset> preset = FindGptPreset(r.preset);
     if (!preset.ok()) return preset.status();
     run.config = preset->config;
+    run.framework_block = preset->block;
   } else {
     run.config = r.config;
+  }
+  run.kernels = r.kernels;
+  run.dropout = r.dropout;
+  run.reduce_in_fp32 = r.reduce_in_fp32;
+  if (without_framework) {
+    run.kernels = KernelSoftware::kThisRuntime;
+    run.reduce_in_fp32 = false;
+    hw->clear_framework_overhead();
   }
   run.config.activation_checkpoint_every = r.activation_checkpoint_every;
   run.config.flash_attention = r.flash_attention;
@@ -178,18 +217,33 @@ absl::StatusOr<double> Predict(const Published& r) {
   run.ranks = r.ranks;
   absl::StatusOr<GptStepPrediction> p = PredictGptStep(run, *hw);
   if (!p.ok()) return p.status();
-  return r.metric == Metric::kTokensPerSecondPerRank ? p->tokens_per_s / r.ranks
-                                                     : p->hardware_flops_per_s / 1e12;
+  Figures f;
+  f.compared = r.metric == Metric::kTokensPerSecondPerRank ? p->tokens_per_s / r.ranks
+                                                           : p->hardware_flops_per_s / 1e12;
+  f.model_tflops = p->model_flops_per_s / 1e12;
+  f.exposed_comm_s = p->step.exposed_comm_s;
+  f.contention_s = p->step.contention_s;
+  f.step_s = p->step.step_s;
+  return f;
 }
 
 TEST(PublishedResultsTest, PredictionsStayWhereTheDocumentSays) {
-  std::printf("| result | published | predicted | error |\n|---|---|---|---|\n");
+  std::printf(
+      "| result | published | predicted | error | before: this runtime's kernels and "
+      "reductions | model TFLOP/s | step s | contention s | exposed comm s |\n"
+      "|---|---|---|---|---|---|---|---|---|\n");
   for (const Published& r : Results()) {
-    absl::StatusOr<double> predicted = Predict(r);
+    absl::StatusOr<Figures> predicted = Predict(r);
     ASSERT_TRUE(predicted.ok()) << r.name << ": " << predicted.status();
-    const double error = (*predicted - r.published) / r.published;
-    std::printf("| %s | %.4g | %.4g | %+.1f%% |\n", r.name.c_str(), r.published, *predicted,
-                100 * error);
+    absl::StatusOr<Figures> before = Predict(r, /*without_framework=*/true);
+    ASSERT_TRUE(before.ok()) << r.name << ": " << before.status();
+    const double error = (predicted->compared - r.published) / r.published;
+    std::printf("| %s | %.4g | %.4g | %+.1f%% | %.4g (%+.1f%%) | %.4g | %.3f | %.3f | %.3f |\n",
+                r.name.c_str(), r.published, predicted->compared, 100 * error, before->compared,
+                100 * (before->compared - r.published) / r.published, predicted->model_tflops,
+                predicted->step_s, predicted->contention_s, predicted->exposed_comm_s);
+    // The framework's kernels only add time.
+    EXPECT_LE(predicted->compared, before->compared) << r.name;
     if (r.in_band) {
       EXPECT_LE(std::abs(error), 0.25) << r.name << " (" << r.source << ") left the 25% band";
     } else {

@@ -37,6 +37,14 @@ proto::HardwareDescription Hardware() {
   return hw;
 }
 
+// Hardware() with a framework_overhead block.
+proto::HardwareDescription WithOverhead(double kernel_launch_s, double collective_compute_share) {
+  proto::HardwareDescription hw = Hardware();
+  hw.mutable_framework_overhead()->set_kernel_launch_s(kernel_launch_s);
+  hw.mutable_framework_overhead()->set_collective_compute_share(collective_compute_share);
+  return hw;
+}
+
 // Two units of 1000 padded elements (4000 fp32 bytes): forward 1 s,
 // backward 2 s.
 StepModelInputs TwoUnits(proto::ShardingStrategy strategy, int world_size) {
@@ -53,6 +61,65 @@ StepModelInputs TwoUnits(proto::ShardingStrategy strategy, int world_size) {
   in.world_size = world_size;
   in.grad_clip = false;
   return in;
+}
+
+// Kernels cost framework_overhead.kernel_launch_s each: 10 forward and 20
+// backward kernels per unit at 0.01 s add 0.3 s per unit.
+TEST(StepTimeModelTest, KernelsCostTheirLaunch) {
+  const proto::HardwareDescription hw = WithOverhead(0.01, 0);
+  StepModelInputs in = TwoUnits(proto::FULL_SHARD, 1);
+  for (UnitWork& unit : in.units) {
+    unit.forward_kernels = 10;
+    unit.backward_kernels = 20;
+  }
+  absl::StatusOr<StepTimePrediction> p = PredictStepTime(in, hw);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_NEAR(p->compute_s, 6.6, 1e-12);
+  EXPECT_NEAR(p->step_s, 6.6, 1e-12);
+  // Without framework_overhead the counted kernels cost nothing.
+  p = PredictStepTime(in, Hardware());
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(p->step_s, 6);
+}
+
+// FullShardTwoRanksByHand with collectives taking half the processor:
+// compute overlapping the channel runs at half speed until the channel is
+// free. A span of c seconds starting with the channel busy b more seconds
+// takes b + c - b / 2 (every span here outlasts its b).
+//   fwd u0  AG0 [0, 0.5], wait to 0.5, AG1 [0.5, 1]; 1 s with b 0.5: to 1.75
+//   fwd u1  channel idle: to 2.75
+//   bwd u1  AG0 [2.75, 3.25]; 2 s with b 0.5: to 5; RS1 [5, 6]
+//   bwd u0  2 s with b 1: to 7.5; RS0 [7.5, 8.5]
+//   end     wait to 8.5; loss all-reduce to 8.501
+// Contention 0.25 + 0.25 + 0.5; exposed as before.
+TEST(StepTimeModelTest, CollectivesTakeTheirShareOfOverlappedCompute) {
+  const proto::HardwareDescription hw = WithOverhead(0, 0.5);
+  absl::StatusOr<StepTimePrediction> p = PredictStepTime(TwoUnits(proto::FULL_SHARD, 2), hw);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(p->compute_s, 6);
+  EXPECT_NEAR(p->contention_s, 1, 1e-12);
+  EXPECT_NEAR(p->exposed_comm_s, 1.501, 1e-12);
+  EXPECT_NEAR(p->step_s, 8.501, 1e-12);
+  // One rank posts nothing but the loss's all-reduce, after all compute.
+  p = PredictStepTime(TwoUnits(proto::FULL_SHARD, 1), hw);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(p->contention_s, 0);
+}
+
+// A span that ends while the channel is still busy runs wholly slowed: unit
+// 1 of 100,000 elements gathers for 50 s and reduce-scatters for at least 4.
+//   fwd u0  AG0 [0, 0.5], AG1 [0.5, 50.5]: 1 s within it takes 2 (+1)
+//   fwd u1  waits to 50.5, 1 s idle channel
+//   bwd u1  AG0 [51.5, 52]: 2 s with b 0.5 takes 2.25 (+0.25); RS1 posted
+//   bwd u0  2 s within RS1 takes 4 (+2)
+TEST(StepTimeModelTest, ComputeInsideALongCollectiveRunsSlowed) {
+  const proto::HardwareDescription hw = WithOverhead(0, 0.5);
+  StepModelInputs in = TwoUnits(proto::FULL_SHARD, 2);
+  in.units[1].padded_numel = 100000;
+  in.units[1].shard_numel = 50000;
+  absl::StatusOr<StepTimePrediction> p = PredictStepTime(in, hw);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_NEAR(p->contention_s, 3.25, 1e-12);
 }
 
 TEST(StepTimeModelTest, OneRankIsComputeOnly) {
