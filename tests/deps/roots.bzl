@@ -74,6 +74,7 @@ PACKAGE_GRAPH_ROOTS = [
     "//fsdp/nn:init_rng",
     "//fsdp/nn:kernel_isa",
     "//fsdp/nn:layers",
+    "//fsdp/nn:llama_layers",
     "//fsdp/nn:matmul",
     "//fsdp/nn:mlp_model",
     "//fsdp/nn:model",
