@@ -37,4 +37,10 @@ absl::StatusOr<const ModelFactory*> FindModel(absl::string_view name) {
       "); link the model's registration library, e.g. //fsdp/models:gpt"));
 }
 
+absl::Status ValidateModelOptions(const TrainOptions& options) {
+  FSDP_ASSIGN_OR_RETURN(const ModelFactory* factory, FindModel(options.model));
+  if (factory->validate == nullptr) return absl::OkStatus();
+  return factory->validate(options);
+}
+
 }  // namespace fsdp

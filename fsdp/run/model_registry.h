@@ -34,6 +34,9 @@ struct ModelFactory {
   // workspace tracked by `tracker`, which must outlive it.
   absl::StatusOr<std::unique_ptr<Model>> (*create)(const TrainOptions& options,
                                                    MemoryTracker* tracker) = nullptr;
+  // The family's own checks of the options (its flags, and those of the
+  // run it cannot serve yet), InvalidArgument naming the flag; null: none.
+  absl::Status (*validate)(const TrainOptions& options) = nullptr;
 };
 
 // Adds `name`; returns true so a registration can initialize a constant.
@@ -44,6 +47,10 @@ bool RegisterModel(const std::string& name, ModelFactory factory);
 // The factory registered as `name`; NotFound listing the registered names
 // (none: the binary links no model library) otherwise.
 absl::StatusOr<const ModelFactory*> FindModel(absl::string_view name);
+
+// FindModel(options.model), then its validate: OK, NotFound, or the
+// family's InvalidArgument.
+absl::Status ValidateModelOptions(const TrainOptions& options);
 
 }  // namespace fsdp
 

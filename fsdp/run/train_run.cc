@@ -54,6 +54,7 @@ TrainStepOptions TrainStepOptionsFrom(const TrainOptions& options) {
 
 absl::StatusOr<proto::ShardPlan> TrainingPlan(const TrainOptions& options) {
   FSDP_RETURN_IF_ERROR(ValidateTrainOptions(options));
+  FSDP_RETURN_IF_ERROR(ValidateModelOptions(options));
   FSDP_ASSIGN_OR_RETURN(const ModelFactory* factory, FindModel(options.model));
   return BuildTrainingPlan(factory->unit_specs(options), TrainStepOptionsFrom(options),
                            options.nproc);

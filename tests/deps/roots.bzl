@@ -61,6 +61,7 @@ PACKAGE_GRAPH_ROOTS = [
     "//fsdp/exchange:blob_exchange",
     "//fsdp/memory:memory_tracker",
     "//fsdp/models:gpt",
+    "//fsdp/models:llama",
     "//fsdp/nn:attention_layout",
     "//fsdp/nn:blas_tsan_suppressions",
     "//fsdp/nn:compute_threads",
