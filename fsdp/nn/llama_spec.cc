@@ -1,7 +1,11 @@
 // File: fsdp/nn/llama_spec.cc
 #include "fsdp/nn/llama_spec.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "fsdp/nn/attention_layout.h"
+#include "fsdp/nn/flash_attention_layout.h"
 
 namespace fsdp {
 
@@ -98,6 +102,51 @@ int64_t LlamaNumParams(const LlamaConfig& config) {
 
 bool IsCheckpointedLlamaBlock(const LlamaConfig& config, int layer) {
   return config.activation_checkpoint_every > 0 && layer % config.activation_checkpoint_every == 0;
+}
+
+GptActivationBreakdown LlamaActivationBytesByUnit(const LlamaConfig& c, int micro_batch) {
+  const int64_t B = micro_batch, T = c.seq_len, n = B * T, C = c.d_model, H = c.heads;
+  const int64_t F = c.ffn_hidden, V = c.vocab;
+  const int hs = c.d_model / c.heads;
+  const int64_t W = int64_t{c.heads + 2 * c.kv_heads} * hs;
+  const int64_t X = std::max(2 * F, 3 * C);
+  const bool bf16 = c.compute_dtype == comm::Dtype::kBFloat16;
+  const int64_t s = bf16 ? 2 : 4;
+  const int64_t kFloat = 4, kInt32 = 4, kBf16 = 2;
+  const int64_t attention_saved =
+      c.flash_attention ? kFloat * B * H * T : s * B * H * T * T;
+  const int64_t attention_scratch =
+      c.flash_attention
+          ? (bf16 ? FlashAttentionBf16ScratchFloats(c.seq_len, hs)
+                  : FlashAttentionScratchFloats(c.seq_len, hs))
+      : bf16 ? AttentionBf16ScratchFloats(c.seq_len, hs)
+             : T * T;
+  GptActivationBreakdown r;
+  r.layers = c.layers;
+  r.embedding_bytes = kFloat * n * C + kInt32 * n;
+  r.block_bytes = s * (6 * n * C + n * F) + kFloat * (2 * n * C + 2 * n + 2 * n * F) +
+                  attention_saved;
+  r.head_bytes = s * n * C + kFloat * (n + n * V) + kInt32 * n;
+  r.workspace_bytes =
+      kFloat * (T * hs + 2 * n * C + n * F + n * X + n * W + attention_scratch);
+  if (bf16) {
+    int64_t max_unit = 0, max_small = 0;
+    for (const UnitSpec& u : LlamaUnitSpecs(c)) {
+      max_unit = std::max(max_unit, u.numel());
+      max_small = std::max(max_small, SmallParamNumel(u));
+    }
+    const int64_t attention_bf16 = c.flash_attention
+                                       ? FlashAttentionBf16ScratchElements(c.seq_len, hs)
+                                       : AttentionBf16ScratchElements(c.seq_len, hs);
+    r.workspace_bytes += kBf16 * (n * X + attention_bf16) +
+                         (c.param_dtype == comm::Dtype::kBFloat16 ? kFloat * max_small
+                                                                  : kBf16 * max_unit);
+  }
+  r.checkpointed_block_bytes = kFloat * n * C;
+  r.recompute_bytes = r.block_bytes - r.checkpointed_block_bytes;
+  r.checkpointed.resize(c.layers);
+  for (int l = 0; l < c.layers; ++l) r.checkpointed[l] = IsCheckpointedLlamaBlock(c, l);
+  return r;
 }
 
 }  // namespace fsdp

@@ -27,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "comm/dtype.h"
+#include "fsdp/nn/gpt_spec.h"  // GptActivationBreakdown: the breakdown of any of our decoders
 #include "fsdp/nn/param_spec.h"
 
 namespace fsdp {
@@ -70,6 +71,30 @@ std::vector<UnitSpec> LlamaUnitSpecs(const LlamaConfig& config);
 int64_t LlamaNumParams(const LlamaConfig& config);
 
 bool IsCheckpointedLlamaBlock(const LlamaConfig& config, int layer);
+
+// Activation memory of LlamaModel for one micro-batch of `micro_batch`
+// sequences of config.seq_len tokens, in bytes, term by term as the model
+// allocates it (docs/model.md, "Llama"), in the GPT's breakdown (the same
+// units: embedding, blocks, head; the same checkpointing). With
+// B = micro_batch, T = seq_len, n = B T, C = d_model, H = heads, hs = C / H,
+// F = ffn_hidden, V = vocab, W = (H + 2 kv_heads) hs the fused q, k, v
+// projection's width, X = max(2F, 3C), s = the compute dtype's bytes:
+//   embedding  4 (n C + n)                             output, tokens
+//   block      s (6 n C + n F) + 4 (2 n C + 2 n + 2 n F)
+//              + attention: s B H T T (standard) or 4 B H T (flash)
+//              rms1, qkv (3), att, rms2 and the SwiGLU output in the compute
+//              dtype; res2, out, gate_up (2F) and the two rstd in fp32
+//   head       s n C + 4 (2 n + n V)                    norm output, rstd, probs, targets
+//   workspace  4 (T hs + 2 n C + n F + n X + n W + A)   rope table, d_residual,
+//              d_narrow, d_hidden, d_wide, the projection; A = the
+//              attention's scratch floats as for the GPT; in bf16 also
+//              2 (n X + attention bf16 scratch) and one unit's parameters
+//              in bf16 (2 max unit numel) or, with bf16 parameters, its 1-D
+//              ones in fp32 (4 max 1-D numel).
+// A checkpointed block saves 4 n C (its output) and holds the rest of a
+// block (recompute_bytes) while its forward and again while its backward
+// runs.
+GptActivationBreakdown LlamaActivationBytesByUnit(const LlamaConfig& config, int micro_batch);
 
 }  // namespace fsdp
 

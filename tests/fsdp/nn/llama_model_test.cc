@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "fsdp/nn/llama_spec.h"
 #include "gtest/gtest.h"
 #include "tests/fsdp/nn/grad_check.h"
@@ -255,6 +256,56 @@ TEST(LlamaModelTest, Bf16GradientsAreTheScratchRounded) {
           << h.model->units()[u].name << "[" << i << "]";
     }
   }
+}
+
+// Two steps of `config` at micro-batch 3: the tracker's activations after
+// each forward and backward, and its peaks, equal the prediction to the byte.
+void ExpectMeasuredBytesEqualPrediction(const LlamaConfig& config, const std::string& what) {
+  const int micro_batch = 3;
+  MemoryTracker tracker;
+  auto model = LlamaModel::Create(config, micro_batch, &tracker);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ModelHarness h(model->get());
+  h.Init(1);
+  const GptActivationBreakdown predicted = LlamaActivationBytesByUnit(config, micro_batch);
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE(h.Forward(RandomBatch(micro_batch, config.seq_len, config.vocab, step)).ok());
+    EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kActivations), predicted.saved_bytes())
+        << what;
+    ASSERT_TRUE(h.Backward(1.0f).ok());
+    EXPECT_EQ(tracker.Snapshot().current(MemoryCategory::kActivations), 0) << what;
+  }
+  const MemorySnapshot s = tracker.Snapshot();
+  EXPECT_EQ(s.peak(MemoryCategory::kActivations), predicted.peak_bytes()) << what;
+  EXPECT_EQ(s.peak(MemoryCategory::kWorkspace), predicted.workspace_bytes) << what;
+}
+
+TEST(LlamaModelTest, MeasuredActivationAndWorkspacePeaksEqualThePrediction) {
+  for (const comm::Dtype compute : {kF32, kBf16}) {
+    for (const comm::Dtype params : {kF32, kBf16}) {
+      if (compute == kF32 && params == kBf16) continue;
+      for (const bool flash : {false, true}) {
+        for (const int every : {0, 1, 2}) {
+          LlamaConfig config = TinyConfig();
+          config.layers = 3;
+          config.ffn_hidden = 40;  // 2F > 3C: the wide buffers follow the MLP
+          config.seq_len = 9;
+          const Mode mode{"", compute, params, flash, every};
+          ExpectMeasuredBytesEqualPrediction(
+              WithMode(config, mode),
+              absl::StrCat(comm::DtypeName(compute), " compute, ", comm::DtypeName(params),
+                           " params, flash ", flash, ", checkpoint every ", every));
+        }
+      }
+    }
+  }
+  // Independent of the formula's code: the fp32 block's saved tensors by hand.
+  LlamaConfig config = TinyConfig();
+  const int64_t B = 3, T = 6, C = 16, H = 4, F = 12, n = B * T;
+  const int64_t block_floats = n * C /*rms1*/ + n + 3 * n * C /*qkv*/ + B * H * T * T +
+                               n * C /*att*/ + n * C /*res2*/ + n * C /*rms2*/ + n +
+                               2 * n * F /*gate_up*/ + n * F /*swiglu*/ + n * C /*out*/;
+  EXPECT_EQ(LlamaActivationBytesByUnit(config, 3).block_bytes, 4 * block_floats);
 }
 
 TEST(LlamaModelTest, ForwardThatExceedsTheBudgetFailsCleanly) {
