@@ -23,6 +23,7 @@
 #include "fsdp/nn/attention.h"
 #include "fsdp/nn/attention_layout.h"
 #include "fsdp/nn/batch_checks.h"
+#include "fsdp/nn/decoder_steps.h"
 #include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/dtype_layers.h"
 #include "fsdp/nn/flash_attention.h"
@@ -48,11 +49,7 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(const LlamaConfig
                                                                int micro_batch,
                                                                MemoryTracker* tracker) {
   FSDP_RETURN_IF_ERROR(ValidateLlamaConfig(config));
-  if (micro_batch < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("micro_batch must be at least 1, got ", micro_batch));
-  }
-  if (tracker == nullptr) return absl::InvalidArgumentError("LlamaModel needs a MemoryTracker");
+  FSDP_RETURN_IF_ERROR(CheckCreateArguments(micro_batch, tracker, "LlamaModel"));
   std::unique_ptr<LlamaModel> model(new LlamaModel(config, micro_batch, tracker));
   FSDP_RETURN_IF_ERROR(model->AllocateWorkspace());
   return model;
@@ -168,24 +165,11 @@ void LlamaModel::InitUnitParams(int unit, absl::Span<float> params, uint64_t see
 }
 
 absl::Status LlamaModel::ForwardUnit(int unit, ConstDtypeSpan params, const Batch& batch) {
-  FSDP_RETURN_IF_ERROR(order_.CheckForward(unit));
-  if (unit == 0) {
-    FSDP_RETURN_IF_ERROR(ValidateBatch(batch, micro_batch_, config_.seq_len, config_.vocab));
-  } else if (batch.batch_size != batch_ || batch.seq_len != seq_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ForwardUnit(", unit, ") got a ", batch.batch_size, "x", batch.seq_len,
-        " batch but the step started with ", batch_, "x", seq_));
-  }
-  const int last = num_units() - 1;
-  if (unit == 0) {
-    FSDP_RETURN_IF_ERROR(EmbeddingForward(params, batch));
-  } else if (unit == last) {
-    FSDP_RETURN_IF_ERROR(HeadForward(params, batch));
-  } else {
-    FSDP_RETURN_IF_ERROR(BlockForward(unit - 1, params));
-  }
-  order_.ForwardDone(unit);
-  return absl::OkStatus();
+  return RunDecoderForward(order_, unit, batch,
+                           {micro_batch_, config_.seq_len, config_.vocab, batch_, seq_},
+                           [&] { return EmbeddingForward(params, batch); },
+                           [&](int layer) { return BlockForward(layer, params); },
+                           [&] { return HeadForward(params, batch); });
 }
 
 absl::Status LlamaModel::BackwardUnit(int unit, ConstDtypeSpan params, UnitGrads grads,
@@ -218,18 +202,11 @@ absl::Status LlamaModel::EmbeddingForward(ConstDtypeSpan params, const Batch& ba
   for (BlockActivations& block : blocks_) block = BlockActivations();
   head_ = HeadActivations();
 
-  FSDP_RETURN_IF_ERROR(CheckParamDtype(params, config_.param_dtype, "embedding"));
-  if (params.size() != units_[0].numel()) {
-    return absl::InvalidArgumentError(absl::StrCat("embedding: got ", params.size(),
-                                                   " parameters, the unit has ",
-                                                   units_[0].numel()));
-  }
+  FSDP_RETURN_IF_ERROR(CheckUnitParams(params, config_.param_dtype, units_[0]));
   batch_ = batch.batch_size;
   seq_ = batch.seq_len;
   const int64_t bt = int64_t{batch_} * seq_;
-  FSDP_ASSIGN_OR_RETURN(tokens_, tracker_->Allocate<int32_t>(MemoryCategory::kActivations, bt,
-                                                             "embedding tokens"));
-  std::memcpy(tokens_.data(), batch.inputs.data(), sizeof(int32_t) * bt);
+  FSDP_ASSIGN_OR_RETURN(tokens_, SaveTokens(*tracker_, batch.inputs, bt, "embedding tokens"));
   FSDP_ASSIGN_OR_RETURN(embedding_out_, Activation(bt * config_.d_model, "output", 0));
   TokenEmbeddingForward(embedding_out_.data(), tokens_.data(), params, bt, config_.d_model);
   return absl::OkStatus();
@@ -390,6 +367,7 @@ absl::Status LlamaModel::BlockBackward(int layer, ConstDtypeSpan params,
 
 absl::Status LlamaModel::HeadForward(ConstDtypeSpan params, const Batch& batch) {
   const int unit = num_units() - 1;
+  // The targets are read here: checked again (unit 0 checked the inputs).
   FSDP_RETURN_IF_ERROR(ValidateBatch(batch, micro_batch_, config_.seq_len, config_.vocab));
   FSDP_ASSIGN_OR_RETURN(const UnitOperands p, Operands(unit, params));
   const int n = batch_ * seq_;
@@ -398,9 +376,7 @@ absl::Status LlamaModel::HeadForward(ConstDtypeSpan params, const Batch& batch) 
   FSDP_ASSIGN_OR_RETURN(a.rmsf, ComputeActivation(int64_t{n} * C, "norm_out", unit));
   FSDP_ASSIGN_OR_RETURN(a.rmsf_rstd, Activation(n, "norm_rstd", unit));
   FSDP_ASSIGN_OR_RETURN(a.probs, Activation(int64_t{n} * V, "probs", unit));
-  FSDP_ASSIGN_OR_RETURN(
-      a.targets, tracker_->Allocate<int32_t>(MemoryCategory::kActivations, n, "head targets"));
-  std::memcpy(a.targets.data(), batch.targets.data(), sizeof(int32_t) * n);
+  FSDP_ASSIGN_OR_RETURN(a.targets, SaveTokens(*tracker_, batch.targets, n, "head targets"));
 
   RmsNormForward(a.rmsf.span(), a.rmsf_rstd.data(), UnitInput(unit), p.F(kFinalNorm), n, C,
                  config_.norm_eps);

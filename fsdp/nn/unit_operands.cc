@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/bf16_convert.h"
 #include "base/status_macros.h"
+#include "fsdp/nn/decoder_steps.h"
 
 namespace fsdp {
 namespace {
@@ -24,11 +25,7 @@ absl::StatusOr<UnitOperands> PrepareUnitOperands(const UnitSpec& spec, ConstDtyp
                                                  comm::Dtype param_dtype,
                                                  comm::Dtype compute_dtype,
                                                  const OperandWorkspace& workspace) {
-  FSDP_RETURN_IF_ERROR(CheckParamDtype(params, param_dtype, spec.name));
-  if (params.size() != spec.numel()) {
-    return absl::InvalidArgumentError(absl::StrCat(spec.name, ": got ", params.size(),
-                                                   " parameters, the unit has ", spec.numel()));
-  }
+  FSDP_RETURN_IF_ERROR(CheckUnitParams(params, param_dtype, spec));
   UnitOperands m;
   m.offset = Offsets(spec);
   m.fp32.assign(spec.params.size(), nullptr);

@@ -65,6 +65,7 @@ PACKAGE_GRAPH_ROOTS = [
     "//fsdp/nn:attention_layout",
     "//fsdp/nn:blas_tsan_suppressions",
     "//fsdp/nn:compute_threads",
+    "//fsdp/nn:decoder_steps",
     "//fsdp/nn:dtype_buffer",
     "//fsdp/nn:dtype_layers",
     "//fsdp/nn:flash_attention_layout",
