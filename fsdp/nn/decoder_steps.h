@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/status_macros.h"
 #include "comm/dtype.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/dtype_buffer.h"
@@ -63,6 +64,30 @@ absl::Status CheckUnitParams(ConstDtypeSpan params, comm::Dtype dtype, const Uni
 absl::StatusOr<TrackedBuffer<int32_t>> SaveTokens(MemoryTracker& tracker,
                                                   const std::vector<int32_t>& tokens, int64_t n,
                                                   absl::string_view label);
+
+// A block's forward with activation checkpointing (as the header of
+// fsdp/nn/gpt_model.h describes it): a checkpointed block allocates its output
+// first (all that stays), then the rest (allocate(false)), computes, and
+// drops the rest; any other block allocates everything (allocate(true)) and
+// keeps it. `Activations` is the model's struct of one block's saved
+// buffers, its output a FloatBuffer `out`.
+template <typename Activations>
+absl::Status RunBlockForward(Activations& a, bool checkpointed,
+                             absl::FunctionRef<absl::StatusOr<FloatBuffer>()> allocate_output,
+                             absl::FunctionRef<absl::Status(bool with_output)> allocate,
+                             absl::FunctionRef<void()> compute) {
+  if (checkpointed) {
+    FSDP_ASSIGN_OR_RETURN(a.out, allocate_output());
+  }
+  FSDP_RETURN_IF_ERROR(allocate(/*with_output=*/!checkpointed));
+  compute();
+  if (checkpointed) {
+    FloatBuffer out = std::move(a.out);
+    a = Activations();
+    a.out = std::move(out);
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace fsdp
 

@@ -334,26 +334,13 @@ absl::Status GptModel::AllocateBlockActivations(int layer, bool with_output) {
   return absl::OkStatus();
 }
 
-void GptModel::ReleaseRecomputable(int layer) {
-  BlockActivations& a = blocks_[layer];
-  FloatBuffer out = std::move(a.out);
-  a = BlockActivations();
-  a.out = std::move(out);
-}
-
 absl::Status GptModel::BlockForward(int layer, ConstDtypeSpan params) {
-  const bool checkpointed = IsCheckpointedBlock(config_, layer);
-  BlockActivations& a = blocks_[layer];
   FSDP_ASSIGN_OR_RETURN(const UnitParams p, PrepareParams(layer + 1, params));
-  if (checkpointed) {
-    // The output first: it is all that stays once the forward is done.
-    FSDP_ASSIGN_OR_RETURN(
-        a.out, Activation(int64_t{batch_} * seq_ * config_.d_model, "out", layer + 1));
-  }
-  FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/!checkpointed));
-  BlockForwardCompute(layer, p, /*through_output=*/true);
-  if (checkpointed) ReleaseRecomputable(layer);
-  return absl::OkStatus();
+  return RunBlockForward(
+      blocks_[layer], IsCheckpointedBlock(config_, layer),
+      [&] { return Activation(int64_t{batch_} * seq_ * config_.d_model, "out", layer + 1); },
+      [&](bool with_output) { return AllocateBlockActivations(layer, with_output); },
+      [&] { BlockForwardCompute(layer, p, /*through_output=*/true); });
 }
 
 // In bf16 compute, LayerNorm, attention and GELU compute in fp32 and what

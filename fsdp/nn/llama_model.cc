@@ -251,26 +251,13 @@ absl::Status LlamaModel::AllocateBlockActivations(int layer, bool with_output) {
   return absl::OkStatus();
 }
 
-void LlamaModel::ReleaseRecomputable(int layer) {
-  BlockActivations& a = blocks_[layer];
-  FloatBuffer out = std::move(a.out);
-  a = BlockActivations();
-  a.out = std::move(out);
-}
-
 absl::Status LlamaModel::BlockForward(int layer, ConstDtypeSpan params) {
-  const bool checkpointed = IsCheckpointedLlamaBlock(config_, layer);
-  BlockActivations& a = blocks_[layer];
   FSDP_ASSIGN_OR_RETURN(const UnitOperands p, Operands(layer + 1, params));
-  if (checkpointed) {
-    // The output first: it is all that stays once the forward is done.
-    FSDP_ASSIGN_OR_RETURN(
-        a.out, Activation(int64_t{batch_} * seq_ * config_.d_model, "out", layer + 1));
-  }
-  FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/!checkpointed));
-  BlockForwardCompute(layer, p, /*through_output=*/true);
-  if (checkpointed) ReleaseRecomputable(layer);
-  return absl::OkStatus();
+  return RunBlockForward(
+      blocks_[layer], IsCheckpointedLlamaBlock(config_, layer),
+      [&] { return Activation(int64_t{batch_} * seq_ * config_.d_model, "out", layer + 1); },
+      [&](bool with_output) { return AllocateBlockActivations(layer, with_output); },
+      [&] { BlockForwardCompute(layer, p, /*through_output=*/true); });
 }
 
 void LlamaModel::BlockForwardCompute(int layer, const UnitOperands& p, bool through_output) {

@@ -100,7 +100,6 @@ class LlamaModel : public Model {
 
   absl::Status EmbeddingForward(ConstDtypeSpan params, const Batch& batch);
   absl::Status AllocateBlockActivations(int layer, bool with_output);
-  void ReleaseRecomputable(int layer);
   void BlockForwardCompute(int layer, const UnitOperands& p, bool through_output);
   absl::Status BlockForward(int layer, ConstDtypeSpan params);
   absl::Status HeadForward(ConstDtypeSpan params, const Batch& batch);
