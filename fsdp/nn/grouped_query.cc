@@ -19,20 +19,18 @@ namespace {
 template <typename Out>
 void Forward(Out* qkv, const float* proj, const float* table, int table_seq_len,
              const GroupedQueryShape& s) {
-  const int hs = s.head_size;
-  const int C = s.heads * hs;
-  const int kv_width = s.kv_heads * hs;
-  const int group = s.heads / s.kv_heads;
+  const int hs = s.head_size, C = s.q_width(), group = s.group();
   for (int64_t r = 0; r < s.rows(); ++r) {
     const int position = static_cast<int>(r % s.seq_len);
     const float* p = proj + r * s.proj_width();
     Out* out = qkv + r * s.qkv_width();
     RotateHeadsInto(out, p, s.heads, hs, position, table, table_seq_len);
     for (int kv = 0; kv < s.kv_heads; ++kv) {
+      // Into the slots of the group's first query head; copied to the rest.
       Out* k_first = out + C + kv * group * hs;
       Out* v_first = out + 2 * C + kv * group * hs;
       RotateHeadsInto(k_first, p + C + kv * hs, 1, hs, position, table, table_seq_len);
-      const float* v = p + C + kv_width + kv * hs;
+      const float* v = p + C + s.kv_width() + kv * hs;
       for (int i = 0; i < hs; ++i) {
         if constexpr (std::is_same_v<Out, uint16_t>) {
           v_first[i] = base::ToBf16Bits(v[i]);
@@ -61,17 +59,13 @@ void RotaryQkvForward(DtypeSpan qkv, const float* proj, const float* rope_table,
 
 void RotaryQkvBackward(float* dproj, const float* dqkv, const float* rope_table,
                        int table_seq_len, const GroupedQueryShape& s) {
-  const int hs = s.head_size;
-  const int C = s.heads * hs;
-  const int kv_width = s.kv_heads * hs;
-  const int group = s.heads / s.kv_heads;
+  const int hs = s.head_size, C = s.q_width(), group = s.group();
   for (int64_t r = 0; r < s.rows(); ++r) {
-    const int position = static_cast<int>(r % s.seq_len);
     const float* d = dqkv + r * s.qkv_width();
     float* out = dproj + r * s.proj_width();
-    std::memcpy(out, d, sizeof(float) * C);
+    std::memcpy(out, d, sizeof(float) * C);  // dq: one query head each
     float* dk = out + C;
-    float* dv = dk + kv_width;
+    float* dv = dk + s.kv_width();
     for (int kv = 0; kv < s.kv_heads; ++kv) {
       const int h0 = kv * group;
       std::memcpy(dk + kv * hs, d + C + h0 * hs, sizeof(float) * hs);
@@ -83,6 +77,7 @@ void RotaryQkvBackward(float* dproj, const float* dqkv, const float* rope_table,
         }
       }
     }
+    const int position = static_cast<int>(r % s.seq_len);
     RotateHeadsInverse(out, s.heads + s.kv_heads, hs, position, rope_table, table_seq_len);
   }
 }

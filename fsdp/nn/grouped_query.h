@@ -31,6 +31,9 @@ struct GroupedQueryShape {
   int head_size = 0;
 
   int64_t rows() const { return int64_t{batch} * seq_len; }
+  int q_width() const { return heads * head_size; }        // C
+  int kv_width() const { return kv_heads * head_size; }
+  int group() const { return heads / kv_heads; }           // query heads per kv head
   int64_t proj_width() const { return int64_t{heads + 2 * kv_heads} * head_size; }
   int64_t qkv_width() const { return int64_t{3} * heads * head_size; }
 };

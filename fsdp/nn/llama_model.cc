@@ -67,6 +67,13 @@ GroupedQueryShape LlamaModel::AttentionShape() const {
   return {batch_, seq_, config_.heads, config_.kv_heads, config_.d_model / config_.heads};
 }
 
+LlamaModel::BlockDims LlamaModel::Dims() const {
+  const GroupedQueryShape attention = AttentionShape();
+  const int n = batch_ * seq_;
+  return {n, config_.d_model, config_.ffn_hidden, config_.heads, int64_t{n} * config_.d_model,
+          attention, static_cast<int>(attention.proj_width())};
+}
+
 absl::Status LlamaModel::AllocateWorkspace() {
   const int T = config_.seq_len;
   const int hs = config_.d_model / config_.heads;
@@ -261,15 +268,9 @@ absl::Status LlamaModel::BlockForward(int layer, ConstDtypeSpan params) {
 }
 
 void LlamaModel::BlockForwardCompute(int layer, const UnitOperands& p, bool through_output) {
-  const int unit = layer + 1;
-  const int n = batch_ * seq_;
-  const int C = config_.d_model, F = config_.ffn_hidden, H = config_.heads;
-  const int64_t nc = int64_t{n} * C;
-  const GroupedQueryShape shape = AttentionShape();
-  const int proj_width = static_cast<int>(shape.proj_width());
+  const auto [n, C, F, H, nc, shape, proj_width] = Dims();
   BlockActivations& a = blocks_[layer];
-
-  const float* x = UnitInput(unit);
+  const float* x = UnitInput(layer + 1);
   RmsNormForward(a.rms1.span(), a.rms1_rstd.data(), x, p.F(kInputNorm), n, C, config_.norm_eps);
   LinearForward(Fp32(proj_.data(), n * shape.proj_width()), a.rms1.span(), p.W(kQ, 3), nullptr,
                 n, C, proj_width);
@@ -303,11 +304,7 @@ absl::Status LlamaModel::BlockBackward(int layer, ConstDtypeSpan params,
     FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/false));
     BlockForwardCompute(layer, p, /*through_output=*/false);
   }
-  const int n = batch_ * seq_;
-  const int C = config_.d_model, F = config_.ffn_hidden, H = config_.heads;
-  const int64_t nc = int64_t{n} * C;
-  const GroupedQueryShape shape = AttentionShape();
-  const int proj_width = static_cast<int>(shape.proj_width());
+  const auto [n, C, F, H, nc, shape, proj_width] = Dims();
   BlockActivations& a = blocks_[layer];
   const GradWrite fresh = GradWrite::kOverwrite;
   float* dres = d_residual_.data();  // enters as d(out)

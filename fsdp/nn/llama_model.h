@@ -96,6 +96,15 @@ class LlamaModel : public Model {
   // fp32 (the copy is the fp32 buffer itself).
   DtypeSpan CopyScratch();
   GroupedQueryShape AttentionShape() const;
+  // The sizes a block's forward and backward use, for the step in flight.
+  struct BlockDims {
+    int n;           // B T rows
+    int C, F, H;     // d_model, ffn_hidden, heads
+    int64_t nc;      // n C
+    GroupedQueryShape attention;
+    int proj_width;  // (H + 2 kv_heads) hs: the q, k, v projection
+  };
+  BlockDims Dims() const;
   const float* UnitInput(int unit) const;
 
   absl::Status EmbeddingForward(ConstDtypeSpan params, const Batch& batch);
