@@ -304,8 +304,12 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
       FSDP_ASSIGN_OR_RETURN(std::unique_ptr<fsdp::checkpoint::SafetensorsReader> reader,
                             fsdp::checkpoint::SafetensorsReader::Open(o.init_from));
       FSDP_ASSIGN_OR_RETURN(fsdp::proto::ShardPlan plan, fsdp::TrainingPlan(o));
-      absl::Status fits = fsdp::checkpoint::CheckSafetensorsFitsModel(
-          *reader, fsdp::checkpoint::ModelTensors(plan));
+      // A config.json beside the file first: it names the flag to change.
+      absl::Status fits = fsdp::CheckHfConfigBeside(o, o.init_from);
+      if (fits.ok()) {
+        fits = fsdp::checkpoint::CheckSafetensorsFitsModel(*reader,
+                                                           fsdp::checkpoint::ModelTensors(plan));
+      }
       if (!fits.ok()) return absl::Status(fits.code(), absl::StrCat("--init_from: ", fits.message()));
     }
     if (!choice.path.empty()) {

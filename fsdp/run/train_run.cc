@@ -515,6 +515,9 @@ absl::Status DigestAndExport(TrainingRun& run) {
         return absl::OkStatus();
       }));
   if (exporter != nullptr && exported.ok()) exported = exporter->Finish();
+  if (exporter != nullptr && exported.ok()) {
+    exported = WriteHfConfigBeside(options, options.export_path);
+  }
   if (!options.export_path.empty()) {
     FSDP_RETURN_IF_ERROR(AgreeOnStatus(run.world, exported, options.comm_timeout, "export"));
     if (run.log != nullptr) {

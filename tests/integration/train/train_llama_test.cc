@@ -102,6 +102,51 @@ TEST(TrainLlamaTest, LearnsTheFortunesBelowTheirUnigramEntropyAtTwoRanksFullShar
                                  << unigram << "\n" << run.output;
 }
 
+// --export writes Hugging Face's layout: LlamaForCausalLM's tensor names
+// and a config.json in LlamaConfig's keys beside the file; --init_from reads
+// both back (the same digest) and refuses a config.json that contradicts
+// the flags, naming the key, its value and the flag.
+TEST(TrainLlamaTest, ExportAndImportInHuggingFacesLayout) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/hf";
+  std::string mkdir_output;
+  ASSERT_EQ(RunCommand("mkdir -p " + dir, &mkdir_output), 0) << mkdir_output;
+  const std::string file = dir + "/model.safetensors";
+  const std::vector<std::string> shape = {"--model=llama", "--kv_heads=2", "--rope_theta=500000",
+                                          "--warmup_steps=1", "--threads=1"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> flags = shape;
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    return flags;
+  };
+  const TrainGptRun trained =
+      RunTrainGpt("export", with({"--nproc=2", "--strategy=full_shard", "--steps=2",
+                                  "--export=" + file}));
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  const std::string config = ReadWholeFile(dir + "/config.json");
+  for (const char* key : {"\"architectures\": [\n    \"LlamaForCausalLM\"",
+                          "\"num_key_value_heads\": 2", "\"rope_theta\": 500000.0",
+                          "\"rms_norm_eps\": 1e-05", "\"intermediate_size\": 256",
+                          "\"tie_word_embeddings\": false"}) {
+    EXPECT_NE(config.find(key), std::string::npos) << key << " in\n" << config;
+  }
+  const std::string header = ReadWholeFile(file).substr(0, 4096);
+  EXPECT_NE(header.find("model.layers.1.self_attn.k_proj.weight"), std::string::npos);
+  EXPECT_NE(header.find("lm_head.weight"), std::string::npos);
+
+  const TrainGptRun loaded =
+      RunTrainGpt("import", with({"--nproc=1", "--steps=0", "--init_from=" + file}));
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.output;
+  EXPECT_EQ(loaded.param_sha256, trained.param_sha256);
+
+  const TrainGptRun contradicted = RunTrainGpt(
+      "contradicted", {"--model=llama", "--kv_heads=1", "--rope_theta=500000", "--nproc=1",
+                       "--steps=0", "--init_from=" + file});
+  EXPECT_EQ(contradicted.exit_code, 2) << contradicted.output;
+  EXPECT_NE(contradicted.output.find("num_key_value_heads is 2 but --kv_heads=1"),
+            std::string::npos)
+      << contradicted.output;
+}
+
 TEST(TrainLlamaTest, BadFlagsAreRefusedNamingTheFlag) {
   struct Case {
     std::vector<std::string> flags;
