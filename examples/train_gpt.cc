@@ -40,6 +40,7 @@
 #include "fsdp/checkpoint/safetensors.h"
 #include "fsdp/report/budget.h"
 #include "fsdp/report/byte_size.h"
+#include "fsdp/run/model_registry.h"
 #include "fsdp/run/rank_batches.h"
 #include "fsdp/run/run_checkpoint.h"
 #include "fsdp/run/text_monitor.h"
@@ -77,11 +78,25 @@ ABSL_FLAG(int64_t, min_unit_numel, 0,
           "0 = one plan unit per model unit");
 ABSL_FLAG(bool, dump_plan, false,
           "print the shard plan (text protobuf) for these flags and exit without training");
+ABSL_FLAG(std::string, model, kDefaults.model,
+          "model family: gpt (GPT-2 style) or llama (RMSNorm, rotary positions, SwiGLU, "
+          "grouped-query attention; docs/model.md)");
 ABSL_FLAG(int, layers, kDefaults.layers, "transformer blocks");
 ABSL_FLAG(int, d_model, kDefaults.d_model, "model width (channels)");
 ABSL_FLAG(int, heads, kDefaults.heads, "attention heads; must divide d_model");
 ABSL_FLAG(int, vocab, kDefaults.vocab, "vocabulary size");
 ABSL_FLAG(int, seq_len, kDefaults.seq_len, "tokens per sequence");
+ABSL_FLAG(int, kv_heads, kDefaults.kv_heads,
+          "llama: key/value heads (grouped-query attention), dividing --heads; 0 = --heads");
+ABSL_FLAG(int, ffn_hidden, kDefaults.ffn_hidden,
+          "llama: SwiGLU width; 0 = 8/3 d_model rounded up to a multiple of --ffn_multiple_of");
+ABSL_FLAG(int, ffn_multiple_of, kDefaults.ffn_multiple_of,
+          "llama: the multiple --ffn_hidden=0 rounds up to");
+ABSL_FLAG(double, rope_theta, kDefaults.rope_theta,
+          "llama: rotary base; 0 = 10000 (Llama 3 uses 500000)");
+ABSL_FLAG(double, norm_eps, kDefaults.norm_eps, "llama: RMSNorm epsilon; 0 = 1e-5");
+ABSL_FLAG(bool, tie_embeddings, kDefaults.tie_embeddings,
+          "llama: share the embedding with the head (not supported yet)");
 ABSL_FLAG(int, micro_batch, kDefaults.micro_batch, "sequences per rank per micro-batch");
 ABSL_FLAG(int, accum, kDefaults.accum, "micro-batches per optimizer step");
 ABSL_FLAG(int64_t, global_batch, 0,
@@ -200,11 +215,18 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   o.activation_checkpointing = absl::GetFlag(FLAGS_activation_checkpointing);
   FSDP_ASSIGN_OR_RETURN(o.attention, fsdp::ParseAttention(absl::GetFlag(FLAGS_attention)));
   o.min_unit_numel = absl::GetFlag(FLAGS_min_unit_numel);
+  o.model = absl::GetFlag(FLAGS_model);
   o.layers = absl::GetFlag(FLAGS_layers);
   o.d_model = absl::GetFlag(FLAGS_d_model);
   o.heads = absl::GetFlag(FLAGS_heads);
   o.vocab = absl::GetFlag(FLAGS_vocab);
   o.seq_len = absl::GetFlag(FLAGS_seq_len);
+  o.kv_heads = absl::GetFlag(FLAGS_kv_heads);
+  o.ffn_hidden = absl::GetFlag(FLAGS_ffn_hidden);
+  o.ffn_multiple_of = absl::GetFlag(FLAGS_ffn_multiple_of);
+  o.rope_theta = static_cast<float>(absl::GetFlag(FLAGS_rope_theta));
+  o.norm_eps = static_cast<float>(absl::GetFlag(FLAGS_norm_eps));
+  o.tie_embeddings = absl::GetFlag(FLAGS_tie_embeddings);
   o.micro_batch = absl::GetFlag(FLAGS_micro_batch);
   o.accum = absl::GetFlag(FLAGS_accum);
   o.steps = absl::GetFlag(FLAGS_steps);
@@ -269,6 +291,7 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   const int64_t global_batch = absl::GetFlag(FLAGS_global_batch);
   if (global_batch != 0) FSDP_RETURN_IF_ERROR(fsdp::SetMicroBatchFromGlobalBatch(global_batch, o));
   FSDP_RETURN_IF_ERROR(fsdp::ValidateTrainOptions(o));
+  FSDP_RETURN_IF_ERROR(fsdp::ValidateModelOptions(o));
   FSDP_RETURN_IF_ERROR(fsdp::ValidateTrainingData(o));
   FSDP_RETURN_IF_ERROR(fsdp::ValidateTextOptions(o));
   if (!comm::IsLaunchedRank()) {
@@ -281,8 +304,12 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
       FSDP_ASSIGN_OR_RETURN(std::unique_ptr<fsdp::checkpoint::SafetensorsReader> reader,
                             fsdp::checkpoint::SafetensorsReader::Open(o.init_from));
       FSDP_ASSIGN_OR_RETURN(fsdp::proto::ShardPlan plan, fsdp::TrainingPlan(o));
-      absl::Status fits = fsdp::checkpoint::CheckSafetensorsFitsModel(
-          *reader, fsdp::checkpoint::ModelTensors(plan));
+      // A config.json beside the file first: it names the flag to change.
+      absl::Status fits = fsdp::CheckHfConfigBeside(o, o.init_from);
+      if (fits.ok()) {
+        fits = fsdp::checkpoint::CheckSafetensorsFitsModel(*reader,
+                                                           fsdp::checkpoint::ModelTensors(plan));
+      }
       if (!fits.ok()) return absl::Status(fits.code(), absl::StrCat("--init_from: ", fits.message()));
     }
     if (!choice.path.empty()) {
@@ -297,6 +324,11 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
     }
   }
   if (const std::string budget = absl::GetFlag(FLAGS_mem_budget); !budget.empty()) {
+    if (o.model != kDefaults.model) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--mem_budget predicts the GPT's memory only so far, not --model=", o.model,
+          "; drop --mem_budget"));
+    }
     FSDP_ASSIGN_OR_RETURN(o.mem_budget_bytes, fsdp::report::ParseByteSize(budget));
     FSDP_RETURN_IF_ERROR(fsdp::report::CheckTrainingFitsBudget(o, o.mem_budget_bytes));
   }

@@ -23,6 +23,7 @@
 #include "fsdp/nn/batch_checks.h"
 #include "base/bf16_convert.h"
 #include "fsdp/nn/cross_entropy.h"
+#include "fsdp/nn/decoder_steps.h"
 #include "fsdp/nn/dtype_layers.h"
 #include "fsdp/nn/embedding.h"
 #include "fsdp/nn/flash_attention.h"
@@ -50,11 +51,7 @@ absl::StatusOr<std::unique_ptr<GptModel>> GptModel::Create(const GptConfig& conf
                                                            int micro_batch,
                                                            MemoryTracker* tracker) {
   FSDP_RETURN_IF_ERROR(ValidateGptConfig(config));
-  if (micro_batch < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("micro_batch must be at least 1, got ", micro_batch));
-  }
-  if (tracker == nullptr) return absl::InvalidArgumentError("GptModel needs a MemoryTracker");
+  FSDP_RETURN_IF_ERROR(CheckCreateArguments(micro_batch, tracker, "GptModel"));
   std::unique_ptr<GptModel> model(new GptModel(config, micro_batch, tracker));
   FSDP_RETURN_IF_ERROR(model->AllocateWorkspace());
   return model;
@@ -127,11 +124,7 @@ absl::StatusOr<DtypeBuffer> GptModel::ComputeActivation(int64_t numel, const cha
 
 absl::StatusOr<GptModel::UnitParams> GptModel::PrepareParams(int unit, ConstDtypeSpan params) {
   const UnitSpec& spec = units_[unit];
-  FSDP_RETURN_IF_ERROR(CheckParamDtype(params, param_dtype_, spec.name));
-  if (params.size() != spec.numel()) {
-    return absl::InvalidArgumentError(absl::StrCat(spec.name, ": got ", params.size(),
-                                                   " parameters, the unit has ", spec.numel()));
-  }
+  FSDP_RETURN_IF_ERROR(CheckUnitParams(params, param_dtype_, spec));
   UnitParams m;
   m.offset.resize(spec.params.size());
   m.numel.resize(spec.params.size());
@@ -223,24 +216,11 @@ void GptModel::InitUnitParams(int unit, absl::Span<float> params, uint64_t seed)
 }
 
 absl::Status GptModel::ForwardUnit(int unit, ConstDtypeSpan params, const Batch& batch) {
-  FSDP_RETURN_IF_ERROR(order_.CheckForward(unit));
-  if (unit == 0) {
-    FSDP_RETURN_IF_ERROR(ValidateBatch(batch, micro_batch_, config_.seq_len, config_.vocab));
-  } else if (batch.batch_size != batch_ || batch.seq_len != seq_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ForwardUnit(", unit, ") got a ", batch.batch_size, "x", batch.seq_len,
-        " batch but the step started with ", batch_, "x", seq_));
-  }
-  const int last = num_units() - 1;
-  if (unit == 0) {
-    FSDP_RETURN_IF_ERROR(EmbeddingForward(params, batch));
-  } else if (unit == last) {
-    FSDP_RETURN_IF_ERROR(HeadForward(params, batch));
-  } else {
-    FSDP_RETURN_IF_ERROR(BlockForward(unit - 1, params));
-  }
-  order_.ForwardDone(unit);
-  return absl::OkStatus();
+  return RunDecoderForward(order_, unit, batch,
+                           {micro_batch_, config_.seq_len, config_.vocab, batch_, seq_},
+                           [&] { return EmbeddingForward(params, batch); },
+                           [&](int layer) { return BlockForward(layer, params); },
+                           [&] { return HeadForward(params, batch); });
 }
 
 absl::Status GptModel::BackwardUnit(int unit, ConstDtypeSpan params, UnitGrads grads,
@@ -303,18 +283,11 @@ absl::Status GptModel::EmbeddingForward(ConstDtypeSpan params, const Batch& batc
   for (BlockActivations& block : blocks_) block = BlockActivations();
   head_ = HeadActivations();
 
-  FSDP_RETURN_IF_ERROR(CheckParamDtype(params, param_dtype_, "embedding"));
-  if (params.size() != units_[0].numel()) {
-    return absl::InvalidArgumentError(absl::StrCat("embedding: got ", params.size(),
-                                                   " parameters, the unit has ",
-                                                   units_[0].numel()));
-  }
+  FSDP_RETURN_IF_ERROR(CheckUnitParams(params, param_dtype_, units_[0]));
   batch_ = batch.batch_size;
   seq_ = batch.seq_len;
   const int64_t bt = int64_t{batch_} * seq_;
-  FSDP_ASSIGN_OR_RETURN(tokens_, tracker_->Allocate<int32_t>(MemoryCategory::kActivations, bt,
-                                                             "embedding tokens"));
-  std::memcpy(tokens_.data(), batch.inputs.data(), sizeof(int32_t) * bt);
+  FSDP_ASSIGN_OR_RETURN(tokens_, SaveTokens(*tracker_, batch.inputs, bt, "embedding tokens"));
   FSDP_ASSIGN_OR_RETURN(embedding_out_, Activation(bt * config_.d_model, "output", 0));
   const int64_t wte_numel = units_[0].params[0].numel();
   fsdp::EmbeddingForward(embedding_out_.data(), tokens_.data(), params.subspan(0, wte_numel),
@@ -361,26 +334,13 @@ absl::Status GptModel::AllocateBlockActivations(int layer, bool with_output) {
   return absl::OkStatus();
 }
 
-void GptModel::ReleaseRecomputable(int layer) {
-  BlockActivations& a = blocks_[layer];
-  FloatBuffer out = std::move(a.out);
-  a = BlockActivations();
-  a.out = std::move(out);
-}
-
 absl::Status GptModel::BlockForward(int layer, ConstDtypeSpan params) {
-  const bool checkpointed = IsCheckpointedBlock(config_, layer);
-  BlockActivations& a = blocks_[layer];
   FSDP_ASSIGN_OR_RETURN(const UnitParams p, PrepareParams(layer + 1, params));
-  if (checkpointed) {
-    // The output first: it is all that stays once the forward is done.
-    FSDP_ASSIGN_OR_RETURN(
-        a.out, Activation(int64_t{batch_} * seq_ * config_.d_model, "out", layer + 1));
-  }
-  FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/!checkpointed));
-  BlockForwardCompute(layer, p, /*through_output=*/true);
-  if (checkpointed) ReleaseRecomputable(layer);
-  return absl::OkStatus();
+  return RunBlockForward(
+      blocks_[layer], IsCheckpointedBlock(config_, layer),
+      [&] { return Activation(int64_t{batch_} * seq_ * config_.d_model, "out", layer + 1); },
+      [&](bool with_output) { return AllocateBlockActivations(layer, with_output); },
+      [&] { BlockForwardCompute(layer, p, /*through_output=*/true); });
 }
 
 // In bf16 compute, LayerNorm, attention and GELU compute in fp32 and what
@@ -496,9 +456,7 @@ absl::Status GptModel::HeadForward(ConstDtypeSpan params, const Batch& batch) {
   FSDP_ASSIGN_OR_RETURN(a.lnf_mean, Activation(n, "lnf_mean", unit));
   FSDP_ASSIGN_OR_RETURN(a.lnf_rstd, Activation(n, "lnf_rstd", unit));
   FSDP_ASSIGN_OR_RETURN(a.probs, Activation(int64_t{n} * V, "probs", unit));
-  FSDP_ASSIGN_OR_RETURN(
-      a.targets, tracker_->Allocate<int32_t>(MemoryCategory::kActivations, n, "head targets"));
-  std::memcpy(a.targets.data(), batch.targets.data(), sizeof(int32_t) * n);
+  FSDP_ASSIGN_OR_RETURN(a.targets, SaveTokens(*tracker_, batch.targets, n, "head targets"));
 
   LayerNormForward(a.lnf.span(), a.lnf_mean.data(), a.lnf_rstd.data(), UnitInput(unit),
                    p.F(kLnfWeight), p.F(kLnfBias), n, C);

@@ -134,8 +134,6 @@ class GptModel : public Model {
   // adds the block's output (a checkpointed block allocates that apart: it
   // outlives the rest).
   absl::Status AllocateBlockActivations(int layer, bool with_output);
-  // Drops what a checkpointed block does not keep: all but its output.
-  void ReleaseRecomputable(int layer);
   // The block's forward into its allocated activations. Without
   // `through_output` it stops before the last projection: the recomputation
   // in the backward needs everything but the output, which it still has.

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "fsdp/nn/batch_checks.h"
+#include "fsdp/nn/decoder_steps.h"
 #include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/embedding.h"
 #include "fsdp/nn/gelu.h"
@@ -58,11 +59,7 @@ absl::StatusOr<std::unique_ptr<MlpModel>> MlpModel::Create(const MlpConfig& conf
                                                            int micro_batch,
                                                            MemoryTracker* tracker) {
   FSDP_RETURN_IF_ERROR(ValidateMlpConfig(config));
-  if (micro_batch < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("micro_batch must be at least 1, got ", micro_batch));
-  }
-  if (tracker == nullptr) return absl::InvalidArgumentError("MlpModel needs a MemoryTracker");
+  FSDP_RETURN_IF_ERROR(CheckCreateArguments(micro_batch, tracker, "MlpModel"));
   std::unique_ptr<MlpModel> model(new MlpModel(config, micro_batch, tracker));
   const int64_t bt = int64_t{micro_batch} * config.seq_len;
   const MemoryCategory ws = MemoryCategory::kWorkspace;

@@ -23,6 +23,8 @@ class UnitOrder {
 
   explicit UnitOrder(int num_units) : num_units_(num_units) {}
 
+  int num_units() const { return num_units_; }
+
   absl::Status CheckForward(int unit) const {
     if (unit < 0 || unit >= num_units_) return OutOfRange("ForwardUnit", unit);
     if (unit == 0) return absl::OkStatus();

@@ -34,6 +34,15 @@ struct ModelFactory {
   // workspace tracked by `tracker`, which must outlive it.
   absl::StatusOr<std::unique_ptr<Model>> (*create)(const TrainOptions& options,
                                                    MemoryTracker* tracker) = nullptr;
+  // The family's own checks of the options (its flags, and those of the
+  // run it cannot serve yet), InvalidArgument naming the flag; null: none.
+  absl::Status (*validate)(const TrainOptions& options) = nullptr;
+  // Hugging Face's config.json of the model these options describe, written
+  // beside an --export; and the check of a config.json found beside an
+  // --init_from file against the options (InvalidArgument naming the key,
+  // the file's value and the flag's). Null: the family has none.
+  std::string (*hf_config_json)(const TrainOptions& options) = nullptr;
+  absl::Status (*check_hf_config)(const TrainOptions& options, absl::string_view json) = nullptr;
 };
 
 // Adds `name`; returns true so a registration can initialize a constant.
@@ -44,6 +53,21 @@ bool RegisterModel(const std::string& name, ModelFactory factory);
 // The factory registered as `name`; NotFound listing the registered names
 // (none: the binary links no model library) otherwise.
 absl::StatusOr<const ModelFactory*> FindModel(absl::string_view name);
+
+// FindModel(options.model), then its validate: OK, NotFound, or the
+// family's InvalidArgument.
+absl::Status ValidateModelOptions(const TrainOptions& options);
+
+// "config.json" in the directory of `safetensors_path`: where Hugging Face
+// keeps a model's configuration beside its weights.
+std::string HfConfigPathBeside(absl::string_view safetensors_path);
+
+// --export: the family's config.json written (atomically) beside the
+// export, when the family has one. --init_from: the config.json beside the
+// file, if there is one, checked against the options; a file over 1 MiB or
+// one that cannot be read is InvalidArgument naming it.
+absl::Status WriteHfConfigBeside(const TrainOptions& options, absl::string_view export_path);
+absl::Status CheckHfConfigBeside(const TrainOptions& options, absl::string_view init_path);
 
 }  // namespace fsdp
 

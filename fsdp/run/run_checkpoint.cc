@@ -27,7 +27,7 @@ const char* DecayName(LrDecay decay) {
 proto::CheckpointManifest RunManifest(const TrainOptions& o, int64_t next_step) {
   proto::CheckpointManifest m;
   proto::ModelConfig* model = m.mutable_model();
-  model->set_family("gpt");
+  model->set_family(o.model);
   model->set_layers(o.layers);
   model->set_d_model(o.d_model);
   model->set_heads(o.heads);

@@ -204,6 +204,14 @@ GptConfig GptConfigOf(const TrainOptions& options) {
 }
 
 std::string TrainOptionsToString(const TrainOptions& o) {
+  // Another family than the default names itself and its own shape.
+  const std::string family =
+      o.model == TrainOptions().model
+          ? std::string()
+          : absl::StrFormat(" model=%s kv_heads=%d ffn_hidden=%d ffn_multiple_of=%d "
+                            "rope_theta=%g norm_eps=%g tie_embeddings=%d",
+                            o.model, o.kv_heads, o.ffn_hidden, o.ffn_multiple_of, o.rope_theta,
+                            o.norm_eps, o.tie_embeddings ? 1 : 0);
   return absl::StrFormat(
       "strategy=%s nproc=%d layers=%d d_model=%d heads=%d vocab=%d seq_len=%d "
       "micro_batch=%d accum=%d global_batch=%d steps=%d optimizer=%s lr=%g min_lr=%g "
@@ -222,7 +230,8 @@ std::string TrainOptionsToString(const TrainOptions& o) {
           ? ""
           : absl::StrCat(" checkpoint_dir=", o.checkpoint_dir,
                          " checkpoint_every=", o.checkpoint_every,
-                         " keep_checkpoints=", o.keep_checkpoints));
+                         " keep_checkpoints=", o.keep_checkpoints)) +
+         family;
 }
 
 }  // namespace fsdp

@@ -39,7 +39,7 @@ absl::StatusOr<Attention> ParseAttention(absl::string_view name);
 
 struct TrainOptions {
   // The model family, by its name in the run's registry
-  // (fsdp/run/model_registry.h); not a flag: train_gpt trains the GPT.
+  // (fsdp/run/model_registry.h): train_gpt's --model, "gpt" or "llama".
   std::string model = "gpt";
   // Job shape.
   int nproc = 2;
@@ -70,6 +70,16 @@ struct TrainOptions {
   int heads = 4;
   int vocab = 64;
   int seq_len = 64;
+  // The Llama family's shape (--model=llama, fsdp/models/llama.cc; the GPT
+  // refuses them). 0 = the family's default: kv_heads = heads, ffn_hidden by
+  // Llama's rule (8/3 d_model rounded up to a multiple of ffn_multiple_of),
+  // rope_theta 10000, norm_eps 1e-5.
+  int kv_heads = 0;
+  int ffn_hidden = 0;
+  int ffn_multiple_of = 256;
+  float rope_theta = 0.0f;
+  float norm_eps = 0.0f;
+  bool tie_embeddings = false;
   // Batch: sequences per rank per micro-batch, micro-batches per step.
   int micro_batch = 8;
   int accum = 1;

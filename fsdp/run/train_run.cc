@@ -54,6 +54,7 @@ TrainStepOptions TrainStepOptionsFrom(const TrainOptions& options) {
 
 absl::StatusOr<proto::ShardPlan> TrainingPlan(const TrainOptions& options) {
   FSDP_RETURN_IF_ERROR(ValidateTrainOptions(options));
+  FSDP_RETURN_IF_ERROR(ValidateModelOptions(options));
   FSDP_ASSIGN_OR_RETURN(const ModelFactory* factory, FindModel(options.model));
   return BuildTrainingPlan(factory->unit_specs(options), TrainStepOptionsFrom(options),
                            options.nproc);
@@ -514,6 +515,9 @@ absl::Status DigestAndExport(TrainingRun& run) {
         return absl::OkStatus();
       }));
   if (exporter != nullptr && exported.ok()) exported = exporter->Finish();
+  if (exporter != nullptr && exported.ok()) {
+    exported = WriteHfConfigBeside(options, options.export_path);
+  }
   if (!options.export_path.empty()) {
     FSDP_RETURN_IF_ERROR(AgreeOnStatus(run.world, exported, options.comm_timeout, "export"));
     if (run.log != nullptr) {

@@ -80,22 +80,7 @@ TEST(GptModelTest, GradientsThroughTheModelInterfaceMatchFiniteDifferences) {
   const Batch batch = RandomBatch(2, 5, 11, 8);
   ASSERT_TRUE(h.Forward(batch).ok());
   ASSERT_TRUE(h.Backward(1.0f).ok());
-  auto loss = [&]() -> double { return *h.Forward(batch); };
-  for (int u = 0; u < h.model->num_units(); ++u) {
-    const int64_t n = h.params[u].size();
-    int failures = 0;
-    for (int64_t i = 0; i < n; i += std::max<int64_t>(1, n / 40)) {
-      const double numeric = NumericGrad(loss, h.params[u].data(), i, 1e-2f);
-      const double analytic = h.grads[u][i];
-      if (std::fabs(numeric - analytic) >
-              1e-3 + 5e-2 * std::max(std::fabs(numeric), std::fabs(analytic)) &&
-          ++failures <= 5) {
-        ADD_FAILURE() << h.model->units()[u].name << "[" << i << "]: analytic " << analytic
-                      << " numeric " << numeric;
-      }
-    }
-    EXPECT_EQ(failures, 0) << h.model->units()[u].name;
-  }
+  testing_util::ExpectGradientsMatchFiniteDifferences(h, batch, 40, "gpt");
 }
 
 TEST(GptModelTest, BackwardAddsScaledGradients) {

@@ -74,6 +74,16 @@ const std::string& TokenizedFortunes(int vocab) {
   return *prefix;
 }
 
+TrainGptRun RunTrainGptJob(const std::string& run_name, std::vector<std::string> base,
+                           const std::vector<std::string>& extra, int steps) {
+  base.insert(base.end(), extra.begin(), extra.end());
+  TrainGptRun run = RunTrainGpt(run_name, base);
+  EXPECT_EQ(run.exit_code, 0) << run_name << " output:\n" << run.output;
+  EXPECT_EQ(run.losses.size(), static_cast<size_t>(steps)) << run_name << "\n" << run.output;
+  EXPECT_EQ(run.param_sha256.size(), 64u) << run_name;
+  return run;
+}
+
 TrainGptRun RunTrainGpt(const std::string& run_name, const std::vector<std::string>& flags) {
   return RunTrainGptBinary(TrainGptPath(), run_name, flags);
 }

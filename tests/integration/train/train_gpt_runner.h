@@ -41,6 +41,12 @@ TrainGptRun RunTrainGpt(const std::string& run_name, const std::vector<std::stri
 TrainGptRun RunTrainGptBinary(const std::string& binary, const std::string& run_name,
                               const std::vector<std::string>& flags);
 
+// RunTrainGpt with `base` then `extra` flags, expecting a clean exit, `steps`
+// losses and a parameter digest (each a test failure otherwise, naming the
+// run and showing its output).
+TrainGptRun RunTrainGptJob(const std::string& run_name, std::vector<std::string> base,
+                           const std::vector<std::string>& extra, int steps);
+
 // The path of another example binary beside train_gpt (a data dependency of
 // the test too), e.g. ExamplePath("tokenize").
 std::string ExamplePath(const std::string& name);

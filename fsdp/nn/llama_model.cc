@@ -1,0 +1,395 @@
+// File: fsdp/nn/llama_model.cc
+//
+// One block, forward (x = residual stream in, all B*T rows at once;
+// C = d_model, F = ffn_hidden):
+//   rms1 = RMSNorm(x); proj = rms1 [Wq; Wk; Wv]^T            (fp32, workspace)
+//   qkv = RotaryQkv(proj)   q, k rotated, kv heads repeated   (fsdp/nn/grouped_query.h)
+//   att = Attention(qkv); res2 = x + att Wo^T
+//   rms2 = RMSNorm(res2); gate_up = rms2 [Wgate; Wup]^T; h = SwiGLU(gate_up)
+//   out = res2 + h Wdown^T
+// written once over the compute dtype with the layers of
+// fsdp/nn/dtype_layers.h and the Llama's own (rms_norm.h, swiglu.h, ...).
+// Backward keeps one gradient of the residual stream, d_residual_, and adds
+// into it in place, as GptModel does: d(out), then d(res2) once the second
+// RMSNorm's backward has added its share, then d(x).
+#include "fsdp/nn/llama_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "fsdp/nn/attention.h"
+#include "fsdp/nn/attention_layout.h"
+#include "fsdp/nn/batch_checks.h"
+#include "fsdp/nn/decoder_steps.h"
+#include "fsdp/nn/cross_entropy.h"
+#include "fsdp/nn/dtype_layers.h"
+#include "fsdp/nn/flash_attention.h"
+#include "fsdp/nn/init_rng.h"
+#include "fsdp/nn/residual.h"
+#include "fsdp/nn/rms_norm.h"
+#include "fsdp/nn/rotary.h"
+#include "fsdp/nn/swiglu.h"
+#include "fsdp/nn/token_embedding.h"
+
+namespace fsdp {
+namespace {
+
+// Parameter indices inside a block unit (LlamaUnitSpecs order).
+enum BlockParam { kInputNorm, kQ, kK, kV, kO, kPostNorm, kGate, kUp, kDown };
+enum HeadParam { kFinalNorm, kLmHead };
+
+bool IsBf16(comm::Dtype dtype) { return dtype == comm::Dtype::kBFloat16; }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(const LlamaConfig& config,
+                                                               int micro_batch,
+                                                               MemoryTracker* tracker) {
+  FSDP_RETURN_IF_ERROR(ValidateLlamaConfig(config));
+  FSDP_RETURN_IF_ERROR(CheckCreateArguments(micro_batch, tracker, "LlamaModel"));
+  std::unique_ptr<LlamaModel> model(new LlamaModel(config, micro_batch, tracker));
+  FSDP_RETURN_IF_ERROR(model->AllocateWorkspace());
+  return model;
+}
+
+LlamaModel::LlamaModel(const LlamaConfig& config, int micro_batch, MemoryTracker* tracker)
+    : config_(config),
+      micro_batch_(micro_batch),
+      tracker_(tracker),
+      units_(LlamaUnitSpecs(config)),
+      order_(static_cast<int>(units_.size())),
+      blocks_(config.layers) {}
+
+GroupedQueryShape LlamaModel::AttentionShape() const {
+  return {batch_, seq_, config_.heads, config_.kv_heads, config_.d_model / config_.heads};
+}
+
+LlamaModel::BlockDims LlamaModel::Dims() const {
+  const GroupedQueryShape attention = AttentionShape();
+  const int n = batch_ * seq_;
+  return {n, config_.d_model, config_.ffn_hidden, config_.heads, int64_t{n} * config_.d_model,
+          attention, static_cast<int>(attention.proj_width())};
+}
+
+absl::Status LlamaModel::AllocateWorkspace() {
+  const int T = config_.seq_len;
+  const int hs = config_.d_model / config_.heads;
+  const int64_t bt = int64_t{micro_batch_} * T;
+  const int64_t C = config_.d_model, F = config_.ffn_hidden;
+  const int64_t proj_width = int64_t{config_.heads + 2 * config_.kv_heads} * hs;
+  const int64_t wide = std::max(2 * F, 3 * C);
+  const bool bf16 = IsBf16(config_.compute_dtype);
+  const int64_t attention_scratch =
+      config_.flash_attention
+          ? (bf16 ? FlashAttentionBf16ScratchFloats(T, hs) : FlashAttentionScratchFloats(T, hs))
+      : bf16 ? AttentionBf16ScratchFloats(T, hs)
+             : AttentionBackwardScratchFloats(T);
+  MemoryTracker& tracker = *tracker_;
+  const MemoryCategory ws = MemoryCategory::kWorkspace;
+  FSDP_ASSIGN_OR_RETURN(rope_table_,
+                        tracker.Allocate<float>(ws, RotaryTableFloats(T, hs), "llama rope table"));
+  FillRotaryTable(rope_table_.data(), T, hs, config_.rope_theta);
+  FSDP_ASSIGN_OR_RETURN(d_residual_, tracker.Allocate<float>(ws, bt * C, "llama d_residual"));
+  FSDP_ASSIGN_OR_RETURN(d_narrow_, tracker.Allocate<float>(ws, bt * C, "llama d_narrow"));
+  FSDP_ASSIGN_OR_RETURN(d_hidden_, tracker.Allocate<float>(ws, bt * F, "llama d_hidden"));
+  FSDP_ASSIGN_OR_RETURN(d_wide_, tracker.Allocate<float>(ws, bt * wide, "llama d_wide"));
+  FSDP_ASSIGN_OR_RETURN(proj_, tracker.Allocate<float>(ws, bt * proj_width, "llama qkv proj"));
+  FSDP_ASSIGN_OR_RETURN(attention_scratch_, tracker.Allocate<float>(ws, attention_scratch,
+                                                                    "llama attention scratch"));
+  if (!bf16) return absl::OkStatus();
+  FSDP_ASSIGN_OR_RETURN(dout_copy_, DtypeBuffer::Allocate(tracker, ws, comm::Dtype::kBFloat16,
+                                                          bt * wide, "llama dout bf16"));
+  int64_t max_unit = 0, max_small = 0;
+  for (const UnitSpec& u : units_) {
+    max_unit = std::max(max_unit, u.numel());
+    int64_t small = 0;
+    for (const ParamSpec& p : u.params) small += p.shape.size() == 1 ? p.numel() : 0;
+    max_small = std::max(max_small, small);
+  }
+  if (IsBf16(config_.param_dtype)) {
+    FSDP_ASSIGN_OR_RETURN(small_params_,
+                          tracker.Allocate<float>(ws, max_small, "llama 1-D params fp32"));
+  } else {
+    FSDP_ASSIGN_OR_RETURN(params_bf16_,
+                          tracker.Allocate<uint16_t>(ws, max_unit, "llama params bf16"));
+  }
+  const int64_t probs_bf16 = config_.flash_attention ? FlashAttentionBf16ScratchElements(T, hs)
+                                                     : AttentionBf16ScratchElements(T, hs);
+  FSDP_ASSIGN_OR_RETURN(probs_bf16_,
+                        tracker.Allocate<uint16_t>(ws, probs_bf16, "llama attention bf16"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FloatBuffer> LlamaModel::Activation(int64_t numel, const char* what, int unit) {
+  // Uninitialized: the forward that saves an activation writes all of it.
+  return tracker_->AllocateUninitialized<float>(MemoryCategory::kActivations, numel,
+                                                absl::StrCat(units_[unit].name, " ", what));
+}
+
+absl::StatusOr<DtypeBuffer> LlamaModel::ComputeActivation(int64_t numel, const char* what,
+                                                          int unit) {
+  return DtypeBuffer::AllocateUninitialized(*tracker_, MemoryCategory::kActivations,
+                                            config_.compute_dtype, numel,
+                                            absl::StrCat(units_[unit].name, " ", what));
+}
+
+absl::StatusOr<UnitOperands> LlamaModel::Operands(int unit, ConstDtypeSpan params) {
+  return PrepareUnitOperands(units_[unit], params, config_.param_dtype, config_.compute_dtype,
+                             {params_bf16_.span(), small_params_.span()});
+}
+
+DtypeSpan LlamaModel::CopyScratch() {
+  if (!IsBf16(config_.compute_dtype)) return Fp32(static_cast<float*>(nullptr), 0);
+  return dout_copy_.span();
+}
+
+DtypeSpan LlamaModel::CopyOf(float* fp32, int64_t numel) {
+  if (!IsBf16(config_.compute_dtype)) return Fp32(fp32, numel);
+  return dout_copy_.span().subspan(0, numel);
+}
+
+const float* LlamaModel::UnitInput(int unit) const {
+  return unit == 1 ? embedding_out_.data() : blocks_[unit - 2].out.data();
+}
+
+void LlamaModel::InitUnitParams(int unit, absl::Span<float> params, uint64_t seed) const {
+  FSDP_CHECK(unit >= 0 && unit < num_units());
+  FSDP_CHECK(static_cast<int64_t>(params.size()) == units_[unit].numel());
+  int64_t offset = 0;
+  const std::vector<ParamSpec>& specs = units_[unit].params;
+  for (int p = 0; p < static_cast<int>(specs.size()); ++p) {
+    absl::Span<float> out = params.subspan(offset, specs[p].numel());
+    offset += specs[p].numel();
+    if (specs[p].shape.size() == 1) {  // the RMSNorm weights
+      std::fill(out.begin(), out.end(), 1.0f);
+    } else {
+      FillNormal(out, 0.02f, InitStreamKey(seed, unit, p));
+    }
+  }
+}
+
+absl::Status LlamaModel::ForwardUnit(int unit, ConstDtypeSpan params, const Batch& batch) {
+  return RunDecoderForward(order_, unit, batch,
+                           {micro_batch_, config_.seq_len, config_.vocab, batch_, seq_},
+                           [&] { return EmbeddingForward(params, batch); },
+                           [&](int layer) { return BlockForward(layer, params); },
+                           [&] { return HeadForward(params, batch); });
+}
+
+absl::Status LlamaModel::BackwardUnit(int unit, ConstDtypeSpan params, UnitGrads grads,
+                                      float loss_scale, GradWrite write) {
+  FSDP_RETURN_IF_ERROR(order_.CheckBackward(unit));
+  FSDP_RETURN_IF_ERROR(CheckUnitGrads(grads, write, absl::StrCat("BackwardUnit(", unit, ")")));
+  FSDP_ASSIGN_OR_RETURN(const UnitGradTargets g,
+                        PrepareUnitGradTargets(units_[unit], grads, config_.compute_dtype));
+  const int last = num_units() - 1;
+  if (unit == last) {
+    if (write == GradWrite::kOverwrite) g.Zero({kFinalNorm});
+    FSDP_RETURN_IF_ERROR(HeadBackward(params, g, loss_scale, write));
+  } else if (unit == 0) {
+    if (write == GradWrite::kOverwrite) g.Zero({0});  // rows are scattered by adding
+    EmbeddingBackward(g);
+  } else {
+    if (write == GradWrite::kOverwrite) g.Zero({kInputNorm, kPostNorm});
+    FSDP_RETURN_IF_ERROR(BlockBackward(unit - 1, params, g, write));
+  }
+  order_.BackwardDone(unit);
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------- embedding
+
+absl::Status LlamaModel::EmbeddingForward(ConstDtypeSpan params, const Batch& batch) {
+  // A new step: drop whatever an unfinished one saved.
+  tokens_.Reset();
+  embedding_out_.Reset();
+  for (BlockActivations& block : blocks_) block = BlockActivations();
+  head_ = HeadActivations();
+
+  FSDP_RETURN_IF_ERROR(CheckUnitParams(params, config_.param_dtype, units_[0]));
+  batch_ = batch.batch_size;
+  seq_ = batch.seq_len;
+  const int64_t bt = int64_t{batch_} * seq_;
+  FSDP_ASSIGN_OR_RETURN(tokens_, SaveTokens(*tracker_, batch.inputs, bt, "embedding tokens"));
+  FSDP_ASSIGN_OR_RETURN(embedding_out_, Activation(bt * config_.d_model, "output", 0));
+  TokenEmbeddingForward(embedding_out_.data(), tokens_.data(), params, bt, config_.d_model);
+  return absl::OkStatus();
+}
+
+void LlamaModel::EmbeddingBackward(const UnitGradTargets& g) {
+  TokenEmbeddingBackward(g.F(0), d_residual_.data(), tokens_.data(), int64_t{batch_} * seq_,
+                         config_.d_model);
+  g.RoundAllExcept({});
+  tokens_.Reset();
+  embedding_out_.Reset();
+}
+
+// ---------------------------------------------------------------- block
+
+// What a block's forward saves, in forward order (the tracker's peak follows
+// it).
+absl::Status LlamaModel::AllocateBlockActivations(int layer, bool with_output) {
+  const int unit = layer + 1;
+  const int n = batch_ * seq_;
+  const int64_t nc = int64_t{n} * config_.d_model;
+  const int64_t nf = int64_t{n} * config_.ffn_hidden;
+  const int64_t bh = int64_t{batch_} * config_.heads;
+  BlockActivations& a = blocks_[layer];
+  FSDP_ASSIGN_OR_RETURN(a.rms1, ComputeActivation(nc, "rms1_out", unit));
+  FSDP_ASSIGN_OR_RETURN(a.rms1_rstd, Activation(n, "rms1_rstd", unit));
+  FSDP_ASSIGN_OR_RETURN(a.qkv, ComputeActivation(3 * nc, "qkv", unit));
+  if (config_.flash_attention) {
+    FSDP_ASSIGN_OR_RETURN(a.lse, Activation(bh * seq_, "att_lse", unit));
+  } else {
+    FSDP_ASSIGN_OR_RETURN(a.att_probs, ComputeActivation(bh * seq_ * seq_, "att_probs", unit));
+  }
+  FSDP_ASSIGN_OR_RETURN(a.att, ComputeActivation(nc, "att_out", unit));
+  FSDP_ASSIGN_OR_RETURN(a.res2, Activation(nc, "res2", unit));
+  FSDP_ASSIGN_OR_RETURN(a.rms2, ComputeActivation(nc, "rms2_out", unit));
+  FSDP_ASSIGN_OR_RETURN(a.rms2_rstd, Activation(n, "rms2_rstd", unit));
+  FSDP_ASSIGN_OR_RETURN(a.gate_up, Activation(2 * nf, "gate_up", unit));
+  FSDP_ASSIGN_OR_RETURN(a.hidden, ComputeActivation(nf, "swiglu_out", unit));
+  if (with_output) {
+    FSDP_ASSIGN_OR_RETURN(a.out, Activation(nc, "out", unit));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LlamaModel::BlockForward(int layer, ConstDtypeSpan params) {
+  FSDP_ASSIGN_OR_RETURN(const UnitOperands p, Operands(layer + 1, params));
+  return RunBlockForward(
+      blocks_[layer], IsCheckpointedLlamaBlock(config_, layer),
+      [&] { return Activation(int64_t{batch_} * seq_ * config_.d_model, "out", layer + 1); },
+      [&](bool with_output) { return AllocateBlockActivations(layer, with_output); },
+      [&] { BlockForwardCompute(layer, p, /*through_output=*/true); });
+}
+
+void LlamaModel::BlockForwardCompute(int layer, const UnitOperands& p, bool through_output) {
+  const auto [n, C, F, H, nc, shape, proj_width] = Dims();
+  BlockActivations& a = blocks_[layer];
+  const float* x = UnitInput(layer + 1);
+  RmsNormForward(a.rms1.span(), a.rms1_rstd.data(), x, p.F(kInputNorm), n, C, config_.norm_eps);
+  LinearForward(Fp32(proj_.data(), n * shape.proj_width()), a.rms1.span(), p.W(kQ, 3), nullptr,
+                n, C, proj_width);
+  RotaryQkvForward(a.qkv.span(), proj_.data(), rope_table_.data(), config_.seq_len, shape);
+  if (config_.flash_attention) {
+    FlashAttentionForward(a.att.span(), a.lse.data(), attention_scratch_.data(),
+                          probs_bf16_.data(), a.qkv.span(), batch_, seq_, C, H);
+  } else {
+    AttentionForward(a.att.span(), a.att_probs.span(), attention_scratch_.data(),
+                     probs_bf16_.data(), a.qkv.span(), batch_, seq_, C, H);
+  }
+  LinearForward(Fp32(a.res2.data(), nc), a.att.span(), p.W(kO), nullptr, n, C, C);
+  ResidualForward(a.res2.data(), a.res2.data(), x, nc);
+  RmsNormForward(a.rms2.span(), a.rms2_rstd.data(), a.res2.data(), p.F(kPostNorm), n, C,
+                 config_.norm_eps);
+  LinearForward(Fp32(a.gate_up.data(), 2 * int64_t{n} * F), a.rms2.span(), p.W(kGate, 2),
+                nullptr, n, C, 2 * F);
+  SwigluForward(a.hidden.span(), a.gate_up.data(), n, F);
+  if (!through_output) return;
+  LinearForward(Fp32(a.out.data(), nc), a.hidden.span(), p.W(kDown), nullptr, n, F, C);
+  ResidualForward(a.out.data(), a.out.data(), a.res2.data(), nc);
+}
+
+absl::Status LlamaModel::BlockBackward(int layer, ConstDtypeSpan params,
+                                       const UnitGradTargets& g, GradWrite write) {
+  const int unit = layer + 1;
+  // The backward's parameters may be a new gather: prepare them again (once
+  // for the recomputation and the backward).
+  FSDP_ASSIGN_OR_RETURN(const UnitOperands p, Operands(unit, params));
+  if (IsCheckpointedLlamaBlock(config_, layer)) {
+    FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/false));
+    BlockForwardCompute(layer, p, /*through_output=*/false);
+  }
+  const auto [n, C, F, H, nc, shape, proj_width] = Dims();
+  BlockActivations& a = blocks_[layer];
+  const GradWrite fresh = GradWrite::kOverwrite;
+  float* dres = d_residual_.data();  // enters as d(out)
+  // In bf16 its rounding, written by the unit above's RMSNorm backward.
+  const DtypeSpan dres_copy = CopyOf(dres, nc);
+
+  // out = res2 + down(h): dres passes through to res2 in place.
+  LinearBackward(d_hidden_.data(), g.Product(kDown), nullptr, nullptr, dres_copy,
+                 a.hidden.span(), p.W(kDown), n, F, C, fresh, write);
+  SwigluBackward(d_wide_.data(), d_hidden_.data(), a.gate_up.data(), n, F);
+  const ConstDtypeSpan dgate_up = ComputeCopy(CopyScratch(), d_wide_.data(), 2 * int64_t{n} * F);
+  LinearBackward(d_narrow_.data(), g.Product(kGate, 2), nullptr, nullptr, dgate_up,
+                 a.rms2.span(), p.W(kGate, 2), n, C, 2 * F, fresh, write);
+  // dres becomes d(res2), and its compute copy with it.
+  RmsNormBackward(dres, dres_copy, g.F(kPostNorm), d_narrow_.data(), a.res2.data(),
+                  p.F(kPostNorm), a.rms2_rstd.data(), n, C);
+  // res2 = x + o_proj(att).
+  LinearBackward(d_narrow_.data(), g.Product(kO), nullptr, nullptr, dres_copy, a.att.span(),
+                 p.W(kO), n, C, C, fresh, write);
+  const ConstDtypeSpan datt = ComputeCopy(CopyScratch(), d_narrow_.data(), nc);
+  if (config_.flash_attention) {
+    // The blocked backward adds into dqkv; the standard one writes it.
+    std::fill(d_wide_.data(), d_wide_.data() + 3 * nc, 0.0f);
+    FlashAttentionBackward(d_wide_.data(), attention_scratch_.data(), probs_bf16_.data(), datt,
+                           a.qkv.span(), a.att.span(), a.lse.data(), batch_, seq_, C, H);
+  } else {
+    AttentionBackward(d_wide_.data(), attention_scratch_.data(), probs_bf16_.data(), datt,
+                      a.qkv.span(), a.att_probs.span(), batch_, seq_, C, H);
+  }
+  RotaryQkvBackward(proj_.data(), d_wide_.data(), rope_table_.data(), config_.seq_len, shape);
+  const ConstDtypeSpan dproj = ComputeCopy(CopyScratch(), proj_.data(), n * shape.proj_width());
+  LinearBackward(d_narrow_.data(), g.Product(kQ, 3), nullptr, nullptr, dproj, a.rms1.span(),
+                 p.W(kQ, 3), n, C, proj_width, fresh, write);
+  // dres becomes d(x); its compute copy only if the unit before starts with
+  // a product (a block, not the embedding).
+  RmsNormBackward(dres, layer > 0 ? dres_copy : Fp32(dres, nc), g.F(kInputNorm),
+                  d_narrow_.data(), UnitInput(unit), p.F(kInputNorm), a.rms1_rstd.data(), n, C);
+  g.RoundAllExcept({kQ, kK, kV, kO, kGate, kUp, kDown});
+  a = BlockActivations();
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------- head
+
+absl::Status LlamaModel::HeadForward(ConstDtypeSpan params, const Batch& batch) {
+  const int unit = num_units() - 1;
+  // The targets are read here: checked again (unit 0 checked the inputs).
+  FSDP_RETURN_IF_ERROR(ValidateBatch(batch, micro_batch_, config_.seq_len, config_.vocab));
+  FSDP_ASSIGN_OR_RETURN(const UnitOperands p, Operands(unit, params));
+  const int n = batch_ * seq_;
+  const int C = config_.d_model, V = config_.vocab;
+  HeadActivations& a = head_;
+  FSDP_ASSIGN_OR_RETURN(a.rmsf, ComputeActivation(int64_t{n} * C, "norm_out", unit));
+  FSDP_ASSIGN_OR_RETURN(a.rmsf_rstd, Activation(n, "norm_rstd", unit));
+  FSDP_ASSIGN_OR_RETURN(a.probs, Activation(int64_t{n} * V, "probs", unit));
+  FSDP_ASSIGN_OR_RETURN(a.targets, SaveTokens(*tracker_, batch.targets, n, "head targets"));
+
+  RmsNormForward(a.rmsf.span(), a.rmsf_rstd.data(), UnitInput(unit), p.F(kFinalNorm), n, C,
+                 config_.norm_eps);
+  LinearForward(Fp32(a.probs.data(), int64_t{n} * V), a.rmsf.span(), p.W(kLmHead), nullptr, n,
+                C, V);
+  loss_ = CrossEntropyForward(a.probs.data(), a.targets.data(), n, V);
+  return absl::OkStatus();
+}
+
+absl::Status LlamaModel::HeadBackward(ConstDtypeSpan params, const UnitGradTargets& g,
+                                      float loss_scale, GradWrite write) {
+  const int unit = num_units() - 1;
+  FSDP_ASSIGN_OR_RETURN(const UnitOperands p, Operands(unit, params));
+  const int n = batch_ * seq_;
+  const int C = config_.d_model, V = config_.vocab;
+  const int64_t nc = int64_t{n} * C;
+  HeadActivations& a = head_;
+  const ConstDtypeSpan dlogits = CrossEntropyBackward(config_.compute_dtype, a.probs.data(),
+                                                      a.targets.data(), n, V, loss_scale);
+  LinearBackward(d_narrow_.data(), g.Product(kLmHead), nullptr, nullptr, dlogits, a.rmsf.span(),
+                 p.W(kLmHead), n, C, V, GradWrite::kOverwrite, write);
+  std::fill(d_residual_.data(), d_residual_.data() + nc, 0.0f);
+  float* dres = d_residual_.data();
+  RmsNormBackward(dres, config_.layers > 0 ? CopyOf(dres, nc) : Fp32(dres, nc),
+                  g.F(kFinalNorm), d_narrow_.data(), UnitInput(unit), p.F(kFinalNorm),
+                  a.rmsf_rstd.data(), n, C);
+  g.RoundAllExcept({kLmHead});
+  head_ = HeadActivations();
+  return absl::OkStatus();
+}
+
+}  // namespace fsdp

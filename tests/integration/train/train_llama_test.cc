@@ -1,0 +1,172 @@
+// File: tests/integration/train/train_llama_test.cc
+//
+// train_gpt --model=llama over real processes on loopback (the launcher and
+// the UCX communicator), as train_gpt_sharding_test runs the GPT:
+//   * at 2 ranks, shard_optimizer, shard_grad_op, full_shard and
+//     hybrid_shard (group 1) end with no_shard's parameter SHA-256 and losses,
+//     bit for bit, in fp32 and in bf16 with flash attention and every block
+//     checkpointed; a global batch of 12 sequences of a Llama with
+//     grouped-query attention whose units do not divide by 2 (vocab 37);
+//   * at 2 ranks full_shard on the fortunes tokens, the training loss falls
+//     below the corpus's unigram entropy (computed here from the token file);
+//   * bad Llama flags are refused before any rank starts, naming the flag.
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/integration/train/train_gpt_runner.h"
+
+namespace fsdp_test {
+namespace {
+
+constexpr int kSteps = 5;
+
+std::vector<std::string> ModelFlags() {
+  return {"--model=llama",  "--layers=2",   "--d_model=24",       "--heads=4",
+          "--kv_heads=2",   "--ffn_hidden=40", "--rope_theta=500000", "--vocab=37",
+          "--seq_len=12",   "--global_batch=12", "--steps=5",      "--warmup_steps=1",
+          "--lr=0.01",      "--min_lr=0.001", "--threads=1",       "--seed=11",
+          "--nproc=2",      "--grad_clip=0.5"};
+}
+
+TrainGptRun RunJob(const std::string& name, const std::vector<std::string>& extra) {
+  return RunTrainGptJob(name, ModelFlags(), extra, kSteps);
+}
+
+const char* const kShardedStrategies[] = {"shard_optimizer", "shard_grad_op", "full_shard",
+                                          "hybrid_shard"};
+
+void ExpectEveryStrategyMatchesNoShard(const std::string& mode, std::vector<std::string> extra) {
+  std::vector<std::string> no_shard_flags = extra;
+  no_shard_flags.push_back("--strategy=no_shard");
+  const TrainGptRun no_shard = RunJob(mode + "_no_shard", no_shard_flags);
+  EXPECT_LT(no_shard.losses.back(), no_shard.losses.front()) << no_shard.output;
+  for (const char* strategy : kShardedStrategies) {
+    std::vector<std::string> flags = extra;
+    flags.push_back(absl::StrCat("--strategy=", strategy));
+    if (std::string(strategy) == "hybrid_shard") flags.push_back("--group_size=1");
+    const TrainGptRun run = RunJob(absl::StrCat(mode, "_", strategy), flags);
+    EXPECT_EQ(run.param_sha256, no_shard.param_sha256) << mode << " " << strategy;
+    EXPECT_EQ(run.losses, no_shard.losses) << mode << " " << strategy;
+  }
+}
+
+TEST(TrainLlamaTest, EveryStrategyMatchesNoShardBitForBitAtTwoRanks) {
+  ExpectEveryStrategyMatchesNoShard("fp32", {});
+}
+
+TEST(TrainLlamaTest, Bf16FlashCheckpointedStrategiesMatchBitForBit) {
+  ExpectEveryStrategyMatchesNoShard(
+      "bf16", {"--precision=bf16", "--attention=flash", "--activation_checkpointing=all"});
+}
+
+// -sum p ln p over the tokens of an llm.c token file (a 256-int32 header
+// whose third entry counts the uint16 tokens after it).
+double UnigramEntropy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<int32_t> header(256);
+  in.read(reinterpret_cast<char*>(header.data()), 1024);
+  std::vector<uint16_t> tokens(header[2]);
+  in.read(reinterpret_cast<char*>(tokens.data()), 2 * tokens.size());
+  EXPECT_TRUE(in.good()) << path;
+  std::map<uint16_t, int64_t> counts;
+  for (uint16_t t : tokens) ++counts[t];
+  double entropy = 0;
+  for (const auto& [token, count] : counts) {
+    const double p = static_cast<double>(count) / tokens.size();
+    entropy -= p * std::log(p);
+  }
+  return entropy;
+}
+
+TEST(TrainLlamaTest, LearnsTheFortunesBelowTheirUnigramEntropyAtTwoRanksFullShard) {
+  const std::string prefix = TokenizedFortunes(300);
+  const double unigram = UnigramEntropy(prefix + "_train.bin");
+  ASSERT_GT(unigram, 3.0);
+  const TrainGptRun run = RunTrainGpt(
+      "fortunes", {"--model=llama", "--nproc=2", "--strategy=full_shard",
+                   "--data=" + prefix + "_train.bin", "--vocab=300", "--layers=2",
+                   "--d_model=64", "--heads=4", "--kv_heads=2", "--seq_len=64",
+                   "--micro_batch=4", "--steps=60", "--warmup_steps=5", "--lr=0.003",
+                   "--threads=1"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  ASSERT_EQ(run.losses.size(), 60u) << run.output;
+  double last = 0;
+  for (int s = 50; s < 60; ++s) last += run.losses[s] / 10;
+  EXPECT_LT(last, unigram - 0.2) << "mean loss of the last 10 steps against the unigram entropy "
+                                 << unigram << "\n" << run.output;
+}
+
+// --export writes Hugging Face's layout: LlamaForCausalLM's tensor names
+// and a config.json in LlamaConfig's keys beside the file; --init_from reads
+// both back (the same digest) and refuses a config.json that contradicts
+// the flags, naming the key, its value and the flag.
+TEST(TrainLlamaTest, ExportAndImportInHuggingFacesLayout) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/hf";
+  std::string mkdir_output;
+  ASSERT_EQ(RunCommand("mkdir -p " + dir, &mkdir_output), 0) << mkdir_output;
+  const std::string file = dir + "/model.safetensors";
+  const std::vector<std::string> shape = {"--model=llama", "--kv_heads=2", "--rope_theta=500000",
+                                          "--warmup_steps=1", "--threads=1"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> flags = shape;
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    return flags;
+  };
+  const TrainGptRun trained =
+      RunTrainGpt("export", with({"--nproc=2", "--strategy=full_shard", "--steps=2",
+                                  "--export=" + file}));
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  const std::string config = ReadWholeFile(dir + "/config.json");
+  for (const char* key : {"\"architectures\": [\n    \"LlamaForCausalLM\"",
+                          "\"num_key_value_heads\": 2", "\"rope_theta\": 500000.0",
+                          "\"rms_norm_eps\": 1e-05", "\"intermediate_size\": 256",
+                          "\"tie_word_embeddings\": false"}) {
+    EXPECT_NE(config.find(key), std::string::npos) << key << " in\n" << config;
+  }
+  const std::string header = ReadWholeFile(file).substr(0, 4096);
+  EXPECT_NE(header.find("model.layers.1.self_attn.k_proj.weight"), std::string::npos);
+  EXPECT_NE(header.find("lm_head.weight"), std::string::npos);
+
+  const TrainGptRun loaded =
+      RunTrainGpt("import", with({"--nproc=1", "--steps=0", "--init_from=" + file}));
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.output;
+  EXPECT_EQ(loaded.param_sha256, trained.param_sha256);
+
+  const TrainGptRun contradicted = RunTrainGpt(
+      "contradicted", {"--model=llama", "--kv_heads=1", "--rope_theta=500000", "--nproc=1",
+                       "--steps=0", "--init_from=" + file});
+  EXPECT_EQ(contradicted.exit_code, 2) << contradicted.output;
+  EXPECT_NE(contradicted.output.find("num_key_value_heads is 2 but --kv_heads=1"),
+            std::string::npos)
+      << contradicted.output;
+}
+
+TEST(TrainLlamaTest, BadFlagsAreRefusedNamingTheFlag) {
+  struct Case {
+    std::vector<std::string> flags;
+    std::string message;
+  };
+  const Case cases[] = {
+      {{"--model=llama", "--heads=4", "--kv_heads=3"}, "kv_heads (3) must divide heads (4)"},
+      {{"--model=llama", "--tie_embeddings"}, "--tie_embeddings is not supported yet"},
+      {{"--model=llama", "--ffn_multiple_of=0"}, "--ffn_multiple_of=0 must be positive"},
+      {{"--model=llama", "--d_model=24", "--heads=8"}, "even head size"},
+      {{"--model=gpt", "--kv_heads=2"}, "shape a Llama (--model=llama)"},
+      {{"--model=mamba"}, "no model named 'mamba'"},
+  };
+  for (const Case& c : cases) {
+    const TrainGptRun run = RunTrainGpt("bad", c.flags);
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_NE(run.output.find(c.message), std::string::npos) << run.output;
+    EXPECT_EQ(run.output.find("[rank"), std::string::npos) << "a rank started:\n" << run.output;
+  }
+}
+
+}  // namespace
+}  // namespace fsdp_test
