@@ -3,12 +3,25 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/status_macros.h"
 #include "base/bf16_convert.h"
 
 namespace fsdp {
+namespace {
+
+// int64 spans hold exact fixed-point sums (fsdp/exact), not values these
+// kernels can read or write: passing one is a programmer bug.
+[[noreturn]] void RefuseInt64(const char* kernel) {
+  std::fprintf(stderr, "%s: an int64 span holds exact sums, not values; convert it with "
+               "ExactSumToFloats first\n", kernel);
+  std::abort();
+}
+
+}  // namespace
 
 void StoreFloats(DtypeSpan dst, absl::Span<const float> src) {
   FSDP_CHECK(dst.size() == static_cast<int64_t>(src.size()));
@@ -21,6 +34,8 @@ void StoreFloats(DtypeSpan dst, absl::Span<const float> src) {
     case comm::Dtype::kBFloat16:
       base::ToBf16(dst.as<uint16_t>().data(), src.data(), dst.size());
       return;
+    case comm::Dtype::kInt64:
+      RefuseInt64("StoreFloats");
   }
 }
 
@@ -35,6 +50,8 @@ void AccumulateFloats(DtypeSpan dst, absl::Span<const float> add) {
     case comm::Dtype::kBFloat16:
       base::AccumulateToBf16(dst.as<uint16_t>().data(), add.data(), dst.size());
       return;
+    case comm::Dtype::kInt64:
+      RefuseInt64("AccumulateFloats");
   }
 }
 
@@ -46,6 +63,8 @@ void ScaleElements(DtypeSpan values, float scale) {
     case comm::Dtype::kBFloat16:
       base::ScaleBf16InPlace(values.as<uint16_t>().data(), values.size(), scale);
       return;
+    case comm::Dtype::kInt64:
+      RefuseInt64("ScaleElements");
   }
 }
 
@@ -59,6 +78,8 @@ float MaxAbsOf(ConstDtypeSpan values) {
       return MaxAbs(values.as<float>());
     case comm::Dtype::kBFloat16:
       return MaxAbsBf16(values.as<uint16_t>());
+    case comm::Dtype::kInt64:
+      RefuseInt64("MaxAbsOf");
   }
   return 0.0f;
 }
@@ -69,6 +90,8 @@ SquareUnits SumOfSquareUnitsOf(ConstDtypeSpan values, int exponent) {
       return SumOfSquareUnits(values.as<float>(), exponent);
     case comm::Dtype::kBFloat16:
       return SumOfSquareUnitsBf16(values.as<uint16_t>(), exponent);
+    case comm::Dtype::kInt64:
+      RefuseInt64("SumOfSquareUnitsOf");
   }
   return 0;
 }
