@@ -14,7 +14,9 @@ using simd::D16;
 using simd::D8;
 using simd::F16;
 using simd::I16;
+using simd::AbsBits;
 using simd::kLanes;
+using simd::MaxLanes;
 
 typedef int64_t L8 __attribute__((vector_size(64)));
 typedef uint64_t U8 __attribute__((vector_size(64)));
@@ -38,18 +40,6 @@ FSDP_SIMD_INLINE U8 Rounded(D8 x, double scale) {
   const D8 zero_point = D8{} + kRound;
   std::memcpy(&magic, &zero_point, sizeof(magic));
   return bits - magic;
-}
-
-FSDP_SIMD_INLINE I16 AbsBits(F16 v) {
-  I16 bits;
-  std::memcpy(&bits, &v, sizeof(bits));
-  return bits & kAbsMask;
-}
-
-FSDP_SIMD_INLINE I16 MaxLanes(I16 a, I16 b) {
-  I16 r;
-  for (int j = 0; j < kLanes; ++j) r[j] = a[j] > b[j] ? a[j] : b[j];
-  return r;
 }
 
 FSDP_SIMD_INLINE void AddLanes(int64_t* sum, U8 add) {

@@ -2,20 +2,12 @@
 #include "tests/fsdp/nn/product_rows.h"
 
 #include <cstring>
-#include <random>
 
 #include "base/bfloat16.h"
+#include "tests/fsdp/nn/grad_check.h"
 
 namespace fsdp {
 namespace {
-
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 std::vector<uint32_t> Bits(const std::vector<float>& v, size_t begin, size_t n) {
   std::vector<uint32_t> bits(n);
@@ -44,11 +36,11 @@ const void* ProductOperands::Stack::data(NumType type, size_t offset) const {
 }
 
 ProductOperands::ProductOperands(WeightShape w, int seq_len, NumType type)
-    : w_(w), t_(seq_len), type_(type), bias_(Random(w.out, 2)) {
-  weight_ = MakeStack({Random(size_t(w.out) * w.in, 1)}, 1);
+    : w_(w), t_(seq_len), type_(type), bias_(testing_util::RandomVector(w.out, 2)) {
+  weight_ = MakeStack({testing_util::RandomVector(size_t(w.out) * w.in, 1)}, 1);
   for (int j = 0; j < kMaxSequences; ++j) {
-    x_pool_.push_back(Random(size_t(t_) * w.in, 10 + j));
-    dy_pool_.push_back(Random(size_t(t_) * w.out, 20 + j));
+    x_pool_.push_back(testing_util::RandomVector(size_t(t_) * w.in, 10 + j));
+    dy_pool_.push_back(testing_util::RandomVector(size_t(t_) * w.out, 20 + j));
   }
 }
 
