@@ -67,6 +67,15 @@ absl::Status CheckWholeElements(const char* op, const char* what, size_t num_byt
       " elements (", DtypeSize(dtype), " bytes each): pass the right dtype or buffer"));
 }
 
+// int64 data are exact sums; an average would need a division that no longer
+// is exact, so the caller scales the integers' result itself.
+absl::Status CheckReduceOp(const char* op, Dtype dtype, ReduceOp reduce_op) {
+  if (dtype != Dtype::kInt64 || reduce_op == ReduceOp::kSum) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      op, ": int64 data can only be summed (ReduceOp::kSum), not averaged: sum them and "
+      "scale the result"));
+}
+
 }  // namespace
 
 CommunicatorImpl::CommunicatorImpl(std::shared_ptr<ProgressEngine> engine,
@@ -153,6 +162,7 @@ absl::StatusOr<WorkHandle> CommunicatorImpl::ReduceScatter(
     const ReduceScatterOptions& options) {
   FSDP_RETURN_IF_ERROR(CheckWholeElements("reduce_scatter", "input", options.input.size(),
                                           options.dtype));
+  FSDP_RETURN_IF_ERROR(CheckReduceOp("reduce_scatter", options.dtype, options.op));
   const size_t element_size = DtypeSize(options.dtype);
   const size_t count = options.input.size() / element_size;
   const ElementRange own = CeilSplitChunk(count, size(), rank_);
@@ -203,6 +213,7 @@ absl::StatusOr<WorkHandle> CommunicatorImpl::ReduceScatter(
 absl::StatusOr<WorkHandle> CommunicatorImpl::AllReduce(const AllReduceOptions& options) {
   FSDP_RETURN_IF_ERROR(CheckWholeElements("all_reduce", "buffer", options.buffer.size(),
                                           options.dtype));
+  FSDP_RETURN_IF_ERROR(CheckReduceOp("all_reduce", options.dtype, options.op));
   const size_t count = options.buffer.size() / DtypeSize(options.dtype);
   Posting posting = NextPosting("all_reduce");
   if (size() == 1 || count == 0) return ProgressEngine::Finished(absl::OkStatus());

@@ -72,6 +72,18 @@ COMM_REDUCE_INLINE void SumBf16InPlaceBody(const uint16_t* __restrict in,
   }
 }
 
+// int64: two's complement sums, wrapping (as unsigned integers, so that
+// even a sum out of range is defined). Exact, so no divisor.
+COMM_REDUCE_INLINE void SumInt64Body(const uint64_t* __restrict a, const uint64_t* __restrict b,
+                                     uint64_t* __restrict out, size_t count) {
+  for (size_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
+}
+
+COMM_REDUCE_INLINE void SumInt64InPlaceBody(const uint64_t* __restrict in,
+                                            uint64_t* __restrict inout, size_t count) {
+  for (size_t i = 0; i < count; ++i) inout[i] = inout[i] + in[i];
+}
+
 // The running sum of a chain of three or more inputs, one block at a time
 // (fits in L1).
 constexpr size_t kChainBlock = 2048;
@@ -93,6 +105,22 @@ COMM_REDUCE_INLINE void ChainFloatBody(const void* const* inputs, size_t num_inp
     } else {
       SumFloatBody(input(last) + begin, sum, fo + begin, n, divisor);
     }
+  }
+}
+
+// Integer sums are associative: the chain's grouping does not matter, but
+// it is the same loop shape as fp32's. `out` may be any one input: its
+// block is read before it is written.
+COMM_REDUCE_INLINE void ChainInt64Body(const void* const* inputs, size_t num_inputs, void* out,
+                                       size_t count) {
+  auto input = [&](size_t k) { return static_cast<const uint64_t*>(inputs[k]); };
+  uint64_t* io = static_cast<uint64_t*>(out);
+  alignas(64) uint64_t sum[kChainBlock];
+  for (size_t begin = 0; begin < count; begin += kChainBlock) {
+    const size_t n = count - begin < kChainBlock ? count - begin : kChainBlock;
+    SumInt64Body(input(0) + begin, input(1) + begin, sum, n);
+    for (size_t k = 2; k < num_inputs; ++k) SumInt64InPlaceBody(input(k) + begin, sum, n);
+    std::memcpy(io + begin, sum, n * sizeof(uint64_t));
   }
 }
 
@@ -148,6 +176,12 @@ COMM_REDUCE_VARIANTS(ChainFloat, (const void* const* inputs, size_t num_inputs, 
 COMM_REDUCE_VARIANTS(ChainBf16, (const void* const* inputs, size_t num_inputs, void* out,
                                  size_t count, float divisor),
                      (inputs, num_inputs, out, count, divisor))
+COMM_REDUCE_VARIANTS(SumInt64, (const uint64_t* a, const uint64_t* b, uint64_t* out,
+                                size_t count), (a, b, out, count))
+COMM_REDUCE_VARIANTS(SumInt64InPlace, (const uint64_t* in, uint64_t* inout, size_t count),
+                     (in, inout, count))
+COMM_REDUCE_VARIANTS(ChainInt64, (const void* const* inputs, size_t num_inputs, void* out,
+                                  size_t count), (inputs, num_inputs, out, count))
 
 // ---------------------------------------------------------------------------
 // bf16 under AVX-512: 16 lanes in registers, the same integer rounding as
@@ -274,8 +308,29 @@ void SumBf16InPlace(KernelIsa isa, const uint16_t* in, uint16_t* inout, size_t c
   FSDP_ISA_DISPATCH(isa, SumBf16InPlace, (in, inout, count, divisor));
 }
 
+// The int64 loops for `isa` (the AVX-512 variant is the AVX2 one: integer
+// adds gain nothing from wider vectors here).
+void SumInt64(KernelIsa isa, const void* a, const void* b, void* out, size_t count) {
+  auto* a64 = static_cast<const uint64_t*>(a);
+  auto* b64 = static_cast<const uint64_t*>(b);
+  auto* o64 = static_cast<uint64_t*>(out);
+  if (isa == KernelIsa::kGeneric) return SumInt64Generic(a64, b64, o64, count);
+  SumInt64Avx2(a64, b64, o64, count);
+}
+
+void SumInt64InPlace(KernelIsa isa, const void* in, void* inout, size_t count) {
+  auto* in64 = static_cast<const uint64_t*>(in);
+  auto* io64 = static_cast<uint64_t*>(inout);
+  if (isa == KernelIsa::kGeneric) return SumInt64InPlaceGeneric(in64, io64, count);
+  SumInt64InPlaceAvx2(in64, io64, count);
+}
+
 void Chain(KernelIsa isa, Dtype dtype, const void* const* inputs, size_t num_inputs, void* out,
            size_t count, float divisor) {
+  if (dtype == Dtype::kInt64) {
+    if (isa == KernelIsa::kGeneric) return ChainInt64Generic(inputs, num_inputs, out, count);
+    return ChainInt64Avx2(inputs, num_inputs, out, count);
+  }
   if (dtype == Dtype::kFloat32) {
     if (isa == KernelIsa::kGeneric) {
       return ChainFloatGeneric(inputs, num_inputs, out, count, divisor);
@@ -290,7 +345,10 @@ void Chain(KernelIsa isa, Dtype dtype, const void* const* inputs, size_t num_inp
 void ReduceSum(KernelIsa isa, Dtype dtype, const void* a, const void* b, void* out,
                size_t count, float divisor) {
   FSDP_CHECK(KernelIsaSupported(isa));
-  if (dtype == Dtype::kFloat32) {
+  if (dtype == Dtype::kInt64) {
+    FSDP_CHECK(divisor == 1.0f);
+    SumInt64(isa, a, b, out, count);
+  } else if (dtype == Dtype::kFloat32) {
     SumFloat(isa, static_cast<const float*>(a), static_cast<const float*>(b),
              static_cast<float*>(out), count, divisor);
   } else {
@@ -302,7 +360,10 @@ void ReduceSum(KernelIsa isa, Dtype dtype, const void* a, const void* b, void* o
 void ReduceSumInPlace(KernelIsa isa, Dtype dtype, const void* in, void* inout, size_t count,
                       float divisor) {
   FSDP_CHECK(KernelIsaSupported(isa));
-  if (dtype == Dtype::kFloat32) {
+  if (dtype == Dtype::kInt64) {
+    FSDP_CHECK(divisor == 1.0f);
+    SumInt64InPlace(isa, in, inout, count);
+  } else if (dtype == Dtype::kFloat32) {
     SumFloatInPlace(isa, static_cast<const float*>(in), static_cast<float*>(inout), count,
                     divisor);
   } else {
@@ -314,6 +375,7 @@ void ReduceSumInPlace(KernelIsa isa, Dtype dtype, const void* in, void* inout, s
 void ReduceSumChain(KernelIsa isa, Dtype dtype, const void* const* inputs, size_t num_inputs,
                     void* out, size_t count, float divisor, bool stream_output) {
   FSDP_CHECK(KernelIsaSupported(isa));
+  FSDP_CHECK(dtype != Dtype::kInt64 || divisor == 1.0f);
   if (num_inputs < 2) return;
   bool out_is_input = false;
   for (size_t k = 0; k < num_inputs; ++k) out_is_input |= inputs[k] == out;

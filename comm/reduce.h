@@ -1,6 +1,8 @@
 // File: comm/reduce.h
 //
-// Reduction kernels: elementwise sums of two buffers, for fp32 and bf16.
+// Reduction kernels: elementwise sums of two buffers, for fp32, bf16 and
+// int64. int64 sums are exact (two's complement, wrapping), so their order
+// does not matter at all; they take no divisor (it must be 1).
 //
 // Rounding rule (the same for every algorithm, which is what makes results
 // reproducible bit for bit): every hop of a reduction reads two operands,

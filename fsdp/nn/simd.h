@@ -172,6 +172,22 @@ FSDP_SIMD_INLINE F16 Min(F16 a, F16 b) {
   return r;
 }
 
+// |v|'s bits as integers: for non-negative floats they order like the floats,
+// and NaN's (0x7f800001 and up) above +inf's (0x7f800000), so an integer
+// maximum of them (MaxLanes) is the largest magnitude with NaN winning, in
+// one compare per lane (the gradient norm's MaxAbs, the exact sums).
+FSDP_SIMD_INLINE I16 AbsBits(F16 v) {
+  I16 bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return bits & 0x7fffffff;
+}
+
+FSDP_SIMD_INLINE I16 MaxLanes(I16 a, I16 b) {
+  I16 r;
+  for (int j = 0; j < kLanes; ++j) r[j] = a[j] > b[j] ? a[j] : b[j];
+  return r;
+}
+
 FSDP_SIMD_INLINE F16 Sqrt(F16 v) {
   F16 r;
   // -fno-math-errno lets GCC turn this into one vsqrtps (correctly rounded).

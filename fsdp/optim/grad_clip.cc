@@ -20,20 +20,8 @@ typedef int64_t L8 __attribute__((vector_size(64)));
 
 constexpr int32_t kAbsMask = 0x7fffffff;
 
-// A non-negative float's bits, read as an integer, order like the float, and
-// NaN's (0x7f800001 and up) above +inf's (0x7f800000): the integer maximum of
-// |g|'s bits is the float maximum with NaN winning, in one compare per lane.
-FSDP_SIMD_INLINE I16 AbsBits(F16 v) {
-  I16 bits;
-  std::memcpy(&bits, &v, sizeof(bits));
-  return bits & kAbsMask;
-}
-
-FSDP_SIMD_INLINE I16 MaxLanes(I16 a, I16 b) {
-  I16 r;
-  for (int j = 0; j < kLanes; ++j) r[j] = a[j] > b[j] ? a[j] : b[j];
-  return r;
-}
+using simd::AbsBits;
+using simd::MaxLanes;
 
 // fp32 or bf16 values (widened in registers, so either is read once).
 template <typename T>

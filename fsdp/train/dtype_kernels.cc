@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/status_macros.h"
@@ -35,6 +37,14 @@ double LaneSumOfSquares(absl::Span<const Element> values, Widen widen) {
   return sum;
 }
 
+// int64 spans hold exact fixed-point sums (fsdp/exact), not values these
+// kernels can read or write: passing one is a programmer bug.
+[[noreturn]] void RefuseInt64(const char* kernel) {
+  std::fprintf(stderr, "%s: an int64 span holds exact sums, not values; convert it with "
+               "ExactSumToFloats first\n", kernel);
+  std::abort();
+}
+
 }  // namespace
 
 void StoreFloats(DtypeSpan dst, absl::Span<const float> src) {
@@ -48,6 +58,8 @@ void StoreFloats(DtypeSpan dst, absl::Span<const float> src) {
     case comm::Dtype::kBFloat16:
       base::ToBf16(dst.as<uint16_t>().data(), src.data(), dst.size());
       return;
+    case comm::Dtype::kInt64:
+      RefuseInt64("StoreFloats");
   }
 }
 
@@ -62,6 +74,8 @@ void AccumulateFloats(DtypeSpan dst, absl::Span<const float> add) {
     case comm::Dtype::kBFloat16:
       base::AccumulateToBf16(dst.as<uint16_t>().data(), add.data(), dst.size());
       return;
+    case comm::Dtype::kInt64:
+      RefuseInt64("AccumulateFloats");
   }
 }
 
@@ -73,6 +87,8 @@ void ScaleElements(DtypeSpan values, float scale) {
     case comm::Dtype::kBFloat16:
       base::ScaleBf16InPlace(values.as<uint16_t>().data(), values.size(), scale);
       return;
+    case comm::Dtype::kInt64:
+      RefuseInt64("ScaleElements");
   }
 }
 
@@ -86,6 +102,8 @@ float MaxAbsOf(ConstDtypeSpan values) {
       return MaxAbs(values.as<float>());
     case comm::Dtype::kBFloat16:
       return MaxAbsBf16(values.as<uint16_t>());
+    case comm::Dtype::kInt64:
+      RefuseInt64("MaxAbsOf");
   }
   return 0.0f;
 }
@@ -96,6 +114,8 @@ SquareUnits SumOfSquareUnitsOf(ConstDtypeSpan values, int exponent) {
       return SumOfSquareUnits(values.as<float>(), exponent);
     case comm::Dtype::kBFloat16:
       return SumOfSquareUnitsBf16(values.as<uint16_t>(), exponent);
+    case comm::Dtype::kInt64:
+      RefuseInt64("SumOfSquareUnitsOf");
   }
   return 0;
 }
@@ -115,6 +135,8 @@ double SquaredNormForStatistics(ConstDtypeSpan values) {
     case comm::Dtype::kBFloat16:
       return LaneSumOfSquares(values.as<uint16_t>(),
                               [](uint16_t x) { return double{base::FromBf16Bits(x)}; });
+    case comm::Dtype::kInt64:
+      RefuseInt64("SquaredNormForStatistics");
   }
   return 0.0;
 }

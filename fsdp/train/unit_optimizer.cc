@@ -30,8 +30,13 @@ absl::Status UnitOptimizer::Step(int unit, absl::Span<float> master, ConstDtypeS
       }
       return StepUnitBf16(unit, master, grads.as<uint16_t>(), grad_scale,
                           params.as<uint16_t>(), lr, step);
+    case comm::Dtype::kInt64:
+      break;
   }
-  return absl::InvalidArgumentError("unknown gradient dtype");
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unit ", unit, ": ", comm::DtypeName(grads.dtype()),
+      " gradients: the optimizer steps on fp32 or bf16 ones (exact int64 sums are converted "
+      "first)"));
 }
 
 absl::Status UnitOptimizer::StepUnitBf16(int unit, absl::Span<float> params,

@@ -302,3 +302,89 @@ INSTANTIATE_TEST_SUITE_P(Sizes, DeterminismTest,
 
 }  // namespace
 }  // namespace comm
+
+namespace comm {
+namespace {
+
+// ---- int64: exact sums at every world size ----
+
+int64_t WideValue(int rank, size_t i) {
+  uint64_t z = (static_cast<uint64_t>(rank) + 1) * 0x9E3779B97F4A7C15ull + i * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 31)) * 0x94D049BB133111EBull;
+  return static_cast<int64_t>(z ^ (z >> 29));  // full width: sums wrap
+}
+
+// The sum of every rank's contributions, the same for every world size,
+// algorithm and segment size: each "rank" r of a job of n holds the sum of
+// contributions j = r, r + n, r + 2n, ... of 8 fixed ones, so the global sum
+// is the same at n = 1..8 while the per-rank inputs differ.
+class Int64SumTest : public ::testing::TestWithParam<std::tuple<int, Algorithm>> {};
+
+TEST_P(Int64SumTest, TheSumOfAPartitionIsTheSameAtEveryWorldSize) {
+  const int n = std::get<0>(GetParam());
+  const Algorithm algorithm = std::get<1>(GetParam());
+  constexpr int kContributions = 8;
+  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{4096}, size_t{(1 << 18) + 3}}) {
+    std::vector<int64_t> expected(count, 0);
+    for (size_t i = 0; i < count; ++i) {
+      uint64_t s = 0;
+      for (int j = 0; j < kContributions; ++j) s += static_cast<uint64_t>(WideValue(j, i));
+      expected[i] = static_cast<int64_t>(s);
+    }
+    auto input_of = [&](int rank) {
+      std::vector<int64_t> v(count, 0);
+      for (int j = rank; j < kContributions; j += n) {
+        for (size_t i = 0; i < count; ++i) {
+          v[i] = static_cast<int64_t>(static_cast<uint64_t>(v[i]) +
+                                      static_cast<uint64_t>(WideValue(j, i)));
+        }
+      }
+      return v;
+    };
+    RunOnRanks(n, [&](int rank, Communicator& comm) {
+      size_t begin, end;
+      ReferenceChunk(count, n, rank, &begin, &end);
+      std::vector<int64_t> input = input_of(rank);
+      std::vector<int64_t> output(end - begin, -1);
+      ReduceScatterOptions rs;
+      rs.input = AsConstBytes(absl::MakeConstSpan(input));
+      rs.output = AsBytes(absl::MakeSpan(output));
+      rs.dtype = Dtype::kInt64;
+      rs.algorithm = algorithm;
+      auto work = comm.ReduceScatter(rs);
+      ASSERT_TRUE(work.ok()) << work.status();
+      ASSERT_TRUE((*work)->Wait(kTimeout).ok());
+      for (size_t i = begin; i < end; ++i) {
+        ASSERT_EQ(output[i - begin], expected[i]) << "rank " << rank << " element " << i;
+      }
+      AllReduceOptions ar;
+      ar.buffer = AsBytes(absl::MakeSpan(input));
+      ar.dtype = Dtype::kInt64;
+      ar.algorithm = algorithm;
+      work = comm.AllReduce(ar);
+      ASSERT_TRUE(work.ok()) << work.status();
+      ASSERT_TRUE((*work)->Wait(kTimeout).ok());
+      ASSERT_EQ(input, expected) << "rank " << rank;
+      ar.op = ReduceOp::kAverage;
+      EXPECT_EQ(comm.AllReduce(ar).status().code(), absl::StatusCode::kInvalidArgument);
+      rs.op = ReduceOp::kAverage;
+      EXPECT_EQ(comm.ReduceScatter(rs).status().code(), absl::StatusCode::kInvalidArgument);
+    }, GridOptions(), GridLoopback());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    WorldSizes, Int64SumTest,
+    ::testing::Combine(::testing::Range(1, 9),
+                       ::testing::Values(Algorithm::kRing, Algorithm::kLatency,
+                                         Algorithm::kDirect)),
+    [](const ::testing::TestParamInfo<std::tuple<int, Algorithm>>& info) {
+      const Algorithm a = std::get<1>(info.param);
+      return absl::StrCat("n", std::get<0>(info.param), "_",
+                          a == Algorithm::kRing     ? "ring"
+                          : a == Algorithm::kDirect ? "direct"
+                                                    : "latency");
+    });
+
+}  // namespace
+}  // namespace comm

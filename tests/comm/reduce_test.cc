@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -189,6 +190,54 @@ TEST_P(ReduceTest, ChainEqualsHopByHop) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace comm
+
+namespace comm {
+namespace {
+
+// int64 sums: exact two's complement, wrapping, in every entry point and
+// with the output aliasing each input of a chain.
+TEST_P(ReduceTest, Int64SumsWrapExactly) {
+  const size_t n = 2048 * 2 + 13;  // more than one chain block, and a tail
+  std::vector<std::vector<int64_t>> x(5, std::vector<int64_t>(n));
+  std::mt19937_64 rng(17);
+  for (auto& v : x) {
+    for (int64_t& e : v) e = static_cast<int64_t>(rng());  // full width: sums wrap
+  }
+  x[0][0] = INT64_MAX;
+  x[1][0] = 1;  // INT64_MAX + 1 wraps to INT64_MIN, then + the rest
+  auto wrapping_sum = [&](size_t k, size_t i) {
+    uint64_t s = 0;
+    for (size_t j = 0; j < k; ++j) s += static_cast<uint64_t>(x[j][i]);
+    return static_cast<int64_t>(s);
+  };
+  std::vector<int64_t> out(n), inout = x[1];
+  ReduceSum(GetParam(), Dtype::kInt64, x[0].data(), x[1].data(), out.data(), n);
+  ReduceSumInPlace(GetParam(), Dtype::kInt64, x[0].data(), inout.data(), n);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(out[i], wrapping_sum(2, i)) << i;
+    ASSERT_EQ(inout[i], wrapping_sum(2, i)) << i;
+  }
+  for (size_t k : {size_t{3}, size_t{5}}) {
+    for (size_t alias = 0; alias <= k; ++alias) {  // alias == k: a separate output
+      for (bool stream : {false, true}) {
+        std::vector<std::vector<int64_t>> in(x.begin(), x.begin() + k);
+        std::vector<const void*> ptrs;
+        for (auto& v : in) ptrs.push_back(v.data());
+        std::vector<int64_t> separate(n);
+        int64_t* target = alias < k ? in[alias].data() : separate.data();
+        ReduceSumChain(GetParam(), Dtype::kInt64, ptrs.data(), k, target, n, 1.0f, stream);
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(target[i], wrapping_sum(k, i)) << "k=" << k << " alias=" << alias << " i=" << i;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(DtypeSize(Dtype::kInt64), 8u);
+  EXPECT_STREQ(DtypeName(Dtype::kInt64), "int64");
 }
 
 }  // namespace

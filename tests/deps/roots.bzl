@@ -58,6 +58,7 @@ PACKAGE_GRAPH_ROOTS = [
     "//fsdp/data:token_file_fuzz_test",
     "//fsdp/data:token_file_fuzz_test_bin",
     "//fsdp/data:token_source",
+    "//fsdp/exact:fixed_point_sum",
     "//fsdp/exchange:blob_exchange",
     "//fsdp/memory:memory_tracker",
     "//fsdp/models:gpt",

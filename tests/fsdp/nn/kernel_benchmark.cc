@@ -32,6 +32,7 @@
 #include "fsdp/nn/linear.h"
 #include "fsdp/nn/matmul.h"
 #include "fsdp/nn/residual.h"
+#include "fsdp/exact/fixed_point_sum.h"
 #include "fsdp/optim/adamw.h"
 #include "fsdp/optim/grad_clip.h"
 #include "tests/fsdp/nn/grad_check.h"
@@ -115,6 +116,8 @@ int Main(int repetitions) {
                    kChannels);
   AttentionForward(att_out.data(), probs.data(), qkv.data(), kBatch, kSeq, kChannels, kHeads);
 
+  std::vector<float> accumulated(kShardNumel);
+  std::vector<int64_t> exact_sum(kShardNumel);
   std::vector<Kernel> kernels = {
       {"gelu forward (1024 x 2048)",
        [&] { reference::GeluForward(wide_out.data(), wide_in.data(), n4c); },
@@ -215,6 +218,17 @@ int Main(int repetitions) {
        },
        [&](KernelIsa isa) {
          volatile double sink = SumOfSquares(isa, grads);
+         (void)sink;
+       }},
+      // One contribution added to a gradient: an fp32 add ("old", what
+      // accumulation does today) against the exact mode's rounding to the
+      // quantum and int64 add (fsdp/exact): below 1x, the exact add's cost.
+      {"grad += contribution: fp32 vs exact int64 (16.9 M)",
+       [&] {
+         for (int64_t i = 0; i < kShardNumel; ++i) accumulated[i] += grads[i];
+       },
+       [&](KernelIsa isa) {
+         volatile float sink = AddToExactSum(isa, 0, grads, absl::MakeSpan(exact_sum));
          (void)sink;
        }},
   };

@@ -81,7 +81,40 @@ class MismatchReport {
   std::string first_;
 };
 
+// The wrapping int64 sum of every source's element `index`, checked exactly.
+std::string CheckInt64Sum(absl::Span<const int> sources, size_t begin, size_t count,
+                          uint64_t salt, absl::Span<const std::byte> got) {
+  size_t wrong = 0;
+  std::string first;
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t expected = 0;
+    for (int source : sources) {
+      expected += static_cast<uint64_t>(Int64InputValue(source, begin + i, salt));
+    }
+    uint64_t value;
+    std::memcpy(&value, got.data() + i * 8, 8);
+    if (value != expected) {
+      if (wrong == 0) {
+        first = absl::StrCat("element ", begin + i, ": expected ",
+                             static_cast<int64_t>(expected), ", got ",
+                             static_cast<int64_t>(value));
+      }
+      ++wrong;
+    }
+  }
+  return wrong == 0 ? "" : absl::StrCat(first, "; ", wrong, " element(s) wrong");
+}
+
 }  // namespace
+
+int64_t Int64InputValue(int source, uint64_t index, uint64_t salt) {
+  // splitmix64's finalizer over the three: every bit depends on all of them.
+  uint64_t z = static_cast<uint64_t>(source) * 0x9E3779B97F4A7C15ull + index * 0xBF58476D1CE4E5B9ull +
+               salt * 0x94D049BB133111EBull + 1;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return static_cast<int64_t>(z ^ (z >> 31));
+}
 
 float InputValue(ValueMode mode, int source, uint64_t index, uint64_t salt) {
   uint64_t mix = static_cast<uint64_t>(source) * 131 + index * 7 + salt * 13;
@@ -98,7 +131,12 @@ std::vector<std::byte> MakeInput(comm::Dtype dtype, ValueMode mode, int source,
                                  size_t count, uint64_t salt) {
   std::vector<std::byte> bytes(count * comm::DtypeSize(dtype));
   for (size_t i = 0; i < count; ++i) {
-    WriteElement(dtype, InputValue(mode, source, i, salt), bytes.data(), i);
+    if (dtype == comm::Dtype::kInt64) {
+      const int64_t value = Int64InputValue(source, i, salt);
+      std::memcpy(bytes.data() + i * 8, &value, 8);
+    } else {
+      WriteElement(dtype, InputValue(mode, source, i, salt), bytes.data(), i);
+    }
   }
   return bytes;
 }
@@ -157,6 +195,10 @@ std::string CheckReduced(comm::Dtype dtype, comm::ReduceOp op, ValueMode mode,
   if (got.size() < count * comm::DtypeSize(dtype)) {
     return absl::StrCat("output has ", got.size(), " bytes, expected at least ",
                         count * comm::DtypeSize(dtype));
+  }
+  if (dtype == comm::Dtype::kInt64) {
+    if (op != comm::ReduceOp::kSum) return "int64 data can only be summed";
+    return CheckInt64Sum(sources, begin, count, salt, got);
   }
   MismatchReport report(count, begin);
   const bool average = op == comm::ReduceOp::kAverage;

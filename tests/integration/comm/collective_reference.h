@@ -15,6 +15,9 @@
 //     base::ToBf16Bits(exact fp32 sum) when rounded once; an implementation
 //     that rounds partial sums on every hop lands within n ulps of it (see
 //     Bf16Rounding below).
+//   - comm::Dtype::kInt64 (either mode): full-width integers (a 64-bit mix of
+//     source, index and salt), so that sums wrap around; the reference is
+//     their two's complement sum, exact. int64 only sums (ReduceOp::kSum).
 // Averages: the reference is the exact sum divided by the group size,
 // rounded to fp32 (then to bf16). An implementation that multiplies by
 // 1/size instead of dividing may differ by one ulp; CompareReduced accepts
@@ -48,7 +51,11 @@ enum class ValueMode { kSmallIntegers, kBf16Fractions };
 // collective so that data left over from an earlier one cannot pass.
 float InputValue(ValueMode mode, int source, uint64_t index, uint64_t salt);
 
-// `count` elements of `dtype` holding InputValue(mode, source, i, salt).
+// The int64 input of element `index` on `source` (dtype kInt64).
+int64_t Int64InputValue(int source, uint64_t index, uint64_t salt);
+
+// `count` elements of `dtype` holding InputValue(mode, source, i, salt)
+// (Int64InputValue(source, i, salt) for kInt64).
 std::vector<std::byte> MakeInput(comm::Dtype dtype, ValueMode mode, int source,
                                  size_t count, uint64_t salt);
 

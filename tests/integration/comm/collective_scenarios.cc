@@ -300,6 +300,36 @@ absl::Status ScenarioRunner::RunGrid(const std::vector<Algorithm>& algorithms) {
       FSDP_RETURN_IF_ERROR(PostAndFinish(PostBarrier(world_, "barrier")));
     }
   }
+  // int64 sums are exact (comm/dtype.h): full-width values that wrap, every
+  // algorithm, in place and not; an average is refused on every rank alike
+  // before anything is posted.
+  for (size_t count : kGridCounts) {
+    for (Algorithm algorithm : algorithms) {
+      for (bool in_place : {false, true}) {
+        FSDP_RETURN_IF_ERROR(PostAndFinish(
+            PostReduceScatter(world_, world_sources_, Dtype::kInt64, ReduceOp::kSum,
+                              ValueMode::kSmallIntegers, count, algorithm, in_place)));
+      }
+      FSDP_RETURN_IF_ERROR(PostAndFinish(PostAllReduce(world_, world_sources_, Dtype::kInt64,
+                                                       ReduceOp::kSum,
+                                                       ValueMode::kSmallIntegers, count,
+                                                       algorithm)));
+    }
+  }
+  {
+    std::vector<std::byte> buffer(64);
+    comm::AllReduceOptions options;
+    options.buffer = absl::MakeSpan(buffer);
+    options.dtype = Dtype::kInt64;
+    options.op = ReduceOp::kAverage;
+    ++checks_;
+    const absl::StatusOr<comm::WorkHandle> refused = world_.AllReduce(options);
+    if (refused.ok() || refused.status().code() != absl::StatusCode::kInvalidArgument) {
+      ++failures_;
+      std::printf("%s FAIL all_reduce average int64: not refused (%s)\n", prefix().c_str(),
+                  refused.ok() ? "posted" : refused.status().ToString().c_str());
+    }
+  }
   // bf16 is accumulated in fp32 and rounded once (comm/communicator.h).
   for (size_t count : {size_t{4097}, kLargeCount}) {
     for (Algorithm algorithm : algorithms) {
