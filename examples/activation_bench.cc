@@ -52,7 +52,7 @@
 #include "fsdp/report/memory_estimate.h"
 #include "fsdp/run/train_options.h"
 #include "fsdp/run/train_run.h"
-#include "fsdp/train/strategy.h"
+#include "fsdp/plan/strategy.h"
 
 ABSL_FLAG(int, nproc, 2, "ranks per job (1 compute thread each)");
 ABSL_FLAG(int, steps, 4, "optimizer steps per job; the first is not timed");
@@ -107,7 +107,7 @@ fsdp::TrainOptions JobOptions(const Mode& mode, int seq_len, int64_t budget, int
   o.threads = 1;
   o.matmul_backend = absl::GetFlag(FLAGS_matmul_backend);
   o.nproc = absl::GetFlag(FLAGS_nproc);
-  o.strategy = *fsdp::ParseStrategy(absl::GetFlag(FLAGS_strategy));
+  o.sharding.strategy = *fsdp::ParseStrategy(absl::GetFlag(FLAGS_strategy));
   o.activation_checkpointing = mode.checkpointing;
   o.attention = mode.attention == "flash" ? fsdp::Attention::kFlash : fsdp::Attention::kStandard;
   o.mem_budget_bytes = budget;

@@ -66,7 +66,7 @@
 #include "fsdp/nn/matmul.h"
 #include "fsdp/run/train_options.h"
 #include "fsdp/run/train_run.h"
-#include "fsdp/train/strategy.h"
+#include "fsdp/plan/strategy.h"
 
 ABSL_FLAG(int, nproc, 2, "ranks per job (1 compute thread each)");
 ABSL_FLAG(int, steps, 6, "optimizer steps per job; the first is not timed");
@@ -112,14 +112,14 @@ fsdp::TrainOptions ModelOptions() {
 // gradients), or bf16_fp32grad (--precision=bf16 --reduce_dtype=fp32).
 absl::Status ApplyPrecision(const std::string& precision, fsdp::TrainOptions& o) {
   if (precision == "bf16_fp32grad") {
-    FSDP_ASSIGN_OR_RETURN(o.precision, fsdp::ParsePrecisionPolicy("bf16", "fp32"));
+    FSDP_ASSIGN_OR_RETURN(o.sharding.precision, fsdp::ParsePrecisionPolicy("bf16", "fp32"));
     return absl::OkStatus();
   }
   if (precision != "fp32" && precision != "bf16") {
     return absl::InvalidArgumentError(absl::StrCat(
         "precision '", precision, "' is not one of fp32, bf16, bf16_fp32grad"));
   }
-  FSDP_ASSIGN_OR_RETURN(o.precision, fsdp::ParsePrecisionPolicy(precision, ""));
+  FSDP_ASSIGN_OR_RETURN(o.sharding.precision, fsdp::ParsePrecisionPolicy(precision, ""));
   return absl::OkStatus();
 }
 
@@ -259,7 +259,7 @@ absl::Status RunRank(const std::string& config) {
   fsdp::TrainOptions o = ModelOptions();
   o.nproc = world->size();
   FSDP_RETURN_IF_ERROR(ApplyPrecision(parts[0], o));
-  FSDP_ASSIGN_OR_RETURN(o.strategy, fsdp::ParseStrategy(parts[1]));
+  FSDP_ASSIGN_OR_RETURN(o.sharding.strategy, fsdp::ParseStrategy(parts[1]));
   if (world->rank() == 0) o.metrics_out = parts[2];
   FSDP_ASSIGN_OR_RETURN(fsdp::RunSummary summary, fsdp::RunTraining(o, *world, nullptr));
   FSDP_ASSIGN_OR_RETURN(int64_t rss, fsdp::PeakRssBytes());

@@ -45,7 +45,7 @@
 #include "fsdp/run/text_monitor.h"
 #include "fsdp/run/train_options.h"
 #include "fsdp/run/train_run.h"
-#include "fsdp/train/strategy.h"
+#include "fsdp/plan/strategy.h"
 
 namespace {
 const fsdp::TrainOptions kDefaults;
@@ -59,9 +59,9 @@ ABSL_FLAG(std::string, strategy, "no_shard",
           "hybrid_shard (full_shard within --group_size ranks, replicated across groups)");
 ABSL_FLAG(int, group_size, 0,
           "hybrid_shard only: ranks per shard group (consecutive ranks); must divide --nproc");
-ABSL_FLAG(int, prefetch_depth, kDefaults.prefetch_depth,
+ABSL_FLAG(int, prefetch_depth, kDefaults.sharding.prefetch_depth,
           "units whose parameter all-gather starts ahead of the unit computing; 0 = none");
-ABSL_FLAG(int, max_gathers_in_flight, kDefaults.max_gathers_in_flight,
+ABSL_FLAG(int, max_gathers_in_flight, kDefaults.sharding.max_gathers_in_flight,
           "most parameter all-gathers outstanding at once (>= 1)");
 ABSL_FLAG(bool, mixed_precision, false,
           "an alias of --precision=bf16 (it once meant fp32 buffers with bf16 collectives, "
@@ -183,10 +183,10 @@ absl::StatusOr<int> NprocFromFlagOrEngine() {
 absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   fsdp::TrainOptions o;
   FSDP_ASSIGN_OR_RETURN(o.nproc, NprocFromFlagOrEngine());
-  FSDP_ASSIGN_OR_RETURN(o.strategy, fsdp::ParseStrategy(absl::GetFlag(FLAGS_strategy)));
-  o.group_size = absl::GetFlag(FLAGS_group_size);
-  o.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
-  o.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
+  FSDP_ASSIGN_OR_RETURN(o.sharding.strategy, fsdp::ParseStrategy(absl::GetFlag(FLAGS_strategy)));
+  o.sharding.group_size = absl::GetFlag(FLAGS_group_size);
+  o.sharding.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
+  o.sharding.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
   std::string precision = absl::GetFlag(FLAGS_precision);
   if (absl::GetFlag(FLAGS_mixed_precision)) {
     if (!comm::IsLaunchedRank()) {
@@ -195,11 +195,11 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
     }
     precision = "bf16";
   }
-  FSDP_ASSIGN_OR_RETURN(o.precision, fsdp::ParsePrecisionPolicy(
+  FSDP_ASSIGN_OR_RETURN(o.sharding.precision, fsdp::ParsePrecisionPolicy(
                                          precision, absl::GetFlag(FLAGS_reduce_dtype)));
   o.activation_checkpointing = absl::GetFlag(FLAGS_activation_checkpointing);
   FSDP_ASSIGN_OR_RETURN(o.attention, fsdp::ParseAttention(absl::GetFlag(FLAGS_attention)));
-  o.min_unit_numel = absl::GetFlag(FLAGS_min_unit_numel);
+  o.sharding.min_unit_numel = absl::GetFlag(FLAGS_min_unit_numel);
   o.layers = absl::GetFlag(FLAGS_layers);
   o.d_model = absl::GetFlag(FLAGS_d_model);
   o.heads = absl::GetFlag(FLAGS_heads);
@@ -364,7 +364,7 @@ absl::Status RunRank(fsdp::TrainOptions options) {
 #ifdef FSDP_TRAIN_GPT_TEST_HOOKS
   if (const char* perturb = std::getenv(kPerturbPlanRankEnv);
       perturb != nullptr && std::atoi(perturb) == world->rank()) {
-    options.min_unit_numel += 1;
+    options.sharding.min_unit_numel += 1;
   }
 #endif
   const int restart = comm::RestartCountFromEnvironment();

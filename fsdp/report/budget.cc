@@ -12,9 +12,9 @@
 #include "base/status_macros.h"
 #include "comm/dtype.h"
 #include "fsdp/plan/sharding_strategy.h"
-#include "fsdp/train/precision_policy.h"
+#include "fsdp/plan/precision_policy.h"
 #include "fsdp/report/gpt_family.h"
-#include "fsdp/train/strategy.h"
+#include "fsdp/plan/strategy.h"
 
 namespace fsdp {
 namespace report {
@@ -199,16 +199,13 @@ absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& opti
   point.optimizer = options.optimizer == OptimizerKind::kAdamW
                         ? plan::OptimizerKind::kAdam
                         : plan::OptimizerKind::kSgdMomentum;
-  FSDP_ASSIGN_OR_RETURN(point.strategy,
-                        plan::ParseShardingStrategy(StrategyName(options.strategy)));
-  point.group_size = point.strategy == proto::HYBRID_SHARD ? options.group_size : 0;
-  point.prefetch_depth = options.prefetch_depth;
-  point.min_unit_numel = options.min_unit_numel;
+  const ShardingOptions& sharding = options.sharding;
+  point.strategy = plan::ToPlanStrategy(sharding.strategy);
+  point.group_size = sharding.strategy == Strategy::kHybridShard ? sharding.group_size : 0;
+  point.prefetch_depth = sharding.prefetch_depth;
+  point.min_unit_numel = sharding.min_unit_numel;
   // [Note: runtime precision] in sweep.cc.
-  const PrecisionPolicy& policy = options.precision;
-  point.precision = policy.param_dtype != comm::Dtype::kBFloat16   ? Precision::kFp32
-                    : policy.reduce_dtype == comm::Dtype::kBFloat16 ? Precision::kMixed
-                                                                    : Precision::kBf16;
+  point.precision = PrecisionOf(sharding.precision);
   return point;
 }
 

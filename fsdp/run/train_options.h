@@ -22,8 +22,7 @@
 #include "absl/time/time.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/optim/lr_schedule.h"
-#include "fsdp/train/precision_policy.h"
-#include "fsdp/train/strategy.h"
+#include "fsdp/plan/sharding_options.h"
 
 namespace fsdp {
 
@@ -43,27 +42,23 @@ struct TrainOptions {
   std::string model = "gpt";
   // Job shape.
   int nproc = 2;
-  Strategy strategy = Strategy::kNoShard;
-  // Sharding (docs/sharding.md). group_size: hybrid_shard's G, ranks per
-  // shard group, dividing nproc; 0 for the other strategies.
-  int group_size = 0;
-  int prefetch_depth = 1;         // units all-gathered ahead; 0 = no prefetch
-  int max_gathers_in_flight = 2;  // outstanding parameter all-gathers, >= 1
-  // What the parameters, gradients, master and optimizer state are stored
-  // and moved in: --precision and --reduce_dtype, parsed once by
-  // ParsePrecisionPolicy (fsdp/train/precision_policy.h) where the flags are
-  // read. --precision=fp32, or bf16 (bf16 parameters and products with fp32
-  // accumulation; fp32 master and optimizer state; docs/compute.md);
-  // --reduce_dtype, the gradients under bf16: bf16 (2-byte gradients,
-  // reduced in bf16 with fp32 additions; [Note: bf16 gradients] in
-  // unit_state.h) or fp32.
-  PrecisionPolicy precision;
+  // Sharding (docs/sharding.md; fsdp/plan/sharding_options.h), handed as
+  // one value to the planner and the training step: --strategy,
+  // --group_size (hybrid_shard's G, ranks per shard group, dividing nproc; 0
+  // for the other strategies), --prefetch_depth, --max_gathers_in_flight,
+  // --min_unit_numel, and the precision policy of --precision and
+  // --reduce_dtype, parsed once by ParsePrecisionPolicy
+  // (fsdp/plan/precision_policy.h) where the flags are read: --precision=fp32,
+  // or bf16 (bf16 parameters and products with fp32 accumulation; fp32 master
+  // and optimizer state; docs/compute.md); --reduce_dtype, the gradients under
+  // bf16: bf16 (2-byte gradients, reduced in bf16 with fp32 additions; [Note:
+  // bf16 gradients] in unit_state.h) or fp32.
+  ShardingOptions sharding;
   // Activation memory (docs/memory.md): "none", "all" or "every:K" blocks
   // checkpointed (recomputed in the backward), and "standard" or "flash"
   // (memory-efficient) attention.
   std::string activation_checkpointing = "none";
   Attention attention = Attention::kStandard;
-  int64_t min_unit_numel = 0;     // merge units below this many elements; 0 = off
   // Model (a GPT; see fsdp/nn/gpt_spec.h).
   int layers = 2;
   int d_model = 64;

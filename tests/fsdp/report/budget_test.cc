@@ -132,8 +132,8 @@ TEST(BudgetTest, TrainOptionsAreCheckedAsTheirMemoryPoint) {
   EXPECT_TRUE(CheckTrainingFitsBudget(options, total).ok());
   const absl::Status over = CheckTrainingFitsBudget(options, total - 1);
   EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted);
-  options.strategy = Strategy::kHybridShard;
-  options.group_size = 1;
+  options.sharding.strategy = Strategy::kHybridShard;
+  options.sharding.group_size = 1;
   point.strategy = proto::HYBRID_SHARD;
   point.group_size = 1;
   const int64_t hybrid_total = EstimateRankMemory(point)->total_bytes();
@@ -141,14 +141,14 @@ TEST(BudgetTest, TrainOptionsAreCheckedAsTheirMemoryPoint) {
   EXPECT_FALSE(CheckTrainingFitsBudget(options, hybrid_total - 1).ok());
   // --precision=bf16 is the report's mixed (2-byte gradients), and with
   // --reduce_dtype=fp32 its bf16.
-  options.precision = *ParsePrecisionPolicy("bf16", "");
+  options.sharding.precision = *ParsePrecisionPolicy("bf16", "");
   point.precision = Precision::kMixed;
   const int64_t mixed_total = EstimateRankMemory(point)->total_bytes();
   EXPECT_TRUE(CheckTrainingFitsBudget(options, mixed_total).ok());
   const absl::Status over_mixed = CheckTrainingFitsBudget(options, mixed_total - 1);
   EXPECT_EQ(over_mixed.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(over_mixed.message().find("mixed"), std::string::npos) << over_mixed.message();
-  options.precision = *ParsePrecisionPolicy("bf16", "fp32");
+  options.sharding.precision = *ParsePrecisionPolicy("bf16", "fp32");
   point.precision = Precision::kBf16;
   const int64_t bf16_total = EstimateRankMemory(point)->total_bytes();
   EXPECT_GT(bf16_total, mixed_total);  // 4-byte gradients

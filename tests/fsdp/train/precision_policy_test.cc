@@ -4,7 +4,7 @@
 // combinations give the table in precision_policy.h, everything else is
 // refused with a message naming the flag, its value and the choices; and the
 // layout a unit derives from the policy (UnitRuntime).
-#include "fsdp/train/precision_policy.h"
+#include "fsdp/plan/precision_policy.h"
 
 #include <string>
 
@@ -91,14 +91,14 @@ TEST(PrecisionPolicyTest, ToStringNamesEveryDtype) {
 
 TEST(PrecisionPolicyTest, TrainOptionsHoldThePolicy) {
   TrainOptions options;
-  EXPECT_EQ(options.precision, PrecisionPolicy{});
+  EXPECT_EQ(options.sharding.precision, PrecisionPolicy{});
   EXPECT_FALSE(options.bf16_grads());
-  options.precision = *ParsePrecisionPolicy("bf16", "");
-  EXPECT_EQ(options.precision, *ParsePrecisionPolicy("bf16", "bf16"));
+  options.sharding.precision = *ParsePrecisionPolicy("bf16", "");
+  EXPECT_EQ(options.sharding.precision, *ParsePrecisionPolicy("bf16", "bf16"));
   EXPECT_TRUE(options.bf16_grads());
   EXPECT_TRUE(GptConfigOf(options).bf16_compute);
-  options.precision = *ParsePrecisionPolicy("bf16", "fp32");
-  EXPECT_EQ(options.precision.reduce_dtype, Dtype::kFloat32);
+  options.sharding.precision = *ParsePrecisionPolicy("bf16", "fp32");
+  EXPECT_EQ(options.sharding.precision.reduce_dtype, Dtype::kFloat32);
   EXPECT_FALSE(options.bf16_grads());
   const absl::Status s = ParsePrecisionPolicy("bf16", "fp8").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);

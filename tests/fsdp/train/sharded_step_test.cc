@@ -102,15 +102,15 @@ std::string Describe(const Config& c) {
 
 TrainStepOptions StepOptions(const Config& c) {
   TrainStepOptions o;
-  o.strategy = c.strategy;
+  o.sharding.strategy = c.strategy;
   o.accum_steps = c.accum;
   o.grad_clip = c.grad_clip;
   o.seed = 1234;
   o.comm_timeout = absl::Seconds(20);
-  o.group_size = c.group_size;
-  o.prefetch_depth = c.prefetch_depth;
-  o.max_gathers_in_flight = c.max_gathers_in_flight;
-  o.min_unit_numel = c.min_unit_numel;
+  o.sharding.group_size = c.group_size;
+  o.sharding.prefetch_depth = c.prefetch_depth;
+  o.sharding.max_gathers_in_flight = c.max_gathers_in_flight;
+  o.sharding.min_unit_numel = c.min_unit_numel;
   return o;
 }
 
@@ -388,9 +388,9 @@ MemoryRun TrainGptForMemory(Strategy strategy, int world, int prefetch_depth,
         FSDP_ASSIGN_OR_RETURN(auto model, GptModel::Create(config, kMicroBatch, &tracker));
         FSDP_ASSIGN_OR_RETURN(auto adamw, MakeUnitOptimizer(OptimizerKind::kAdamW, 0.0f));
         TrainStepOptions options;
-        options.strategy = strategy;
-        options.prefetch_depth = prefetch_depth;
-        options.max_gathers_in_flight = max_gathers_in_flight;
+        options.sharding.strategy = strategy;
+        options.sharding.prefetch_depth = prefetch_depth;
+        options.sharding.max_gathers_in_flight = max_gathers_in_flight;
         options.comm_timeout = absl::Seconds(30);
         FSDP_ASSIGN_OR_RETURN(auto trainer,
                               DataParallelTrainer::Create(model.get(), comms[r].get(), &tracker,
@@ -549,9 +549,9 @@ TEST(PlanAgreementTest, MismatchedOptionsFailOnEveryRankNamingTheField) {
       3,
       [](int r) {
         TrainStepOptions o;
-        o.strategy = Strategy::kFullShard;
+        o.sharding.strategy = Strategy::kFullShard;
         o.comm_timeout = absl::Seconds(20);
-        if (r == 1) o.min_unit_numel = 1;  // as if rank 1 got other flags
+        if (r == 1) o.sharding.min_unit_numel = 1;  // as if rank 1 got other flags
         return o;
       },
       [](int) { return std::make_unique<BigramModel>(kVocab, kDim); });
@@ -569,7 +569,7 @@ TEST(PlanAgreementTest, MismatchedModelsFailOnEveryRankNamingTheUnit) {
       3,
       [](int) {
         TrainStepOptions o;
-        o.strategy = Strategy::kShardGradOp;
+        o.sharding.strategy = Strategy::kShardGradOp;
         o.comm_timeout = absl::Seconds(20);
         return o;
       },
@@ -588,8 +588,8 @@ TEST(PlanAgreementTest, GroupSizeNotDividingTheWorldFailsOnEveryRank) {
       3,
       [](int) {
         TrainStepOptions o;
-        o.strategy = Strategy::kHybridShard;
-        o.group_size = 2;
+        o.sharding.strategy = Strategy::kHybridShard;
+        o.sharding.group_size = 2;
         o.comm_timeout = absl::Seconds(20);
         return o;
       },
