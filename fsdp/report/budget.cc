@@ -222,7 +222,7 @@ absl::StatusOr<std::optional<FittingModel>> LargestFittingFamilyModel(const Memo
        width += kGptFamilyWidthStep) {
     MemoryPoint candidate = point;
     candidate.config = GptFamilyConfig(width, point.config.vocab, point.config.seq_len);
-    candidate.config.bf16_compute = point.config.bf16_compute;
+    candidate.config.compute_dtype = point.config.compute_dtype;
     if (mode.checkpoint_every > candidate.config.layers) continue;  // too few blocks for every:K
     FSDP_RETURN_IF_ERROR(ApplyActivationMode(mode, candidate.config));
     FSDP_ASSIGN_OR_RETURN(RankMemoryEstimate estimate, EstimateRankMemory(candidate));

@@ -159,8 +159,8 @@ ScheduleInputs ScheduleOf(const proto::ShardPlan& plan, const GptActivationBreak
 absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& given) {
   MemoryPoint point = given;
   if (point.precision == Precision::kBf16 || point.precision == Precision::kMixed) {
-    point.config.bf16_compute = true;
-    point.config.bf16_params = true;
+    point.config.compute_dtype = comm::Dtype::kBFloat16;
+    point.config.param_dtype = comm::Dtype::kBFloat16;
   }
   FSDP_RETURN_IF_ERROR(ValidateGptConfig(point.config));
   if (point.micro_batch < 1) {

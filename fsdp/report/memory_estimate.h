@@ -51,8 +51,8 @@ enum class Precision {
   // bf16 parameter layout] in fsdp/train/unit_state.h): bf16 parameters
   // (kept and gathered) and matrix products, an fp32 master for every
   // strategy, fp32 gradients reduced in fp32, fp32 Adam state: 2 + 4 + 4 + 8
-  // = 18 bytes per parameter. The GPT computes in bf16 (config.bf16_compute
-  // and bf16_params are set), as under kMixed.
+  // = 18 bytes per parameter. The GPT computes in bf16 (config.compute_dtype
+  // and param_dtype are bf16), as under kMixed.
   kBf16,
 };
 const char* PrecisionName(Precision precision);  // "fp32", "mixed", "bf16"

@@ -128,7 +128,7 @@ absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int 
   if (point.strategy != proto::HYBRID_SHARD) options.sharding.group_size = 0;
   const bool bf16_layout =
       point.precision == Precision::kBf16 || point.precision == Precision::kMixed;
-  if (point.config.bf16_compute && !bf16_layout) {
+  if (point.config.compute_dtype == comm::Dtype::kBFloat16 && !bf16_layout) {
     return absl::UnimplementedError(
         "the runtime computes in bf16 only in its bf16 layout: use precision bf16");
   }

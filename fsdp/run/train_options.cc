@@ -196,8 +196,10 @@ GptConfig GptConfigOf(const TrainOptions& options) {
   config.heads = options.heads;
   config.vocab = options.vocab;
   config.seq_len = options.seq_len;
-  config.bf16_compute = options.sharding.precision.param_dtype == comm::Dtype::kBFloat16;
-  config.bf16_params = config.bf16_compute;  // [Note: bf16 parameter layout]
+  // The parameters' dtype is the model's compute dtype too: bf16 parameters
+  // are multiplied in bf16 ([Note: bf16 parameter layout]).
+  config.param_dtype = options.sharding.precision.param_dtype;
+  config.compute_dtype = config.param_dtype;
   // Validated by ValidateTrainOptions; a bad mode here means none.
   config.activation_checkpoint_every =
       ParseActivationCheckpointing(options.activation_checkpointing, options.layers).value_or(0);

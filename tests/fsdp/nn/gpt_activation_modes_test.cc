@@ -100,8 +100,8 @@ class CheckpointingTest : public testing::TestWithParam<std::tuple<int, bool>> {
 TEST_P(CheckpointingTest, LossAndGradientsAreBitIdenticalToNoCheckpointing) {
   const auto [precision, flash] = GetParam();
   GptConfig base = SmallConfig();
-  base.bf16_compute = precision >= 1;  // 1: bf16 products, 2: and bf16 parameters
-  base.bf16_params = precision == 2;
+  base.compute_dtype = precision >= 1 ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;  // 1: bf16 products, 2: and bf16 parameters
+  base.param_dtype = precision == 2 ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
   base.flash_attention = flash;
   const StepResult reference = TwoMicroBatches(base, 3);
   ASSERT_FALSE(reference.grads.empty());
@@ -147,7 +147,7 @@ TEST(FlashAttentionInModelTest, LossAndGradientsMatchStandardAttentionWithinFp32
 TEST(FlashAttentionInModelTest, Bf16FlashTracksBf16StandardAndFp32) {
   GptConfig fp32 = GptConfig{2, 32, 4, 53, 140};
   GptConfig standard = fp32;
-  standard.bf16_compute = true;
+  standard.compute_dtype = comm::Dtype::kBFloat16;
   GptConfig flash = standard;
   flash.flash_attention = true;
   const StepResult a = TwoMicroBatches(standard, 2);
@@ -175,7 +175,7 @@ void ExpectEveryUnitAsPredicted(const GptConfig& config) {
   const int micro_batch = 3;
   SCOPED_TRACE(ActivationCheckpointingName(config.activation_checkpoint_every) +
                (config.flash_attention ? " flash" : " standard") +
-               (config.bf16_compute ? " bf16" : " fp32"));
+               (config.compute_dtype == comm::Dtype::kBFloat16 ? " bf16" : " fp32"));
   MemoryTracker tracker;
   auto model = GptModel::Create(config, micro_batch, &tracker);
   ASSERT_TRUE(model.ok()) << model.status();
@@ -213,8 +213,8 @@ TEST(ActivationBytesTest, MeasuredBytesEqualThePredictionInEveryMode) {
     for (bool flash : {false, true}) {
       for (int every = 0; every <= 4; ++every) {
         GptConfig config = SmallConfig();
-        config.bf16_compute = precision >= 1;
-        config.bf16_params = precision == 2;
+        config.compute_dtype = precision >= 1 ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
+        config.param_dtype = precision == 2 ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
         config.flash_attention = flash;
         config.activation_checkpoint_every = every;
         ASSERT_NO_FATAL_FAILURE(ExpectEveryUnitAsPredicted(config));

@@ -96,7 +96,7 @@ TEST(PrecisionPolicyTest, TrainOptionsHoldThePolicy) {
   options.sharding.precision = *ParsePrecisionPolicy("bf16", "");
   EXPECT_EQ(options.sharding.precision, *ParsePrecisionPolicy("bf16", "bf16"));
   EXPECT_TRUE(options.bf16_grads());
-  EXPECT_TRUE(GptConfigOf(options).bf16_compute);
+  EXPECT_EQ(GptConfigOf(options).compute_dtype, Dtype::kBFloat16);
   options.sharding.precision = *ParsePrecisionPolicy("bf16", "fp32");
   EXPECT_EQ(options.sharding.precision.reduce_dtype, Dtype::kFloat32);
   EXPECT_FALSE(options.bf16_grads());
