@@ -104,7 +104,8 @@ fsdp::TrainOptions ModelOptions() {
   o.steps = absl::GetFlag(FLAGS_steps);
   o.warmup_steps = 1;
   o.threads = 1;
-  o.matmul_backend = absl::GetFlag(FLAGS_matmul_backend);
+  // main checked the flag before launching any job.
+  o.matmul_backend = *fsdp::ParseMatmulBackendChoice(absl::GetFlag(FLAGS_matmul_backend));
   return o;
 }
 
@@ -426,16 +427,18 @@ int main(int argc, char** argv) {
   // The backend the jobs will pick, and the floor measured with it.
   if (!fsdp::SetComputeThreads(1).ok()) return 1;
   fsdp::MatmulBackend backend = fsdp::MatmulBackend::kOneDnn;
-  std::string how = absl::GetFlag(FLAGS_matmul_backend);
-  if (absl::Status valid = fsdp::ValidateMatmulBackendName(how); !valid.ok()) {
-    std::fprintf(stderr, "speed_bench: %s\n", std::string(valid.message()).c_str());
+  const absl::StatusOr<fsdp::MatmulBackendChoice> choice =
+      fsdp::ParseMatmulBackendChoice(absl::GetFlag(FLAGS_matmul_backend));
+  if (!choice.ok()) {
+    std::fprintf(stderr, "speed_bench: %s\n", std::string(choice.status().message()).c_str());
     return 2;
   }
-  if (how == "default") {
+  std::string how = fsdp::MatmulBackendChoiceName(*choice);
+  if (*choice == fsdp::MatmulBackendChoice::kDefault) {
     const fsdp::DefaultBackendChoice rule = fsdp::DefaultMatmulBackend();
     backend = rule.backend;
     how = "default: " + rule.reason;
-  } else if (how == "auto") {
+  } else if (*choice == fsdp::MatmulBackendChoice::kAuto) {
     const fsdp::BackendMeasurement m = fsdp::MeasureMatmulBackends();
     backend = m.chosen;
     how = absl::StrFormat("auto: onednn %.0f, openblas %.0f GFLOP/s fp32", m.onednn_gflops,

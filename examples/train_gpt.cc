@@ -98,14 +98,15 @@ ABSL_FLAG(double, weight_decay, kDefaults.weight_decay, "decoupled weight decay"
 ABSL_FLAG(double, grad_clip, kDefaults.grad_clip, "max global gradient L2 norm; 0 = off");
 ABSL_FLAG(std::string, optimizer, "adamw", "adamw or sgd");
 ABSL_FLAG(uint64_t, seed, kDefaults.seed, "parameter initialization seed");
-ABSL_FLAG(std::string, activation_checkpointing, kDefaults.activation_checkpointing,
+ABSL_FLAG(std::string, activation_checkpointing,
+          fsdp::ActivationCheckpointingName(kDefaults.activation_checkpointing),
           "none, all, or every:K: checkpointed blocks (0, K, 2K, ...) keep only their output "
           "in the forward and recompute the rest in their backward (docs/memory.md); results "
           "are bit-identical");
 ABSL_FLAG(std::string, attention, fsdp::AttentionName(kDefaults.attention),
           "standard (saves the B H T T probabilities) or flash (blocked, saves one "
           "log-sum-exp per query row; equal to standard within rounding; either precision)");
-ABSL_FLAG(std::string, matmul_backend, kDefaults.matmul_backend,
+ABSL_FLAG(std::string, matmul_backend, fsdp::MatmulBackendChoiceName(kDefaults.matmul_backend),
           "matrix products: default (oneDNN from AVX2 up, else OpenBLAS: a rule of the "
           "machine, the same bits every run), onednn, openblas, or auto (timed on rank 0: "
           "oneDNN unless OpenBLAS is >20% faster; the bits can change between runs)");
@@ -197,7 +198,6 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   }
   FSDP_ASSIGN_OR_RETURN(o.sharding.precision, fsdp::ParsePrecisionPolicy(
                                          precision, absl::GetFlag(FLAGS_reduce_dtype)));
-  o.activation_checkpointing = absl::GetFlag(FLAGS_activation_checkpointing);
   FSDP_ASSIGN_OR_RETURN(o.attention, fsdp::ParseAttention(absl::GetFlag(FLAGS_attention)));
   o.sharding.min_unit_numel = absl::GetFlag(FLAGS_min_unit_numel);
   o.layers = absl::GetFlag(FLAGS_layers);
@@ -205,6 +205,9 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   o.heads = absl::GetFlag(FLAGS_heads);
   o.vocab = absl::GetFlag(FLAGS_vocab);
   o.seq_len = absl::GetFlag(FLAGS_seq_len);
+  FSDP_ASSIGN_OR_RETURN(o.activation_checkpointing,
+                        fsdp::ParseActivationCheckpointing(
+                            absl::GetFlag(FLAGS_activation_checkpointing), o.layers));
   o.micro_batch = absl::GetFlag(FLAGS_micro_batch);
   o.accum = absl::GetFlag(FLAGS_accum);
   o.steps = absl::GetFlag(FLAGS_steps);
@@ -236,7 +239,8 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   }
   o.seed = absl::GetFlag(FLAGS_seed);
   o.threads = absl::GetFlag(FLAGS_threads);
-  o.matmul_backend = absl::GetFlag(FLAGS_matmul_backend);
+  FSDP_ASSIGN_OR_RETURN(o.matmul_backend,
+                        fsdp::ParseMatmulBackendChoice(absl::GetFlag(FLAGS_matmul_backend)));
   o.data = absl::GetFlag(FLAGS_data);
   o.metrics_out = absl::GetFlag(FLAGS_metrics_out);
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);

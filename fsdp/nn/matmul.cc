@@ -301,9 +301,24 @@ absl::StatusOr<MatmulBackend> ParseMatmulBackend(absl::string_view name) {
       "unknown matmul backend '", name, "'; use onednn or openblas"));
 }
 
-absl::Status ValidateMatmulBackendName(absl::string_view name) {
-  if (name == "default" || name == "auto" || ParseMatmulBackend(name).ok()) {
-    return absl::OkStatus();
+const char* MatmulBackendChoiceName(MatmulBackendChoice choice) {
+  switch (choice) {
+    case MatmulBackendChoice::kDefault:
+      return "default";
+    case MatmulBackendChoice::kOneDnn:
+      return "onednn";
+    case MatmulBackendChoice::kOpenBlas:
+      return "openblas";
+    case MatmulBackendChoice::kAuto:
+      return "auto";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<MatmulBackendChoice> ParseMatmulBackendChoice(absl::string_view name) {
+  for (MatmulBackendChoice choice : {MatmulBackendChoice::kDefault, MatmulBackendChoice::kOneDnn,
+                                     MatmulBackendChoice::kOpenBlas, MatmulBackendChoice::kAuto}) {
+    if (name == MatmulBackendChoiceName(choice)) return choice;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--matmul_backend=", name,

@@ -138,7 +138,7 @@ absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int 
   options.vocab = point.config.vocab;
   options.seq_len = point.config.seq_len;
   options.activation_checkpointing =
-      ActivationCheckpointingName(point.config.activation_checkpoint_every);
+      ActivationCheckpointingOf(point.config.activation_checkpoint_every);
   options.attention = point.config.flash_attention ? Attention::kFlash : Attention::kStandard;
   options.micro_batch = point.micro_batch;
   options.accum = 1;

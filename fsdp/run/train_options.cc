@@ -89,8 +89,7 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
         "--threads=", o.threads, " must not be negative (0 = pick from the core count)"));
   }
   FSDP_RETURN_IF_ERROR(ValidatePrecisionPolicy(o.sharding.precision));
-  FSDP_RETURN_IF_ERROR(ParseActivationCheckpointing(o.activation_checkpointing, o.layers).status());
-  FSDP_RETURN_IF_ERROR(ValidateMatmulBackendName(o.matmul_backend));
+  FSDP_RETURN_IF_ERROR(ValidateActivationCheckpointing(o.activation_checkpointing, o.layers));
   if (o.d_model % o.heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--heads=", o.heads, " does not divide --d_model=", o.d_model,
@@ -200,9 +199,7 @@ GptConfig GptConfigOf(const TrainOptions& options) {
   // are multiplied in bf16 ([Note: bf16 parameter layout]).
   config.param_dtype = options.sharding.precision.param_dtype;
   config.compute_dtype = config.param_dtype;
-  // Validated by ValidateTrainOptions; a bad mode here means none.
-  config.activation_checkpoint_every =
-      ParseActivationCheckpointing(options.activation_checkpointing, options.layers).value_or(0);
+  config.activation_checkpoint_every = options.activation_checkpointing.checkpoint_every();
   config.flash_attention = options.attention == Attention::kFlash;
   return config;
 }
@@ -217,11 +214,13 @@ std::string TrainOptionsToString(const TrainOptions& o) {
       "reduce_dtype=%s activation_checkpointing=%s attention=%s min_unit_numel=%d%s",
       StrategyName(o.sharding.strategy), o.nproc, o.layers, o.d_model, o.heads, o.vocab, o.seq_len,
       o.micro_batch, o.accum, o.global_batch(), o.steps, OptimizerKindName(o.optimizer), o.lr,
-      o.min_lr, o.warmup_steps, o.weight_decay, o.grad_clip, o.seed, o.threads, o.matmul_backend,
+      o.min_lr, o.warmup_steps, o.weight_decay, o.grad_clip, o.seed, o.threads,
+      MatmulBackendChoiceName(o.matmul_backend),
       o.data.empty() ? "synthetic" : o.data, o.sharding.group_size, o.sharding.prefetch_depth,
       o.sharding.max_gathers_in_flight, comm::DtypeName(o.sharding.precision.param_dtype),
       comm::DtypeName(o.sharding.precision.reduce_dtype),
-      o.activation_checkpointing, AttentionName(o.attention), o.sharding.min_unit_numel,
+      ActivationCheckpointingName(o.activation_checkpointing), AttentionName(o.attention),
+      o.sharding.min_unit_numel,
       o.checkpoint_dir.empty()
           ? ""
           : absl::StrCat(" checkpoint_dir=", o.checkpoint_dir,

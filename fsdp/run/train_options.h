@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "fsdp/nn/gpt_spec.h"
+#include "fsdp/nn/matmul.h"
 #include "fsdp/optim/lr_schedule.h"
 #include "fsdp/plan/sharding_options.h"
 
@@ -54,10 +55,11 @@ struct TrainOptions {
   // bf16: bf16 (2-byte gradients, reduced in bf16 with fp32 additions; [Note:
   // bf16 gradients] in unit_state.h) or fp32.
   ShardingOptions sharding;
-  // Activation memory (docs/memory.md): "none", "all" or "every:K" blocks
-  // checkpointed (recomputed in the backward), and "standard" or "flash"
-  // (memory-efficient) attention.
-  std::string activation_checkpointing = "none";
+  // Activation memory (docs/memory.md): --activation_checkpointing, none,
+  // all or every:K blocks checkpointed (recomputed in the backward; parsed
+  // once by ParseActivationCheckpointing, fsdp/nn/gpt_spec.h), and
+  // --attention, standard or flash (memory-efficient).
+  ActivationCheckpointing activation_checkpointing;
   Attention attention = Attention::kStandard;
   // Model (a GPT; see fsdp/nn/gpt_spec.h).
   int layers = 2;
@@ -84,10 +86,10 @@ struct TrainOptions {
   // Compute threads per rank (matrix products and their libraries); 0 =
   // hardware threads / ranks on this machine.
   int threads = 0;
-  // Matrix products (fsdp/run/compute_backend.h): "default" (the machine's
-  // rule, never a timing), "onednn", "openblas", or "auto" (timed on rank 0;
-  // the bits can change between runs).
-  std::string matmul_backend = "default";
+  // Matrix products (--matmul_backend, fsdp/run/compute_backend.h): default
+  // (the machine's rule, never a timing), onednn, openblas, or auto (timed on
+  // rank 0; the bits can change between runs).
+  MatmulBackendChoice matmul_backend = MatmulBackendChoice::kDefault;
   // Data: an llm.c .bin token file, or "" for the synthetic Markov stream.
   std::string data;
   // Output: one JSON line per step, see fsdp/run/metrics_writer.h; "" = none.

@@ -186,9 +186,10 @@ ActivationMode ModeFromFlags(absl::string_view text) {
   if (checkpointing != absl::string_view::npos) {
     absl::string_view value = text.substr(checkpointing + 27);
     value = value.substr(0, value.find_first_of(" (,"));
-    const absl::StatusOr<int> every = ParseActivationCheckpointing(value, 1 << 20);
-    EXPECT_TRUE(every.ok()) << text;
-    mode.checkpoint_every = every.value_or(0);
+    const absl::StatusOr<ActivationCheckpointing> parsed =
+        ParseActivationCheckpointing(value, 1 << 20);
+    EXPECT_TRUE(parsed.ok()) << text;
+    mode.checkpoint_every = parsed.value_or(ActivationCheckpointing{}).checkpoint_every();
   }
   mode.flash_attention = text.find("--attention=flash") != absl::string_view::npos;
   return mode;
@@ -300,7 +301,7 @@ TEST(BudgetTest, TrainOptionsCarryTheActivationMode) {
   options.vocab = 512;
   options.seq_len = 256;
   options.micro_batch = 4;
-  options.activation_checkpointing = "every:2";
+  options.activation_checkpointing = *ParseActivationCheckpointing("every:2", options.layers);
   options.attention = Attention::kFlash;
   const MemoryPoint point = *MemoryPointFromTrainOptions(options);
   EXPECT_EQ(point.config.activation_checkpoint_every, 2);

@@ -100,7 +100,8 @@ TEST(SweepTest, TrainOptionsForPointCarryTheActivationMode) {
     ASSERT_TRUE(ApplyActivationMode(mode, point.config).ok());
     absl::StatusOr<TrainOptions> run = TrainOptionsForPoint(point, 2);
     ASSERT_TRUE(run.ok()) << run.status();
-    EXPECT_EQ(run->activation_checkpointing, ActivationCheckpointingName(mode.checkpoint_every));
+    EXPECT_EQ(ActivationCheckpointingName(run->activation_checkpointing),
+              ActivationCheckpointingName(mode.checkpoint_every));
     EXPECT_STREQ(AttentionName(run->attention), mode.flash_attention ? "flash" : "standard");
     EXPECT_EQ(run->sharding.min_unit_numel, 5000);
     EXPECT_EQ(ActivationModeOf(GptConfigOf(*run)), mode);

@@ -100,7 +100,7 @@ int64_t PredictedLongSequencePeak(const std::string& checkpointing, const std::s
   o.vocab = 256;
   o.seq_len = 512;
   o.micro_batch = 4;
-  o.activation_checkpointing = checkpointing;
+  o.activation_checkpointing = *fsdp::ParseActivationCheckpointing(checkpointing, o.layers);
   o.attention = *fsdp::ParseAttention(attention);
   absl::StatusOr<fsdp::report::MemoryPoint> point =
       fsdp::report::MemoryPointFromTrainOptions(o);
