@@ -45,6 +45,7 @@
 #include "comm/launcher/launcher.h"
 #include "examples/training_job.h"
 #include "fsdp/memory/memory_tracker.h"
+#include "fsdp/models/gpt_config.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/nn/matmul.h"
 #include "fsdp/report/budget.h"

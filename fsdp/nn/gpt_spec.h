@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "comm/dtype.h"
+#include "fsdp/nn/activation_checkpointing.h"
 #include "fsdp/nn/param_spec.h"
 
 namespace fsdp {
@@ -57,40 +58,6 @@ struct GptConfig {
 // OK, or InvalidArgument naming the bad field: all sizes positive, heads
 // divides d_model, activation_checkpoint_every in [0, layers].
 absl::Status ValidateGptConfig(const GptConfig& config);
-
-// --activation_checkpointing, parsed once where the flag is read: which
-// blocks keep only their output in the forward and recompute the rest in
-// their backward. "none", "all" (every block) or "every:K" (blocks 0, K, 2K,
-// ...); the mode is kept as spelled, so every:1 prints back as every:1.
-struct ActivationCheckpointing {
-  enum class Mode { kNone, kAll, kEvery };
-  Mode mode = Mode::kNone;
-  int every = 0;  // kEvery only: K >= 1
-
-  // GptConfig::activation_checkpoint_every: 0 (none), 1 (all) or K.
-  int checkpoint_every() const;
-  bool operator==(const ActivationCheckpointing& o) const {
-    return mode == o.mode && every == o.every;
-  }
-  bool operator!=(const ActivationCheckpointing& o) const { return !(*this == o); }
-};
-
-// "none", "all" or "every:K" with 1 <= K <= layers. InvalidArgument naming
-// the flag, its value and the accepted forms otherwise.
-absl::StatusOr<ActivationCheckpointing> ParseActivationCheckpointing(absl::string_view text,
-                                                                     int layers);
-
-// OK when the value fits a model of `layers` blocks (K <= layers), else the
-// parse's InvalidArgument for its name.
-absl::Status ValidateActivationCheckpointing(const ActivationCheckpointing& value, int layers);
-
-// The flag spelling: "none", "all" or "every:K".
-std::string ActivationCheckpointingName(const ActivationCheckpointing& value);
-
-// The value a GptConfig's activation_checkpoint_every stands for (0 none,
-// 1 all, K every:K), and its name.
-ActivationCheckpointing ActivationCheckpointingOf(int activation_checkpoint_every);
-std::string ActivationCheckpointingName(int activation_checkpoint_every);
 
 // Whether block `layer` (0-based) is checkpointed under config.
 bool IsCheckpointedBlock(const GptConfig& config, int layer);

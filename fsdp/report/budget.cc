@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "comm/dtype.h"
+#include "fsdp/models/gpt_config.h"
 #include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/plan/precision_policy.h"
 #include "fsdp/report/gpt_family.h"

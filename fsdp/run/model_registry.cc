@@ -20,7 +20,8 @@ std::map<std::string, ModelFactory, std::less<>>& Registry() {
 }  // namespace
 
 bool RegisterModel(const std::string& name, ModelFactory factory) {
-  FSDP_CHECK(factory.unit_specs != nullptr && factory.create != nullptr);
+  FSDP_CHECK(factory.unit_specs != nullptr && factory.create != nullptr &&
+             factory.create_inference != nullptr);
   FSDP_CHECK(Registry().emplace(name, factory).second);
   return true;
 }

@@ -6,7 +6,8 @@
 // looks up TrainOptions::model.
 //
 //   // fsdp/models/gpt.cc
-//   const bool kRegistered = RegisterModel("gpt", {&GptUnitSpecsOf, &CreateGpt});
+//   const bool kRegistered =
+//       RegisterModel("gpt", {&GptUnitSpecsOf, &CreateGpt, &CreateGptInference});
 //
 //   FSDP_ASSIGN_OR_RETURN(const ModelFactory* factory, FindModel(options.model));
 //   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, factory->create(options, &tracker));
@@ -20,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "fsdp/memory/memory_tracker.h"
+#include "fsdp/nn/inference_model.h"
 #include "fsdp/nn/model.h"
 #include "fsdp/nn/param_spec.h"
 #include "fsdp/run/train_options.h"
@@ -34,6 +36,11 @@ struct ModelFactory {
   // workspace tracked by `tracker`, which must outlive it.
   absl::StatusOr<std::unique_ptr<Model>> (*create)(const TrainOptions& options,
                                                    MemoryTracker* tracker) = nullptr;
+  // Its forward pass alone, for validation and samples (fsdp/run/text_monitor.h),
+  // for up to max_batch sequences; its buffers tracked by `tracker`, which
+  // must outlive it.
+  absl::StatusOr<std::unique_ptr<InferenceModel>> (*create_inference)(
+      const TrainOptions& options, int max_batch, MemoryTracker* tracker) = nullptr;
 };
 
 // Adds `name`; returns true so a registration can initialize a constant.

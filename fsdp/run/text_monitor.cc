@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "fsdp/run/model_forward.h"
+#include "fsdp/run/model_registry.h"
 #include "fsdp/text/tokenizer_file.h"
 
 namespace fsdp {
@@ -103,8 +104,9 @@ absl::StatusOr<std::unique_ptr<TextMonitor>> TextMonitor::Create(const TrainOpti
                                               options.val_batches, rank));
   }
   if (!options.val_data.empty() || options.sample_tokens > 0) {
+    FSDP_ASSIGN_OR_RETURN(const ModelFactory* factory, FindModel(options.model));
     FSDP_ASSIGN_OR_RETURN(monitor->forward_,
-                          GptInference::Create(GptConfigOf(options), options.micro_batch, tracker));
+                          factory->create_inference(options, options.micro_batch, tracker));
   }
   return monitor;
 }

@@ -188,22 +188,6 @@ bool TrainOptions::bf16_grads() const {
   return sharding.precision.reduce_dtype == comm::Dtype::kBFloat16;
 }
 
-GptConfig GptConfigOf(const TrainOptions& options) {
-  GptConfig config;
-  config.layers = options.layers;
-  config.d_model = options.d_model;
-  config.heads = options.heads;
-  config.vocab = options.vocab;
-  config.seq_len = options.seq_len;
-  // The parameters' dtype is the model's compute dtype too: bf16 parameters
-  // are multiplied in bf16 ([Note: bf16 parameter layout]).
-  config.param_dtype = options.sharding.precision.param_dtype;
-  config.compute_dtype = config.param_dtype;
-  config.activation_checkpoint_every = options.activation_checkpointing.checkpoint_every();
-  config.flash_attention = options.attention == Attention::kFlash;
-  return config;
-}
-
 std::string TrainOptionsToString(const TrainOptions& o) {
   return absl::StrFormat(
       "strategy=%s nproc=%d layers=%d d_model=%d heads=%d vocab=%d seq_len=%d "

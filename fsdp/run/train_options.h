@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "fsdp/nn/gpt_spec.h"
+#include "fsdp/nn/activation_checkpointing.h"
 #include "fsdp/nn/matmul.h"
 #include "fsdp/optim/lr_schedule.h"
 #include "fsdp/plan/sharding_options.h"
@@ -57,11 +57,11 @@ struct TrainOptions {
   ShardingOptions sharding;
   // Activation memory (docs/memory.md): --activation_checkpointing, none,
   // all or every:K blocks checkpointed (recomputed in the backward; parsed
-  // once by ParseActivationCheckpointing, fsdp/nn/gpt_spec.h), and
+  // once by ParseActivationCheckpointing, fsdp/nn/activation_checkpointing.h), and
   // --attention, standard or flash (memory-efficient).
   ActivationCheckpointing activation_checkpointing;
   Attention attention = Attention::kStandard;
-  // Model (a GPT; see fsdp/nn/gpt_spec.h).
+  // Model shape (the GPT of train_gpt: fsdp/models/gpt_config.h).
   int layers = 2;
   int d_model = 64;
   int heads = 4;
@@ -153,9 +153,6 @@ struct TrainOptions {
   // 2-byte gradients: --precision=bf16 unless --reduce_dtype=fp32.
   bool bf16_grads() const;
 };
-
-// The model these options describe (shape and compute precision).
-GptConfig GptConfigOf(const TrainOptions& options);
 
 // OK, or InvalidArgument naming the flag, its value and what to do:
 // every size positive, heads dividing d_model, lr positive, 0 <= min_lr <= lr,

@@ -5,6 +5,7 @@
 // tests/base/atomic_file_test.cc.)
 #include <string>
 
+#include "fsdp/models/gpt_config.h"
 #include "fsdp/report/activation_mode.h"
 #include "fsdp/report/rank_measurement.h"
 #include "fsdp/report/sweep.h"

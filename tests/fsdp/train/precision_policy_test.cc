@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "fsdp/models/gpt_config.h"
 #include "fsdp/run/train_options.h"
 #include "fsdp/train/unit_state.h"
 #include "gtest/gtest.h"
