@@ -25,15 +25,8 @@ absl::Status CheckEvery(absl::string_view text, int every, int layers) {
 }  // namespace
 
 int ActivationCheckpointing::checkpoint_every() const {
-  switch (mode) {
-    case Mode::kNone:
-      return 0;
-    case Mode::kAll:
-      return 1;
-    case Mode::kEvery:
-      return every;
-  }
-  return 0;
+  if (mode == Mode::kNone) return 0;
+  return mode == Mode::kAll ? 1 : every;
 }
 
 absl::StatusOr<ActivationCheckpointing> ParseActivationCheckpointing(absl::string_view text,
@@ -60,15 +53,10 @@ absl::Status ValidateActivationCheckpointing(const ActivationCheckpointing& valu
 }
 
 std::string ActivationCheckpointingName(const ActivationCheckpointing& value) {
-  switch (value.mode) {
-    case ActivationCheckpointing::Mode::kNone:
-      return "none";
-    case ActivationCheckpointing::Mode::kAll:
-      return "all";
-    case ActivationCheckpointing::Mode::kEvery:
-      return absl::StrCat("every:", value.every);
+  if (value.mode == ActivationCheckpointing::Mode::kEvery) {
+    return absl::StrCat("every:", value.every);
   }
-  return "none";
+  return value.mode == ActivationCheckpointing::Mode::kAll ? "all" : "none";
 }
 
 ActivationCheckpointing ActivationCheckpointingOf(int activation_checkpoint_every) {

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -301,24 +302,28 @@ absl::StatusOr<MatmulBackend> ParseMatmulBackend(absl::string_view name) {
       "unknown matmul backend '", name, "'; use onednn or openblas"));
 }
 
+namespace {
+
+// The flag's spellings, in the order its help lists them.
+constexpr std::pair<MatmulBackendChoice, const char*> kChoiceNames[] = {
+    {MatmulBackendChoice::kDefault, "default"},
+    {MatmulBackendChoice::kOneDnn, "onednn"},
+    {MatmulBackendChoice::kOpenBlas, "openblas"},
+    {MatmulBackendChoice::kAuto, "auto"},
+};
+
+}  // namespace
+
 const char* MatmulBackendChoiceName(MatmulBackendChoice choice) {
-  switch (choice) {
-    case MatmulBackendChoice::kDefault:
-      return "default";
-    case MatmulBackendChoice::kOneDnn:
-      return "onednn";
-    case MatmulBackendChoice::kOpenBlas:
-      return "openblas";
-    case MatmulBackendChoice::kAuto:
-      return "auto";
+  for (const auto& [named, name] : kChoiceNames) {
+    if (named == choice) return name;
   }
   return "unknown";
 }
 
 absl::StatusOr<MatmulBackendChoice> ParseMatmulBackendChoice(absl::string_view name) {
-  for (MatmulBackendChoice choice : {MatmulBackendChoice::kDefault, MatmulBackendChoice::kOneDnn,
-                                     MatmulBackendChoice::kOpenBlas, MatmulBackendChoice::kAuto}) {
-    if (name == MatmulBackendChoiceName(choice)) return choice;
+  for (const auto& [choice, spelled] : kChoiceNames) {
+    if (name == spelled) return choice;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--matmul_backend=", name,
