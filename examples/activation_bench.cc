@@ -45,6 +45,7 @@
 #include "comm/launcher/launcher.h"
 #include "examples/training_job.h"
 #include "fsdp/memory/memory_tracker.h"
+#include "fsdp/models/gpt_config.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/nn/matmul.h"
 #include "fsdp/report/budget.h"
@@ -52,7 +53,7 @@
 #include "fsdp/report/memory_estimate.h"
 #include "fsdp/run/train_options.h"
 #include "fsdp/run/train_run.h"
-#include "fsdp/train/strategy.h"
+#include "fsdp/plan/strategy.h"
 
 ABSL_FLAG(int, nproc, 2, "ranks per job (1 compute thread each)");
 ABSL_FLAG(int, steps, 4, "optimizer steps per job; the first is not timed");
@@ -76,21 +77,20 @@ ABSL_FLAG(std::string, bench_rank_config, "", "internal: set on launched ranks")
 namespace {
 
 struct Mode {
-  std::string name;             // as given
-  std::string checkpointing;    // none, all, every:K
-  std::string attention;        // standard, flash
+  std::string name;                               // as given
+  fsdp::ActivationCheckpointing checkpointing;    // none, all, every:K
+  std::string attention;                          // standard, flash
 };
 
 absl::StatusOr<Mode> ParseMode(absl::string_view text, int layers) {
-  Mode m{std::string(text), "none", "standard"};
+  Mode m{std::string(text), {}, "standard"};
   absl::string_view rest = text;
   if (rest == "flash") {
     m.attention = "flash";
     return m;
   }
   if (absl::ConsumeSuffix(&rest, "+flash")) m.attention = "flash";
-  FSDP_RETURN_IF_ERROR(fsdp::ParseActivationCheckpointing(rest, layers).status());
-  m.checkpointing = std::string(rest);
+  FSDP_ASSIGN_OR_RETURN(m.checkpointing, fsdp::ParseActivationCheckpointing(rest, layers));
   return m;
 }
 
@@ -105,9 +105,10 @@ fsdp::TrainOptions JobOptions(const Mode& mode, int seq_len, int64_t budget, int
   o.steps = steps;
   o.warmup_steps = 1;
   o.threads = 1;
-  o.matmul_backend = absl::GetFlag(FLAGS_matmul_backend);
+  // main checked the flag before launching any job.
+  o.matmul_backend = *fsdp::ParseMatmulBackendChoice(absl::GetFlag(FLAGS_matmul_backend));
   o.nproc = absl::GetFlag(FLAGS_nproc);
-  o.strategy = *fsdp::ParseStrategy(absl::GetFlag(FLAGS_strategy));
+  o.sharding.strategy = *fsdp::ParseStrategy(absl::GetFlag(FLAGS_strategy));
   o.activation_checkpointing = mode.checkpointing;
   o.attention = mode.attention == "flash" ? fsdp::Attention::kFlash : fsdp::Attention::kStandard;
   o.mem_budget_bytes = budget;
@@ -217,9 +218,11 @@ int main(int argc, char** argv) {
   }
   absl::StatusOr<int64_t> seq_budget = fsdp::report::ParseByteSize(absl::GetFlag(FLAGS_seq_budget));
   if (steps < 2 || modes.empty() || !fsdp::ParseStrategy(absl::GetFlag(FLAGS_strategy)).ok() ||
+      !fsdp::ParseMatmulBackendChoice(absl::GetFlag(FLAGS_matmul_backend)).ok() ||
       !seq_budget.ok() || absl::GetFlag(FLAGS_seq_step) < 1 || absl::GetFlag(FLAGS_seq_steps) < 1) {
     std::fprintf(stderr,
-                 "activation_bench: needs --steps >= 2, at least one mode, a known --strategy, "
+                 "activation_bench: needs --steps >= 2, at least one mode, a known --strategy "
+                 "and --matmul_backend, "
                  "a --seq_budget like 2GiB, --seq_step >= 1 and --seq_steps >= 1\n");
     return 2;
   }

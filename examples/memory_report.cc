@@ -67,7 +67,7 @@
 #include "fsdp/report/report_rows.h"
 #include "fsdp/report/report_tables.h"
 #include "fsdp/report/sweep.h"
-#include "fsdp/train/strategy.h"
+#include "fsdp/plan/strategy.h"
 
 ABSL_FLAG(std::string, preset, "full", "sweep preset: small (seconds) or full (a few minutes)");
 ABSL_FLAG(std::string, out_dir, "memory-report",

@@ -300,11 +300,12 @@ absl::Status Calibrate(int argc, char** argv) {
   fsdp::SetMatmulThreads(1);
   // The backend train_gpt takes for the same flag (fsdp/run/compute_backend.h).
   const std::string backend_name = absl::GetFlag(FLAGS_matmul_backend);
-  FSDP_RETURN_IF_ERROR(fsdp::ValidateMatmulBackendName(backend_name));
+  FSDP_ASSIGN_OR_RETURN(const fsdp::MatmulBackendChoice choice,
+                        fsdp::ParseMatmulBackendChoice(backend_name));
   fsdp::MatmulBackend backend = fsdp::DefaultMatmulBackend().backend;
-  if (backend_name == "auto") {
+  if (choice == fsdp::MatmulBackendChoice::kAuto) {
     backend = fsdp::MeasureMatmulBackends().chosen;
-  } else if (backend_name != "default") {
+  } else if (choice != fsdp::MatmulBackendChoice::kDefault) {
     FSDP_ASSIGN_OR_RETURN(backend, fsdp::ParseMatmulBackend(backend_name));
   }
   fsdp::SetMatmulBackend(backend);

@@ -189,9 +189,10 @@ absl::Status SetDimensions(Options& o) {
 absl::StatusOr<Options> ParseOptions() {
   Options o;
   FSDP_RETURN_IF_ERROR(SetDimensions(o));
-  FSDP_ASSIGN_OR_RETURN(o.config.activation_checkpoint_every,
+  FSDP_ASSIGN_OR_RETURN(const fsdp::ActivationCheckpointing checkpointing,
                         fsdp::ParseActivationCheckpointing(
                             absl::GetFlag(FLAGS_activation_checkpointing), o.config.layers));
+  o.config.activation_checkpoint_every = checkpointing.checkpoint_every();
   const std::string attention = absl::GetFlag(FLAGS_attention);
   if (attention != "standard" && attention != "flash") {
     return absl::InvalidArgumentError(

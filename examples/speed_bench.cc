@@ -66,7 +66,7 @@
 #include "fsdp/nn/matmul.h"
 #include "fsdp/run/train_options.h"
 #include "fsdp/run/train_run.h"
-#include "fsdp/train/strategy.h"
+#include "fsdp/plan/strategy.h"
 
 ABSL_FLAG(int, nproc, 2, "ranks per job (1 compute thread each)");
 ABSL_FLAG(int, steps, 6, "optimizer steps per job; the first is not timed");
@@ -104,7 +104,8 @@ fsdp::TrainOptions ModelOptions() {
   o.steps = absl::GetFlag(FLAGS_steps);
   o.warmup_steps = 1;
   o.threads = 1;
-  o.matmul_backend = absl::GetFlag(FLAGS_matmul_backend);
+  // main checked the flag before launching any job.
+  o.matmul_backend = *fsdp::ParseMatmulBackendChoice(absl::GetFlag(FLAGS_matmul_backend));
   return o;
 }
 
@@ -112,14 +113,14 @@ fsdp::TrainOptions ModelOptions() {
 // gradients), or bf16_fp32grad (--precision=bf16 --reduce_dtype=fp32).
 absl::Status ApplyPrecision(const std::string& precision, fsdp::TrainOptions& o) {
   if (precision == "bf16_fp32grad") {
-    FSDP_ASSIGN_OR_RETURN(o.precision, fsdp::ParsePrecisionPolicy("bf16", "fp32"));
+    FSDP_ASSIGN_OR_RETURN(o.sharding.precision, fsdp::ParsePrecisionPolicy("bf16", "fp32"));
     return absl::OkStatus();
   }
   if (precision != "fp32" && precision != "bf16") {
     return absl::InvalidArgumentError(absl::StrCat(
         "precision '", precision, "' is not one of fp32, bf16, bf16_fp32grad"));
   }
-  FSDP_ASSIGN_OR_RETURN(o.precision, fsdp::ParsePrecisionPolicy(precision, ""));
+  FSDP_ASSIGN_OR_RETURN(o.sharding.precision, fsdp::ParsePrecisionPolicy(precision, ""));
   return absl::OkStatus();
 }
 
@@ -259,7 +260,7 @@ absl::Status RunRank(const std::string& config) {
   fsdp::TrainOptions o = ModelOptions();
   o.nproc = world->size();
   FSDP_RETURN_IF_ERROR(ApplyPrecision(parts[0], o));
-  FSDP_ASSIGN_OR_RETURN(o.strategy, fsdp::ParseStrategy(parts[1]));
+  FSDP_ASSIGN_OR_RETURN(o.sharding.strategy, fsdp::ParseStrategy(parts[1]));
   if (world->rank() == 0) o.metrics_out = parts[2];
   FSDP_ASSIGN_OR_RETURN(fsdp::RunSummary summary, fsdp::RunTraining(o, *world, nullptr));
   FSDP_ASSIGN_OR_RETURN(int64_t rss, fsdp::PeakRssBytes());
@@ -426,16 +427,18 @@ int main(int argc, char** argv) {
   // The backend the jobs will pick, and the floor measured with it.
   if (!fsdp::SetComputeThreads(1).ok()) return 1;
   fsdp::MatmulBackend backend = fsdp::MatmulBackend::kOneDnn;
-  std::string how = absl::GetFlag(FLAGS_matmul_backend);
-  if (absl::Status valid = fsdp::ValidateMatmulBackendName(how); !valid.ok()) {
-    std::fprintf(stderr, "speed_bench: %s\n", std::string(valid.message()).c_str());
+  const absl::StatusOr<fsdp::MatmulBackendChoice> choice =
+      fsdp::ParseMatmulBackendChoice(absl::GetFlag(FLAGS_matmul_backend));
+  if (!choice.ok()) {
+    std::fprintf(stderr, "speed_bench: %s\n", std::string(choice.status().message()).c_str());
     return 2;
   }
-  if (how == "default") {
+  std::string how = fsdp::MatmulBackendChoiceName(*choice);
+  if (*choice == fsdp::MatmulBackendChoice::kDefault) {
     const fsdp::DefaultBackendChoice rule = fsdp::DefaultMatmulBackend();
     backend = rule.backend;
     how = "default: " + rule.reason;
-  } else if (how == "auto") {
+  } else if (*choice == fsdp::MatmulBackendChoice::kAuto) {
     const fsdp::BackendMeasurement m = fsdp::MeasureMatmulBackends();
     backend = m.chosen;
     how = absl::StrFormat("auto: onednn %.0f, openblas %.0f GFLOP/s fp32", m.onednn_gflops,

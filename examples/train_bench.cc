@@ -41,7 +41,7 @@
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/run/train_options.h"
 #include "fsdp/run/train_run.h"
-#include "fsdp/train/strategy.h"
+#include "fsdp/plan/strategy.h"
 
 ABSL_FLAG(int, nproc, 2, "ranks for the multi-rank measurement");
 ABSL_FLAG(int, steps, 10, "optimizer steps per measurement (the first is not timed)");
@@ -100,8 +100,8 @@ absl::Status RunRank(const std::string& config) {
                         comm::Communicator::CreateFromEnvironment());
   fsdp::TrainOptions options =
       OptionsFor(kSizes[size_index], world->size(), absl::GetFlag(FLAGS_steps));
-  FSDP_ASSIGN_OR_RETURN(options.strategy, fsdp::ParseStrategy(parts[2]));
-  options.prefetch_depth = std::atoi(parts[3].c_str());
+  FSDP_ASSIGN_OR_RETURN(options.sharding.strategy, fsdp::ParseStrategy(parts[2]));
+  options.sharding.prefetch_depth = std::atoi(parts[3].c_str());
   if (world->rank() == 0) options.metrics_out = parts[1];
   FSDP_ASSIGN_OR_RETURN(fsdp::RunSummary summary, fsdp::RunTraining(options, *world, nullptr));
   (void)summary;

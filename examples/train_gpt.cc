@@ -46,7 +46,7 @@
 #include "fsdp/run/text_monitor.h"
 #include "fsdp/run/train_options.h"
 #include "fsdp/run/train_run.h"
-#include "fsdp/train/strategy.h"
+#include "fsdp/plan/strategy.h"
 
 namespace {
 const fsdp::TrainOptions kDefaults;
@@ -60,9 +60,9 @@ ABSL_FLAG(std::string, strategy, "no_shard",
           "hybrid_shard (full_shard within --group_size ranks, replicated across groups)");
 ABSL_FLAG(int, group_size, 0,
           "hybrid_shard only: ranks per shard group (consecutive ranks); must divide --nproc");
-ABSL_FLAG(int, prefetch_depth, kDefaults.prefetch_depth,
+ABSL_FLAG(int, prefetch_depth, kDefaults.sharding.prefetch_depth,
           "units whose parameter all-gather starts ahead of the unit computing; 0 = none");
-ABSL_FLAG(int, max_gathers_in_flight, kDefaults.max_gathers_in_flight,
+ABSL_FLAG(int, max_gathers_in_flight, kDefaults.sharding.max_gathers_in_flight,
           "most parameter all-gathers outstanding at once (>= 1)");
 ABSL_FLAG(bool, mixed_precision, false,
           "an alias of --precision=bf16 (it once meant fp32 buffers with bf16 collectives, "
@@ -113,14 +113,15 @@ ABSL_FLAG(double, weight_decay, kDefaults.weight_decay, "decoupled weight decay"
 ABSL_FLAG(double, grad_clip, kDefaults.grad_clip, "max global gradient L2 norm; 0 = off");
 ABSL_FLAG(std::string, optimizer, "adamw", "adamw or sgd");
 ABSL_FLAG(uint64_t, seed, kDefaults.seed, "parameter initialization seed");
-ABSL_FLAG(std::string, activation_checkpointing, kDefaults.activation_checkpointing,
+ABSL_FLAG(std::string, activation_checkpointing,
+          fsdp::ActivationCheckpointingName(kDefaults.activation_checkpointing),
           "none, all, or every:K: checkpointed blocks (0, K, 2K, ...) keep only their output "
           "in the forward and recompute the rest in their backward (docs/memory.md); results "
           "are bit-identical");
 ABSL_FLAG(std::string, attention, fsdp::AttentionName(kDefaults.attention),
           "standard (saves the B H T T probabilities) or flash (blocked, saves one "
           "log-sum-exp per query row; equal to standard within rounding; either precision)");
-ABSL_FLAG(std::string, matmul_backend, kDefaults.matmul_backend,
+ABSL_FLAG(std::string, matmul_backend, fsdp::MatmulBackendChoiceName(kDefaults.matmul_backend),
           "matrix products: default (oneDNN from AVX2 up, else OpenBLAS: a rule of the "
           "machine, the same bits every run), onednn, openblas, or auto (timed on rank 0: "
           "oneDNN unless OpenBLAS is >20% faster; the bits can change between runs)");
@@ -198,10 +199,10 @@ absl::StatusOr<int> NprocFromFlagOrEngine() {
 absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   fsdp::TrainOptions o;
   FSDP_ASSIGN_OR_RETURN(o.nproc, NprocFromFlagOrEngine());
-  FSDP_ASSIGN_OR_RETURN(o.strategy, fsdp::ParseStrategy(absl::GetFlag(FLAGS_strategy)));
-  o.group_size = absl::GetFlag(FLAGS_group_size);
-  o.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
-  o.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
+  FSDP_ASSIGN_OR_RETURN(o.sharding.strategy, fsdp::ParseStrategy(absl::GetFlag(FLAGS_strategy)));
+  o.sharding.group_size = absl::GetFlag(FLAGS_group_size);
+  o.sharding.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
+  o.sharding.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
   std::string precision = absl::GetFlag(FLAGS_precision);
   if (absl::GetFlag(FLAGS_mixed_precision)) {
     if (!comm::IsLaunchedRank()) {
@@ -210,11 +211,10 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
     }
     precision = "bf16";
   }
-  FSDP_ASSIGN_OR_RETURN(o.precision, fsdp::ParsePrecisionPolicy(
+  FSDP_ASSIGN_OR_RETURN(o.sharding.precision, fsdp::ParsePrecisionPolicy(
                                          precision, absl::GetFlag(FLAGS_reduce_dtype)));
-  o.activation_checkpointing = absl::GetFlag(FLAGS_activation_checkpointing);
   FSDP_ASSIGN_OR_RETURN(o.attention, fsdp::ParseAttention(absl::GetFlag(FLAGS_attention)));
-  o.min_unit_numel = absl::GetFlag(FLAGS_min_unit_numel);
+  o.sharding.min_unit_numel = absl::GetFlag(FLAGS_min_unit_numel);
   o.model = absl::GetFlag(FLAGS_model);
   o.layers = absl::GetFlag(FLAGS_layers);
   o.d_model = absl::GetFlag(FLAGS_d_model);
@@ -227,6 +227,9 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   o.rope_theta = static_cast<float>(absl::GetFlag(FLAGS_rope_theta));
   o.norm_eps = static_cast<float>(absl::GetFlag(FLAGS_norm_eps));
   o.tie_embeddings = absl::GetFlag(FLAGS_tie_embeddings);
+  FSDP_ASSIGN_OR_RETURN(o.activation_checkpointing,
+                        fsdp::ParseActivationCheckpointing(
+                            absl::GetFlag(FLAGS_activation_checkpointing), o.layers));
   o.micro_batch = absl::GetFlag(FLAGS_micro_batch);
   o.accum = absl::GetFlag(FLAGS_accum);
   o.steps = absl::GetFlag(FLAGS_steps);
@@ -258,7 +261,8 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   }
   o.seed = absl::GetFlag(FLAGS_seed);
   o.threads = absl::GetFlag(FLAGS_threads);
-  o.matmul_backend = absl::GetFlag(FLAGS_matmul_backend);
+  FSDP_ASSIGN_OR_RETURN(o.matmul_backend,
+                        fsdp::ParseMatmulBackendChoice(absl::GetFlag(FLAGS_matmul_backend)));
   o.data = absl::GetFlag(FLAGS_data);
   o.metrics_out = absl::GetFlag(FLAGS_metrics_out);
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
@@ -396,7 +400,7 @@ absl::Status RunRank(fsdp::TrainOptions options) {
 #ifdef FSDP_TRAIN_GPT_TEST_HOOKS
   if (const char* perturb = std::getenv(kPerturbPlanRankEnv);
       perturb != nullptr && std::atoi(perturb) == world->rank()) {
-    options.min_unit_numel += 1;
+    options.sharding.min_unit_numel += 1;
   }
 #endif
   const int restart = comm::RestartCountFromEnvironment();

@@ -1,10 +1,13 @@
 // File: fsdp/models/gpt.cc
 //
 // The GPT (fsdp/nn/gpt_model.h) in the run's model registry as "gpt", the
-// shape and precision taken from the train_gpt flags (GptConfigOf).
+// shape and precision taken from the train_gpt flags (GptConfigOf), with its
+// forward pass alone (fsdp/nn/gpt_inference.h) for validation and samples.
 #include <memory>
 #include <vector>
 
+#include "fsdp/models/gpt_config.h"
+#include "fsdp/nn/gpt_inference.h"
 #include "fsdp/nn/gpt_model.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/run/model_registry.h"
@@ -39,8 +42,25 @@ absl::Status ValidateGptOptions(const TrainOptions& o) {
   return absl::OkStatus();
 }
 
-const bool kRegistered =
-    RegisterModel("gpt", {&GptUnitSpecsOf, &CreateGpt, &ValidateGptOptions});
+absl::StatusOr<std::unique_ptr<InferenceModel>> CreateGptInference(const TrainOptions& options,
+                                                                   int max_batch,
+                                                                   MemoryTracker* tracker) {
+  absl::StatusOr<std::unique_ptr<GptInference>> forward =
+      GptInference::Create(GptConfigOf(options), max_batch, tracker);
+  if (!forward.ok()) return forward.status();
+  return std::unique_ptr<InferenceModel>(std::move(*forward));
+}
+
+ModelFactory GptFactory() {
+  ModelFactory factory;
+  factory.unit_specs = &GptUnitSpecsOf;
+  factory.create = &CreateGpt;
+  factory.validate = &ValidateGptOptions;
+  factory.create_inference = &CreateGptInference;
+  return factory;
+}
+
+const bool kRegistered = RegisterModel("gpt", GptFactory());
 
 }  // namespace
 }  // namespace fsdp

@@ -37,10 +37,9 @@ LlamaConfig LlamaConfigOf(const TrainOptions& o) {
   c.seq_len = o.seq_len;
   c.rope_theta = o.rope_theta > 0.0f ? o.rope_theta : LlamaConfig().rope_theta;
   c.norm_eps = o.norm_eps > 0.0f ? o.norm_eps : LlamaConfig().norm_eps;
-  c.compute_dtype = o.precision.param_dtype;
-  c.param_dtype = o.precision.param_dtype;  // [Note: bf16 parameter layout]
-  c.activation_checkpoint_every =
-      ParseActivationCheckpointing(o.activation_checkpointing, o.layers).value_or(0);
+  c.compute_dtype = o.sharding.precision.param_dtype;
+  c.param_dtype = o.sharding.precision.param_dtype;  // [Note: bf16 parameter layout]
+  c.activation_checkpoint_every = o.activation_checkpointing.checkpoint_every();
   c.flash_attention = o.attention == Attention::kFlash;
   return c;
 }

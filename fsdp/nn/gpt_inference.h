@@ -31,11 +31,12 @@
 #include "absl/types/span.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/gpt_spec.h"
+#include "fsdp/nn/inference_model.h"
 #include "fsdp/nn/param_spec.h"
 
 namespace fsdp {
 
-class GptInference {
+class GptInference final : public InferenceModel {
  public:
   // InvalidArgument for a bad config or max_batch < 1. `tracker` must
   // outlive this object.
@@ -43,7 +44,9 @@ class GptInference {
                                                              int max_batch,
                                                              MemoryTracker* tracker);
 
-  int num_units() const { return static_cast<int>(units_.size()); }
+  int num_units() const override { return static_cast<int>(units_.size()); }
+  int vocab() const override { return config_.vocab; }
+  int max_seq_len() const override { return config_.seq_len; }
   const std::vector<UnitSpec>& units() const { return units_; }
   const GptConfig& config() const { return config_; }
 
@@ -51,14 +54,14 @@ class GptInference {
   // max_batch, 1 <= seq <= config.seq_len, tokens in [0, vocab).
   // InvalidArgument otherwise; ResourceExhausted if the buffers do not fit
   // the tracker's budget.
-  absl::Status Begin(absl::Span<const int32_t> tokens, int batch, int seq);
+  absl::Status Begin(absl::Span<const int32_t> tokens, int batch, int seq) override;
 
   // Runs unit `unit` with its parameters (units()[unit].numel() floats).
   // Units run in order 0..n-1 after Begin; FailedPrecondition otherwise.
-  absl::Status RunUnit(int unit, absl::Span<const float> params);
+  absl::Status RunUnit(int unit, absl::Span<const float> params) override;
 
   // After the last unit: the logits, (batch, seq, vocab).
-  absl::StatusOr<absl::Span<const float>> logits() const;
+  absl::StatusOr<absl::Span<const float>> logits() const override;
 
  private:
   GptInference(const GptConfig& config, int max_batch, MemoryTracker* tracker);

@@ -5,7 +5,7 @@
 //   res2 = x + att Wproj^T + b
 //   ln2 = LN(res2); fc = ln2 Wfc^T + b; g = GELU(fc)
 //   out = res2 + g Wmproj^T + b
-// Both written once over the compute dtype (config.bf16_compute): the
+// Both written once over the compute dtype (config.compute_dtype): the
 // activations that only feed products are saved in it, and the layers of
 // fsdp/nn/dtype_layers.h pick the fp32 or bf16 kernel from their operands.
 // Backward keeps ONE gradient of the residual stream, d_residual_, and adds
@@ -59,8 +59,8 @@ absl::StatusOr<std::unique_ptr<GptModel>> GptModel::Create(const GptConfig& conf
 
 GptModel::GptModel(const GptConfig& config, int micro_batch, MemoryTracker* tracker)
     : config_(config),
-      param_dtype_(config.bf16_params ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32),
-      compute_dtype_(config.bf16_compute ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32),
+      param_dtype_(config.param_dtype),
+      compute_dtype_(config.compute_dtype),
       micro_batch_(micro_batch),
       tracker_(tracker),
       units_(GptUnitSpecs(config)),
@@ -71,7 +71,7 @@ absl::Status GptModel::AllocateWorkspace() {
   const int64_t btc = int64_t{micro_batch_} * config_.seq_len * config_.d_model;
   const int64_t tt = AttentionBackwardScratchFloats(config_.seq_len);
   const int head_size = config_.d_model / config_.heads;
-  const bool bf16 = config_.bf16_compute;
+  const bool bf16 = compute_dtype_ == comm::Dtype::kBFloat16;
   const int64_t attention_scratch =
       config_.flash_attention
           ? (bf16 ? FlashAttentionBf16ScratchFloats(config_.seq_len, head_size)
@@ -93,7 +93,7 @@ absl::Status GptModel::AllocateWorkspace() {
     max_unit = std::max(max_unit, u.numel());
     max_small = std::max(max_small, SmallParamNumel(u));
   }
-  if (config_.bf16_params) {
+  if (param_dtype_ == comm::Dtype::kBFloat16) {
     FSDP_ASSIGN_OR_RETURN(small_params_,
                           tracker.Allocate<float>(ws, max_small, "gpt 1-D params fp32"));
   } else {

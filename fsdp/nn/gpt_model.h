@@ -55,7 +55,7 @@ class GptModel : public Model {
 
   const std::vector<UnitSpec>& units() const override { return units_; }
   void InitUnitParams(int unit, absl::Span<float> params, uint64_t seed) const override;
-  // bf16 under config.bf16_params, else fp32.
+  // config.param_dtype.
   comm::Dtype param_dtype() const override { return param_dtype_; }
   absl::Status ForwardUnit(int unit, ConstDtypeSpan params, const Batch& batch) override;
   float loss() const override { return loss_; }

@@ -3,9 +3,7 @@
 
 #include <algorithm>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "fsdp/nn/attention_layout.h"
 #include "fsdp/nn/flash_attention_layout.h"
 
@@ -32,36 +30,11 @@ absl::Status ValidateGptConfig(const GptConfig& c) {
         "GPT config: activation_checkpoint_every must be 0 (none) to layers (", c.layers, "), got ",
         c.activation_checkpoint_every));
   }
-  if (c.bf16_params && !c.bf16_compute) {
+  if (c.param_dtype == comm::Dtype::kBFloat16 && c.compute_dtype != comm::Dtype::kBFloat16) {
     return absl::InvalidArgumentError(
-        "GPT config: bf16_params (parameters given in bf16) needs bf16_compute");
+        "GPT config: param_dtype bf16 (parameters given in bf16) needs compute_dtype bf16");
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<int> ParseActivationCheckpointing(absl::string_view mode, int layers) {
-  const std::string forms = absl::StrCat(
-      "use none, all, or every:K with K from 1 to the number of blocks (", layers, ")");
-  if (mode == "none") return 0;
-  if (mode == "all") return 1;
-  absl::string_view k_text = mode;
-  int k = 0;
-  if (!absl::ConsumePrefix(&k_text, "every:") || !absl::SimpleAtoi(k_text, &k)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--activation_checkpointing=", mode, " is not a mode; ", forms));
-  }
-  if (k < 1 || k > layers) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--activation_checkpointing=", mode, ": K must be between 1 and the number of blocks (",
-        layers, "), got ", k, "; ", forms));
-  }
-  return k;
-}
-
-std::string ActivationCheckpointingName(int activation_checkpoint_every) {
-  if (activation_checkpoint_every == 0) return "none";
-  if (activation_checkpoint_every == 1) return "all";
-  return absl::StrCat("every:", activation_checkpoint_every);
 }
 
 bool IsCheckpointedBlock(const GptConfig& config, int layer) {
@@ -125,19 +98,20 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
   const int64_t kFloat = 4;
   const int64_t kInt32 = 4;
   const int64_t kBf16 = 2;
+  const bool bf16_compute = config.compute_dtype == comm::Dtype::kBFloat16;
   // What attention saves per block and the scratch its backward needs.
   const int64_t attention_saved = config.flash_attention ? B * H * T : B * H * T * T;
   const int head_size = config.d_model / config.heads;
   const int64_t attention_scratch =
       config.flash_attention
-          ? (config.bf16_compute ? FlashAttentionBf16ScratchFloats(config.seq_len, head_size)
+          ? (bf16_compute ? FlashAttentionBf16ScratchFloats(config.seq_len, head_size)
                                  : FlashAttentionScratchFloats(config.seq_len, head_size))
-      : config.bf16_compute ? AttentionBf16ScratchFloats(config.seq_len, head_size)
-                            : T * T;
+      : bf16_compute ? AttentionBf16ScratchFloats(config.seq_len, head_size)
+                     : T * T;
   GptActivationBreakdown r;
   r.layers = config.layers;
   r.embedding_bytes = kFloat * B * T * C + kInt32 * B * T;
-  if (!config.bf16_compute) {
+  if (!bf16_compute) {
     r.block_bytes = kFloat * (16 * B * T * C + 4 * B * T + attention_saved);
     r.head_bytes = kFloat * (B * T * C + 2 * B * T + B * T * V) + kInt32 * B * T;
     r.workspace_bytes = kFloat * (10 * B * T * C + attention_scratch);
@@ -162,7 +136,8 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
     const int64_t probs_bf16 = config.flash_attention
                                    ? FlashAttentionBf16ScratchElements(config.seq_len, head_size)
                                    : AttentionBf16ScratchElements(config.seq_len, head_size);
-    const int64_t params_copy = config.bf16_params ? kFloat * max_small : kBf16 * max_unit;
+    const int64_t params_copy =
+      config.param_dtype == comm::Dtype::kBFloat16 ? kFloat * max_small : kBf16 * max_unit;
     // fp32: d_residual, d_narrow (1 BTC each) and d_wide1 (4); no d_wide2,
     // GELU's backward rounds its gradient block by block.
     r.workspace_bytes = kFloat * (6 * B * T * C + attention_scratch) + params_copy +

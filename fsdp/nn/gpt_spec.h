@@ -22,6 +22,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "comm/dtype.h"
+#include "fsdp/nn/activation_checkpointing.h"
 #include "fsdp/nn/param_spec.h"
 
 namespace fsdp {
@@ -32,15 +34,16 @@ struct GptConfig {
   int heads = 4;
   int vocab = 256;
   int seq_len = 64;  // maximum sequence length (rows of wpe)
-  // Matrix products in bf16 with fp32 accumulation (docs/compute.md,
-  // "Precision"): weights converted per unit, the activations that only feed
-  // products saved in bf16. Parameters, gradients and everything else fp32.
-  bool bf16_compute = false;
-  // The parameters arrive in bf16 (Model::param_dtype, the trainer's
-  // --precision=bf16 layout), so the weights need no conversion; the small
-  // 1-D parameters (LayerNorm, biases) are widened to fp32 into the
-  // workspace. Needs bf16_compute.
-  bool bf16_params = false;
+  // The dtype of the matrix products' operands, accumulated in fp32 either
+  // way (docs/compute.md, "Precision"). kBFloat16: weights converted per
+  // unit, the activations that only feed products saved in bf16;
+  // parameters, gradients and everything else fp32.
+  comm::Dtype compute_dtype = comm::Dtype::kFloat32;
+  // The dtype the parameters arrive in (Model::param_dtype; the trainer's
+  // --precision=bf16 layout is kBFloat16): then the weights need no
+  // conversion, and the small 1-D parameters (LayerNorm, biases) are widened
+  // to fp32 into the workspace. kBFloat16 needs compute_dtype kBFloat16.
+  comm::Dtype param_dtype = comm::Dtype::kFloat32;
   // Activation checkpointing (docs/memory.md): 0 keeps every block's
   // activations; K >= 1 checkpoints blocks 0, K, 2K, ... (1: every block).
   // A checkpointed block keeps only its output (the next unit's input)
@@ -55,13 +58,6 @@ struct GptConfig {
 // OK, or InvalidArgument naming the bad field: all sizes positive, heads
 // divides d_model, activation_checkpoint_every in [0, layers].
 absl::Status ValidateGptConfig(const GptConfig& config);
-
-// --activation_checkpointing: "none" -> 0, "all" -> 1, "every:K" -> K for
-// 1 <= K <= layers. InvalidArgument naming the accepted forms otherwise.
-absl::StatusOr<int> ParseActivationCheckpointing(absl::string_view mode, int layers);
-
-// The inverse: "none", "all" or "every:K".
-std::string ActivationCheckpointingName(int activation_checkpoint_every);
 
 // Whether block `layer` (0-based) is checkpointed under config.
 bool IsCheckpointedBlock(const GptConfig& config, int layer);
@@ -88,16 +84,16 @@ int64_t SmallParamNumel(const UnitSpec& unit);
 //                                                fc, gelu, output (+ LN stats)
 //   head       4 (BTC + 3 BT + BTV)              ln_f output + stats, probs, targets
 //   workspace  4 (10 BTC + T T)                  backward scratch, allocated once
-// With bf16_compute, ln1, att, ln2 (BTC each), qkv (3 BTC) and gelu (4 BTC) of
+// With bf16 compute_dtype, ln1, att, ln2 (BTC each), qkv (3 BTC) and gelu (4 BTC) of
 // a block and ln_f (head) are saved in 2 bytes instead of 4, and the workspace
 // adds 2 (max unit numel + 4 BTC + T T): the bf16 copy of one unit's
 // parameters, of an output gradient and of one head's probabilities. With
-// bf16_params the parameters need no copy: 2 (max unit numel) becomes
+// bf16 param_dtype the parameters need no copy: 2 (max unit numel) becomes
 // 4 (max SmallParamNumel), the fp32 copy of one unit's 1-D parameters.
 // With flash_attention a block saves 4 B H T (one log-sum-exp per query row)
 // instead of 4 B H T T, and the workspace's T T becomes the blocked
 // attention's scratch, FlashAttentionScratchFloats(T, C / H) floats (with
-// bf16_compute also the bf16 T T: FlashAttentionBf16ScratchElements()).
+// bf16 compute also the bf16 T T: FlashAttentionBf16ScratchElements()).
 // A checkpointed block saves 4 BTC (its output) and, while its forward and
 // again while its recomputation and backward run, holds the rest of a block
 // (recompute_bytes) on top.

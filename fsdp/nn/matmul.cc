@@ -15,6 +15,7 @@
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -301,9 +302,28 @@ absl::StatusOr<MatmulBackend> ParseMatmulBackend(absl::string_view name) {
       "unknown matmul backend '", name, "'; use onednn or openblas"));
 }
 
-absl::Status ValidateMatmulBackendName(absl::string_view name) {
-  if (name == "default" || name == "auto" || ParseMatmulBackend(name).ok()) {
-    return absl::OkStatus();
+namespace {
+
+// The flag's spellings, in the order its help lists them.
+constexpr std::pair<MatmulBackendChoice, const char*> kChoiceNames[] = {
+    {MatmulBackendChoice::kDefault, "default"},
+    {MatmulBackendChoice::kOneDnn, "onednn"},
+    {MatmulBackendChoice::kOpenBlas, "openblas"},
+    {MatmulBackendChoice::kAuto, "auto"},
+};
+
+}  // namespace
+
+const char* MatmulBackendChoiceName(MatmulBackendChoice choice) {
+  for (const auto& [named, name] : kChoiceNames) {
+    if (named == choice) return name;
+  }
+  return "unknown";
+}
+
+absl::StatusOr<MatmulBackendChoice> ParseMatmulBackendChoice(absl::string_view name) {
+  for (const auto& [choice, spelled] : kChoiceNames) {
+    if (name == spelled) return choice;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--matmul_backend=", name,

@@ -76,9 +76,18 @@ const char* MatmulBackendName(MatmulBackend backend);
 // a backend; "default" and "auto" are the caller's).
 absl::StatusOr<MatmulBackend> ParseMatmulBackend(absl::string_view name);
 
-// OK for the four choices of `--matmul_backend` (default, auto, onednn,
-// openblas), else InvalidArgument saying what each one means.
-absl::Status ValidateMatmulBackendName(absl::string_view name);
+// How a job's backend is chosen (`--matmul_backend`, parsed once where the
+// flag is read; fsdp/run/compute_backend.h acts on it): kDefault, the
+// machine's rule (DefaultMatmulBackend); kOneDnn or kOpenBlas as named; kAuto,
+// timed at start-up (MeasureMatmulBackends).
+enum class MatmulBackendChoice { kDefault, kOneDnn, kOpenBlas, kAuto };
+
+// The flag spelling: "default", "onednn", "openblas", "auto".
+const char* MatmulBackendChoiceName(MatmulBackendChoice choice);
+
+// Parses the four spellings above, else InvalidArgument saying what each one
+// means.
+absl::StatusOr<MatmulBackendChoice> ParseMatmulBackendChoice(absl::string_view name);
 
 // Process-wide. The default is oneDNN. Not thread-safe against concurrent Matmul.
 void SetMatmulBackend(MatmulBackend backend);

@@ -73,7 +73,7 @@ class Model {
 
   // The dtype the model reads its parameters in (ForwardUnit and
   // BackwardUnit refuse any other): the trainer stores and gathers them in it
-  // (fsdp/train/precision_policy.h) and refuses a policy that differs before
+  // (fsdp/plan/precision_policy.h) and refuses a policy that differs before
   // the first step.
   virtual comm::Dtype param_dtype() const { return comm::Dtype::kFloat32; }
 

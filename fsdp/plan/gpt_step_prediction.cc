@@ -7,6 +7,7 @@
 #include "fsdp/plan/gpt_work.h"
 #include "fsdp/plan/hardware_description.h"
 #include "fsdp/plan/shard_planner.h"
+#include "fsdp/plan/sharding_strategy.h"
 
 namespace fsdp {
 namespace plan {
@@ -39,12 +40,15 @@ GptConfig GptDimensions(int layers, int d_model, int heads, int vocab, int seq_l
 absl::StatusOr<GptStepPrediction> PredictGptStep(const GptRun& run,
                                                  const proto::HardwareDescription& hw) {
   PlannerOptions planner;
-  planner.strategy = run.strategy;
+  FSDP_ASSIGN_OR_RETURN(planner.sharding.strategy, StrategyOfPlan(run.strategy));
   planner.world_size = run.ranks;
-  planner.group_size = run.group_size;
-  planner.prefetch_depth = run.prefetch_depth;
-  planner.max_gathers_in_flight = run.max_gathers_in_flight;
-  planner.mixed_precision = run.bf16;
+  planner.sharding.group_size = run.group_size;
+  planner.sharding.prefetch_depth = run.prefetch_depth;
+  planner.sharding.max_gathers_in_flight = run.max_gathers_in_flight;
+  if (run.bf16) {  // bf16 parameters and gradients
+    planner.sharding.precision.param_dtype = comm::Dtype::kBFloat16;
+    planner.sharding.precision.reduce_dtype = comm::Dtype::kBFloat16;
+  }
   planner.include_rank_ranges = false;
   FSDP_ASSIGN_OR_RETURN(proto::ShardPlan plan, BuildShardPlan(GptUnitSpecs(run.config), planner));
 

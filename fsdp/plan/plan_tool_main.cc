@@ -26,7 +26,8 @@
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/plan/memory_model.h"
 #include "fsdp/plan/shard_planner.h"
-#include "fsdp/plan/sharding_strategy.h"
+#include "fsdp/plan/precision_policy.h"
+#include "fsdp/plan/strategy.h"
 
 ABSL_FLAG(std::string, print, "plan", "plan | fingerprint | memory");
 ABSL_FLAG(std::string, strategy, "full_shard",
@@ -67,14 +68,16 @@ absl::Status Run() {
   FSDP_RETURN_IF_ERROR(ValidateGptConfig(config));
 
   PlannerOptions options;
-  FSDP_ASSIGN_OR_RETURN(options.strategy,
-                        ParseShardingStrategy(absl::GetFlag(FLAGS_strategy)));
+  ShardingOptions& sharding = options.sharding;
+  FSDP_ASSIGN_OR_RETURN(sharding.strategy, ParseStrategy(absl::GetFlag(FLAGS_strategy)));
   options.world_size = absl::GetFlag(FLAGS_world_size);
-  options.group_size = absl::GetFlag(FLAGS_group_size);
-  options.min_unit_numel = absl::GetFlag(FLAGS_min_unit_numel);
-  options.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
-  options.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
-  options.mixed_precision = absl::GetFlag(FLAGS_mixed_precision);
+  sharding.group_size = absl::GetFlag(FLAGS_group_size);
+  sharding.min_unit_numel = absl::GetFlag(FLAGS_min_unit_numel);
+  sharding.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
+  sharding.max_gathers_in_flight = absl::GetFlag(FLAGS_max_gathers_in_flight);
+  if (absl::GetFlag(FLAGS_mixed_precision)) {
+    FSDP_ASSIGN_OR_RETURN(sharding.precision, ParsePrecisionPolicy("bf16", "bf16"));
+  }
 
   const std::string what = absl::GetFlag(FLAGS_print);
   if (what == "memory") {
@@ -90,7 +93,7 @@ absl::Status Run() {
                           PredictRankMemoryFromUnits(GptUnitSpecs(config), options, inputs));
     std::printf("%s, %lld parameters, %s over %d ranks\n%s", GptConfigToString(config).c_str(),
                 static_cast<long long>(GptNumParams(config)),
-                ShardingStrategyName(options.strategy).c_str(), options.world_size,
+                StrategyName(sharding.strategy), options.world_size,
                 RankMemoryPredictionToText(memory).c_str());
     return absl::OkStatus();
   }

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "comm/dtype.h"
 #include "fsdp/plan/plan_fingerprint.h"
 #include "fsdp/plan/sharding_strategy.h"
 #include "google/protobuf/text_format.h"
@@ -43,45 +44,46 @@ std::string DivisorsOf(int n) {
 }
 
 absl::Status ValidateOptions(const PlannerOptions& options) {
-  const std::string strategy_name = ShardingStrategyName(options.strategy);
-  if (strategy_name == "unspecified") {
+  const ShardingOptions& sharding = options.sharding;
+  if (ToPlanStrategy(sharding.strategy) == proto::SHARDING_STRATEGY_UNSPECIFIED) {
     return absl::InvalidArgumentError(
-        absl::StrCat("sharding strategy is unspecified (enum value ",
-                     static_cast<int>(options.strategy),
-                     "); set one of: ", ValidShardingStrategyNames()));
+        absl::StrCat("sharding strategy value ", static_cast<int>(sharding.strategy),
+                     " is not a known strategy; set one of: ", ValidShardingStrategyNames()));
   }
+  FSDP_RETURN_IF_ERROR(ValidatePrecisionPolicy(sharding.precision));
+  const std::string strategy_name = StrategyName(sharding.strategy);
   if (options.world_size < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "world_size must be >= 1, got ", options.world_size));
   }
-  if (options.strategy == proto::HYBRID_SHARD) {
-    if (options.group_size < 1 || options.group_size > options.world_size) {
+  if (sharding.strategy == Strategy::kHybridShard) {
+    if (sharding.group_size < 1 || sharding.group_size > options.world_size) {
       return absl::InvalidArgumentError(absl::StrCat(
           "hybrid_shard needs 1 <= group_size <= world_size (", options.world_size,
-          "), got group_size ", options.group_size,
+          "), got group_size ", sharding.group_size,
           "; group sizes that divide the world: ", DivisorsOf(options.world_size)));
     }
-    if (options.world_size % options.group_size != 0) {
+    if (options.world_size % sharding.group_size != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "group_size ", options.group_size, " does not divide world_size ",
+          "group_size ", sharding.group_size, " does not divide world_size ",
           options.world_size, "; group sizes that do: ", DivisorsOf(options.world_size)));
     }
-  } else if (options.group_size != 0) {
+  } else if (sharding.group_size != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "group_size ", options.group_size, " only applies to hybrid_shard; ",
+        "group_size ", sharding.group_size, " only applies to hybrid_shard; ",
         strategy_name, " shards over the whole world, so leave group_size 0"));
   }
-  if (options.min_unit_numel < 0) {
+  if (sharding.min_unit_numel < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "min_unit_numel must be >= 0 (0 = no merging), got ", options.min_unit_numel));
+        "min_unit_numel must be >= 0 (0 = no merging), got ", sharding.min_unit_numel));
   }
-  if (options.prefetch_depth < 0) {
+  if (sharding.prefetch_depth < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "prefetch_depth must be >= 0 (0 = no prefetch), got ", options.prefetch_depth));
+        "prefetch_depth must be >= 0 (0 = no prefetch), got ", sharding.prefetch_depth));
   }
-  if (options.max_gathers_in_flight < 1) {
+  if (sharding.max_gathers_in_flight < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "max_gathers_in_flight must be >= 1, got ", options.max_gathers_in_flight));
+        "max_gathers_in_flight must be >= 1, got ", sharding.max_gathers_in_flight));
   }
   return absl::OkStatus();
 }
@@ -150,25 +152,30 @@ absl::Status ValidateUnits(const std::vector<UnitSpec>& units) {
 
 void FillHeader(const PlannerOptions& options, int shard_group_size,
                 proto::ShardPlan* plan) {
+  const ShardingOptions& sharding = options.sharding;
   plan->set_format_version(kShardPlanFormatVersion);
-  plan->set_strategy(options.strategy);
-  *plan->mutable_sharded_state() = ShardedStateOf(options.strategy);
+  plan->set_strategy(ToPlanStrategy(sharding.strategy));
+  *plan->mutable_sharded_state() = ShardedStateOf(plan->strategy());
   plan->set_world_size(options.world_size);
   plan->set_shard_group_size(shard_group_size);
   plan->set_replica_group_count(options.world_size / shard_group_size);
 
-  const proto::PlanDtype compute_dtype =
-      options.mixed_precision ? proto::BF16 : proto::FP32;
+  // The plan's dtypes are the policy's: the bf16 layout's parameters, and
+  // its gradients unless they stay fp32.
+  const bool bf16_params = sharding.precision.param_dtype == comm::Dtype::kBFloat16;
+  const bool fp32_gradients =
+      bf16_params && sharding.precision.reduce_dtype == comm::Dtype::kFloat32;
+  const proto::PlanDtype compute_dtype = bf16_params ? proto::BF16 : proto::FP32;
   plan->set_param_dtype(compute_dtype);
-  plan->set_reduce_dtype(options.fp32_gradients ? proto::FP32 : compute_dtype);
+  plan->set_reduce_dtype(fp32_gradients ? proto::FP32 : compute_dtype);
   plan->set_optimizer_state_dtype(proto::FP32);
 
   proto::PlannerOptionsUsed* used = plan->mutable_options();
-  used->set_min_unit_numel(options.min_unit_numel);
-  used->set_prefetch_depth(options.prefetch_depth);
-  used->set_max_gathers_in_flight(options.max_gathers_in_flight);
-  used->set_mixed_precision(options.mixed_precision);
-  used->set_fp32_gradients(options.mixed_precision && options.fp32_gradients);
+  used->set_min_unit_numel(sharding.min_unit_numel);
+  used->set_prefetch_depth(sharding.prefetch_depth);
+  used->set_max_gathers_in_flight(sharding.max_gathers_in_flight);
+  used->set_mixed_precision(bf16_params);
+  used->set_fp32_gradients(fp32_gradients);
   used->set_include_rank_ranges(options.include_rank_ranges);
 }
 
@@ -289,8 +296,8 @@ void FillRankGroups(proto::ShardPlan* plan) {
 }  // namespace
 
 int ShardGroupSizeOf(const PlannerOptions& options) {
-  return options.strategy == proto::HYBRID_SHARD ? options.group_size
-                                                 : options.world_size;
+  return options.sharding.strategy == Strategy::kHybridShard ? options.sharding.group_size
+                                                             : options.world_size;
 }
 
 proto::ShardRange ShardRangeOf(const proto::UnitPlan& unit, int shard_rank) {
@@ -317,7 +324,7 @@ absl::StatusOr<proto::ShardPlan> BuildShardPlan(const std::vector<UnitSpec>& uni
 
   proto::ShardPlan plan;
   FillHeader(options, shard_group_size, &plan);
-  for (SourceUnitRange range : GroupUnitsForMerging(units, options.min_unit_numel)) {
+  for (SourceUnitRange range : GroupUnitsForMerging(units, options.sharding.min_unit_numel)) {
     proto::UnitPlan* unit = plan.add_units();
     unit->set_index(plan.units_size() - 1);
     LayOutUnit(units, range, shard_group_size, options.include_rank_ranges, unit);

@@ -9,10 +9,10 @@
 // prediction for huge models and worlds uses).
 //
 //   PlannerOptions options;
-//   FSDP_ASSIGN_OR_RETURN(options.strategy, ParseShardingStrategy("hybrid_shard"));
+//   FSDP_ASSIGN_OR_RETURN(options.sharding.strategy, ParseStrategy("hybrid_shard"));
 //   options.world_size = 8;
-//   options.group_size = 4;              // two replicas of a 4-way shard
-//   options.min_unit_numel = 1 << 20;    // merge units below 1M elements
+//   options.sharding.group_size = 4;            // two replicas of a 4-way shard
+//   options.sharding.min_unit_numel = 1 << 20;  // merge units below 1M elements
 //   FSDP_ASSIGN_OR_RETURN(proto::ShardPlan plan, BuildShardPlan(units, options));
 //   std::cout << ShardPlanToText(plan);  // --dump_plan
 //
@@ -29,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "fsdp/nn/param_spec.h"
+#include "fsdp/plan/sharding_options.h"
 #include "proto/shard_plan.pb.h"
 
 namespace fsdp {
@@ -38,30 +39,19 @@ namespace plan {
 inline constexpr int kShardPlanFormatVersion = 1;
 
 struct PlannerOptions {
-  proto::ShardingStrategy strategy = proto::FULL_SHARD;
+  // The run's sharding settings (fsdp/plan/sharding_options.h): the strategy,
+  // group size, prefetch, merging and the precision policy, whose parameter
+  // and gradient dtypes are the plan's. The training step holds the same
+  // value (TrainStepOptions::sharding).
+  ShardingOptions sharding;
   int world_size = 1;  // ranks in the job, >= 1
-  // HYBRID_SHARD only: G, the ranks in one shard group; 1 <= G <= world_size
-  // and G divides world_size. Must stay 0 for the other strategies.
-  int group_size = 0;
-  // Merge consecutive model units until each plan unit has at least this many
-  // elements; 0 = one plan unit per model unit.
-  int64_t min_unit_numel = 0;
-  int prefetch_depth = 1;         // units all-gathered ahead, >= 0
-  int max_gathers_in_flight = 2;  // outstanding all-gathers, >= 1
-  // bf16 parameters and gradients for compute and communication, fp32 master
-  // parameter shards and optimizer state. false: everything fp32.
-  bool mixed_precision = false;
-  // With mixed_precision: gradients stay fp32 and are reduced in fp32 (the
-  // runtime's --precision=bf16: bf16 parameters, fp32 master, gradients and
-  // optimizer state).
-  bool fp32_gradients = false;
   // false: leave out UnitPlan.shards and the rank group lists (a summary plan,
   // cheap for any world size; the memory model needs nothing more).
   bool include_rank_ranges = true;
 };
 
-// Builds the plan. InvalidArgument, with what to change, for: an unspecified
-// strategy, world_size < 1, a group_size that is out of range, does not
+// Builds the plan. InvalidArgument, with what to change, for: a strategy
+// outside the enum, world_size < 1, a group_size that is out of range, does not
 // divide world_size (the message lists the sizes that do) or is set for a
 // strategy other than hybrid_shard, negative min_unit_numel or
 // prefetch_depth, max_gathers_in_flight < 1, no units, and units or params
@@ -71,7 +61,7 @@ absl::StatusOr<proto::ShardPlan> BuildShardPlan(const std::vector<UnitSpec>& uni
                                                 const PlannerOptions& options);
 
 // The ranks a unit's padded buffer is split over: world_size, or group_size
-// for HYBRID_SHARD. (Options are assumed valid.)
+// for hybrid_shard. (Options are assumed valid.)
 int ShardGroupSizeOf(const PlannerOptions& options);
 
 // The range `shard_rank` owns in `unit`, computed from its numel fields (what

@@ -11,15 +11,16 @@ namespace {
 struct NamedStrategy {
   const char* name;
   proto::ShardingStrategy strategy;
+  Strategy typed;
 };
 
 // In order of increasing sharding; the order error messages list them in.
 constexpr NamedStrategy kNamedStrategies[] = {
-    {"no_shard", proto::NO_SHARD},
-    {"shard_optimizer", proto::SHARD_OPTIMIZER},
-    {"shard_grad_op", proto::SHARD_GRAD_OP},
-    {"full_shard", proto::FULL_SHARD},
-    {"hybrid_shard", proto::HYBRID_SHARD},
+    {"no_shard", proto::NO_SHARD, Strategy::kNoShard},
+    {"shard_optimizer", proto::SHARD_OPTIMIZER, Strategy::kShardOptimizer},
+    {"shard_grad_op", proto::SHARD_GRAD_OP, Strategy::kShardGradOp},
+    {"full_shard", proto::FULL_SHARD, Strategy::kFullShard},
+    {"hybrid_shard", proto::HYBRID_SHARD, Strategy::kHybridShard},
 };
 
 }  // namespace
@@ -46,6 +47,22 @@ std::string ValidShardingStrategyNames() {
     absl::StrAppend(&names, names.empty() ? "" : ", ", named.name);
   }
   return names;
+}
+
+proto::ShardingStrategy ToPlanStrategy(Strategy strategy) {
+  for (const NamedStrategy& named : kNamedStrategies) {
+    if (strategy == named.typed) return named.strategy;
+  }
+  return proto::SHARDING_STRATEGY_UNSPECIFIED;
+}
+
+absl::StatusOr<Strategy> StrategyOfPlan(proto::ShardingStrategy strategy) {
+  for (const NamedStrategy& named : kNamedStrategies) {
+    if (strategy == named.strategy) return named.typed;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("sharding strategy is unspecified (enum value ", static_cast<int>(strategy),
+                   "); set one of: ", ValidShardingStrategyNames()));
 }
 
 proto::ShardedState ShardedStateOf(proto::ShardingStrategy strategy) {

@@ -1,6 +1,8 @@
 // File: fsdp/plan/sharding_strategy.h
 //
-// The five sharding strategies by name, and what each keeps sharded:
+// The five sharding strategies as the plan spells them (proto::ShardingStrategy,
+// beside the trainer's Strategy of fsdp/plan/strategy.h), by name, and what
+// each keeps sharded:
 //
 //   name              ZeRO    sharded between steps
 //   no_shard          -       nothing (replicated data parallel)
@@ -19,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "fsdp/plan/strategy.h"
 #include "proto/shard_plan.pb.h"
 
 namespace fsdp {
@@ -33,6 +36,14 @@ std::string ShardingStrategyName(proto::ShardingStrategy strategy);
 
 // "no_shard, shard_optimizer, shard_grad_op, full_shard, hybrid_shard".
 std::string ValidShardingStrategyNames();
+
+// The plan's spelling of the trainer's strategy (ShardPlan.strategy);
+// SHARDING_STRATEGY_UNSPECIFIED for a value outside the enum.
+proto::ShardingStrategy ToPlanStrategy(Strategy strategy);
+
+// The inverse. InvalidArgument for SHARDING_STRATEGY_UNSPECIFIED (or any
+// other value), listing the valid names.
+absl::StatusOr<Strategy> StrategyOfPlan(proto::ShardingStrategy strategy);
 
 // Which state `strategy` keeps sharded (the table above).
 proto::ShardedState ShardedStateOf(proto::ShardingStrategy strategy);

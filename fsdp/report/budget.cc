@@ -12,10 +12,11 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "comm/dtype.h"
+#include "fsdp/models/gpt_config.h"
 #include "fsdp/plan/sharding_strategy.h"
-#include "fsdp/train/precision_policy.h"
+#include "fsdp/plan/precision_policy.h"
 #include "fsdp/report/gpt_family.h"
-#include "fsdp/train/strategy.h"
+#include "fsdp/plan/strategy.h"
 
 namespace fsdp {
 namespace report {
@@ -236,16 +237,13 @@ absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& opti
   point.optimizer = options.optimizer == OptimizerKind::kAdamW
                         ? plan::OptimizerKind::kAdam
                         : plan::OptimizerKind::kSgdMomentum;
-  FSDP_ASSIGN_OR_RETURN(point.strategy,
-                        plan::ParseShardingStrategy(StrategyName(options.strategy)));
-  point.group_size = point.strategy == proto::HYBRID_SHARD ? options.group_size : 0;
-  point.prefetch_depth = options.prefetch_depth;
-  point.min_unit_numel = options.min_unit_numel;
+  const ShardingOptions& sharding = options.sharding;
+  point.strategy = plan::ToPlanStrategy(sharding.strategy);
+  point.group_size = sharding.strategy == Strategy::kHybridShard ? sharding.group_size : 0;
+  point.prefetch_depth = sharding.prefetch_depth;
+  point.min_unit_numel = sharding.min_unit_numel;
   // [Note: runtime precision] in sweep.cc.
-  const PrecisionPolicy& policy = options.precision;
-  point.precision = policy.param_dtype != comm::Dtype::kBFloat16   ? Precision::kFp32
-                    : policy.reduce_dtype == comm::Dtype::kBFloat16 ? Precision::kMixed
-                                                                    : Precision::kBf16;
+  point.precision = PrecisionOf(sharding.precision);
   return point;
 }
 
@@ -262,7 +260,7 @@ absl::StatusOr<std::optional<FittingModel>> LargestFittingFamilyModel(const Memo
        width += kGptFamilyWidthStep) {
     MemoryPoint candidate = point;
     candidate.config = GptFamilyConfig(width, point.config.vocab, point.config.seq_len);
-    candidate.config.bf16_compute = point.config.bf16_compute;
+    candidate.config.compute_dtype = point.config.compute_dtype;
     if (mode.checkpoint_every > candidate.config.layers) continue;  // too few blocks for every:K
     FSDP_RETURN_IF_ERROR(ApplyActivationMode(mode, candidate.config));
     FSDP_ASSIGN_OR_RETURN(RankMemoryEstimate estimate, EstimateRankMemory(candidate));

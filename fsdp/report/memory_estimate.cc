@@ -8,6 +8,7 @@
 #include "base/status_macros.h"
 #include "fsdp/plan/shard_planner.h"
 #include "fsdp/plan/sharding_strategy.h"
+#include "fsdp/plan/strategy.h"
 #include "fsdp/report/step_schedule.h"
 
 namespace fsdp {
@@ -47,6 +48,28 @@ absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
       "mixed (the runtime's --precision=bf16: bf16 parameters, gradients and compute, fp32 "
       "master and Adam state), bf16 (the runtime's --precision=bf16 --reduce_dtype=fp32: bf16 "
       "parameters and compute, fp32 master, gradients and Adam state)"));
+}
+
+PrecisionPolicy PrecisionPolicyOf(Precision precision) {
+  PrecisionPolicy policy;
+  if (precision != Precision::kFp32) policy.param_dtype = comm::Dtype::kBFloat16;
+  if (precision == Precision::kMixed) policy.reduce_dtype = comm::Dtype::kBFloat16;
+  return policy;
+}
+
+Precision PrecisionOf(const PrecisionPolicy& policy) {
+  if (policy.param_dtype != comm::Dtype::kBFloat16) return Precision::kFp32;
+  return policy.reduce_dtype == comm::Dtype::kBFloat16 ? Precision::kMixed : Precision::kBf16;
+}
+
+absl::StatusOr<ShardingOptions> ShardingOptionsOf(const MemoryPoint& point) {
+  ShardingOptions sharding;
+  FSDP_ASSIGN_OR_RETURN(sharding.strategy, plan::StrategyOfPlan(point.strategy));
+  sharding.group_size = point.group_size;  // the planner checks it
+  sharding.prefetch_depth = point.prefetch_depth;
+  sharding.min_unit_numel = point.min_unit_numel;
+  sharding.precision = PrecisionPolicyOf(point.precision);
+  return sharding;
 }
 
 std::string MemoryPointToString(const MemoryPoint& point) {
@@ -136,8 +159,8 @@ ScheduleInputs ScheduleOf(const proto::ShardPlan& plan, const GptActivationBreak
 absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& given) {
   MemoryPoint point = given;
   if (point.precision == Precision::kBf16 || point.precision == Precision::kMixed) {
-    point.config.bf16_compute = true;
-    point.config.bf16_params = true;
+    point.config.compute_dtype = comm::Dtype::kBFloat16;
+    point.config.param_dtype = comm::Dtype::kBFloat16;
   }
   FSDP_RETURN_IF_ERROR(ValidateGptConfig(point.config));
   if (point.micro_batch < 1) {
@@ -145,15 +168,8 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& given) 
         "micro_batch must be at least 1 sequence per rank, got ", point.micro_batch));
   }
   plan::PlannerOptions options;
-  options.strategy = point.strategy;
+  FSDP_ASSIGN_OR_RETURN(options.sharding, ShardingOptionsOf(point));
   options.world_size = point.ranks;
-  options.group_size = point.group_size;
-  options.prefetch_depth = point.prefetch_depth;
-  options.min_unit_numel = point.min_unit_numel;
-  // mixed is the ZeRO layout; bf16 the same with fp32 gradients.
-  options.mixed_precision =
-      point.precision == Precision::kMixed || point.precision == Precision::kBf16;
-  options.fp32_gradients = point.precision == Precision::kBf16;
   options.include_rank_ranges = false;
   const std::vector<UnitSpec> units = GptUnitSpecs(point.config);
   FSDP_ASSIGN_OR_RETURN(proto::ShardPlan plan, plan::BuildShardPlan(units, options));

@@ -32,6 +32,8 @@
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/plan/memory_model.h"
+#include "fsdp/plan/precision_policy.h"
+#include "fsdp/plan/sharding_options.h"
 #include "proto/shard_plan.pb.h"
 
 namespace fsdp {
@@ -49,14 +51,20 @@ enum class Precision {
   // bf16 parameter layout] in fsdp/train/unit_state.h): bf16 parameters
   // (kept and gathered) and matrix products, an fp32 master for every
   // strategy, fp32 gradients reduced in fp32, fp32 Adam state: 2 + 4 + 4 + 8
-  // = 18 bytes per parameter. The GPT computes in bf16 (config.bf16_compute
-  // and bf16_params are set), as under kMixed.
+  // = 18 bytes per parameter. The GPT computes in bf16 (config.compute_dtype
+  // and param_dtype are bf16), as under kMixed.
   kBf16,
 };
 const char* PrecisionName(Precision precision);  // "fp32", "mixed", "bf16"
 // "fp32", "mixed" or "bf16"; InvalidArgument naming them otherwise (and
 // saying what became of "bf16_wire").
 absl::StatusOr<Precision> ParsePrecision(absl::string_view name);
+
+// The runtime's precision policy of each (fsdp/plan/precision_policy.h), and
+// back: fp32 everything (kFp32), bf16 parameters with bf16 (kMixed) or fp32
+// (kBf16) gradients.
+PrecisionPolicy PrecisionPolicyOf(Precision precision);
+Precision PrecisionOf(const PrecisionPolicy& policy);
 
 // One training configuration, per rank.
 struct MemoryPoint {
@@ -70,6 +78,10 @@ struct MemoryPoint {
   int prefetch_depth = 1;  // units all-gathered ahead (sharded parameters only)
   int64_t min_unit_numel = 0;  // the planner merges smaller model units (0 = off)
 };
+
+// The point's sharding settings, as the planner and the runtime take them.
+// InvalidArgument for an unspecified strategy.
+absl::StatusOr<ShardingOptions> ShardingOptionsOf(const MemoryPoint& point);
 
 // "full_shard mixed ranks=8 layers=4 d_model=128 ... micro_batch=4", then
 // the activation mode (ActivationModeName) when it is not none/standard.

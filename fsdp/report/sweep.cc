@@ -7,7 +7,7 @@
 #include "comm/dtype.h"
 #include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/report/gpt_family.h"
-#include "fsdp/train/strategy.h"
+#include "fsdp/plan/strategy.h"
 
 namespace fsdp {
 namespace report {
@@ -124,13 +124,11 @@ absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int 
   }
   TrainOptions options;
   options.nproc = point.ranks;
-  FSDP_ASSIGN_OR_RETURN(options.strategy,
-                        ParseStrategy(plan::ShardingStrategyName(point.strategy)));
-  options.group_size = point.strategy == proto::HYBRID_SHARD ? point.group_size : 0;
-  options.prefetch_depth = point.prefetch_depth;
+  FSDP_ASSIGN_OR_RETURN(options.sharding, ShardingOptionsOf(point));
+  if (point.strategy != proto::HYBRID_SHARD) options.sharding.group_size = 0;
   const bool bf16_layout =
       point.precision == Precision::kBf16 || point.precision == Precision::kMixed;
-  if (point.config.bf16_compute && !bf16_layout) {
+  if (point.config.compute_dtype == comm::Dtype::kBFloat16 && !bf16_layout) {
     return absl::UnimplementedError(
         "the runtime computes in bf16 only in its bf16 layout: use precision bf16");
   }
@@ -139,13 +137,9 @@ absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int 
   options.heads = point.config.heads;
   options.vocab = point.config.vocab;
   options.seq_len = point.config.seq_len;
-  options.precision.param_dtype = bf16_layout ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
-  options.precision.reduce_dtype = point.precision == Precision::kMixed ? comm::Dtype::kBFloat16
-                                                                        : comm::Dtype::kFloat32;
   options.activation_checkpointing =
-      ActivationCheckpointingName(point.config.activation_checkpoint_every);
+      ActivationCheckpointingOf(point.config.activation_checkpoint_every);
   options.attention = point.config.flash_attention ? Attention::kFlash : Attention::kStandard;
-  options.min_unit_numel = point.min_unit_numel;
   options.micro_batch = point.micro_batch;
   options.accum = 1;
   options.steps = steps;

@@ -15,16 +15,16 @@ std::string ComputeBackendChoice::Description() const {
   return absl::StrCat(MatmulBackendName(backend), " (", why, "); kernels: ", kernels);
 }
 
-absl::StatusOr<ComputeBackendChoice> SelectMatmulBackend(absl::string_view name,
+absl::StatusOr<ComputeBackendChoice> SelectMatmulBackend(MatmulBackendChoice how,
                                                          comm::Communicator& world,
                                                          absl::Duration timeout) {
-  FSDP_RETURN_IF_ERROR(ValidateMatmulBackendName(name));
   ComputeBackendChoice choice;
-  if (name == "default" || name == "auto") {
+  const bool by_default = how == MatmulBackendChoice::kDefault;
+  if (by_default || how == MatmulBackendChoice::kAuto) {
     // Rank 0 decides and every rank follows, so a job whose hosts differ
     // still computes with one backend.
     MatmulBackend own = MatmulBackend::kOneDnn;
-    if (name == "default") {
+    if (by_default) {
       const DefaultBackendChoice rule = DefaultMatmulBackend();
       own = rule.backend;
       choice.why = absl::StrCat("default: ", rule.reason);
@@ -41,8 +41,8 @@ absl::StatusOr<ComputeBackendChoice> SelectMatmulBackend(absl::string_view name,
                                        "agreeing on the matmul backend"));
     choice.backend = static_cast<MatmulBackend>(all[0]);
     if (world.rank() != 0) {
-      choice.why = absl::StrCat(name, ": rank 0's choice");
-    } else if (name == "default") {
+      choice.why = absl::StrCat(MatmulBackendChoiceName(how), ": rank 0's choice");
+    } else if (by_default) {
       std::vector<int> differing;
       for (size_t r = 0; r < all.size(); ++r) {
         if (all[r] != all[0]) differing.push_back(static_cast<int>(r));
@@ -53,7 +53,8 @@ absl::StatusOr<ComputeBackendChoice> SelectMatmulBackend(absl::string_view name,
       }
     }
   } else {
-    FSDP_ASSIGN_OR_RETURN(choice.backend, ParseMatmulBackend(name));
+    choice.backend =
+        how == MatmulBackendChoice::kOneDnn ? MatmulBackend::kOneDnn : MatmulBackend::kOpenBlas;
     choice.why = "--matmul_backend";
   }
   SetMatmulBackend(choice.backend);

@@ -4,11 +4,11 @@
 // rank: the backends round differently, and the strategies' bit-identity needs
 // one rounding.
 //
-//   "default"   the machine's rule (DefaultMatmulBackend: oneDNN from AVX2 up),
+//   kDefault    the machine's rule (DefaultMatmulBackend: oneDNN from AVX2 up),
 //               evaluated on rank 0 and taken by every rank: the same command
 //               gives the same bits every time;
-//   "onednn", "openblas"  as named;
-//   "auto"      timed on rank 0 (MeasureMatmulBackends), taken by every rank;
+//   kOneDnn, kOpenBlas  as named;
+//   kAuto       timed on rank 0 (MeasureMatmulBackends), taken by every rank;
 //               the choice, and so the bits, can change between runs.
 #ifndef FSDP_RUN_COMPUTE_BACKEND_H_
 #define FSDP_RUN_COMPUTE_BACKEND_H_
@@ -38,7 +38,7 @@ struct ComputeBackendChoice {
 
 // Every rank must call it (it exchanges rank 0's choice). Sets the process's
 // backend.
-absl::StatusOr<ComputeBackendChoice> SelectMatmulBackend(absl::string_view name,
+absl::StatusOr<ComputeBackendChoice> SelectMatmulBackend(MatmulBackendChoice how,
                                                          comm::Communicator& world,
                                                          absl::Duration timeout);
 

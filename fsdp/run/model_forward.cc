@@ -28,7 +28,7 @@ ForEachModelUnit VectorModelUnits(const std::vector<std::vector<float>>& params)
   };
 }
 
-absl::Status RunForward(GptInference& forward, const ForEachModelUnit& units,
+absl::Status RunForward(InferenceModel& forward, const ForEachModelUnit& units,
                         absl::Span<const int32_t> tokens, int batch, int seq) {
   FSDP_RETURN_IF_ERROR(forward.Begin(tokens, batch, seq));
   return units([&forward](int unit, absl::Span<const float> params) {

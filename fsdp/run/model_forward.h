@@ -1,6 +1,6 @@
 // File: fsdp/run/model_forward.h
 //
-// One forward pass of the GPT (fsdp/nn/gpt_inference.h) over whatever holds
+// One forward pass of the model (fsdp/nn/inference_model.h) over whatever holds
 // its parameters: the trainer, which gathers each unit whole one at a time
 // (DataParallelTrainer::ForEachGatheredUnit, the same for every strategy)
 // and frees it before the next, or plain vectors loaded from a file.
@@ -16,7 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "fsdp/nn/gpt_inference.h"
+#include "fsdp/nn/inference_model.h"
 #include "fsdp/train/train_step.h"
 
 namespace fsdp {
@@ -34,7 +34,7 @@ ForEachModelUnit TrainerModelUnits(DataParallelTrainer& trainer);
 ForEachModelUnit VectorModelUnits(const std::vector<std::vector<float>>& params);
 
 // Begin + every unit's RunUnit; the logits are then forward.logits().
-absl::Status RunForward(GptInference& forward, const ForEachModelUnit& units,
+absl::Status RunForward(InferenceModel& forward, const ForEachModelUnit& units,
                         absl::Span<const int32_t> tokens, int batch, int seq);
 
 }  // namespace fsdp

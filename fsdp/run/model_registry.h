@@ -6,7 +6,8 @@
 // looks up TrainOptions::model.
 //
 //   // fsdp/models/gpt.cc
-//   const bool kRegistered = RegisterModel("gpt", {&GptUnitSpecsOf, &CreateGpt});
+//   const bool kRegistered =
+//       RegisterModel("gpt", {&GptUnitSpecsOf, &CreateGpt, &CreateGptInference});
 //
 //   FSDP_ASSIGN_OR_RETURN(const ModelFactory* factory, FindModel(options.model));
 //   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, factory->create(options, &tracker));
@@ -20,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "fsdp/memory/memory_tracker.h"
+#include "fsdp/nn/inference_model.h"
 #include "fsdp/nn/model.h"
 #include "fsdp/nn/param_spec.h"
 #include "fsdp/run/train_options.h"
@@ -43,11 +45,17 @@ struct ModelFactory {
   // the file's value and the flag's). Null: the family has none.
   std::string (*hf_config_json)(const TrainOptions& options) = nullptr;
   absl::Status (*check_hf_config)(const TrainOptions& options, absl::string_view json) = nullptr;
+  // Its forward pass alone, for validation and samples (fsdp/run/text_monitor.h),
+  // for up to max_batch sequences; its buffers tracked by `tracker`, which
+  // must outlive it. Null: the family has none yet, and its `validate`
+  // refuses the flags that would need it.
+  absl::StatusOr<std::unique_ptr<InferenceModel>> (*create_inference)(
+      const TrainOptions& options, int max_batch, MemoryTracker* tracker) = nullptr;
 };
 
 // Adds `name`; returns true so a registration can initialize a constant.
-// Registering a name twice, or a factory with a null function, is a
-// programming error (FSDP_CHECK).
+// Registering a name twice, or a factory without unit_specs or create, is
+// a programming error (FSDP_CHECK).
 bool RegisterModel(const std::string& name, ModelFactory factory);
 
 // The factory registered as `name`; NotFound listing the registered names

@@ -64,7 +64,7 @@ int ChooseToken(absl::Span<const float> logits, const SampleOptions& options, do
   return order[k - 1];
 }
 
-absl::StatusOr<std::vector<int32_t>> SampleTokens(GptInference& forward,
+absl::StatusOr<std::vector<int32_t>> SampleTokens(InferenceModel& forward,
                                                   const ForEachModelUnit& units,
                                                   absl::Span<const int32_t> prompt,
                                                   const SampleOptions& options) {
@@ -73,8 +73,8 @@ absl::StatusOr<std::vector<int32_t>> SampleTokens(GptInference& forward,
     return absl::InvalidArgumentError(
         "sampling needs a prompt of at least one token (e.g. the encoding of \"\\n\")");
   }
-  const int vocab = forward.config().vocab;
-  const int window = forward.config().seq_len;
+  const int vocab = forward.vocab();
+  const int window = forward.max_seq_len();
   std::vector<int32_t> tokens(prompt.begin(), prompt.end());
   for (int i = 0; i < options.num_tokens; ++i) {
     const int seq = std::min<int>(static_cast<int>(tokens.size()), window);

@@ -1,7 +1,7 @@
 // File: fsdp/run/sampler.h
 //
-// Text out: extends a prompt one token at a time with the GPT's forward
-// (fsdp/nn/gpt_inference.h) over the last seq_len tokens. Each new token
+// Text out: extends a prompt one token at a time with the model's forward
+// (fsdp/nn/inference_model.h) over the last max_seq_len tokens. Each new token
 // is one full forward, every unit's parameters gathered whole one unit at
 // a time (TrainerModelUnits), so generation needs no more memory than a
 // training forward of one sequence. There is no KV cache: each token costs
@@ -27,7 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "fsdp/nn/gpt_inference.h"
+#include "fsdp/nn/inference_model.h"
 #include "fsdp/run/model_forward.h"
 
 namespace fsdp {
@@ -50,7 +50,7 @@ int ChooseToken(absl::Span<const float> logits, const SampleOptions& options, do
 // The prompt followed by options.num_tokens generated tokens. Collective
 // when `units` is (TrainerModelUnits): every rank must call it with the
 // same arguments, and every rank gets the same tokens.
-absl::StatusOr<std::vector<int32_t>> SampleTokens(GptInference& forward,
+absl::StatusOr<std::vector<int32_t>> SampleTokens(InferenceModel& forward,
                                                   const ForEachModelUnit& units,
                                                   absl::Span<const int32_t> prompt,
                                                   const SampleOptions& options);

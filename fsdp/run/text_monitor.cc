@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "fsdp/run/model_forward.h"
+#include "fsdp/run/model_registry.h"
 #include "fsdp/text/tokenizer_file.h"
 
 namespace fsdp {
@@ -103,8 +104,14 @@ absl::StatusOr<std::unique_ptr<TextMonitor>> TextMonitor::Create(const TrainOpti
                                               options.val_batches, rank));
   }
   if (!options.val_data.empty() || options.sample_tokens > 0) {
+    FSDP_ASSIGN_OR_RETURN(const ModelFactory* factory, FindModel(options.model));
+    if (factory->create_inference == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--model=", options.model, " has no forward-only model yet: leave out --val_data and "
+          "--sample_tokens"));
+    }
     FSDP_ASSIGN_OR_RETURN(monitor->forward_,
-                          GptInference::Create(GptConfigOf(options), options.micro_batch, tracker));
+                          factory->create_inference(options, options.micro_batch, tracker));
   }
   return monitor;
 }

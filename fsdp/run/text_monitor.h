@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "comm/communicator.h"
 #include "fsdp/memory/memory_tracker.h"
-#include "fsdp/nn/gpt_inference.h"
+#include "fsdp/nn/inference_model.h"
 #include "fsdp/run/sampler.h"
 #include "fsdp/run/train_options.h"
 #include "fsdp/run/validation.h"
@@ -64,7 +64,7 @@ class TextMonitor {
   const TrainOptions options_;
   text::ByteBpe tokenizer_;
   std::unique_ptr<ValidationSet> val_;
-  std::unique_ptr<GptInference> forward_;  // (micro_batch, seq_len) at most
+  std::unique_ptr<InferenceModel> forward_;  // (micro_batch, seq_len) at most
 };
 
 }  // namespace fsdp

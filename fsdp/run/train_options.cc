@@ -56,20 +56,22 @@ absl::StatusOr<Attention> ParseAttention(absl::string_view name) {
 
 absl::Status ValidateTrainOptions(const TrainOptions& o) {
   FSDP_RETURN_IF_ERROR(Positive("nproc", o.nproc));
-  FSDP_RETURN_IF_ERROR(CheckStrategyAvailable(o.strategy));
-  FSDP_RETURN_IF_ERROR(ValidateGroupSize(o.strategy, o.group_size, o.nproc));
-  if (o.prefetch_depth < 0) {
+  FSDP_RETURN_IF_ERROR(CheckStrategyAvailable(o.sharding.strategy));
+  FSDP_RETURN_IF_ERROR(ValidateGroupSize(o.sharding.strategy, o.sharding.group_size, o.nproc));
+  if (o.sharding.prefetch_depth < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--prefetch_depth=", o.prefetch_depth, " must not be negative (0 disables prefetch)"));
+        "--prefetch_depth=", o.sharding.prefetch_depth,
+        " must not be negative (0 disables prefetch)"));
   }
-  if (o.max_gathers_in_flight < 1) {
+  if (o.sharding.max_gathers_in_flight < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--max_gathers_in_flight=", o.max_gathers_in_flight,
+        "--max_gathers_in_flight=", o.sharding.max_gathers_in_flight,
         " must be at least 1 (the unit about to compute needs its own all-gather)"));
   }
-  if (o.min_unit_numel < 0) {
+  if (o.sharding.min_unit_numel < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--min_unit_numel=", o.min_unit_numel, " must not be negative (0 disables merging)"));
+        "--min_unit_numel=", o.sharding.min_unit_numel,
+        " must not be negative (0 disables merging)"));
   }
   FSDP_RETURN_IF_ERROR(Positive("layers", o.layers));
   FSDP_RETURN_IF_ERROR(Positive("d_model", o.d_model));
@@ -86,9 +88,8 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--threads=", o.threads, " must not be negative (0 = pick from the core count)"));
   }
-  FSDP_RETURN_IF_ERROR(ValidatePrecisionPolicy(o.precision));
-  FSDP_RETURN_IF_ERROR(ParseActivationCheckpointing(o.activation_checkpointing, o.layers).status());
-  FSDP_RETURN_IF_ERROR(ValidateMatmulBackendName(o.matmul_backend));
+  FSDP_RETURN_IF_ERROR(ValidatePrecisionPolicy(o.sharding.precision));
+  FSDP_RETURN_IF_ERROR(ValidateActivationCheckpointing(o.activation_checkpointing, o.layers));
   if (o.d_model % o.heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--heads=", o.heads, " does not divide --d_model=", o.d_model,
@@ -184,23 +185,7 @@ absl::Status SetMicroBatchFromGlobalBatch(int64_t global_batch, TrainOptions& o)
 }
 
 bool TrainOptions::bf16_grads() const {
-  return precision.reduce_dtype == comm::Dtype::kBFloat16;
-}
-
-GptConfig GptConfigOf(const TrainOptions& options) {
-  GptConfig config;
-  config.layers = options.layers;
-  config.d_model = options.d_model;
-  config.heads = options.heads;
-  config.vocab = options.vocab;
-  config.seq_len = options.seq_len;
-  config.bf16_compute = options.precision.param_dtype == comm::Dtype::kBFloat16;
-  config.bf16_params = config.bf16_compute;  // [Note: bf16 parameter layout]
-  // Validated by ValidateTrainOptions; a bad mode here means none.
-  config.activation_checkpoint_every =
-      ParseActivationCheckpointing(options.activation_checkpointing, options.layers).value_or(0);
-  config.flash_attention = options.attention == Attention::kFlash;
-  return config;
+  return sharding.precision.reduce_dtype == comm::Dtype::kBFloat16;
 }
 
 std::string TrainOptionsToString(const TrainOptions& o) {
@@ -219,13 +204,15 @@ std::string TrainOptionsToString(const TrainOptions& o) {
       "data=%s group_size=%d "
       "prefetch_depth=%d max_gathers_in_flight=%d precision=%s "
       "reduce_dtype=%s activation_checkpointing=%s attention=%s min_unit_numel=%d%s",
-      StrategyName(o.strategy), o.nproc, o.layers, o.d_model, o.heads, o.vocab, o.seq_len,
+      StrategyName(o.sharding.strategy), o.nproc, o.layers, o.d_model, o.heads, o.vocab, o.seq_len,
       o.micro_batch, o.accum, o.global_batch(), o.steps, OptimizerKindName(o.optimizer), o.lr,
-      o.min_lr, o.warmup_steps, o.weight_decay, o.grad_clip, o.seed, o.threads, o.matmul_backend,
-      o.data.empty() ? "synthetic" : o.data, o.group_size, o.prefetch_depth,
-      o.max_gathers_in_flight, comm::DtypeName(o.precision.param_dtype),
-      comm::DtypeName(o.precision.reduce_dtype),
-      o.activation_checkpointing, AttentionName(o.attention), o.min_unit_numel,
+      o.min_lr, o.warmup_steps, o.weight_decay, o.grad_clip, o.seed, o.threads,
+      MatmulBackendChoiceName(o.matmul_backend),
+      o.data.empty() ? "synthetic" : o.data, o.sharding.group_size, o.sharding.prefetch_depth,
+      o.sharding.max_gathers_in_flight, comm::DtypeName(o.sharding.precision.param_dtype),
+      comm::DtypeName(o.sharding.precision.reduce_dtype),
+      ActivationCheckpointingName(o.activation_checkpointing), AttentionName(o.attention),
+      o.sharding.min_unit_numel,
       o.checkpoint_dir.empty()
           ? ""
           : absl::StrCat(" checkpoint_dir=", o.checkpoint_dir,

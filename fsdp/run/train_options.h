@@ -20,10 +20,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "fsdp/nn/gpt_spec.h"
+#include "fsdp/nn/activation_checkpointing.h"
+#include "fsdp/nn/matmul.h"
 #include "fsdp/optim/lr_schedule.h"
-#include "fsdp/train/precision_policy.h"
-#include "fsdp/train/strategy.h"
+#include "fsdp/plan/sharding_options.h"
 
 namespace fsdp {
 
@@ -43,28 +43,25 @@ struct TrainOptions {
   std::string model = "gpt";
   // Job shape.
   int nproc = 2;
-  Strategy strategy = Strategy::kNoShard;
-  // Sharding (docs/sharding.md). group_size: hybrid_shard's G, ranks per
-  // shard group, dividing nproc; 0 for the other strategies.
-  int group_size = 0;
-  int prefetch_depth = 1;         // units all-gathered ahead; 0 = no prefetch
-  int max_gathers_in_flight = 2;  // outstanding parameter all-gathers, >= 1
-  // What the parameters, gradients, master and optimizer state are stored
-  // and moved in: --precision and --reduce_dtype, parsed once by
-  // ParsePrecisionPolicy (fsdp/train/precision_policy.h) where the flags are
-  // read. --precision=fp32, or bf16 (bf16 parameters and products with fp32
-  // accumulation; fp32 master and optimizer state; docs/compute.md);
-  // --reduce_dtype, the gradients under bf16: bf16 (2-byte gradients,
-  // reduced in bf16 with fp32 additions; [Note: bf16 gradients] in
-  // unit_state.h) or fp32.
-  PrecisionPolicy precision;
-  // Activation memory (docs/memory.md): "none", "all" or "every:K" blocks
-  // checkpointed (recomputed in the backward), and "standard" or "flash"
-  // (memory-efficient) attention.
-  std::string activation_checkpointing = "none";
+  // Sharding (docs/sharding.md; fsdp/plan/sharding_options.h), handed as
+  // one value to the planner and the training step: --strategy,
+  // --group_size (hybrid_shard's G, ranks per shard group, dividing nproc; 0
+  // for the other strategies), --prefetch_depth, --max_gathers_in_flight,
+  // --min_unit_numel, and the precision policy of --precision and
+  // --reduce_dtype, parsed once by ParsePrecisionPolicy
+  // (fsdp/plan/precision_policy.h) where the flags are read: --precision=fp32,
+  // or bf16 (bf16 parameters and products with fp32 accumulation; fp32 master
+  // and optimizer state; docs/compute.md); --reduce_dtype, the gradients under
+  // bf16: bf16 (2-byte gradients, reduced in bf16 with fp32 additions; [Note:
+  // bf16 gradients] in unit_state.h) or fp32.
+  ShardingOptions sharding;
+  // Activation memory (docs/memory.md): --activation_checkpointing, none,
+  // all or every:K blocks checkpointed (recomputed in the backward; parsed
+  // once by ParseActivationCheckpointing, fsdp/nn/activation_checkpointing.h), and
+  // --attention, standard or flash (memory-efficient).
+  ActivationCheckpointing activation_checkpointing;
   Attention attention = Attention::kStandard;
-  int64_t min_unit_numel = 0;     // merge units below this many elements; 0 = off
-  // Model (a GPT; see fsdp/nn/gpt_spec.h).
+  // Model shape (the GPT of train_gpt: fsdp/models/gpt_config.h).
   int layers = 2;
   int d_model = 64;
   int heads = 4;
@@ -99,10 +96,10 @@ struct TrainOptions {
   // Compute threads per rank (matrix products and their libraries); 0 =
   // hardware threads / ranks on this machine.
   int threads = 0;
-  // Matrix products (fsdp/run/compute_backend.h): "default" (the machine's
-  // rule, never a timing), "onednn", "openblas", or "auto" (timed on rank 0;
-  // the bits can change between runs).
-  std::string matmul_backend = "default";
+  // Matrix products (--matmul_backend, fsdp/run/compute_backend.h): default
+  // (the machine's rule, never a timing), onednn, openblas, or auto (timed on
+  // rank 0; the bits can change between runs).
+  MatmulBackendChoice matmul_backend = MatmulBackendChoice::kDefault;
   // Data: an llm.c .bin token file, or "" for the synthetic Markov stream.
   std::string data;
   // Output: one JSON line per step, see fsdp/run/metrics_writer.h; "" = none.
@@ -166,9 +163,6 @@ struct TrainOptions {
   // 2-byte gradients: --precision=bf16 unless --reduce_dtype=fp32.
   bool bf16_grads() const;
 };
-
-// The model these options describe (shape and compute precision).
-GptConfig GptConfigOf(const TrainOptions& options);
 
 // OK, or InvalidArgument naming the flag, its value and what to do:
 // every size positive, heads dividing d_model, lr positive, 0 <= min_lr <= lr,

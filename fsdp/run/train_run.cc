@@ -39,16 +39,11 @@ namespace fsdp {
 
 TrainStepOptions TrainStepOptionsFrom(const TrainOptions& options) {
   TrainStepOptions step_options;
-  step_options.strategy = options.strategy;
+  step_options.sharding = options.sharding;
   step_options.accum_steps = options.accum;
   step_options.grad_clip = options.grad_clip;
   step_options.seed = options.seed;
   step_options.comm_timeout = options.comm_timeout;
-  step_options.group_size = options.group_size;
-  step_options.prefetch_depth = options.prefetch_depth;
-  step_options.max_gathers_in_flight = options.max_gathers_in_flight;
-  step_options.precision = options.precision;
-  step_options.min_unit_numel = options.min_unit_numel;
   return step_options;
 }
 
@@ -566,7 +561,7 @@ absl::Status FinishRun(TrainingRun& run) {
     f.loss = summary.final_loss;
     f.param_sha256 = summary.param_sha256;
     f.world_size = run.world.size();
-    f.strategy = StrategyName(options.strategy);
+    f.strategy = StrategyName(options.sharding.strategy);
     f.tokens_per_s = summary.tokens_per_s;
     f.comm_wait_share = summary.comm_wait_share;
     f.matmul_share = summary.matmul_share;
@@ -616,7 +611,8 @@ absl::Status FinishRun(TrainingRun& run) {
   if (!options.plot.empty() && run.metrics != nullptr) {
     run.metrics.reset();  // flushed and closed
     FSDP_ASSIGN_OR_RETURN(MetricsRun metrics_run,
-                          ReadMetricsFile(options.metrics_out, StrategyName(options.strategy)));
+                          ReadMetricsFile(options.metrics_out,
+                                          StrategyName(options.sharding.strategy)));
     FSDP_RETURN_IF_ERROR(PlotMetrics({metrics_run}, options.plot, absl::Seconds(120)));
     if (log != nullptr) {
       std::fprintf(log, "train_gpt: plotted %s to %s (gnuplot script %s.gp)\n",

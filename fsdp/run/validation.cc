@@ -69,7 +69,7 @@ int64_t ValidationSet::tokens() const {
   return int64_t{batches_} * micro_batch_ * nproc_ * seq_len_;
 }
 
-absl::StatusOr<double> ValidationSet::Evaluate(GptInference& forward,
+absl::StatusOr<double> ValidationSet::Evaluate(InferenceModel& forward,
                                                const ForEachModelUnit& units,
                                                comm::Communicator& world,
                                                absl::Duration timeout) const {

@@ -6,7 +6,7 @@
 // s = b * global_batch + j of batch b is the file's window s (windows as in
 // fsdp/data/token_file.h, wrapping around a short file). Rank r evaluates
 // sequences [r * micro_batch, (r + 1) * micro_batch) of every batch, a
-// forward only (fsdp/nn/gpt_inference.h), with each unit's parameters
+// forward only (fsdp/nn/inference_model.h), with each unit's parameters
 // gathered whole one unit at a time as the training forward does.
 //
 // The loss is the mean over every validation token of -log softmax, each
@@ -28,7 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "comm/communicator.h"
-#include "fsdp/nn/gpt_inference.h"
+#include "fsdp/nn/inference_model.h"
 #include "fsdp/run/model_forward.h"
 
 namespace fsdp {
@@ -48,7 +48,7 @@ class ValidationSet {
 
   // Collective: every rank calls it with the same model. The mean loss per
   // validation token.
-  absl::StatusOr<double> Evaluate(GptInference& forward, const ForEachModelUnit& units,
+  absl::StatusOr<double> Evaluate(InferenceModel& forward, const ForEachModelUnit& units,
                                   comm::Communicator& world, absl::Duration timeout) const;
 
   int batches() const { return batches_; }

@@ -69,41 +69,12 @@
 #include "fsdp/train/plan_agreement.h"
 
 namespace fsdp {
-namespace {
-
-proto::ShardingStrategy ToPlanStrategy(Strategy strategy) {
-  switch (strategy) {
-    case Strategy::kNoShard:
-      return proto::NO_SHARD;
-    case Strategy::kShardOptimizer:
-      return proto::SHARD_OPTIMIZER;
-    case Strategy::kShardGradOp:
-      return proto::SHARD_GRAD_OP;
-    case Strategy::kFullShard:
-      return proto::FULL_SHARD;
-    case Strategy::kHybridShard:
-      return proto::HYBRID_SHARD;
-  }
-  return proto::SHARDING_STRATEGY_UNSPECIFIED;
-}
-
-}  // namespace
-
 absl::StatusOr<proto::ShardPlan> BuildTrainingPlan(const std::vector<UnitSpec>& units,
                                                    const TrainStepOptions& options,
                                                    int world_size) {
   plan::PlannerOptions planner;
-  planner.strategy = ToPlanStrategy(options.strategy);
+  planner.sharding = options.sharding;
   planner.world_size = world_size;
-  planner.group_size = options.group_size;
-  planner.min_unit_numel = options.min_unit_numel;
-  planner.prefetch_depth = options.prefetch_depth;
-  planner.max_gathers_in_flight = options.max_gathers_in_flight;
-  // The plan's dtypes: the bf16 layout's parameters, and its gradients
-  // unless they stay fp32.
-  planner.mixed_precision = options.precision.param_dtype == comm::Dtype::kBFloat16;
-  planner.fp32_gradients =
-      planner.mixed_precision && options.precision.reduce_dtype == comm::Dtype::kFloat32;
   planner.include_rank_ranges = true;
   return plan::BuildShardPlan(units, planner);
 }
@@ -111,7 +82,7 @@ absl::StatusOr<proto::ShardPlan> BuildTrainingPlan(const std::vector<UnitSpec>& 
 absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create(
     Model* model, comm::Communicator* world, MemoryTracker* tracker,
     std::unique_ptr<UnitOptimizer> optimizer, const TrainStepOptions& options) {
-  FSDP_RETURN_IF_ERROR(CheckStrategyAvailable(options.strategy));
+  FSDP_RETURN_IF_ERROR(CheckStrategyAvailable(options.sharding.strategy));
   if (options.accum_steps < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "accum_steps must be at least 1 (micro-batches per optimizer step), got ",
@@ -123,10 +94,10 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
   if (model->num_units() == 0) {
     return absl::InvalidArgumentError("the model has no units to train");
   }
-  FSDP_RETURN_IF_ERROR(ValidatePrecisionPolicy(options.precision));
-  if (options.precision.param_dtype != model->param_dtype()) {
+  FSDP_RETURN_IF_ERROR(ValidatePrecisionPolicy(options.sharding.precision));
+  if (options.sharding.precision.param_dtype != model->param_dtype()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        comm::DtypeName(options.precision.param_dtype), " parameters: this model takes ",
+        comm::DtypeName(options.sharding.precision.param_dtype), " parameters: this model takes ",
         comm::DtypeName(model->param_dtype()), " parameters only; train it in ",
         comm::DtypeName(model->param_dtype()), " or give it a compute path for the other dtype "
         "(Model::param_dtype)"));
@@ -141,11 +112,11 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
   FSDP_RETURN_IF_ERROR(CheckPlansAgree(*world, t.plan_, options.comm_timeout));
 
   const int group_size = t.plan_.shard_group_size();
-  t.runtime_ = UnitRuntime::For(options.strategy, world->size(), world->rank(), group_size,
-                                options.precision);
+  t.runtime_ = UnitRuntime::For(options.sharding.strategy, world->size(), world->rank(), group_size,
+                                options.sharding.precision);
   t.comms_.shard_group = world;
   t.comms_.replica_group = world;
-  if (options.strategy == Strategy::kHybridShard && group_size < world->size()) {
+  if (options.sharding.strategy == Strategy::kHybridShard && group_size < world->size()) {
     // Shard group: G consecutive ranks. Replica group: the ranks with the
     // same shard rank in every shard group (plan.replica_groups).
     FSDP_ASSIGN_OR_RETURN(t.shard_group_, world->Split(/*color=*/world->rank() / group_size,

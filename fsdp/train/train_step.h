@@ -1,6 +1,6 @@
 // File: fsdp/train/train_step.h
 //
-// The data-parallel training step for every strategy (fsdp/train/strategy.h):
+// The data-parallel training step for every strategy (fsdp/plan/strategy.h):
 // no_shard, shard_optimizer (ZeRO-1), shard_grad_op (ZeRO-2), full_shard
 // (ZeRO-3 / FSDP) and hybrid_shard. One DataParallelTrainer per rank lays
 // the model out by the shard planner's ShardPlan (fsdp/plan/shard_planner.h),
@@ -9,7 +9,7 @@
 // communicator(s) and an optimizer through one optimizer step at a time:
 //
 //   TrainStepOptions options;
-//   options.strategy = Strategy::kFullShard;
+//   options.sharding.strategy = Strategy::kFullShard;
 //   FSDP_ASSIGN_OR_RETURN(auto trainer, DataParallelTrainer::Create(
 //       &model, &world, &tracker, std::move(optimizer), options));
 //   for (int step = 1; step <= steps; ++step) {
@@ -49,8 +49,7 @@
 #include "fsdp/nn/param_spec.h"
 #include "fsdp/optim/gradient_noise_scale.h"
 #include "fsdp/train/comm_wait_clock.h"
-#include "fsdp/train/precision_policy.h"
-#include "fsdp/train/strategy.h"
+#include "fsdp/plan/sharding_options.h"
 #include "fsdp/train/unit_optimizer.h"
 #include "fsdp/train/unit_state.h"
 #include "proto/shard_plan.pb.h"
@@ -58,28 +57,16 @@
 namespace fsdp {
 
 struct TrainStepOptions {
-  Strategy strategy = Strategy::kNoShard;
+  // The run's sharding settings (fsdp/plan/sharding_options.h): strategy,
+  // hybrid_shard's group size, prefetch, merging and the precision policy,
+  // whose parameter dtype must be the model's (Model::param_dtype). The
+  // planner reads the same value (BuildTrainingPlan).
+  ShardingOptions sharding;
   int accum_steps = 1;    // micro-batches per optimizer step
   float grad_clip = 0.0f; // max global L2 norm of the gradients; <= 0: off
   uint64_t seed = 0;      // parameter initialization (Model::InitUnitParams)
   // Bound on every wait for a collective.
   absl::Duration comm_timeout = absl::Seconds(60);
-  // hybrid_shard only: G, ranks per shard group (consecutive ranks); must
-  // divide the world size. 0 for every other strategy.
-  int group_size = 0;
-  // Units whose parameter all-gather is started ahead of the unit computing
-  // (forward: the next units; backward: the previous ones). 0 = none.
-  int prefetch_depth = 1;
-  // Most parameter all-gathers outstanding at once (>= 1).
-  int max_gathers_in_flight = 2;
-  // What the parameters, gradients, master and optimizer state are stored
-  // and moved in (fsdp/train/precision_policy.h; the notes in
-  // unit_state.h). The parameters' dtype must be the model's
-  // (Model::param_dtype).
-  PrecisionPolicy precision;
-  // Merge consecutive model units into plan units of at least this many
-  // elements (fewer, larger collectives); 0 = one plan unit per model unit.
-  int64_t min_unit_numel = 0;
 };
 
 struct StepResult {
@@ -96,9 +83,8 @@ struct StepResult {
   GradientNormPair noise_norms;
 };
 
-// The shard plan the trainer uses for `units` on `world_size` ranks: the
-// strategy, group size, prefetch and merging options mapped onto
-// plan::PlannerOptions. InvalidArgument (the planner's, saying what to
+// The shard plan the trainer uses for `units` on `world_size` ranks:
+// options.sharding, planned as it is. InvalidArgument (the planner's, saying what to
 // change) for a bad group size, world size or option.
 absl::StatusOr<proto::ShardPlan> BuildTrainingPlan(const std::vector<UnitSpec>& units,
                                                    const TrainStepOptions& options,

@@ -68,8 +68,8 @@
 #include "fsdp/nn/grad_write.h"
 #include "fsdp/train/comm_wait_clock.h"
 #include "fsdp/nn/dtype_buffer.h"
-#include "fsdp/train/precision_policy.h"
-#include "fsdp/train/strategy.h"
+#include "fsdp/plan/precision_policy.h"
+#include "fsdp/plan/strategy.h"
 #include "fsdp/train/unit_collectives.h"
 #include "fsdp/train/unit_optimizer.h"
 #include "proto/shard_plan.pb.h"
@@ -101,7 +101,7 @@ struct UnitRuntime {
   bool shard_grads = false;
   // every strategy but no_shard: the optimizer steps this rank's shard.
   bool shard_optimizer = false;
-  // What the buffers hold (fsdp/train/precision_policy.h):
+  // What the buffers hold (fsdp/plan/precision_policy.h):
   //
   // [Note: bf16 parameter layout] Parameters stored in a dtype other than
   // the master's (--precision=bf16): the parameters the model computes with

@@ -95,8 +95,8 @@ JobResult RunJob(const Job& job) {
         MemoryTracker tracker;
         BigramModel model(kVocab, kDim);
         TrainStepOptions options;
-        options.strategy = job.strategy;
-        options.group_size = job.group_size;
+        options.sharding.strategy = job.strategy;
+        options.sharding.group_size = job.group_size;
         options.seed = 7;
         options.comm_timeout = absl::Seconds(20);
         FSDP_ASSIGN_OR_RETURN(std::unique_ptr<UnitOptimizer> adamw,

@@ -23,10 +23,30 @@ using testing_util::RandomBatch;
 GptConfig SmallConfig() { return GptConfig{4, 16, 4, 37, 12}; }
 
 TEST(ActivationModeTest, ParsesTheThreeFormsAndNamesThemBack) {
-  EXPECT_EQ(*ParseActivationCheckpointing("none", 4), 0);
-  EXPECT_EQ(*ParseActivationCheckpointing("all", 4), 1);
-  EXPECT_EQ(*ParseActivationCheckpointing("every:2", 4), 2);
-  EXPECT_EQ(*ParseActivationCheckpointing("every:4", 4), 4);
+  EXPECT_EQ(ParseActivationCheckpointing("none", 4)->checkpoint_every(), 0);
+  EXPECT_EQ(ParseActivationCheckpointing("all", 4)->checkpoint_every(), 1);
+  EXPECT_EQ(ParseActivationCheckpointing("every:2", 4)->checkpoint_every(), 2);
+  EXPECT_EQ(ParseActivationCheckpointing("every:4", 4)->checkpoint_every(), 4);
+  using Mode = ActivationCheckpointing::Mode;
+  EXPECT_EQ(ParseActivationCheckpointing("none", 4)->mode, Mode::kNone);
+  EXPECT_EQ(ParseActivationCheckpointing("all", 4)->mode, Mode::kAll);
+  EXPECT_EQ(*ParseActivationCheckpointing("every:3", 4), (ActivationCheckpointing{Mode::kEvery, 3}));
+  // Each form names itself back as spelled: every:1 checkpoints what all
+  // does, and stays every:1 (the start-up line prints the flag as given).
+  for (const char* text : {"none", "all", "every:1", "every:2", "every:4"}) {
+    const absl::StatusOr<ActivationCheckpointing> parsed = ParseActivationCheckpointing(text, 4);
+    ASSERT_TRUE(parsed.ok()) << text << ": " << parsed.status();
+    EXPECT_EQ(ActivationCheckpointingName(*parsed), text);
+    EXPECT_TRUE(ValidateActivationCheckpointing(*parsed, 4).ok()) << text;
+  }
+  EXPECT_EQ(ParseActivationCheckpointing("every:1", 4)->checkpoint_every(), 1);
+  // From a model's activation_checkpoint_every: 0 none, 1 all, K every:K.
+  EXPECT_EQ(ActivationCheckpointingOf(0), ActivationCheckpointing{});
+  EXPECT_EQ(ActivationCheckpointingOf(1).mode, Mode::kAll);
+  EXPECT_EQ(ActivationCheckpointingOf(3), (ActivationCheckpointing{Mode::kEvery, 3}));
+  for (int every : {0, 1, 2, 3}) {
+    EXPECT_EQ(ActivationCheckpointingOf(every).checkpoint_every(), every);
+  }
   EXPECT_EQ(ActivationCheckpointingName(0), "none");
   EXPECT_EQ(ActivationCheckpointingName(1), "all");
   EXPECT_EQ(ActivationCheckpointingName(3), "every:3");
@@ -53,11 +73,21 @@ TEST(ActivationModeTest, BadModesAreClearErrors) {
       {"", "is not a mode"},
   };
   for (const Case& c : cases) {
-    const absl::StatusOr<int> k = ParseActivationCheckpointing(c.mode, 4);
+    const absl::StatusOr<ActivationCheckpointing> k = ParseActivationCheckpointing(c.mode, 4);
     ASSERT_FALSE(k.ok()) << c.mode;
     EXPECT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(k.status().message().find(c.says), std::string::npos) << k.status();
   }
+  // A value that parsed for a deeper model is refused for this one, in the
+  // parse's words.
+  const ActivationCheckpointing every6 = *ParseActivationCheckpointing("every:6", 8);
+  const absl::Status too_deep = ValidateActivationCheckpointing(every6, 4);
+  EXPECT_EQ(too_deep.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(too_deep.message().find("--activation_checkpointing=every:6: K must be between 1 and "
+                                    "the number of blocks (4), got 6"),
+            std::string::npos)
+      << too_deep;
+  EXPECT_TRUE(ValidateActivationCheckpointing(*ParseActivationCheckpointing("all", 8), 1).ok());
   GptConfig config = SmallConfig();
   config.activation_checkpoint_every = 5;
   EXPECT_NE(ValidateGptConfig(config).message().find("activation_checkpoint_every"),
@@ -100,8 +130,8 @@ class CheckpointingTest : public testing::TestWithParam<std::tuple<int, bool>> {
 TEST_P(CheckpointingTest, LossAndGradientsAreBitIdenticalToNoCheckpointing) {
   const auto [precision, flash] = GetParam();
   GptConfig base = SmallConfig();
-  base.bf16_compute = precision >= 1;  // 1: bf16 products, 2: and bf16 parameters
-  base.bf16_params = precision == 2;
+  base.compute_dtype = precision >= 1 ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;  // 1: bf16 products, 2: and bf16 parameters
+  base.param_dtype = precision == 2 ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
   base.flash_attention = flash;
   const StepResult reference = TwoMicroBatches(base, 3);
   ASSERT_FALSE(reference.grads.empty());
@@ -147,7 +177,7 @@ TEST(FlashAttentionInModelTest, LossAndGradientsMatchStandardAttentionWithinFp32
 TEST(FlashAttentionInModelTest, Bf16FlashTracksBf16StandardAndFp32) {
   GptConfig fp32 = GptConfig{2, 32, 4, 53, 140};
   GptConfig standard = fp32;
-  standard.bf16_compute = true;
+  standard.compute_dtype = comm::Dtype::kBFloat16;
   GptConfig flash = standard;
   flash.flash_attention = true;
   const StepResult a = TwoMicroBatches(standard, 2);
@@ -175,7 +205,7 @@ void ExpectEveryUnitAsPredicted(const GptConfig& config) {
   const int micro_batch = 3;
   SCOPED_TRACE(ActivationCheckpointingName(config.activation_checkpoint_every) +
                (config.flash_attention ? " flash" : " standard") +
-               (config.bf16_compute ? " bf16" : " fp32"));
+               (config.compute_dtype == comm::Dtype::kBFloat16 ? " bf16" : " fp32"));
   MemoryTracker tracker;
   auto model = GptModel::Create(config, micro_batch, &tracker);
   ASSERT_TRUE(model.ok()) << model.status();
@@ -213,8 +243,8 @@ TEST(ActivationBytesTest, MeasuredBytesEqualThePredictionInEveryMode) {
     for (bool flash : {false, true}) {
       for (int every = 0; every <= 4; ++every) {
         GptConfig config = SmallConfig();
-        config.bf16_compute = precision >= 1;
-        config.bf16_params = precision == 2;
+        config.compute_dtype = precision >= 1 ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
+        config.param_dtype = precision == 2 ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
         config.flash_attention = flash;
         config.activation_checkpoint_every = every;
         ASSERT_NO_FATAL_FAILURE(ExpectEveryUnitAsPredicted(config));

@@ -107,13 +107,15 @@ TEST(GptModelTest, BackwardAddsScaledGradients) {
 TEST(GptModelTest, OverwrittenGradientsEqualGradientsAddedIntoZeros) {
   struct Mode {
     const char* name;
-    bool bf16_compute, bf16_params, flash;
+    comm::Dtype compute, params;
+    bool flash;
   };
-  for (const Mode mode : {Mode{"fp32", false, false, false}, Mode{"bf16 compute", true, false, false},
-                          Mode{"bf16 params", true, true, false}, Mode{"fp32 flash", false, false, true}}) {
+  constexpr comm::Dtype kF32 = comm::Dtype::kFloat32, kBf16 = comm::Dtype::kBFloat16;
+  for (const Mode mode : {Mode{"fp32", kF32, kF32, false}, Mode{"bf16 compute", kBf16, kF32, false},
+                          Mode{"bf16 params", kBf16, kBf16, false}, Mode{"fp32 flash", kF32, kF32, true}}) {
     GptConfig config{3, 32, 4, 53, 24};
-    config.bf16_compute = mode.bf16_compute;
-    config.bf16_params = mode.bf16_params;
+    config.compute_dtype = mode.compute;
+    config.param_dtype = mode.params;
     config.flash_attention = mode.flash;
     config.activation_checkpoint_every = 2;
     MemoryTracker tracker;
@@ -285,7 +287,7 @@ using testing_util::RandomBatch;
 TEST(GptModelBf16Test, LossAndGradientsTrackFp32WithinBf16Rounding) {
   GptConfig fp32_config{2, 32, 4, 53, 24};
   GptConfig bf16_config = fp32_config;
-  bf16_config.bf16_compute = true;
+  bf16_config.compute_dtype = comm::Dtype::kBFloat16;
   MemoryTracker t32, t16;
   auto m32 = GptModel::Create(fp32_config, 2, &t32);
   auto m16 = GptModel::Create(bf16_config, 2, &t16);
@@ -314,7 +316,7 @@ TEST(GptModelBf16Test, LossAndGradientsTrackFp32WithinBf16Rounding) {
 
 TEST(GptModelBf16Test, MeasuredActivationAndWorkspacePeaksEqualThePrediction) {
   GptConfig config{3, 16, 4, 37, 12};
-  config.bf16_compute = true;
+  config.compute_dtype = comm::Dtype::kBFloat16;
   const int micro_batch = 3;
   ExpectMeasuredBytesEqualPrediction(config);
   const GptActivationBreakdown predicted = GptActivationBytesByUnit(config, micro_batch);
@@ -336,16 +338,16 @@ TEST(GptModelBf16Test, MeasuredActivationAndWorkspacePeaksEqualThePrediction) {
                 2 * (max_unit + 4 * BT * C + T * T + 4 * T * hs));
 }
 
-// The bf16 parameter layout (bf16_params: what --precision=bf16 trains with)
+// The bf16 parameter layout (bf16 param_dtype: what --precision=bf16 trains with)
 // computes exactly what the bf16 compute mode computes from fp32 parameters
 // that hold the same bf16 values: loss and every gradient bit for bit. Its
 // memory is exactly GptActivationBytesByUnit's, the workspace holding an
 // fp32 copy of one unit's 1-D parameters instead of a bf16 copy of a unit.
 TEST(GptModelBf16Test, Bf16ParametersGiveTheBitsOfRoundedFp32Parameters) {
   GptConfig rounded_config{2, 32, 4, 53, 24};
-  rounded_config.bf16_compute = true;
+  rounded_config.compute_dtype = comm::Dtype::kBFloat16;
   GptConfig bf16_config = rounded_config;
-  bf16_config.bf16_params = true;
+  bf16_config.param_dtype = comm::Dtype::kBFloat16;
   MemoryTracker t_rounded, t_bf16;
   auto rounded = GptModel::Create(rounded_config, 2, &t_rounded);
   auto bf16 = GptModel::Create(bf16_config, 2, &t_bf16);
@@ -374,19 +376,19 @@ TEST(GptModelBf16Test, Bf16ParametersGiveTheBitsOfRoundedFp32Parameters) {
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ((*rounded)->ForwardUnit(0, h_bf16.Bf16Params(0), batch).code(),
             absl::StatusCode::kFailedPrecondition);
-  // bf16_params needs bf16_compute.
+  // bf16 parameters need bf16 compute.
   GptConfig bad = bf16_config;
-  bad.bf16_compute = false;
-  EXPECT_NE(ValidateGptConfig(bad).message().find("needs bf16_compute"), std::string::npos);
+  bad.compute_dtype = comm::Dtype::kFloat32;
+  EXPECT_NE(ValidateGptConfig(bad).message().find("needs compute_dtype bf16"), std::string::npos);
 }
 
 TEST(GptModelBf16Test, Bf16ParametersMeasuredPeaksEqualThePrediction) {
   GptConfig config{3, 16, 4, 37, 12};
-  config.bf16_compute = true;
-  config.bf16_params = true;
+  config.compute_dtype = comm::Dtype::kBFloat16;
+  config.param_dtype = comm::Dtype::kBFloat16;
   ExpectMeasuredBytesEqualPrediction(config);
   GptConfig converted = config;
-  converted.bf16_params = false;
+  converted.param_dtype = comm::Dtype::kFloat32;
   const int64_t C = 16, max_unit = 12 * C * C + 13 * C;
   // The bf16 copy of the largest unit gives way to an fp32 copy of a block's
   // 13 C 1-D parameters.
@@ -407,8 +409,8 @@ TEST(GptModelBf16Test, Bf16GradientsAreTheRoundedFp32Gradients) {
   for (const Mode mode : {Mode{"standard", false, 0}, Mode{"flash", true, 0},
                           Mode{"checkpointed", false, 2}}) {
     GptConfig config{3, 32, 4, 53, 24};
-    config.bf16_compute = true;
-    config.bf16_params = true;
+    config.compute_dtype = comm::Dtype::kBFloat16;
+    config.param_dtype = comm::Dtype::kBFloat16;
     config.flash_attention = mode.flash;
     config.activation_checkpoint_every = mode.checkpoint_every;
     MemoryTracker tracker;
@@ -439,8 +441,8 @@ TEST(GptModelBf16Test, Bf16GradientsAreTheRoundedFp32Gradients) {
 
 TEST(GptModelBf16Test, Bf16GradientsOfTheWrongSizeAreRefused) {
   GptConfig config{2, 32, 4, 53, 24};
-  config.bf16_compute = true;
-  config.bf16_params = true;
+  config.compute_dtype = comm::Dtype::kBFloat16;
+  config.param_dtype = comm::Dtype::kBFloat16;
   MemoryTracker tracker;
   auto model = GptModel::Create(config, 2, &tracker);
   ASSERT_TRUE(model.ok());
@@ -459,7 +461,7 @@ TEST(GptModelBf16Test, Bf16GradientsOfTheWrongSizeAreRefused) {
 // Same inputs, same bits: the bf16 path is deterministic.
 TEST(GptModelBf16Test, RepeatedStepsAreBitIdentical) {
   GptConfig config{2, 32, 4, 53, 24};
-  config.bf16_compute = true;
+  config.compute_dtype = comm::Dtype::kBFloat16;
   MemoryTracker tracker;
   auto model = GptModel::Create(config, 2, &tracker);
   ASSERT_TRUE(model.ok());

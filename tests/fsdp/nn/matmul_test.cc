@@ -17,6 +17,7 @@
 #include "base/bfloat16.h"
 #include "comm/dtype.h"
 #include "base/bf16_convert.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace fsdp {
@@ -220,11 +221,23 @@ TEST(MatmulBackendNames, ParseRoundTripsAndRejectsUnknown) {
 
 TEST(MatmulBackendNames, TheFlagTakesFourChoicesAndExplainsThem) {
   for (const char* name : {"default", "auto", "onednn", "openblas"}) {
-    EXPECT_TRUE(ValidateMatmulBackendName(name).ok()) << name;
+    const absl::StatusOr<MatmulBackendChoice> choice = ParseMatmulBackendChoice(name);
+    EXPECT_TRUE(choice.ok()) << name;
+    EXPECT_STREQ(MatmulBackendChoiceName(choice.value_or(MatmulBackendChoice::kDefault)), name);
   }
-  const absl::Status bad = ValidateMatmulBackendName("fastest");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(*ParseMatmulBackendChoice("default"), MatmulBackendChoice::kDefault);
+  EXPECT_EQ(*ParseMatmulBackendChoice("onednn"), MatmulBackendChoice::kOneDnn);
+  EXPECT_EQ(*ParseMatmulBackendChoice("openblas"), MatmulBackendChoice::kOpenBlas);
+  EXPECT_EQ(*ParseMatmulBackendChoice("auto"), MatmulBackendChoice::kAuto);
+  for (const char* wrong : {"fastest", "", "OneDNN", "default "}) {
+    const absl::Status bad = ParseMatmulBackendChoice(wrong).status();
+    ASSERT_FALSE(bad.ok()) << wrong;
+    EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(bad.message()).find(absl::StrCat("--matmul_backend=", wrong, " is not")),
+              std::string::npos)
+        << bad.message();
+  }
+  const absl::Status bad = ParseMatmulBackendChoice("fastest").status();
   for (const char* named : {"fastest", "default", "auto", "onednn", "openblas", "bits"}) {
     EXPECT_NE(std::string(bad.message()).find(named), std::string::npos) << bad.message();
   }

@@ -8,6 +8,7 @@
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/plan/memory_model.h"
 #include "fsdp/plan/shard_planner.h"
+#include "fsdp/plan/sharding_strategy.h"
 #include "gtest/gtest.h"
 #include "tests/fsdp/plan/test_units.h"
 
@@ -31,9 +32,9 @@ TEST(GptPlanTest, PlanHoldsEveryParameterOfTheSpec) {
          {proto::NO_SHARD, proto::SHARD_OPTIMIZER, proto::SHARD_GRAD_OP, proto::FULL_SHARD,
           proto::HYBRID_SHARD}) {
       PlannerOptions options;
-      options.strategy = strategy;
+      options.sharding.strategy = *StrategyOfPlan(strategy);
       options.world_size = 6;
-      options.group_size = strategy == proto::HYBRID_SHARD ? 3 : 0;
+      options.sharding.group_size = strategy == proto::HYBRID_SHARD ? 3 : 0;
       absl::StatusOr<proto::ShardPlan> plan = BuildShardPlan(GptUnitSpecs(config), options);
       ASSERT_TRUE(plan.ok()) << plan.status();
       EXPECT_EQ(plan->total_flat_numel(), formula);

@@ -32,6 +32,7 @@ TEST(GptWorkTest, CheckpointedBlocksRecomputeTheirForward) {
   GptConfig c;
   c.layers = 2;
   PlannerOptions options;
+  options.sharding.strategy = Strategy::kFullShard;
   options.include_rank_ranges = false;
   absl::StatusOr<proto::ShardPlan> plan = BuildShardPlan(GptUnitSpecs(c), options);
   ASSERT_TRUE(plan.ok());
@@ -88,10 +89,11 @@ TEST(GptWorkTest, AFrameworksKernelsReplaceThisRuntimesCount) {
 TEST(GptWorkTest, MergedPlanUnitsSumTheirModelUnits) {
   GptConfig c;
   PlannerOptions options;
+  options.sharding.strategy = Strategy::kFullShard;
   options.world_size = 2;
   options.include_rank_ranges = false;
   absl::StatusOr<proto::ShardPlan> separate = BuildShardPlan(GptUnitSpecs(c), options);
-  options.min_unit_numel = int64_t{1} << 40;  // everything in one plan unit
+  options.sharding.min_unit_numel = int64_t{1} << 40;  // everything in one plan unit
   absl::StatusOr<proto::ShardPlan> merged = BuildShardPlan(GptUnitSpecs(c), options);
   ASSERT_TRUE(separate.ok() && merged.ok());
   const std::vector<UnitWork> a = GptUnitWork(c, 4, *separate);

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "fsdp/plan/shard_planner.h"
+#include "fsdp/plan/sharding_strategy.h"
 #include "gtest/gtest.h"
 #include "tests/fsdp/plan/test_units.h"
 
@@ -84,10 +85,10 @@ const Precision kPrecisions[] = {
 PlannerOptions OptionsFor(proto::ShardingStrategy strategy, int world_size, int group_size,
                           bool mixed) {
   PlannerOptions options;
-  options.strategy = strategy;
+  options.sharding.strategy = *StrategyOfPlan(strategy);
   options.world_size = world_size;
-  options.group_size = strategy == proto::HYBRID_SHARD ? group_size : 0;
-  options.mixed_precision = mixed;
+  options.sharding.group_size = strategy == proto::HYBRID_SHARD ? group_size : 0;
+  if (mixed) options.sharding.precision = *ParsePrecisionPolicy("bf16", "bf16");
   return options;
 }
 
@@ -236,13 +237,13 @@ TEST(MemoryModelWorkingBuffersTest, GatheredParametersMatchASimulatedSchedule) {
     const bool mixed = next(2) == 1;
     const int64_t element_bytes = mixed ? 2 : 4;
     PlannerOptions options = OptionsFor(proto::FULL_SHARD, world_size, 0, mixed);
-    options.prefetch_depth = static_cast<int>(next(4));
+    options.sharding.prefetch_depth = static_cast<int>(next(4));
     absl::StatusOr<proto::ShardPlan> plan = BuildShardPlan(units, options);
     ASSERT_TRUE(plan.ok()) << plan.status();
     const RankMemoryPrediction memory = PredictRankMemory(*plan, MemoryModelInputs{});
-    SCOPED_TRACE(absl::StrCat("trial ", trial, " prefetch ", options.prefetch_depth));
+    SCOPED_TRACE(absl::StrCat("trial ", trial, " prefetch ", options.sharding.prefetch_depth));
     EXPECT_EQ(memory.gathered_parameter_bytes,
-              element_bytes * SimulatedPeakGathered(*plan, options.prefetch_depth));
+              element_bytes * SimulatedPeakGathered(*plan, options.sharding.prefetch_depth));
     // A unit's unsharded gradients overlap the next backward unit's.
     EXPECT_EQ(memory.unsharded_gradient_bytes,
               element_bytes * SimulatedPeakGathered(*plan, /*ahead=*/1));
@@ -288,7 +289,7 @@ TEST(MemoryModelWorkingBuffersTest, TwoByteGradientsReduceInPlaceBesideOneFp32Wo
        {proto::NO_SHARD, proto::SHARD_OPTIMIZER, proto::SHARD_GRAD_OP, proto::FULL_SHARD}) {
     PlannerOptions options = OptionsFor(strategy, 4, 0, true);
     const RankMemoryPrediction two_byte = Predict(units, options, OptimizerKind::kAdam);
-    options.fp32_gradients = true;
+    options.sharding.precision.reduce_dtype = comm::Dtype::kFloat32;
     const RankMemoryPrediction four_byte = Predict(units, options, OptimizerKind::kAdam);
     const std::string what = proto::ShardingStrategy_Name(strategy);
     EXPECT_EQ(2 * two_byte.gradient_bytes, four_byte.gradient_bytes) << what;
@@ -335,8 +336,8 @@ TEST(MemoryModelTest, SummaryPlanPredictsWhatTheFullPlanDoes) {
        {proto::NO_SHARD, proto::SHARD_OPTIMIZER, proto::SHARD_GRAD_OP, proto::FULL_SHARD,
         proto::HYBRID_SHARD}) {
     PlannerOptions options = OptionsFor(strategy, 6, 3, true);
-    options.prefetch_depth = 2;
-    options.min_unit_numel = 2000;
+    options.sharding.prefetch_depth = 2;
+    options.sharding.min_unit_numel = 2000;
     MemoryModelInputs inputs;
     inputs.optimizer = OptimizerKind::kSgdMomentum;
     absl::StatusOr<RankMemoryPrediction> fast = PredictRankMemoryFromUnits(units, options, inputs);

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "fsdp/plan/shard_planner.h"
+#include "fsdp/plan/sharding_strategy.h"
 #include "gtest/gtest.h"
 #include "tests/fsdp/plan/test_units.h"
 
@@ -18,9 +19,9 @@ namespace {
 
 proto::ShardPlan GptPlan(int layers, int world_size, proto::ShardingStrategy strategy) {
   PlannerOptions options;
-  options.strategy = strategy;
+  options.sharding.strategy = *StrategyOfPlan(strategy);
   options.world_size = world_size;
-  options.group_size = strategy == proto::HYBRID_SHARD ? 2 : 0;
+  options.sharding.group_size = strategy == proto::HYBRID_SHARD ? 2 : 0;
   absl::StatusOr<proto::ShardPlan> plan = BuildShardPlan(
       testing::GptLikeUnits(testing::GptLikeShape{layers, 6, 17, 5}), options);
   EXPECT_TRUE(plan.ok()) << plan.status();

@@ -36,11 +36,11 @@ TEST(Fnv1a64Test, MatchesTheReferenceVectors) {
 
 proto::ShardPlan HybridPlan() {
   PlannerOptions options;
-  options.strategy = proto::HYBRID_SHARD;
+  options.sharding.strategy = Strategy::kHybridShard;
   options.world_size = 4;
-  options.group_size = 2;
-  options.min_unit_numel = 100;
-  options.mixed_precision = true;
+  options.sharding.group_size = 2;
+  options.sharding.min_unit_numel = 100;
+  options.sharding.precision = *fsdp::ParsePrecisionPolicy("bf16", "bf16");
   absl::StatusOr<proto::ShardPlan> plan =
       BuildShardPlan(testing::GptLikeUnits(testing::GptLikeShape{2, 4, 9, 3}), options);
   EXPECT_TRUE(plan.ok()) << plan.status();
@@ -69,10 +69,10 @@ TEST(PlanFingerprintTest, IsTheSameInAnotherProcess) {
   config.vocab = 29;
   config.seq_len = 8;
   PlannerOptions options;
-  options.strategy = proto::HYBRID_SHARD;
+  options.sharding.strategy = Strategy::kHybridShard;
   options.world_size = 6;
-  options.group_size = 3;
-  options.min_unit_numel = 1000;
+  options.sharding.group_size = 3;
+  options.sharding.min_unit_numel = 1000;
   absl::StatusOr<proto::ShardPlan> plan = BuildShardPlan(GptUnitSpecs(config), options);
   ASSERT_TRUE(plan.ok()) << plan.status();
 

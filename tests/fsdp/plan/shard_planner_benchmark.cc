@@ -24,9 +24,9 @@ int main() {
   for (int world_size : {64, 1024, 16384}) {
     for (bool ranges : {false, true}) {
       PlannerOptions options;
-      options.strategy = fsdp::proto::FULL_SHARD;
+      options.sharding.strategy = fsdp::Strategy::kFullShard;
       options.world_size = world_size;
-      options.mixed_precision = true;
+      options.sharding.precision = *fsdp::ParsePrecisionPolicy("bf16", "bf16");
       options.include_rank_ranges = ranges;
       const absl::Time start = absl::Now();
       absl::StatusOr<fsdp::proto::ShardPlan> plan = BuildShardPlan(units, options);
@@ -40,9 +40,9 @@ int main() {
                   static_cast<long long>(plan->ByteSizeLong()));
     }
     PlannerOptions options;
-    options.strategy = fsdp::proto::FULL_SHARD;
+    options.sharding.strategy = fsdp::Strategy::kFullShard;
     options.world_size = world_size;
-    options.mixed_precision = true;
+    options.sharding.precision = *fsdp::ParsePrecisionPolicy("bf16", "bf16");
     const absl::Time start = absl::Now();
     absl::StatusOr<RankMemoryPrediction> memory =
         PredictRankMemoryFromUnits(units, options, MemoryModelInputs{});

@@ -34,9 +34,9 @@ int64_t ProductOf(const std::vector<int64_t>& shape) {
 
 PlannerOptions OptionsFor(proto::ShardingStrategy strategy, int world_size, int group_size) {
   PlannerOptions options;
-  options.strategy = strategy;
+  options.sharding.strategy = *StrategyOfPlan(strategy);
   options.world_size = world_size;
-  options.group_size = strategy == proto::HYBRID_SHARD ? group_size : 0;
+  options.sharding.group_size = strategy == proto::HYBRID_SHARD ? group_size : 0;
   return options;
 }
 
@@ -174,7 +174,7 @@ TEST(ShardPlannerTest, DtypesFollowMixedPrecision) {
   const std::vector<UnitSpec> specs = UnitsWithParamNumels({{10}});
   PlannerOptions options = OptionsFor(proto::FULL_SHARD, 2, 0);
   absl::StatusOr<proto::ShardPlan> fp32 = BuildShardPlan(specs, options);
-  options.mixed_precision = true;
+  options.sharding.precision = *fsdp::ParsePrecisionPolicy("bf16", "bf16");
   absl::StatusOr<proto::ShardPlan> mixed = BuildShardPlan(specs, options);
   ASSERT_TRUE(fp32.ok() && mixed.ok());
   EXPECT_EQ(fp32->param_dtype(), proto::FP32);
@@ -188,9 +188,9 @@ TEST(ShardPlannerTest, DtypesFollowMixedPrecision) {
 
 TEST(ShardPlannerTest, RecordsTheOptionsUsed) {
   PlannerOptions options = OptionsFor(proto::HYBRID_SHARD, 8, 2);
-  options.min_unit_numel = 7;
-  options.prefetch_depth = 3;
-  options.max_gathers_in_flight = 5;
+  options.sharding.min_unit_numel = 7;
+  options.sharding.prefetch_depth = 3;
+  options.sharding.max_gathers_in_flight = 5;
   absl::StatusOr<proto::ShardPlan> plan =
       BuildShardPlan(UnitsWithParamNumels({{10}, {20}}), options);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -260,7 +260,7 @@ TEST(ShardPlannerMergeTest, MergesUntilTheMinimumAndFoldsTheTailBack) {
   // Numels 5 3 10 1 1 2 with a minimum of 8: {5,3} reaches 8, {10} reaches it
   // alone, the tail {1,1,2} = 4 is short and joins {10}.
   PlannerOptions options = OptionsFor(proto::FULL_SHARD, 2, 0);
-  options.min_unit_numel = 8;
+  options.sharding.min_unit_numel = 8;
   absl::StatusOr<proto::ShardPlan> plan =
       BuildShardPlan(UnitsWithParamNumels({{5}, {3}, {10}, {1}, {1}, {2}}), options);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -278,7 +278,7 @@ TEST(ShardPlannerMergeTest, MergesUntilTheMinimumAndFoldsTheTailBack) {
 
 TEST(ShardPlannerMergeTest, ModelSmallerThanTheMinimumIsOneUnit) {
   PlannerOptions options = OptionsFor(proto::FULL_SHARD, 3, 0);
-  options.min_unit_numel = 1000;
+  options.sharding.min_unit_numel = 1000;
   absl::StatusOr<proto::ShardPlan> plan =
       BuildShardPlan(UnitsWithParamNumels({{5}, {3}, {10}}), options);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -295,7 +295,7 @@ TEST(ShardPlannerMergeTest, ZeroMeansOnePlanUnitPerModelUnit) {
 
 TEST(ShardPlannerMergeTest, UnitsWithoutParamsJoinTheirNeighbours) {
   PlannerOptions options = OptionsFor(proto::FULL_SHARD, 2, 0);
-  options.min_unit_numel = 1;
+  options.sharding.min_unit_numel = 1;
   absl::StatusOr<proto::ShardPlan> plan =
       BuildShardPlan(UnitsWithParamNumels({{}, {4}, {}, {4}, {}}), options);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -319,7 +319,7 @@ TEST(ShardPlannerMergeTest, EveryMergedUnitReachesTheMinimumOverManyLayouts) {
     }
     const std::vector<UnitSpec> specs = UnitsWithParamNumels(numels);
     PlannerOptions options = OptionsFor(proto::FULL_SHARD, 1 + next(5), 0);
-    options.min_unit_numel = 1 + next(120);
+    options.sharding.min_unit_numel = 1 + next(120);
     absl::StatusOr<proto::ShardPlan> plan = BuildShardPlan(specs, options);
     ASSERT_TRUE(plan.ok()) << plan.status();
     int next_model_unit = 0;
@@ -329,11 +329,11 @@ TEST(ShardPlannerMergeTest, EveryMergedUnitReachesTheMinimumOverManyLayouts) {
         EXPECT_EQ(source.model_unit_index(), next_model_unit++);
       }
       if (plan->units_size() > 1) {
-        EXPECT_GE(unit.flat_numel(), options.min_unit_numel) << "trial " << trial;
+        EXPECT_GE(unit.flat_numel(), options.sharding.min_unit_numel) << "trial " << trial;
       }
       if (u + 1 < plan->units_size()) {
         const proto::SourceUnit& last = unit.source_units(unit.source_units_size() - 1);
-        EXPECT_LT(unit.flat_numel() - last.numel(), options.min_unit_numel);
+        EXPECT_LT(unit.flat_numel() - last.numel(), options.sharding.min_unit_numel);
       }
       ExpectUnitLayoutIsValid(unit, specs, options.world_size);
     }
@@ -456,7 +456,7 @@ TEST(ShardPlannerTest, TextDumpParsesBackToTheSamePlan) {
 TEST(ShardPlannerTest, BuildingTwiceGivesTheSamePlan) {
   const std::vector<UnitSpec> specs = GptLikeUnits(GptLikeShape{3, 7, 13, 5});
   PlannerOptions options = OptionsFor(proto::FULL_SHARD, 7, 0);
-  options.min_unit_numel = 500;
+  options.sharding.min_unit_numel = 500;
   absl::StatusOr<proto::ShardPlan> first = BuildShardPlan(specs, options);
   absl::StatusOr<proto::ShardPlan> second = BuildShardPlan(specs, options);
   ASSERT_TRUE(first.ok() && second.ok());
@@ -479,9 +479,11 @@ void ExpectInvalid(const std::vector<UnitSpec>& specs, const PlannerOptions& opt
 
 TEST(ShardPlannerErrorTest, OptionsOutOfRange) {
   const std::vector<UnitSpec> specs = UnitsWithParamNumels({{4}});
-  ExpectInvalid(specs, OptionsFor(proto::SHARDING_STRATEGY_UNSPECIFIED, 2, 0),
-                {"unspecified", "no_shard, shard_optimizer, shard_grad_op, full_shard, "
-                                "hybrid_shard"});
+  PlannerOptions unknown_strategy = OptionsFor(proto::NO_SHARD, 2, 0);
+  unknown_strategy.sharding.strategy = static_cast<Strategy>(99);
+  ExpectInvalid(specs, unknown_strategy,
+                {"value 99 is not a known strategy", "no_shard, shard_optimizer, shard_grad_op, "
+                                                     "full_shard, hybrid_shard"});
   ExpectInvalid(specs, OptionsFor(proto::FULL_SHARD, 0, 0), {"world_size must be >= 1, got 0"});
   ExpectInvalid(specs, OptionsFor(proto::NO_SHARD, -3, 0), {"world_size", "-3"});
   ExpectInvalid(specs, OptionsFor(proto::HYBRID_SHARD, 8, 3),
@@ -491,19 +493,19 @@ TEST(ShardPlannerErrorTest, OptionsOutOfRange) {
   ExpectInvalid(specs, OptionsFor(proto::HYBRID_SHARD, 8, 16), {"group_size 16"});
 
   PlannerOptions group_without_hybrid = OptionsFor(proto::FULL_SHARD, 8, 0);
-  group_without_hybrid.group_size = 4;
+  group_without_hybrid.sharding.group_size = 4;
   ExpectInvalid(specs, group_without_hybrid, {"only applies to hybrid_shard", "full_shard"});
 
   PlannerOptions negative_merge = OptionsFor(proto::FULL_SHARD, 2, 0);
-  negative_merge.min_unit_numel = -1;
+  negative_merge.sharding.min_unit_numel = -1;
   ExpectInvalid(specs, negative_merge, {"min_unit_numel must be >= 0"});
 
   PlannerOptions negative_prefetch = OptionsFor(proto::FULL_SHARD, 2, 0);
-  negative_prefetch.prefetch_depth = -1;
+  negative_prefetch.sharding.prefetch_depth = -1;
   ExpectInvalid(specs, negative_prefetch, {"prefetch_depth must be >= 0"});
 
   PlannerOptions no_gathers = OptionsFor(proto::FULL_SHARD, 2, 0);
-  no_gathers.max_gathers_in_flight = 0;
+  no_gathers.sharding.max_gathers_in_flight = 0;
   ExpectInvalid(specs, no_gathers, {"max_gathers_in_flight must be >= 1"});
 }
 

@@ -64,7 +64,7 @@ TEST(ActivationModeTest, ApplyChecksTheModelCanTakeTheMode) {
   EXPECT_EQ(config.activation_checkpoint_every, before.activation_checkpoint_every)
       << "a refused mode leaves the config as it was";
   GptConfig bf16{4, 64, 4, 256, 32};
-  bf16.bf16_compute = true;
+  bf16.compute_dtype = comm::Dtype::kBFloat16;
   EXPECT_TRUE(ApplyActivationMode({1, true}, bf16).ok()) << "flash runs in bf16 too";
 }
 

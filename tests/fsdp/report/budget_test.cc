@@ -180,8 +180,8 @@ TEST(BudgetTest, TrainOptionsAreCheckedAsTheirMemoryPoint) {
   EXPECT_TRUE(CheckTrainingFitsBudget(options, total).ok());
   const absl::Status over = CheckTrainingFitsBudget(options, total - 1);
   EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted);
-  options.strategy = Strategy::kHybridShard;
-  options.group_size = 1;
+  options.sharding.strategy = Strategy::kHybridShard;
+  options.sharding.group_size = 1;
   point.strategy = proto::HYBRID_SHARD;
   point.group_size = 1;
   const int64_t hybrid_total = EstimateRankMemory(point)->total_bytes();
@@ -189,14 +189,14 @@ TEST(BudgetTest, TrainOptionsAreCheckedAsTheirMemoryPoint) {
   EXPECT_FALSE(CheckTrainingFitsBudget(options, hybrid_total - 1).ok());
   // --precision=bf16 is the report's mixed (2-byte gradients), and with
   // --reduce_dtype=fp32 its bf16.
-  options.precision = *ParsePrecisionPolicy("bf16", "");
+  options.sharding.precision = *ParsePrecisionPolicy("bf16", "");
   point.precision = Precision::kMixed;
   const int64_t mixed_total = EstimateRankMemory(point)->total_bytes();
   EXPECT_TRUE(CheckTrainingFitsBudget(options, mixed_total).ok());
   const absl::Status over_mixed = CheckTrainingFitsBudget(options, mixed_total - 1);
   EXPECT_EQ(over_mixed.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(over_mixed.message().find("mixed"), std::string::npos) << over_mixed.message();
-  options.precision = *ParsePrecisionPolicy("bf16", "fp32");
+  options.sharding.precision = *ParsePrecisionPolicy("bf16", "fp32");
   point.precision = Precision::kBf16;
   const int64_t bf16_total = EstimateRankMemory(point)->total_bytes();
   EXPECT_GT(bf16_total, mixed_total);  // 4-byte gradients
@@ -234,9 +234,10 @@ ActivationMode ModeFromFlags(absl::string_view text) {
   if (checkpointing != absl::string_view::npos) {
     absl::string_view value = text.substr(checkpointing + 27);
     value = value.substr(0, value.find_first_of(" (,"));
-    const absl::StatusOr<int> every = ParseActivationCheckpointing(value, 1 << 20);
-    EXPECT_TRUE(every.ok()) << text;
-    mode.checkpoint_every = every.value_or(0);
+    const absl::StatusOr<ActivationCheckpointing> parsed =
+        ParseActivationCheckpointing(value, 1 << 20);
+    EXPECT_TRUE(parsed.ok()) << text;
+    mode.checkpoint_every = parsed.value_or(ActivationCheckpointing{}).checkpoint_every();
   }
   mode.flash_attention = text.find("--attention=flash") != absl::string_view::npos;
   return mode;
@@ -348,7 +349,7 @@ TEST(BudgetTest, TrainOptionsCarryTheActivationMode) {
   options.vocab = 512;
   options.seq_len = 256;
   options.micro_batch = 4;
-  options.activation_checkpointing = "every:2";
+  options.activation_checkpointing = *ParseActivationCheckpointing("every:2", options.layers);
   options.attention = Attention::kFlash;
   const MemoryPoint point = *MemoryPointFromTrainOptions(options);
   EXPECT_EQ(point.config.activation_checkpoint_every, 2);

@@ -5,6 +5,7 @@
 // tests/base/atomic_file_test.cc.)
 #include <string>
 
+#include "fsdp/models/gpt_config.h"
 #include "fsdp/report/activation_mode.h"
 #include "fsdp/report/rank_measurement.h"
 #include "fsdp/report/sweep.h"
@@ -69,21 +70,21 @@ TEST(SweepTest, TrainOptionsForPointSaysWhyThePointCannotBeTrained) {
   point.precision = Precision::kMixed;  // the ZeRO layout: --precision=bf16, bf16 gradients
   absl::StatusOr<TrainOptions> mixed = TrainOptionsForPoint(point, 3);
   ASSERT_TRUE(mixed.ok()) << mixed.status();
-  EXPECT_EQ(mixed->precision, *ParsePrecisionPolicy("bf16", ""));
+  EXPECT_EQ(mixed->sharding.precision, *ParsePrecisionPolicy("bf16", ""));
   EXPECT_TRUE(mixed->bf16_grads());
-  EXPECT_EQ(run->precision, *ParsePrecisionPolicy("fp32", ""));
+  EXPECT_EQ(run->sharding.precision, *ParsePrecisionPolicy("fp32", ""));
   point.precision = Precision::kBf16;  // the bf16 layout: 2-byte parameters, fp32 wire
   absl::StatusOr<TrainOptions> bf16 = TrainOptionsForPoint(point, 3);
   ASSERT_TRUE(bf16.ok()) << bf16.status();
-  EXPECT_EQ(bf16->precision.param_dtype, comm::Dtype::kBFloat16);
-  EXPECT_EQ(bf16->precision.reduce_dtype, comm::Dtype::kFloat32);
+  EXPECT_EQ(bf16->sharding.precision.param_dtype, comm::Dtype::kBFloat16);
+  EXPECT_EQ(bf16->sharding.precision.reduce_dtype, comm::Dtype::kFloat32);
   EXPECT_FALSE(bf16->bf16_grads());
   point.precision = Precision::kFp32;
   point.strategy = proto::HYBRID_SHARD;
   point.group_size = 1;
   absl::StatusOr<TrainOptions> hybrid = TrainOptionsForPoint(point, 3);
   ASSERT_TRUE(hybrid.ok()) << hybrid.status();
-  EXPECT_EQ(hybrid->group_size, 1);
+  EXPECT_EQ(hybrid->sharding.group_size, 1);
   point.group_size = 3;  // does not divide 2 ranks: the runtime's own validation says so
   EXPECT_EQ(TrainOptionsForPoint(point, 3).status().code(), absl::StatusCode::kInvalidArgument);
 }
@@ -100,9 +101,10 @@ TEST(SweepTest, TrainOptionsForPointCarryTheActivationMode) {
     ASSERT_TRUE(ApplyActivationMode(mode, point.config).ok());
     absl::StatusOr<TrainOptions> run = TrainOptionsForPoint(point, 2);
     ASSERT_TRUE(run.ok()) << run.status();
-    EXPECT_EQ(run->activation_checkpointing, ActivationCheckpointingName(mode.checkpoint_every));
+    EXPECT_EQ(ActivationCheckpointingName(run->activation_checkpointing),
+              ActivationCheckpointingName(mode.checkpoint_every));
     EXPECT_STREQ(AttentionName(run->attention), mode.flash_attention ? "flash" : "standard");
-    EXPECT_EQ(run->min_unit_numel, 5000);
+    EXPECT_EQ(run->sharding.min_unit_numel, 5000);
     EXPECT_EQ(ActivationModeOf(GptConfigOf(*run)), mode);
   }
 }

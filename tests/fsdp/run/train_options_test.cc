@@ -59,28 +59,28 @@ TEST(TrainOptionsTest, EveryStrategyIsAvailable) {
   for (Strategy strategy : {Strategy::kNoShard, Strategy::kShardOptimizer,
                             Strategy::kShardGradOp, Strategy::kFullShard}) {
     TrainOptions o;
-    o.strategy = strategy;
+    o.sharding.strategy = strategy;
     EXPECT_TRUE(ValidateTrainOptions(o).ok()) << StrategyName(strategy);
   }
   TrainOptions o;
   o.nproc = 4;
-  o.strategy = Strategy::kHybridShard;
-  o.group_size = 2;
+  o.sharding.strategy = Strategy::kHybridShard;
+  o.sharding.group_size = 2;
   EXPECT_TRUE(ValidateTrainOptions(o).ok());
 }
 
 TEST(TrainOptionsTest, GroupSizeMustDivideTheWorldAndOnlyForHybrid) {
   TrainOptions o;
   o.nproc = 6;
-  o.strategy = Strategy::kHybridShard;
+  o.sharding.strategy = Strategy::kHybridShard;
   for (int bad : {0, 4, 7, -1}) {
-    o.group_size = bad;
+    o.sharding.group_size = bad;
     absl::Status s = ValidateTrainOptions(o);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(s.message().find("valid: 1, 2, 3, 6"), std::string::npos) << s;
   }
-  o.strategy = Strategy::kFullShard;
-  o.group_size = 2;
+  o.sharding.strategy = Strategy::kFullShard;
+  o.sharding.group_size = 2;
   absl::Status s = ValidateTrainOptions(o);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("only applies to --strategy=hybrid_shard"), std::string::npos) << s;
@@ -88,14 +88,14 @@ TEST(TrainOptionsTest, GroupSizeMustDivideTheWorldAndOnlyForHybrid) {
 
 TEST(TrainOptionsTest, PrefetchAndMergingBounds) {
   TrainOptions o;
-  o.prefetch_depth = -1;
+  o.sharding.prefetch_depth = -1;
   EXPECT_EQ(ValidateTrainOptions(o).code(), absl::StatusCode::kInvalidArgument);
-  o.prefetch_depth = 0;
+  o.sharding.prefetch_depth = 0;
   EXPECT_TRUE(ValidateTrainOptions(o).ok());
-  o.max_gathers_in_flight = 0;
+  o.sharding.max_gathers_in_flight = 0;
   EXPECT_EQ(ValidateTrainOptions(o).code(), absl::StatusCode::kInvalidArgument);
-  o.max_gathers_in_flight = 1;
-  o.min_unit_numel = -5;
+  o.sharding.max_gathers_in_flight = 1;
+  o.sharding.min_unit_numel = -5;
   EXPECT_EQ(ValidateTrainOptions(o).code(), absl::StatusCode::kInvalidArgument);
 }
 

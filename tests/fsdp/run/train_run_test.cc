@@ -118,7 +118,7 @@ TEST(TrainRunTest, EveryStrategyThroughRunTraining) {
   for (Strategy strategy :
        {Strategy::kShardOptimizer, Strategy::kShardGradOp, Strategy::kFullShard}) {
     TrainOptions o = base;
-    o.strategy = strategy;
+    o.sharding.strategy = strategy;
     const std::vector<RunSummary> runs = RunThreads(o);
     for (const RunSummary& run : runs) {
       EXPECT_EQ(run.param_sha256, no_shard[0].param_sha256) << StrategyName(strategy);
@@ -133,8 +133,8 @@ TEST(TrainRunTest, EveryStrategyThroughRunTraining) {
     }
   }
   TrainOptions hybrid = base;
-  hybrid.strategy = Strategy::kHybridShard;
-  hybrid.group_size = 2;
+  hybrid.sharding.strategy = Strategy::kHybridShard;
+  hybrid.sharding.group_size = 2;
   const std::vector<RunSummary> runs = RunThreads(hybrid);
   EXPECT_NEAR(runs[0].final_loss, no_shard[0].final_loss, 1e-6 * no_shard[0].final_loss);
   EXPECT_EQ(runs[1].param_sha256, runs[0].param_sha256);

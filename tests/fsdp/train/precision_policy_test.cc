@@ -4,10 +4,11 @@
 // combinations give the table in precision_policy.h, everything else is
 // refused with a message naming the flag, its value and the choices; and the
 // layout a unit derives from the policy (UnitRuntime).
-#include "fsdp/train/precision_policy.h"
+#include "fsdp/plan/precision_policy.h"
 
 #include <string>
 
+#include "fsdp/models/gpt_config.h"
 #include "fsdp/run/train_options.h"
 #include "fsdp/train/unit_state.h"
 #include "gtest/gtest.h"
@@ -91,14 +92,14 @@ TEST(PrecisionPolicyTest, ToStringNamesEveryDtype) {
 
 TEST(PrecisionPolicyTest, TrainOptionsHoldThePolicy) {
   TrainOptions options;
-  EXPECT_EQ(options.precision, PrecisionPolicy{});
+  EXPECT_EQ(options.sharding.precision, PrecisionPolicy{});
   EXPECT_FALSE(options.bf16_grads());
-  options.precision = *ParsePrecisionPolicy("bf16", "");
-  EXPECT_EQ(options.precision, *ParsePrecisionPolicy("bf16", "bf16"));
+  options.sharding.precision = *ParsePrecisionPolicy("bf16", "");
+  EXPECT_EQ(options.sharding.precision, *ParsePrecisionPolicy("bf16", "bf16"));
   EXPECT_TRUE(options.bf16_grads());
-  EXPECT_TRUE(GptConfigOf(options).bf16_compute);
-  options.precision = *ParsePrecisionPolicy("bf16", "fp32");
-  EXPECT_EQ(options.precision.reduce_dtype, Dtype::kFloat32);
+  EXPECT_EQ(GptConfigOf(options).compute_dtype, Dtype::kBFloat16);
+  options.sharding.precision = *ParsePrecisionPolicy("bf16", "fp32");
+  EXPECT_EQ(options.sharding.precision.reduce_dtype, Dtype::kFloat32);
   EXPECT_FALSE(options.bf16_grads());
   const absl::Status s = ParsePrecisionPolicy("bf16", "fp8").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);

@@ -81,36 +81,28 @@ class WithEmptyUnit : public Model {
 };
 
 struct Config {
-  Strategy strategy = Strategy::kNoShard;
+  ShardingOptions sharding;  // the step's, as it is
   int world = 1;
   int accum = 1;
   float grad_clip = 0.0f;
-  int group_size = 0;
-  int prefetch_depth = 1;
-  int max_gathers_in_flight = 2;
-  int64_t min_unit_numel = 0;
   absl::Duration completion_delay = absl::ZeroDuration();
   ModelKind model = ModelKind::kBigram;
 };
 
 std::string Describe(const Config& c) {
-  return absl::StrCat(StrategyName(c.strategy), " world ", c.world, " accum ", c.accum,
-                      " clip ", c.grad_clip, " group ", c.group_size, " prefetch ",
-                      c.prefetch_depth, "/", c.max_gathers_in_flight, " min_unit ",
-                      c.min_unit_numel);
+  const ShardingOptions& s = c.sharding;
+  return absl::StrCat(StrategyName(s.strategy), " world ", c.world, " accum ", c.accum, " clip ",
+                      c.grad_clip, " group ", s.group_size, " prefetch ", s.prefetch_depth, "/",
+                      s.max_gathers_in_flight, " min_unit ", s.min_unit_numel);
 }
 
 TrainStepOptions StepOptions(const Config& c) {
   TrainStepOptions o;
-  o.strategy = c.strategy;
+  o.sharding = c.sharding;
   o.accum_steps = c.accum;
   o.grad_clip = c.grad_clip;
   o.seed = 1234;
   o.comm_timeout = absl::Seconds(20);
-  o.group_size = c.group_size;
-  o.prefetch_depth = c.prefetch_depth;
-  o.max_gathers_in_flight = c.max_gathers_in_flight;
-  o.min_unit_numel = c.min_unit_numel;
   return o;
 }
 
@@ -228,7 +220,7 @@ TEST_P(ShardedParityTest, EveryStrategyMatchesNoShardBitForBit) {
   for (Strategy strategy :
        {Strategy::kShardOptimizer, Strategy::kShardGradOp, Strategy::kFullShard}) {
     Config c = base;
-    c.strategy = strategy;
+    c.sharding.strategy = strategy;
     const RunResult sharded = Train(c);
     EXPECT_EQ(sharded.params, no_shard.params) << Describe(c);
     EXPECT_EQ(sharded.losses, no_shard.losses) << Describe(c);
@@ -254,9 +246,9 @@ TEST(ShardedParityTest, PrefetchDepthAndGatherLimitDoNotChangeTheResult) {
   const RunResult no_shard = Train(base);
   for (auto [depth, gathers] : {std::pair{0, 1}, {1, 1}, {1, 2}, {2, 1}, {2, 3}}) {
     Config c = base;
-    c.strategy = Strategy::kFullShard;
-    c.prefetch_depth = depth;
-    c.max_gathers_in_flight = gathers;
+    c.sharding.strategy = Strategy::kFullShard;
+    c.sharding.prefetch_depth = depth;
+    c.sharding.max_gathers_in_flight = gathers;
     EXPECT_EQ(Train(c).params, no_shard.params) << Describe(c);
   }
 }
@@ -264,15 +256,15 @@ TEST(ShardedParityTest, PrefetchDepthAndGatherLimitDoNotChangeTheResult) {
 TEST(ShardedParityTest, MergedUnitsMatchNoShardWithTheSameMerging) {
   Config base;
   base.world = 3;
-  base.min_unit_numel = 60;  // 55 + 66: one plan unit
+  base.sharding.min_unit_numel = 60;  // 55 + 66: one plan unit
   const RunResult merged_no_shard = Train(base);
   Config unmerged = base;
-  unmerged.min_unit_numel = 0;
+  unmerged.sharding.min_unit_numel = 0;
   EXPECT_TRUE(Within(merged_no_shard, Train(unmerged), 1e-6)) << "merged vs unmerged no_shard";
   for (Strategy strategy :
        {Strategy::kShardOptimizer, Strategy::kShardGradOp, Strategy::kFullShard}) {
     Config c = base;
-    c.strategy = strategy;
+    c.sharding.strategy = strategy;
     EXPECT_EQ(Train(c).params, merged_no_shard.params) << Describe(c);
   }
 }
@@ -287,12 +279,12 @@ TEST(ShardedParityTest, SingleTinyParameterUnit) {
     for (Strategy strategy :
          {Strategy::kShardOptimizer, Strategy::kShardGradOp, Strategy::kFullShard}) {
       Config c = base;
-      c.strategy = strategy;
+      c.sharding.strategy = strategy;
       EXPECT_EQ(Train(c).params, no_shard.params) << Describe(c);
     }
     Config hybrid = base;
-    hybrid.strategy = Strategy::kHybridShard;
-    hybrid.group_size = 1;
+    hybrid.sharding.strategy = Strategy::kHybridShard;
+    hybrid.sharding.group_size = 1;
     EXPECT_TRUE(Within(Train(hybrid), no_shard, 1e-6)) << Describe(hybrid);
   }
 }
@@ -307,9 +299,9 @@ TEST(ShardedParityTest, UnitWithoutParameters) {
   for (Strategy strategy : {Strategy::kNoShard, Strategy::kShardOptimizer,
                             Strategy::kShardGradOp, Strategy::kFullShard}) {
     Config c = plain;
-    c.strategy = strategy;
+    c.sharding.strategy = strategy;
     c.model = ModelKind::kBigramWithEmptyUnit;
-    c.prefetch_depth = 2;
+    c.sharding.prefetch_depth = 2;
     const RunResult run = Train(c);
     ASSERT_EQ(run.params.size(), 3u);
     EXPECT_TRUE(run.params[1].empty());
@@ -328,8 +320,8 @@ TEST(ShardedParityTest, HybridShardWithinOneMillionth) {
     base.grad_clip = 0.05f;
     const RunResult no_shard = Train(base);
     Config c = base;
-    c.strategy = Strategy::kHybridShard;
-    c.group_size = group;
+    c.sharding.strategy = Strategy::kHybridShard;
+    c.sharding.group_size = group;
     const RunResult hybrid = Train(c);
     EXPECT_TRUE(Within(hybrid, no_shard, 1e-6)) << Describe(c);
     Config single;
@@ -348,9 +340,9 @@ TEST(ShardedParityTest, SlowCollectivesGiveTheSameBits) {
   const RunResult no_shard = Train(base);
   for (Strategy strategy : {Strategy::kShardGradOp, Strategy::kFullShard}) {
     Config c = base;
-    c.strategy = strategy;
-    c.prefetch_depth = 2;
-    c.max_gathers_in_flight = 2;
+    c.sharding.strategy = strategy;
+    c.sharding.prefetch_depth = 2;
+    c.sharding.max_gathers_in_flight = 2;
     c.completion_delay = absl::Milliseconds(3);
     EXPECT_EQ(Train(c).params, no_shard.params) << Describe(c);
   }
@@ -388,9 +380,9 @@ MemoryRun TrainGptForMemory(Strategy strategy, int world, int prefetch_depth,
         FSDP_ASSIGN_OR_RETURN(auto model, GptModel::Create(config, kMicroBatch, &tracker));
         FSDP_ASSIGN_OR_RETURN(auto adamw, MakeUnitOptimizer(OptimizerKind::kAdamW, 0.0f));
         TrainStepOptions options;
-        options.strategy = strategy;
-        options.prefetch_depth = prefetch_depth;
-        options.max_gathers_in_flight = max_gathers_in_flight;
+        options.sharding.strategy = strategy;
+        options.sharding.prefetch_depth = prefetch_depth;
+        options.sharding.max_gathers_in_flight = max_gathers_in_flight;
         options.comm_timeout = absl::Seconds(30);
         FSDP_ASSIGN_OR_RETURN(auto trainer,
                               DataParallelTrainer::Create(model.get(), comms[r].get(), &tracker,
@@ -549,9 +541,9 @@ TEST(PlanAgreementTest, MismatchedOptionsFailOnEveryRankNamingTheField) {
       3,
       [](int r) {
         TrainStepOptions o;
-        o.strategy = Strategy::kFullShard;
+        o.sharding.strategy = Strategy::kFullShard;
         o.comm_timeout = absl::Seconds(20);
-        if (r == 1) o.min_unit_numel = 1;  // as if rank 1 got other flags
+        if (r == 1) o.sharding.min_unit_numel = 1;  // as if rank 1 got other flags
         return o;
       },
       [](int) { return std::make_unique<BigramModel>(kVocab, kDim); });
@@ -569,7 +561,7 @@ TEST(PlanAgreementTest, MismatchedModelsFailOnEveryRankNamingTheUnit) {
       3,
       [](int) {
         TrainStepOptions o;
-        o.strategy = Strategy::kShardGradOp;
+        o.sharding.strategy = Strategy::kShardGradOp;
         o.comm_timeout = absl::Seconds(20);
         return o;
       },
@@ -588,8 +580,8 @@ TEST(PlanAgreementTest, GroupSizeNotDividingTheWorldFailsOnEveryRank) {
       3,
       [](int) {
         TrainStepOptions o;
-        o.strategy = Strategy::kHybridShard;
-        o.group_size = 2;
+        o.sharding.strategy = Strategy::kHybridShard;
+        o.sharding.group_size = 2;
         o.comm_timeout = absl::Seconds(20);
         return o;
       },

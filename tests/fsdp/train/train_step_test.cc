@@ -242,15 +242,15 @@ TEST(TrainStepOptionsTest, RejectsBadGroupSizeAndBadAccumulation) {
   MemoryTracker tracker;
   BigramModel model(kVocab, kDim);
   TrainStepOptions options;
-  options.strategy = Strategy::kHybridShard;
-  options.group_size = 2;  // more than the one rank
+  options.sharding.strategy = Strategy::kHybridShard;
+  options.sharding.group_size = 2;  // more than the one rank
   auto trainer = DataParallelTrainer::Create(&model, comms[0].get(), &tracker,
                                              std::make_unique<PlainSgd>(), options);
   EXPECT_EQ(trainer.status().code(), absl::StatusCode::kInvalidArgument) << trainer.status();
   EXPECT_NE(trainer.status().message().find("group_size"), std::string::npos)
       << trainer.status();
-  options.strategy = Strategy::kFullShard;
-  options.group_size = 0;
+  options.sharding.strategy = Strategy::kFullShard;
+  options.sharding.group_size = 0;
   options.accum_steps = 0;
   trainer = DataParallelTrainer::Create(&model, comms[0].get(), &tracker,
                                         std::make_unique<PlainSgd>(), options);

@@ -16,6 +16,7 @@
 #include "comm/dtype.h"
 #include "base/bf16_convert.h"
 #include "fsdp/plan/shard_planner.h"
+#include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/train/dtype_kernels.h"
 #include "gtest/gtest.h"
 #include "tests/fsdp/train/test_models.h"
@@ -27,9 +28,9 @@ namespace {
 // The plan of one unit "u" of `numel` elements for `strategy` on `world`.
 proto::UnitPlan PlanOfNumel(int64_t numel, int world, proto::ShardingStrategy strategy) {
   plan::PlannerOptions options;
-  options.strategy = strategy;
+  options.sharding.strategy = *plan::StrategyOfPlan(strategy);
   options.world_size = world;
-  options.group_size = strategy == proto::HYBRID_SHARD ? world : 0;
+  options.sharding.group_size = strategy == proto::HYBRID_SHARD ? world : 0;
   auto plan = plan::BuildShardPlan({UnitSpec{"u", {ParamSpec{"u.w", {numel}}}}}, options);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan->units(0);

@@ -18,7 +18,7 @@
 #include "fsdp/report/budget.h"
 #include "fsdp/report/memory_estimate.h"
 #include "fsdp/run/train_options.h"
-#include "fsdp/train/strategy.h"
+#include "fsdp/plan/strategy.h"
 #include "gtest/gtest.h"
 #include "tests/integration/train/train_gpt_runner.h"
 
@@ -41,7 +41,7 @@ fsdp::TrainOptions ModelOptions(fsdp::Strategy strategy) {
   o.micro_batch = 2;
   o.steps = 3;
   o.warmup_steps = 1;
-  o.strategy = strategy;
+  o.sharding.strategy = strategy;
   return o;
 }
 
@@ -93,14 +93,14 @@ const std::vector<std::string> kLongSequenceFlags = {
 int64_t PredictedLongSequencePeak(const std::string& checkpointing, const std::string& attention) {
   fsdp::TrainOptions o;
   o.nproc = 2;
-  o.strategy = fsdp::Strategy::kFullShard;
+  o.sharding.strategy = fsdp::Strategy::kFullShard;
   o.layers = 4;
   o.d_model = 128;
   o.heads = 2;
   o.vocab = 256;
   o.seq_len = 512;
   o.micro_batch = 4;
-  o.activation_checkpointing = checkpointing;
+  o.activation_checkpointing = *fsdp::ParseActivationCheckpointing(checkpointing, o.layers);
   o.attention = *fsdp::ParseAttention(attention);
   absl::StatusOr<fsdp::report::MemoryPoint> point =
       fsdp::report::MemoryPointFromTrainOptions(o);

@@ -1,4 +1,4 @@
-// File: fsdp/train/precision_policy.h
+// File: fsdp/plan/precision_policy.h
 //
 // What a training run stores, moves and computes in: one value, chosen once
 // from the --precision and --reduce_dtype flags, read by every layer below
@@ -18,8 +18,8 @@
 // How the gradients are combined across ranks is a value too (ReductionKind):
 // today a sum in the reduce dtype (each addition in fp32, rounded per hop
 // for bf16; comm/communicator.h), then a scale by 1 / world size.
-#ifndef FSDP_TRAIN_PRECISION_POLICY_H_
-#define FSDP_TRAIN_PRECISION_POLICY_H_
+#ifndef FSDP_PLAN_PRECISION_POLICY_H_
+#define FSDP_PLAN_PRECISION_POLICY_H_
 
 #include <string>
 
@@ -81,4 +81,4 @@ std::string PrecisionPolicyToString(const PrecisionPolicy& policy);
 
 }  // namespace fsdp
 
-#endif  // FSDP_TRAIN_PRECISION_POLICY_H_
+#endif  // FSDP_PLAN_PRECISION_POLICY_H_

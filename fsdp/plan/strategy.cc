@@ -1,5 +1,5 @@
-// File: fsdp/train/strategy.cc
-#include "fsdp/train/strategy.h"
+// File: fsdp/plan/strategy.cc
+#include "fsdp/plan/strategy.h"
 
 #include "absl/strings/str_cat.h"
 

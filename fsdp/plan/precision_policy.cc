@@ -1,5 +1,5 @@
-// File: fsdp/train/precision_policy.cc
-#include "fsdp/train/precision_policy.h"
+// File: fsdp/plan/precision_policy.cc
+#include "fsdp/plan/precision_policy.h"
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"

@@ -1,4 +1,4 @@
-// File: fsdp/train/strategy.h
+// File: fsdp/plan/strategy.h
 //
 // Which data-parallel strategy the training step runs (all five are
 // implemented by fsdp/train/train_step.cc; docs/sharding.md compares them).
@@ -12,8 +12,8 @@
 // Example:
 //   FSDP_ASSIGN_OR_RETURN(Strategy s, ParseStrategy("no_shard"));
 //   FSDP_RETURN_IF_ERROR(CheckStrategyAvailable(s));
-#ifndef FSDP_TRAIN_STRATEGY_H_
-#define FSDP_TRAIN_STRATEGY_H_
+#ifndef FSDP_PLAN_STRATEGY_H_
+#define FSDP_PLAN_STRATEGY_H_
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -42,4 +42,4 @@ absl::Status CheckStrategyAvailable(Strategy strategy);
 
 }  // namespace fsdp
 
-#endif  // FSDP_TRAIN_STRATEGY_H_
+#endif  // FSDP_PLAN_STRATEGY_H_
