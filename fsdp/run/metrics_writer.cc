@@ -51,7 +51,8 @@ std::string FinalMetricsJson(const FinalMetrics& m) {
                             "\"noise_steps\":%d,\"noise_batch\":%d",
                             m.noise_scale, m.noise_scale_stderr, m.noise_steps, m.noise_batch)
           : "",
-      m.rank_skew.empty() ? "" : absl::StrCat(",\"rank_skew\":", nlohmann::json(m.rank_skew).dump()));
+      m.rank_skew.empty() ? ""
+                          : absl::StrCat(",\"rank_skew\":", nlohmann::json(m.rank_skew).dump()));
 }
 
 std::string ResumedMetricsJson(int step) {

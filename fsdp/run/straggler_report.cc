@@ -41,6 +41,7 @@ std::optional<Straggler> StragglerDetector::AddWindow(const std::vector<RankPhas
     total_[r].compute_s += p.compute_s;
     total_[r].data_s += p.data_s;
     total_[r].comm_wait_s += p.comm_wait_s;
+    total_[r].optimizer_s += p.optimizer_s;
     best_busy_s_[r] = std::min(best_busy_s_[r], p.busy_s());
     if (p.busy_s() < per_rank[fastest].busy_s()) fastest = r;
     if (p.busy_s() > per_rank[slowest].busy_s()) slowest = r;
@@ -61,7 +62,11 @@ std::optional<Straggler> StragglerDetector::AddWindow(const std::vector<RankPhas
   const RankPhases& fast = per_rank[fastest];
   Straggler named;
   named.rank = slowest;
-  named.phase = slow.data_s - fast.data_s > slow.compute_s - fast.compute_s ? "data" : "compute";
+  // The phase with the largest excess over the fastest rank's same phase.
+  const double excess[3] = {slow.compute_s - fast.compute_s, slow.data_s - fast.data_s,
+                            slow.optimizer_s - fast.optimizer_s};
+  const char* const kPhaseNames[3] = {"compute", "data", "optimizer"};
+  named.phase = kPhaseNames[std::max_element(excess, excess + 3) - excess];
   named.vs_fastest = ratio;
   named.vs_own_best = best_busy_s_[slowest] > 0 ? slow.busy_s() / best_busy_s_[slowest] : 1.0;
   return named;
@@ -76,11 +81,11 @@ std::vector<std::string> StragglerDetector::SkewLines() const {
     const RankPhases& t = total_[r];
     const double n = windows_;
     lines.push_back(absl::StrFormat(
-        "rank %d: busy %.1f ms/step (%.2fx the fastest), compute %.1f ms, data %.1f ms, comm "
-        "wait %.1f ms; named the straggler in %d of %d windows",
+        "rank %d: busy %.1f ms/step (%.2fx the fastest), compute %.1f ms, data %.1f ms, "
+        "optimizer %.1f ms, comm wait %.1f ms; named the straggler in %d of %d windows",
         r, 1e3 * t.busy_s() / n, fastest_busy > 0 ? t.busy_s() / fastest_busy : 1.0,
-        1e3 * t.compute_s / n, 1e3 * t.data_s / n, 1e3 * t.comm_wait_s / n, times_named_[r],
-        windows_));
+        1e3 * t.compute_s / n, 1e3 * t.data_s / n, 1e3 * t.optimizer_s / n,
+        1e3 * t.comm_wait_s / n, times_named_[r], windows_));
   }
   return lines;
 }

@@ -33,18 +33,20 @@
 namespace fsdp {
 
 // One rank's mean seconds per step over a window, by phase. busy = compute +
-// data; comm_wait is the symptom a straggler causes on the *other* ranks.
+// data + optimizer; comm_wait is the symptom a straggler causes on the
+// *other* ranks.
 struct RankPhases {
-  double compute_s = 0;    // the step outside collectives and data (forward,
-                           // backward, optimizer)
+  double compute_s = 0;    // the step outside collectives, data and the
+                           // optimizer (forward, backward, reductions' math)
   double data_s = 0;       // fetching the step's batches
   double comm_wait_s = 0;  // blocked in collectives
-  double busy_s() const { return compute_s + data_s; }
+  double optimizer_s = 0;  // the optimizer step on this rank's shard
+  double busy_s() const { return compute_s + data_s + optimizer_s; }
 };
 
 struct Straggler {
   int rank = -1;
-  std::string phase;         // "compute" or "data"
+  std::string phase;         // "compute", "data" or "optimizer"
   double vs_fastest = 1.0;   // its busy time / the least busy rank's
   double vs_own_best = 1.0;  // its busy time / its own least busy window's
 };
@@ -70,8 +72,9 @@ class StragglerDetector {
   std::optional<Straggler> AddWindow(const std::vector<RankPhases>& per_rank);
 
   // The per-rank skew over every window so far, one line per rank:
-  //   "rank 2: busy 31.2 ms/step (1.45x the fastest), compute 30.1 ms, data
-  //    1.1 ms, comm wait 2.0 ms; named the straggler in 4 of 6 windows"
+  //   "rank 2: busy 31.2 ms/step (1.45x the fastest), compute 28.1 ms, data
+  //    1.1 ms, optimizer 2.0 ms, comm wait 2.0 ms; named the straggler in 4
+  //    of 6 windows"
   std::vector<std::string> SkewLines() const;
 
   int windows() const { return windows_; }

@@ -421,18 +421,21 @@ absl::StatusOr<StepRecord> TakeStep(TrainingRun& run, int step) {
 }
 
 // Adds the step's phases to the window; every options.straggler_every steps
-// the ranks all-gather their window's mean phases (three doubles each) and
+// the ranks all-gather their window's mean phases (four doubles each) and
 // the detector may name a straggler in `record`.
 absl::Status ExchangePhases(TrainingRun& run, StepRecord& record) {
   if (!run.stragglers.has_value()) return absl::OkStatus();
   const StepResult& result = record.result;
   run.window.data_s += absl::ToDoubleSeconds(record.data_time);
   run.window.comm_wait_s += absl::ToDoubleSeconds(result.comm_wait);
-  run.window.compute_s += absl::ToDoubleSeconds(result.step_time - result.comm_wait);
+  run.window.optimizer_s += absl::ToDoubleSeconds(result.optimizer_time);
+  run.window.compute_s +=
+      absl::ToDoubleSeconds(result.step_time - result.comm_wait - result.optimizer_time);
   if (++run.window_steps < run.options.straggler_every) return absl::OkStatus();
-  const double mine[3] = {run.window.compute_s / run.window_steps,
+  const double mine[4] = {run.window.compute_s / run.window_steps,
                           run.window.data_s / run.window_steps,
-                          run.window.comm_wait_s / run.window_steps};
+                          run.window.comm_wait_s / run.window_steps,
+                          run.window.optimizer_s / run.window_steps};
   run.window = RankPhases();
   run.window_steps = 0;
   FSDP_ASSIGN_OR_RETURN(
@@ -447,9 +450,9 @@ absl::Status ExchangePhases(TrainingRun& run, StepRecord& record) {
                                               blobs[r].size(), " bytes, expected ",
                                               sizeof(mine)));
     }
-    double theirs[3];
+    double theirs[4];
     std::memcpy(theirs, blobs[r].data(), sizeof(theirs));
-    per_rank[r] = RankPhases{theirs[0], theirs[1], theirs[2]};
+    per_rank[r] = RankPhases{theirs[0], theirs[1], theirs[2], theirs[3]};
   }
   record.straggler = run.stragglers->AddWindow(per_rank);
   return absl::OkStatus();
@@ -708,8 +711,9 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<TrainingRun> run, BuildRun(options, world, log));
   run->hooks = hooks;
   if (options.straggler_every > 0 && world.size() > 1) {
-    run->stragglers.emplace(world.size(),
-                            StragglerOptions{options.straggler_threshold, /*consistent_windows=*/2});
+    StragglerOptions straggler_options;
+    straggler_options.threshold = options.straggler_threshold;
+    run->stragglers.emplace(world.size(), straggler_options);
   }
   FSDP_RETURN_IF_ERROR(StartRun(*run));
   FSDP_RETURN_IF_ERROR(RunSteps(*run, stop_signal));

@@ -14,8 +14,8 @@ namespace {
 
 std::vector<RankPhases> Window(double slow_compute_s, double slow_data_s, int slow_rank,
                                int world_size) {
-  std::vector<RankPhases> w(world_size, RankPhases{0.010, 0.001, 0.004});
-  w[slow_rank] = RankPhases{slow_compute_s, slow_data_s, 0.0005};
+  std::vector<RankPhases> w(world_size, RankPhases{0.010, 0.001, 0.004, 0.0});
+  w[slow_rank] = RankPhases{slow_compute_s, slow_data_s, 0.0005, 0.0};
   return w;
 }
 
@@ -44,6 +44,19 @@ TEST(StragglerDetector, NamesTheDataPhaseWhenDataIsWhatIsSlow) {
   ASSERT_TRUE(named.has_value());
   EXPECT_EQ(named->rank, 0);
   EXPECT_EQ(named->phase, "data");
+}
+
+TEST(StragglerDetector, NamesTheOptimizerPhaseWhenTheOptimizerIsWhatIsSlow) {
+  StragglerDetector detector(2, StragglerOptions{0.2, 1});
+  std::vector<RankPhases> w = Window(0.010, 0.001, 1, 2);
+  w[1].optimizer_s = 0.008;  // busy 0.019 s against 0.011 s
+  std::optional<Straggler> named = detector.AddWindow(w);
+  ASSERT_TRUE(named.has_value());
+  EXPECT_EQ(named->rank, 1);
+  EXPECT_EQ(named->phase, "optimizer");
+  EXPECT_DOUBLE_EQ(named->vs_fastest, 0.019 / 0.011);
+  const std::string skew = detector.SkewLines()[1];
+  EXPECT_TRUE(absl::StrContains(skew, "optimizer 8.0 ms")) << skew;
 }
 
 TEST(StragglerDetector, NoiseBelowTheThresholdOrChangingRanksNamesNobody) {
