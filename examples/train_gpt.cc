@@ -28,6 +28,8 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "base/status_macros.h"
 #include "comm/communicator.h"
 #include "comm/launcher/crash_trace.h"
@@ -134,6 +136,12 @@ ABSL_FLAG(int, comm_timeout_s, 120, "seconds any rank waits for a collective bef
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "directory of sharded checkpoints (docs/checkpoints.md); one is saved after the last "
           "step, before an early stop, and every --checkpoint_every steps");
+ABSL_FLAG(int, straggler_every, fsdp::TrainOptions().straggler_every,
+          "every N steps the ranks compare their phase times and a rank consistently busier "
+          "than the fastest is named (progress line, metrics); 0 = off");
+ABSL_FLAG(double, straggler_threshold, fsdp::TrainOptions().straggler_threshold,
+          "how much busier than the fastest rank (a fraction: 0.2 = 20%) a rank must be, two "
+          "windows in a row, to be named a straggler");
 ABSL_FLAG(int, checkpoint_every, 0, "save a checkpoint every N steps; 0 = none on a schedule");
 ABSL_FLAG(int, keep_checkpoints, 0, "keep the newest K complete checkpoints; 0 = keep all");
 ABSL_FLAG(bool, resume, false,
@@ -267,6 +275,8 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   o.metrics_out = absl::GetFlag(FLAGS_metrics_out);
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.straggler_every = absl::GetFlag(FLAGS_straggler_every);
+  o.straggler_threshold = absl::GetFlag(FLAGS_straggler_threshold);
   o.keep_checkpoints = absl::GetFlag(FLAGS_keep_checkpoints);
   o.resume = absl::GetFlag(FLAGS_resume);
   o.resume_from = absl::GetFlag(FLAGS_resume_from);
@@ -346,6 +356,11 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
 // others, as if it had been given different flags. The shipped train_gpt
 // reads no such variable.
 constexpr char kPerturbPlanRankEnv[] = "TRAIN_GPT_TEST_PERTURB_PLAN_RANK";
+// And for the straggler report: the rank named by the first variable sleeps
+// the milliseconds of the second after fetching each step's batches (a slow
+// data loader), so the others wait for it.
+constexpr char kSlowDataRankEnv[] = "TRAIN_GPT_TEST_SLOW_DATA_RANK";
+constexpr char kSlowDataMsEnv[] = "TRAIN_GPT_TEST_SLOW_DATA_MS";
 #endif
 
 // Set by SIGTERM / SIGINT in a rank: RunTraining saves a checkpoint at the
@@ -411,9 +426,18 @@ absl::Status RunRank(fsdp::TrainOptions options) {
     std::fflush(stdout);
   }
   InstallStopSignalHandlers();
+  fsdp::RunHooks hooks;
+#ifdef FSDP_TRAIN_GPT_TEST_HOOKS
+  if (const char* slow = std::getenv(kSlowDataRankEnv);
+      slow != nullptr && std::atoi(slow) == world->rank()) {
+    const char* ms = std::getenv(kSlowDataMsEnv);
+    const absl::Duration delay = absl::Milliseconds(ms != nullptr ? std::atoi(ms) : 20);
+    hooks.after_batches = [delay](int) { absl::SleepFor(delay); };
+  }
+#endif
   FSDP_ASSIGN_OR_RETURN(fsdp::RunSummary summary,
                         fsdp::RunTraining(options, *world, world->rank() == 0 ? stdout : nullptr,
-                                          &g_stop_signal));
+                                          &g_stop_signal, hooks));
   (void)summary;
   return absl::OkStatus();
 }

@@ -29,7 +29,9 @@
 // completion that is done must mean UCX no longer touches its buffer, and
 // UCX 1.13 cannot withdraw a send to a live peer otherwise: ucp_request_cancel
 // cancels only receives, and a forced ucp_ep_close_nbx needs peer error
-// handling (docs/comm-transport.md).
+// handling (docs/comm-transport.md). From then on what UCX logs (requests
+// not returned, messages not matched at teardown) is counted, not printed
+// (comm/ucx/ucx_log_filter.h, issue 37).
 //
 // Hangs: with a hang bound (UcxTransportOptions::hang_timeout), the
 // rendezvous connection also carries heartbeats (comm/rendezvous/

@@ -17,13 +17,19 @@ std::string StepMetricsJson(const StepMetrics& m) {
   return absl::StrFormat(
       "{\"step\":%d,\"loss\":%.9g,\"lr\":%.9g,\"tokens_per_s\":%.6g,\"peak_bytes\":%d,"
       "\"comm_wait_s\":%.6g,\"matmul_s\":%.6g,\"matmul_flops\":%.6g,\"page_faults\":%d,"
-      "\"tokens\":%d%s%s}",
+      "\"tokens\":%d%s%s%s}",
       m.step, m.loss, m.lr, m.tokens_per_s, m.peak_bytes, m.comm_wait_s, m.matmul_s,
       m.matmul_flops, m.page_faults, m.tokens,
       m.has_val_loss ? absl::StrFormat(",\"val_loss\":%.9g", m.val_loss) : "",
       m.has_noise_scale ? absl::StrFormat(",\"gradient_noise_scale\":%.6g,\"noise_batch\":%d",
                                           m.noise_scale, m.noise_batch)
-                        : "");
+                        : "",
+      m.has_straggler
+          ? absl::StrFormat(",\"straggler_rank\":%d,\"straggler_phase\":%s,"
+                            "\"straggler_vs_fastest\":%.4g,\"straggler_vs_own_best\":%.4g",
+                            m.straggler_rank, nlohmann::json(m.straggler_phase).dump(),
+                            m.straggler_vs_fastest, m.straggler_vs_own_best)
+          : "");
 }
 
 std::string ValMetricsJson(int step, int64_t tokens, double val_loss) {
@@ -36,7 +42,7 @@ std::string FinalMetricsJson(const FinalMetrics& m) {
       "{\"final\":true,\"steps\":%d,\"loss\":%.9g,\"param_sha256\":\"%s\",\"world_size\":%d,"
       "\"strategy\":\"%s\",\"tokens_per_s\":%.6g,\"comm_wait_share\":%.6g,"
       "\"matmul_share\":%.6g,\"matmul_gflops\":%.6g,\"peak_bytes\":%d,"
-      "\"matmul_backend\":%s,\"matmul_kernels\":%s%s}",
+      "\"matmul_backend\":%s,\"matmul_kernels\":%s%s%s}",
       m.steps, m.loss, m.param_sha256, m.world_size, m.strategy, m.tokens_per_s,
       m.comm_wait_share, m.matmul_share, m.matmul_gflops, m.peak_bytes,
       nlohmann::json(m.matmul_backend).dump(), nlohmann::json(m.matmul_kernels).dump(),
@@ -44,7 +50,9 @@ std::string FinalMetricsJson(const FinalMetrics& m) {
           ? absl::StrFormat(",\"gradient_noise_scale\":%.6g,\"gradient_noise_scale_stderr\":%.6g,"
                             "\"noise_steps\":%d,\"noise_batch\":%d",
                             m.noise_scale, m.noise_scale_stderr, m.noise_steps, m.noise_batch)
-          : "");
+          : "",
+      m.rank_skew.empty() ? ""
+                          : absl::StrCat(",\"rank_skew\":", nlohmann::json(m.rank_skew).dump()));
 }
 
 std::string ResumedMetricsJson(int step) {

@@ -5,7 +5,9 @@
 //   {"step":1,"loss":5.541234,"lr":0.0003,"tokens_per_s":18734.2,
 //    "peak_bytes":1234567,"comm_wait_s":0.0123}
 //
-// a run resumed from a checkpoint (or restarted) appends, after a line
+// plus, at a step where a straggler is named (fsdp/run/straggler_report.h),
+// "straggler_rank", "straggler_phase", "straggler_vs_fastest" and
+// "straggler_vs_own_best"; a run resumed from a checkpoint (or restarted) appends, after a line
 //
 //   {"step":10,"resumed":true}
 //
@@ -25,6 +27,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -50,6 +53,14 @@ struct StepMetrics {
   bool has_noise_scale = false;
   double noise_scale = 0;
   int64_t noise_batch = 0;
+  // A straggler named at this step (fsdp/run/straggler_report.h):
+  //   "straggler_rank":2,"straggler_phase":"data","straggler_vs_fastest":1.45,
+  //   "straggler_vs_own_best":1.3
+  bool has_straggler = false;
+  int straggler_rank = -1;
+  std::string straggler_phase;
+  double straggler_vs_fastest = 0;
+  double straggler_vs_own_best = 0;
 };
 
 // A validation-only line (the evaluation before the first step):
@@ -76,6 +87,9 @@ struct FinalMetrics {
   double noise_scale_stderr = 0;
   int64_t noise_steps = 0;
   int64_t noise_batch = 0;
+  // The per-rank skew lines of the straggler report, "rank_skew":[...];
+  // empty: none (one rank, or reports off).
+  std::vector<std::string> rank_skew;
 };
 
 std::string StepMetricsJson(const StepMetrics& metrics);

@@ -1,6 +1,7 @@
 // File: fsdp/run/train_options.cc
 #include "fsdp/run/train_options.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -131,6 +132,15 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--checkpoint_every=", o.checkpoint_every, ", --keep_checkpoints=", o.keep_checkpoints,
         " and --exit_after_steps=", o.exit_after_steps, " must not be negative (0 = off)"));
+  }
+  if (o.straggler_every < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--straggler_every=", o.straggler_every, " must not be negative (0 = off)"));
+  }
+  if (!(o.straggler_threshold > 0) || !std::isfinite(o.straggler_threshold)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--straggler_threshold=", o.straggler_threshold,
+        " must be a positive fraction (0.2: a rank 20% busier than the fastest is named)"));
   }
   if (o.max_restarts < 0) {
     return absl::InvalidArgumentError(

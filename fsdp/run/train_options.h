@@ -121,6 +121,12 @@ struct TrainOptions {
   // step 0 if it has none), or from the checkpoint directory resume_from.
   bool resume = false;
   std::string resume_from;
+  // Stragglers (fsdp/run/straggler_report.h): every straggler_every steps
+  // the ranks exchange their phase times (0: never); a rank busier than the
+  // fastest by more than straggler_threshold (a fraction) in two windows in a
+  // row is named in the progress line and the metrics.
+  int straggler_every = 10;
+  double straggler_threshold = 0.2;
   // Stop, checkpointing first, once the schedule reaches this step; 0 = run
   // to `steps` (which still sets the schedule's length).
   int exit_after_steps = 0;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -31,6 +32,7 @@
 #include "fsdp/run/param_digest.h"
 #include "fsdp/run/rank_batches.h"
 #include "fsdp/run/run_checkpoint.h"
+#include "fsdp/run/straggler_report.h"
 #include "fsdp/run/text_monitor.h"
 #include "fsdp/run/unit_optimizers.h"
 #include "fsdp/train/train_step.h"
@@ -247,6 +249,12 @@ struct TrainingRun {
   // The gradient noise scale from every step's two squared norms
   // ([Note: noise scale] in fsdp/train/train_step.cc).
   GradientNoiseScale noise;
+  // Stragglers: this rank's phases summed over the current window, and the
+  // ranks' windows compared (options.straggler_every > 0, several ranks).
+  RunHooks hooks;
+  std::optional<StragglerDetector> stragglers;
+  RankPhases window;
+  int window_steps = 0;
 };
 
 // What one step measured, for its progress line and metrics.
@@ -258,6 +266,8 @@ struct StepRecord {
   int64_t peak_bytes = 0;
   bool validated = false;  // summary.final_val_loss is this step's
   std::optional<double> noise_scale;  // the smoothed gradient noise scale so far
+  absl::Duration data_time;           // fetching the batches (and after_batches)
+  std::optional<Straggler> straggler;  // named by the window this step closed
 };
 
 // The engine, the model, the trainer, the data and the schedule; the metrics
@@ -376,7 +386,10 @@ absl::Status StartRun(TrainingRun& run) {
 absl::StatusOr<StepRecord> TakeStep(TrainingRun& run, int step) {
   StepRecord record;
   record.step = step;
+  const absl::Time data_start = absl::Now();
   FSDP_ASSIGN_OR_RETURN(std::vector<Batch> micro_batches, run.batches->NextStep());
+  if (run.hooks.after_batches) run.hooks.after_batches(step);
+  record.data_time = absl::Now() - data_start;
   const float lr = run.schedule->At(step - 1);  // the schedule counts from 0
   ResetMatmulStats();
   const int64_t faults_before = MinorPageFaults();
@@ -402,6 +415,52 @@ absl::StatusOr<StepRecord> TakeStep(TrainingRun& run, int step) {
   return record;
 }
 
+// Adds the step's phases to the window; every options.straggler_every steps
+// the ranks all-gather their window's mean phases (four doubles each) and
+// the detector may name a straggler in `record`.
+absl::Status ExchangePhases(TrainingRun& run, StepRecord& record) {
+  if (!run.stragglers.has_value()) return absl::OkStatus();
+  const StepResult& result = record.result;
+  run.window.data_s += absl::ToDoubleSeconds(record.data_time);
+  run.window.comm_wait_s += absl::ToDoubleSeconds(result.comm_wait);
+  run.window.optimizer_s += absl::ToDoubleSeconds(result.optimizer_time);
+  run.window.compute_s +=
+      absl::ToDoubleSeconds(result.step_time - result.comm_wait - result.optimizer_time);
+  if (++run.window_steps < run.options.straggler_every) return absl::OkStatus();
+  const double mine[4] = {run.window.compute_s / run.window_steps,
+                          run.window.data_s / run.window_steps,
+                          run.window.comm_wait_s / run.window_steps,
+                          run.window.optimizer_s / run.window_steps};
+  run.window = RankPhases();
+  run.window_steps = 0;
+  FSDP_ASSIGN_OR_RETURN(
+      std::vector<std::string> blobs,
+      AllGatherBlobs(run.world,
+                     absl::string_view(reinterpret_cast<const char*>(mine), sizeof(mine)),
+                     run.options.comm_timeout, "straggler phase exchange"));
+  std::vector<RankPhases> per_rank(blobs.size());
+  for (size_t r = 0; r < blobs.size(); ++r) {
+    if (blobs[r].size() != sizeof(mine)) {
+      return absl::InternalError(absl::StrCat("straggler phase exchange: rank ", r, " sent ",
+                                              blobs[r].size(), " bytes, expected ",
+                                              sizeof(mine)));
+    }
+    double theirs[4];
+    std::memcpy(theirs, blobs[r].data(), sizeof(theirs));
+    per_rank[r] = RankPhases{theirs[0], theirs[1], theirs[2], theirs[3]};
+  }
+  record.straggler = run.stragglers->AddWindow(per_rank);
+  return absl::OkStatus();
+}
+
+// " | straggler rank 2 (data, 1.45x the fastest, 1.30x its best)", or "".
+std::string StragglerNote(const std::optional<Straggler>& straggler) {
+  if (!straggler.has_value()) return "";
+  return absl::StrFormat(" | straggler rank %d (%s, %.2fx the fastest, %.2fx its best)",
+                         straggler->rank, straggler->phase, straggler->vs_fastest,
+                         straggler->vs_own_best);
+}
+
 // The step's progress line (rank 0) and metrics line.
 absl::Status ReportStep(TrainingRun& run, const StepRecord& record) {
   const StepResult& result = record.result;
@@ -413,7 +472,7 @@ absl::Status ReportStep(TrainingRun& run, const StepRecord& record) {
     std::fprintf(run.log,
                  "step %4d/%d | loss %.6f | lr %.3e | %9.0f tok/s | peak %s/rank | "
                  "comm wait %.1f ms (%.0f%%) | matmul %.0f%% at %.0f GFLOP/s | %lld page "
-                 "faults%s%s\n",
+                 "faults%s%s%s\n",
                  record.step, run.options.steps, result.loss, result.lr, tokens_per_s,
                  FormatBytes(record.peak_bytes).c_str(),
                  absl::ToDoubleMilliseconds(result.comm_wait),
@@ -428,7 +487,8 @@ absl::Status ReportStep(TrainingRun& run, const StepRecord& record) {
                  noise_due ? absl::StrFormat(" | noise scale %.0f seq (batch %d)",
                                              *record.noise_scale, result.noise_norms.big_batch)
                                  .c_str()
-                           : "");
+                           : "",
+                 StragglerNote(record.straggler).c_str());
     std::fflush(run.log);
   }
   if (run.metrics == nullptr) return absl::OkStatus();
@@ -448,6 +508,13 @@ absl::Status ReportStep(TrainingRun& run, const StepRecord& record) {
   m.has_noise_scale = record.noise_scale.has_value();
   m.noise_scale = record.noise_scale.value_or(0.0);
   m.noise_batch = result.noise_norms.big_batch;
+  if (record.straggler.has_value()) {
+    m.has_straggler = true;
+    m.straggler_rank = record.straggler->rank;
+    m.straggler_phase = record.straggler->phase;
+    m.straggler_vs_fastest = record.straggler->vs_fastest;
+    m.straggler_vs_own_best = record.straggler->vs_own_best;
+  }
   return run.metrics->WriteLine(StepMetricsJson(m));
 }
 
@@ -459,6 +526,7 @@ absl::Status RunSteps(TrainingRun& run, const std::atomic<int>* stop_signal) {
   RunSummary& summary = run.summary;
   for (int step = summary.start_step + 1; step <= options.steps; ++step) {
     FSDP_ASSIGN_OR_RETURN(StepRecord record, TakeStep(run, step));
+    FSDP_RETURN_IF_ERROR(ExchangePhases(run, record));
     record.validated = run.text->ValDue(step);
     if (record.validated) {
       FSDP_ASSIGN_OR_RETURN(summary.final_val_loss, run.text->Validate(*run.trainer, run.world));
@@ -576,6 +644,7 @@ absl::Status FinishRun(TrainingRun& run) {
       f.noise_steps = summary.noise_scale->steps;
       f.noise_batch = options.global_batch();
     }
+    if (run.stragglers.has_value()) f.rank_skew = run.stragglers->SkewLines();
     FSDP_RETURN_IF_ERROR(run.metrics->WriteLine(FinalMetricsJson(f)));
   }
   if (log != nullptr) {
@@ -602,6 +671,13 @@ absl::Status FinishRun(TrainingRun& run) {
                  100.0 * summary.matmul_share, summary.matmul_gflops,
                  FormatBytes(summary.peak_bytes).c_str(),
                  summary.param_sha256.c_str());
+    if (run.stragglers.has_value() && run.stragglers->windows() > 0) {
+      std::fprintf(log, "train_gpt: per-rank skew over %d windows of %d steps:\n",
+                   run.stragglers->windows(), options.straggler_every);
+      for (const std::string& line : run.stragglers->SkewLines()) {
+        std::fprintf(log, "train_gpt:   %s\n", line.c_str());
+      }
+    }
     std::fflush(log);
   }
   if (run.text->samples_at_end()) {
@@ -626,8 +702,15 @@ absl::Status FinishRun(TrainingRun& run) {
 }  // namespace
 
 absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Communicator& world,
-                                       std::FILE* log, const std::atomic<int>* stop_signal) {
+                                       std::FILE* log, const std::atomic<int>* stop_signal,
+                                       const RunHooks& hooks) {
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<TrainingRun> run, BuildRun(options, world, log));
+  run->hooks = hooks;
+  if (options.straggler_every > 0 && world.size() > 1) {
+    StragglerOptions straggler_options;
+    straggler_options.threshold = options.straggler_threshold;
+    run->stragglers.emplace(world.size(), straggler_options);
+  }
   FSDP_RETURN_IF_ERROR(StartRun(*run));
   FSDP_RETURN_IF_ERROR(RunSteps(*run, stop_signal));
   FSDP_RETURN_IF_ERROR(FinishRun(*run));

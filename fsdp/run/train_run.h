@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -91,6 +92,14 @@ absl::StatusOr<proto::ShardPlan> TrainingPlan(const TrainOptions& options);
 // --dump_plan prints). No communication; the errors are the planner's.
 absl::StatusOr<std::string> TrainingPlanText(const TrainOptions& options);
 
+// Extension points of a run, each optional. after_batches(step) runs on the
+// training thread right after the step's batches are fetched and is timed as
+// part of the data phase (train_gpt's test build delays one rank there to
+// test straggler reports, fsdp/run/straggler_report.h).
+struct RunHooks {
+  std::function<void(int step)> after_batches;
+};
+
 // Runs options.steps optimizer steps on this rank, from step 0 or from a
 // checkpoint (--resume, --resume_from), saving checkpoints as
 // options.checkpoint_* ask. `log` may be null (no progress lines).
@@ -103,7 +112,8 @@ absl::StatusOr<std::string> TrainingPlanText(const TrainOptions& options);
 // 8-byte all-gather per step.
 absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Communicator& world,
                                        std::FILE* log,
-                                       const std::atomic<int>* stop_signal = nullptr);
+                                       const std::atomic<int>* stop_signal = nullptr,
+                                       const RunHooks& hooks = RunHooks());
 
 }  // namespace fsdp
 

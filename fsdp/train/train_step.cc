@@ -241,11 +241,13 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
   // Optimizer step (full buffers for no_shard, this rank's shard otherwise),
   // then clear the gradients.
   const int step = steps_taken_ + 1;
+  const absl::Time optimizer_start = absl::Now();
   for (int u = 0; u < n; ++u) {
     FSDP_RETURN_IF_ERROR(units_[u]->StepOptimizer(*optimizer_, u, lr, step));
     FSDP_RETURN_IF_ERROR(units_[u]->ClearGrads());
   }
   steps_taken_ = step;
+  const absl::Duration optimizer_time = absl::Now() - optimizer_start;
 
   // shard_optimizer / shard_grad_op: every unit is now kSharded (only this
   // rank's shard of its whole buffer is current). The next forward gathers
@@ -261,6 +263,7 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
                          accum * world_->size();
   result.step_time = absl::Now() - start;
   result.comm_wait = clock_.total();
+  result.optimizer_time = optimizer_time;
   result.noise_norms = noise_norms;
   return result;
 }

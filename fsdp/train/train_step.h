@@ -77,6 +77,7 @@ struct StepResult {
   int64_t global_tokens = 0;     // tokens in the global batch
   absl::Duration step_time;      // wall time of Step()
   absl::Duration comm_wait;      // of which blocked in collectives
+  absl::Duration optimizer_time;  // of which the optimizer step (no collectives)
   // The squared gradient norms at two batch sizes the gradient noise scale
   // is estimated from ([Note: noise scale]); noise_norms.small_batch is 0
   // when the step measured one batch size (one rank, no accumulation).

@@ -140,6 +140,7 @@ PACKAGE_GRAPH_ROOTS = [
     "//fsdp/run:rank_batches",
     "//fsdp/run:run_checkpoint",
     "//fsdp/run:sampler",
+    "//fsdp/run:straggler_report",
     "//fsdp/run:text_monitor",
     "//fsdp/run:train_options",
     "//fsdp/run:train_run",

@@ -7,6 +7,11 @@
 // Now the job must end within the hang bound (plus the launcher's teardown)
 // and name rank 3, hung, as the root cause.
 //
+// Quiet failures (issue 37): the output holds that root-cause line and none
+// of UCX's warnings about the wreck (unmatched messages, requests not
+// returned at teardown: comm/ucx/ucx_log_filter.h); that a healthy warning
+// still shows is tested in tests/comm/ucx/ucx_log_filter_test.cc.
+//
 // Usage (Bazel passes it): train_gpt_hang_test <path of train_gpt>
 #include <signal.h>
 #include <sys/types.h>
@@ -16,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -36,12 +42,15 @@ TEST(TrainGptHang, StoppedRankIsNamedAsTheRootCauseWithinTheBound) {
   const std::string dir = tmp != nullptr ? tmp : "/tmp";
   const std::string metrics = dir + "/hang.jsonl";
   const std::string log = dir + "/hang.log";
+  // A previous run's metrics would make the wait below stop rank 3 at once.
+  unlink(metrics.c_str());
   const pid_t job = fork();
   ASSERT_GE(job, 0);
   if (job == 0) {
     FILE* out = std::freopen(log.c_str(), "w", stdout);
     (void)out;
     dup2(fileno(stdout), fileno(stderr));
+    unsetenv("FSDP_UCX_LOG_AFTER_FAILURE");
     execl(g_train_gpt.c_str(), g_train_gpt.c_str(), "--nproc=4", "--steps=100000",
           "--threads=1", "--strategy=full_shard", ("--metrics_out=" + metrics).c_str(),
           "--comm_timeout_s=60", absl::StrCat("--hang_timeout_s=", kHangBoundS).c_str(),
@@ -88,6 +97,8 @@ TEST(TrainGptHang, StoppedRankIsNamedAsTheRootCauseWithinTheBound) {
   EXPECT_TRUE(absl::StrContains(output, "[launcher] rank 3 was stopped by signal 19")) << output;
   // Not the collective timeout.
   EXPECT_FALSE(absl::StrContains(output, "waited 60")) << output;
+  // Nothing UCX said after the transports stopped shows.
+  EXPECT_EQ(fsdp_test::UcxWarningLines(output), std::vector<std::string>()) << output;
   std::printf("train_gpt ended %s after rank 3 was stopped\n",
               absl::FormatDuration(took).c_str());
 }

@@ -8,7 +8,10 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "gtest/gtest.h"
 
 namespace fsdp_test {
@@ -170,6 +173,16 @@ pid_t RankPid(const std::vector<pid_t>& pids, int rank) {
     }
   }
   return -1;
+}
+
+std::vector<std::string> UcxWarningLines(const std::string& output) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(output, '\n')) {
+    if (absl::StrContains(line, "UCX  WARN") || absl::StrContains(line, "UCX  ERROR")) {
+      lines.emplace_back(line);
+    }
+  }
+  return lines;
 }
 
 }  // namespace fsdp_test

@@ -74,6 +74,10 @@ pid_t RankPid(const std::vector<pid_t>& pids, int rank);
 // The whole file ("" if it cannot be read).
 std::string ReadWholeFile(const std::string& path);
 
+// The lines of `output` in which UCX warns or reports an error ("UCX  WARN",
+// "UCX  ERROR"): after a rank failed there must be none (issue 37,
+// comm/ucx/ucx_log_filter.h).
+std::vector<std::string> UcxWarningLines(const std::string& output);
 // Lines in the file (0 if it cannot be read): e.g. steps in a metrics file.
 int CountLines(const std::string& path);
 
