@@ -10,9 +10,10 @@
 // measured themselves (fsdp/optim/gradient_noise_scale.h).
 //
 //   tools/batch_report.sh                 # the fortunes quick start's model
-//   bazel run -c opt //examples:batch_report -- --out_dir=DIR \
-//       --batches=4,8,16,32,64 --tokens=600000 -- --data=... --val_data=... \
+//   bazel run -c opt //examples:batch_report -- --out_dir=DIR
+//       --batches=4,8,16,32,64 --tokens=600000 -- --data=... --val_data=...
 //       --vocab=512 --layers=4 --d_model=128 --heads=4 --seq_len=128
+//   (one command line, wrapped here)
 //
 // Flags after `--` go to every train_gpt run (model and data). Each run's
 // metrics and log are kept in DIR/runs/; DIR/batch_report.csv holds the
