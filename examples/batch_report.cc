@@ -59,8 +59,9 @@ ABSL_FLAG(int, reference_batch, 16, "the batch --lr is tuned for (the quick star
 ABSL_FLAG(double, warmup_fraction, 0.05, "share of each run's steps spent warming up");
 ABSL_FLAG(std::string, modes, "scaled,fixed", "scaled (lr x batch / reference), fixed, or both");
 ABSL_FLAG(int, val_points, 12, "validations per run (the curve's points)");
-ABSL_FLAG(double, target_loss, 0, "validation loss to reach; 0 = the highest final loss among "
-          "the scaled runs (the loss every scaled run reached)");
+ABSL_FLAG(double, target_loss, 0,
+          "validation loss to reach; 0 = per learning-rate rule, the highest final loss among "
+          "that rule's runs (the loss every one of them reached)");
 ABSL_FLAG(std::string, train_gpt, "", "the train_gpt binary; default: beside this one");
 
 namespace {
@@ -199,14 +200,17 @@ absl::Status Report(const std::vector<std::string>& passed) {
   if (train_gpt.empty()) train_gpt = BesideThisBinary("train_gpt");
   for (Run& run : runs) FSDP_RETURN_IF_ERROR(TrainOne(run, train_gpt, dir, passed));
 
-  // The target: by default the loss every scaled run reached (the highest
-  // of their final validation losses).
-  double target = absl::GetFlag(FLAGS_target_loss);
-  if (target <= 0) {
-    for (const Run& run : runs) {
-      if ((run.mode == "scaled" || modes.size() == 1) && !run.val_curve.empty()) {
-        target = std::max(target, run.val_curve.back().loss);
-      }
+  // The target, per learning-rate rule: by default the loss every run of
+  // that rule reached (the highest of their final validation losses). One
+  // target for both rules would be set by the worse rule's worst run and
+  // met by the other rule's runs at their first validations.
+  std::map<std::string, double> target_of;  // by mode
+  for (const Run& run : runs) {
+    double& target = target_of[run.mode];
+    if (absl::GetFlag(FLAGS_target_loss) > 0) {
+      target = absl::GetFlag(FLAGS_target_loss);
+    } else if (!run.val_curve.empty()) {
+      target = std::max(target, run.val_curve.back().loss);
     }
   }
   std::map<std::string, std::vector<fsdp::report::StepsAtBatch>> reached;  // by mode
@@ -216,9 +220,13 @@ absl::Status Report(const std::vector<std::string>& passed) {
   std::printf("\n%6s %6s %5s %5s %6s %9s %8s %8s %8s %10s %13s\n", "batch", "lr", "ranks",
               "accum", "steps", "peak_lr", "val_loss", "steps_to", "tokens_to", "noise", "+-");
   for (const Run& run : runs) {
+    const double target = target_of[run.mode];
     const std::optional<fsdp::report::LossPoint> hit =
         fsdp::report::FirstReaching(run.val_curve, target);
-    if (hit.has_value()) reached[run.mode].push_back({run.batch, static_cast<double>(hit->step)});
+    // The fit takes the crossing between validations, not the first one under it.
+    if (const std::optional<double> steps = fsdp::report::StepsToReach(run.val_curve, target)) {
+      reached[run.mode].push_back({run.batch, *steps});
+    }
     const std::optional<double> final_loss =
         run.val_curve.empty() ? std::nullopt : std::optional<double>(run.val_curve.back().loss);
     const std::optional<double> noise =
@@ -239,7 +247,10 @@ absl::Status Report(const std::vector<std::string>& passed) {
                 FormatOptional(noise, "%.1f").c_str(), FormatOptional(noise_se, "%.1f").c_str());
   }
   FSDP_RETURN_IF_ERROR(base::WriteFileAtomically(absl::StrCat(dir, "/batch_report.csv"), csv));
-  std::printf("\ntarget validation loss %.4f\n", target);
+  std::printf("\n");
+  for (const std::string& mode : modes) {
+    std::printf("target validation loss (lr %s) %.4f\n", mode.c_str(), target_of[mode]);
+  }
   for (const std::string& mode : modes) {
     const auto& points = reached[mode];
     absl::StatusOr<fsdp::report::CriticalBatchFit> fit = fsdp::report::FitCriticalBatch(points);

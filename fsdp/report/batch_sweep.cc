@@ -40,6 +40,18 @@ std::optional<LossPoint> FirstReaching(const std::vector<LossPoint>& curve, doub
   return std::nullopt;
 }
 
+std::optional<double> StepsToReach(const std::vector<LossPoint>& curve, double target) {
+  for (size_t i = 0; i < curve.size(); ++i) {
+    if (curve[i].loss > target) continue;
+    if (i == 0) return static_cast<double>(curve[0].step);
+    const LossPoint& above = curve[i - 1];
+    const LossPoint& below = curve[i];
+    const double fraction = (above.loss - target) / (above.loss - below.loss);
+    return above.step + fraction * (below.step - above.step);
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<CriticalBatchFit> FitCriticalBatch(const std::vector<StepsAtBatch>& points) {
   // S = a + b x with x = 1 / B; S_min = a, B_crit = b / a.
   double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;

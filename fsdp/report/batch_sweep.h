@@ -51,6 +51,13 @@ struct LossPoint {
 // The first point whose loss is at or below `target`; nullopt when none is.
 std::optional<LossPoint> FirstReaching(const std::vector<LossPoint>& curve, double target);
 
+// The step at which `curve` crosses `target`, interpolated linearly between
+// the last point above it and the first at or below it (that point's step
+// when it is the first point): validations are sparse, and the first one
+// under the target overstates the steps by up to their spacing. nullopt
+// when the curve never reaches the target.
+std::optional<double> StepsToReach(const std::vector<LossPoint>& curve, double target);
+
 // Steps needed against the batch size, for the runs that reached the target.
 struct StepsAtBatch {
   int64_t batch = 0;

@@ -29,6 +29,16 @@ TEST(BatchSweepTest, FirstPointReachingTheTarget) {
   EXPECT_FALSE(FirstReaching(curve, 2.0).has_value());
 }
 
+TEST(BatchSweepTest, StepsToReachInterpolatesBetweenValidations) {
+  const std::vector<LossPoint> curve = {{10, 100, 3.0}, {20, 200, 2.5}, {30, 300, 2.4}};
+  EXPECT_DOUBLE_EQ(*StepsToReach(curve, 2.5), 20.0);   // exactly on a point
+  EXPECT_DOUBLE_EQ(*StepsToReach(curve, 2.75), 15.0);  // halfway from 3.0 down to 2.5
+  EXPECT_NEAR(*StepsToReach(curve, 2.45), 25.0, 1e-9);  // 0.05 / 0.1, within rounding
+  EXPECT_DOUBLE_EQ(*StepsToReach(curve, 3.5), 10.0);   // already there at the first point
+  EXPECT_FALSE(StepsToReach(curve, 2.0).has_value());
+  EXPECT_FALSE(StepsToReach({}, 1.0).has_value());
+}
+
 // Steps computed from the model itself give its parameters back, and the
 // diminishing-returns batch is the first sweep batch at or above B_crit.
 TEST(BatchSweepTest, RecoversTheModelsCriticalBatch) {
