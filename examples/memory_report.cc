@@ -26,7 +26,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
@@ -52,6 +51,7 @@
 #include "base/gnuplot.h"
 #include "base/posix_file.h"
 #include "base/status_macros.h"
+#include "fsdp/optim/gradient_noise_scale.h"
 #include "comm/communicator.h"
 #include "comm/launcher/crash_trace.h"
 #include "comm/launcher/launcher.h"
@@ -178,13 +178,10 @@ absl::StatusOr<std::vector<Precision>> ParsePrecisions(const std::string& text) 
   return precisions;
 }
 
-// --noise_scale, checked: finite and >= 0.
+// --noise_scale, checked (fsdp/optim/gradient_noise_scale.h).
 absl::StatusOr<double> NoiseScaleFromFlag() {
   const double noise_scale = absl::GetFlag(FLAGS_noise_scale);
-  if (!(noise_scale >= 0) || !std::isfinite(noise_scale)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--noise_scale=", noise_scale, ": give the measured noise scale in sequences, or 0"));
-  }
+  FSDP_RETURN_IF_ERROR(fsdp::ValidateNoiseScaleFlag(noise_scale));
   return noise_scale;
 }
 

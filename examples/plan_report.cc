@@ -51,6 +51,7 @@
 #include "base/gnuplot.h"
 #include "base/posix_file.h"
 #include "base/status_macros.h"
+#include "fsdp/optim/gradient_noise_scale.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/plan/framework_kernels.h"
 #include "fsdp/plan/goodput.h"
@@ -205,11 +206,7 @@ absl::StatusOr<Options> ParseOptions() {
   if (o.micro_batch < 1 || o.accum < 1) {
     return absl::InvalidArgumentError("--micro_batch and --accum must be at least 1");
   }
-  const double noise_scale = absl::GetFlag(FLAGS_noise_scale);
-  if (!(noise_scale >= 0) || !std::isfinite(noise_scale)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--noise_scale=", noise_scale, ": give the measured noise scale in sequences, or 0"));
-  }
+  FSDP_RETURN_IF_ERROR(fsdp::ValidateNoiseScaleFlag(absl::GetFlag(FLAGS_noise_scale)));
   const std::string precision = absl::GetFlag(FLAGS_precision);
   if (precision != "fp32" && precision != "bf16") {
     return absl::InvalidArgumentError(
@@ -511,7 +508,7 @@ absl::Status Run() {
     if (text.empty()) continue;
     std::printf("%s\n", text.c_str());
     const int64_t global_batch = int64_t{o.micro_batch} * o.accum * ranks;
-    if (noise_scale > 0 && global_batch > noise_scale) {
+    if (fsdp::BeyondNoiseScale(global_batch, noise_scale)) {
       std::printf(
           "#   its global batch, %lld sequences, is above the measured gradient noise scale "
           "(%.0f): past it a larger batch cuts the steps to a given loss by less than it adds "

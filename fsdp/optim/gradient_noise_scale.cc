@@ -78,4 +78,14 @@ std::string NoNoiseScaleReason(int ranks, int accum) {
          "single batch size (run 2 or more ranks, or --accum=2 or more)";
 }
 
+absl::Status ValidateNoiseScaleFlag(double noise_scale) {
+  if (noise_scale >= 0 && std::isfinite(noise_scale)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--noise_scale=", noise_scale, ": give the measured noise scale in sequences, or 0"));
+}
+
+bool BeyondNoiseScale(int64_t global_batch, double noise_scale) {
+  return noise_scale > 0 && global_batch > noise_scale;
+}
+
 }  // namespace fsdp

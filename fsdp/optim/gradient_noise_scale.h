@@ -101,6 +101,16 @@ class GradientNoiseScale {
 // gradient at a single batch size.
 std::string NoNoiseScaleReason(int ranks, int accum);
 
+// A measured noise scale as the reports take it (--noise_scale, in
+// sequences): finite and >= 0, 0 meaning unknown. InvalidArgument naming
+// the flag otherwise.
+absl::Status ValidateNoiseScaleFlag(double noise_scale);
+
+// Whether `global_batch` sequences are beyond a known noise scale (never
+// when it is 0, unknown): past it more batch cuts the steps to a given loss
+// by less than it adds to each.
+bool BeyondNoiseScale(int64_t global_batch, double noise_scale);
+
 }  // namespace fsdp
 
 #endif  // FSDP_OPTIM_GRADIENT_NOISE_SCALE_H_

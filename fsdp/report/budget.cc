@@ -13,6 +13,7 @@
 #include "base/status_macros.h"
 #include "comm/dtype.h"
 #include "fsdp/models/gpt_config.h"
+#include "fsdp/optim/gradient_noise_scale.h"
 #include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/plan/precision_policy.h"
 #include "fsdp/report/gpt_family.h"
@@ -38,7 +39,7 @@ int Percent(int64_t part, int64_t whole) {
 // scale, else 0.
 int64_t BatchBeyondNoiseScale(const MemoryPoint& point, const BatchScale& batch) {
   const int64_t global_batch = int64_t{point.micro_batch} * batch.accum * point.ranks;
-  return batch.noise_scale > 0 && global_batch > batch.noise_scale ? global_batch : 0;
+  return BeyondNoiseScale(global_batch, batch.noise_scale) ? global_batch : 0;
 }
 
 // "full_shard on 4 ranks (310.20 MiB)", and "; global batch 512, 18x the

@@ -5,6 +5,7 @@
 #include "fsdp/optim/gradient_noise_scale.h"
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -144,6 +145,19 @@ TEST(GradientNoiseScaleTest, SaysWhyOneRankWithoutAccumulationHasNone) {
   EXPECT_NE(NoNoiseScaleReason(1, 1), "");
   EXPECT_EQ(NoNoiseScaleReason(2, 1), "");
   EXPECT_EQ(NoNoiseScaleReason(1, 2), "");
+}
+
+TEST(GradientNoiseScaleTest, TheReportsFlagAndTheBeyondTest) {
+  EXPECT_TRUE(ValidateNoiseScaleFlag(0).ok());
+  EXPECT_TRUE(ValidateNoiseScaleFlag(28.5).ok());
+  for (double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    const absl::Status status = ValidateNoiseScaleFlag(bad);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(status.message().find("--noise_scale="), std::string::npos) << status;
+  }
+  EXPECT_FALSE(BeyondNoiseScale(1000, 0));  // unknown: never beyond
+  EXPECT_FALSE(BeyondNoiseScale(28, 28.5));
+  EXPECT_TRUE(BeyondNoiseScale(29, 28.5));
 }
 
 }  // namespace
