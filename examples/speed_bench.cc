@@ -71,7 +71,8 @@
 ABSL_FLAG(int, nproc, 2, "ranks per job (1 compute thread each)");
 ABSL_FLAG(int, steps, 6, "optimizer steps per job; the first is not timed");
 ABSL_FLAG(std::string, precisions, "fp32,bf16",
-          "comma-separated: fp32, bf16 (2-byte gradients), bf16_fp32grad (--reduce_dtype=fp32)");
+          "comma-separated: fp32, bf16 (2-byte gradients), bf16_fp32grad (--reduce_dtype=fp32), "
+          "fp32_exact, bf16_exact (--exact)");
 ABSL_FLAG(std::string, strategies, "no_shard,full_shard", "comma-separated strategies");
 ABSL_FLAG(std::string, matmul_backend, "default",
           "default, onednn, openblas or auto (as train_gpt)");
@@ -109,16 +110,23 @@ fsdp::TrainOptions ModelOptions() {
   return o;
 }
 
-// What train_gpt's --precision (and --reduce_dtype) set: fp32, bf16 (2-byte
-// gradients), or bf16_fp32grad (--precision=bf16 --reduce_dtype=fp32).
+// What train_gpt's --precision (and --reduce_dtype, --exact) set: fp32, bf16
+// (2-byte gradients), bf16_fp32grad (--precision=bf16 --reduce_dtype=fp32),
+// fp32_exact or bf16_exact (--exact).
 absl::Status ApplyPrecision(const std::string& precision, fsdp::TrainOptions& o) {
   if (precision == "bf16_fp32grad") {
     FSDP_ASSIGN_OR_RETURN(o.sharding.precision, fsdp::ParsePrecisionPolicy("bf16", "fp32"));
     return absl::OkStatus();
   }
+  if (precision == "fp32_exact" || precision == "bf16_exact") {
+    FSDP_ASSIGN_OR_RETURN(o.sharding.precision,
+                          fsdp::ParsePrecisionPolicy(precision.substr(0, 4), "", /*exact=*/true));
+    return absl::OkStatus();
+  }
   if (precision != "fp32" && precision != "bf16") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "precision '", precision, "' is not one of fp32, bf16, bf16_fp32grad"));
+        "precision '", precision,
+        "' is not one of fp32, bf16, bf16_fp32grad, fp32_exact, bf16_exact"));
   }
   FSDP_ASSIGN_OR_RETURN(o.sharding.precision, fsdp::ParsePrecisionPolicy(precision, ""));
   return absl::OkStatus();

@@ -75,6 +75,10 @@ ABSL_FLAG(std::string, precision, "fp32",
 ABSL_FLAG(std::string, reduce_dtype, "",
           "gradients under --precision=bf16: bf16 (the default: 2-byte gradients, reduced in "
           "bf16 with fp32 additions) or fp32 (4-byte gradients reduced in fp32)");
+ABSL_FLAG(bool, exact, false,
+          "the same bits at any world size and split of the global batch: gradients as exact "
+          "int64 sums of per-sequence contributions, every product over one sequence on one "
+          "thread (docs/exact.md; its cost is there)");
 ABSL_FLAG(int64_t, min_unit_numel, 0,
           "merge consecutive model units into plan units of at least this many elements; "
           "0 = one plan unit per model unit");
@@ -219,8 +223,9 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
     }
     precision = "bf16";
   }
-  FSDP_ASSIGN_OR_RETURN(o.sharding.precision, fsdp::ParsePrecisionPolicy(
-                                         precision, absl::GetFlag(FLAGS_reduce_dtype)));
+  FSDP_ASSIGN_OR_RETURN(o.sharding.precision,
+                        fsdp::ParsePrecisionPolicy(precision, absl::GetFlag(FLAGS_reduce_dtype),
+                                                   absl::GetFlag(FLAGS_exact)));
   FSDP_ASSIGN_OR_RETURN(o.attention, fsdp::ParseAttention(absl::GetFlag(FLAGS_attention)));
   o.sharding.min_unit_numel = absl::GetFlag(FLAGS_min_unit_numel);
   o.model = absl::GetFlag(FLAGS_model);

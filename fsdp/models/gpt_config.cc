@@ -18,6 +18,9 @@ GptConfig GptConfigOf(const TrainOptions& options) {
   config.compute_dtype = config.param_dtype;
   config.activation_checkpoint_every = options.activation_checkpointing.checkpoint_every();
   config.flash_attention = options.attention == Attention::kFlash;
+  // --exact: every product over one sequence (docs/exact.md).
+  config.per_sequence_products =
+      options.sharding.precision.reduction == ReductionKind::kExact;
   return config;
 }
 

@@ -29,13 +29,16 @@
 
 namespace fsdp {
 
-// The dtype of a C++ element type: float is fp32, uint16_t bf16 bits.
+// The dtype of a C++ element type: float is fp32, uint16_t bf16 bits,
+// int64_t exact fixed-point sums.
 template <typename T>
 constexpr comm::Dtype DtypeOf();
 template <>
 constexpr comm::Dtype DtypeOf<float>() { return comm::Dtype::kFloat32; }
 template <>
 constexpr comm::Dtype DtypeOf<uint16_t>() { return comm::Dtype::kBFloat16; }
+template <>
+constexpr comm::Dtype DtypeOf<int64_t>() { return comm::Dtype::kInt64; }
 
 // `size()` elements of `dtype()` at `data()`; not owning. Mutable elements
 // (ConstDtypeSpan reads them only).
@@ -78,8 +81,8 @@ class BasicDtypeSpan {
     return out;
   }
 
-  // The elements as T (float for fp32, uint16_t for bf16); the dtype must
-  // match (a programmer's error otherwise).
+  // The elements as T (float for fp32, uint16_t for bf16, int64_t for
+  // int64); the dtype must match (a programmer's error otherwise).
   template <typename T>
   auto as() const {
     FSDP_CHECK(dtype_ == DtypeOf<T>());

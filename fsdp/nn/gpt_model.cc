@@ -26,6 +26,7 @@
 #include "fsdp/nn/decoder_steps.h"
 #include "fsdp/nn/dtype_layers.h"
 #include "fsdp/nn/embedding.h"
+#include "fsdp/nn/exact_grads.h"
 #include "fsdp/nn/flash_attention.h"
 #include "fsdp/nn/init_rng.h"
 #include "fsdp/nn/residual.h"
@@ -65,7 +66,9 @@ GptModel::GptModel(const GptConfig& config, int micro_batch, MemoryTracker* trac
       tracker_(tracker),
       units_(GptUnitSpecs(config)),
       order_(static_cast<int>(units_.size())),
-      blocks_(config.layers) {}
+      blocks_(config.layers) {
+  sequence_losses_.reserve(micro_batch);
+}
 
 absl::Status GptModel::AllocateWorkspace() {
   const int64_t btc = int64_t{micro_batch_} * config_.seq_len * config_.d_model;
@@ -165,10 +168,24 @@ DtypeSpan GptModel::GradsOut::Product(int k) const {
 
 absl::StatusOr<GptModel::GradsOut> GptModel::PrepareGrads(int unit, const UnitGrads& grads) {
   const std::string what = absl::StrCat(units_[unit].name, " gradients");
-  FSDP_RETURN_IF_ERROR(CheckUnitGrads(grads, GradWrite::kOverwrite, what));
+  const int num_params = static_cast<int>(units_[unit].params.size());
+  FSDP_RETURN_IF_ERROR(CheckUnitGrads(grads, GradWrite::kOverwrite, what, num_params));
+  const bool exact = grads.values.dtype() == comm::Dtype::kInt64;
+  if (exact != config_.per_sequence_products) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": ", comm::DtypeName(grads.values.dtype()), " gradients, but this model ",
+        config_.per_sequence_products
+            ? "computes per sequence and writes exact (int64) gradient sums only"
+            : "computes over whole micro-batches: exact (int64) gradients need "
+              "GptConfig::per_sequence_products (docs/exact.md)"));
+  }
   GradsOut g;
   g.spec = &units_[unit];
-  if (grads.values.dtype() == comm::Dtype::kFloat32) {
+  if (exact) {
+    g.fp32 = grads.fp32_scratch;
+    g.exact_sums = grads.values.as<int64_t>();
+    g.exact = grads.exact;
+  } else if (grads.values.dtype() == comm::Dtype::kFloat32) {
     g.fp32 = grads.values.as<float>();
   } else {
     // Only the bf16 products write bf16 weight gradients.
@@ -226,14 +243,21 @@ absl::Status GptModel::ForwardUnit(int unit, ConstDtypeSpan params, const Batch&
 absl::Status GptModel::BackwardUnit(int unit, ConstDtypeSpan params, UnitGrads grads,
                                     float loss_scale, GradWrite write) {
   FSDP_RETURN_IF_ERROR(order_.CheckBackward(unit));
-  FSDP_RETURN_IF_ERROR(CheckUnitGrads(grads, write, absl::StrCat("BackwardUnit(", unit, ")")));
+  FSDP_RETURN_IF_ERROR(CheckUnitGrads(grads, write, absl::StrCat("BackwardUnit(", unit, ")"),
+                                      static_cast<int>(units_[unit].params.size())));
   if (grads.values.size() != params.size()) {
     return absl::InvalidArgumentError(absl::StrCat("BackwardUnit(", unit, "): ",
                                                    grads.values.size(), " gradients for ",
                                                    params.size(), " parameters"));
   }
   FSDP_ASSIGN_OR_RETURN(const GradsOut g, PrepareGrads(unit, grads));
-  if (write == GradWrite::kOverwrite) ZeroAddedGrads(unit, g);
+  if (write == GradWrite::kOverwrite) {
+    if (g.exact_sums.empty()) {
+      ZeroAddedGrads(unit, g);
+    } else {  // the sums are only added into
+      std::fill(g.exact_sums.begin(), g.exact_sums.end(), int64_t{0});
+    }
+  }
   const int last = num_units() - 1;
   if (unit == last) {
     FSDP_RETURN_IF_ERROR(HeadBackward(params, g, loss_scale, write));
@@ -296,8 +320,16 @@ absl::Status GptModel::EmbeddingForward(ConstDtypeSpan params, const Batch& batc
 }
 
 void GptModel::EmbeddingBackward(const GradsOut& g) {
-  fsdp::EmbeddingBackward(g.F(0), g.F(1), d_residual_.data(), tokens_.data(), batch_, seq_,
-                          config_.d_model);
+  if (g.exact_sums.empty()) {
+    fsdp::EmbeddingBackward(g.F(0), g.F(1), d_residual_.data(), tokens_.data(), batch_, seq_,
+                            config_.d_model);
+  } else {
+    const int64_t wte_numel = units_[0].params[0].numel();
+    AddEmbeddingRowsToExactSums(g.exact_sums.subspan(0, wte_numel), g.exact.exponents[0],
+                                &g.exact.max_abs[0], g.exact_sums.subspan(wte_numel),
+                                g.exact.exponents[1], &g.exact.max_abs[1], d_residual_.data(),
+                                tokens_.data(), batch_, seq_, config_.d_model);
+  }
   tokens_.Reset();
   embedding_out_.Reset();
 }
@@ -348,35 +380,52 @@ absl::Status GptModel::BlockForward(int layer, ConstDtypeSpan params) {
 // (fsdp/nn/bf16_outputs.h) or, for attention's output, row by row as the
 // attention writes it.
 void GptModel::BlockForwardCompute(int layer, const UnitParams& p, bool through_output) {
+  ForEachProductRange([&](Seqs r) { BlockForwardRows(layer, p, through_output, r); });
+}
+
+// Every buffer below is (B, T, width) or (B, H, T[, T]): sequences r start
+// at row r.first * T, or at head row r.first * H.
+void GptModel::BlockForwardRows(int layer, const UnitParams& p, bool through_output, Seqs r) {
   const int unit = layer + 1;
-  const int n = batch_ * seq_;
+  const int n = r.count * seq_;
   const int C = config_.d_model;
   const int64_t nc = int64_t{n} * C;
+  const int64_t row0 = int64_t{r.first} * seq_;
+  const int64_t at = row0 * C;  // the first element of a (B, T, C) buffer
+  const int64_t head_rows = int64_t{r.first} * config_.heads * seq_;
   BlockActivations& a = blocks_[layer];
+  const DtypeSpan ln1 = a.ln1.span().subspan(at, nc);
+  const DtypeSpan qkv = a.qkv.span().subspan(3 * at, 3 * nc);
+  const DtypeSpan att = a.att.span().subspan(at, nc);
+  const DtypeSpan ln2 = a.ln2.span().subspan(at, nc);
+  const DtypeSpan gelu = a.gelu.span().subspan(4 * at, 4 * nc);
+  float* res2 = a.res2.data() + at;
+  float* fc_out = a.fc_out.data() + 4 * at;
 
-  const float* x = UnitInput(unit);
-  LayerNormForward(a.ln1.span(), a.ln1_mean.data(), a.ln1_rstd.data(), x, p.F(kLn1Weight),
-                   p.F(kLn1Bias), n, C);
-  LinearForward(a.qkv.span(), a.ln1.span(), p.W(kQkvWeight), p.F(kQkvBias), n, C, 3 * C);
+  const float* x = UnitInput(unit) + at;
+  LayerNormForward(ln1, a.ln1_mean.data() + row0, a.ln1_rstd.data() + row0, x,
+                   p.F(kLn1Weight), p.F(kLn1Bias), n, C);
+  LinearForward(qkv, ln1, p.W(kQkvWeight), p.F(kQkvBias), n, C, 3 * C);
   if (config_.flash_attention) {
-    FlashAttentionForward(a.att.span(), a.lse.data(), attention_scratch_.data(),
-                          probs_bf16_.data(), a.qkv.span(), batch_, seq_, C, config_.heads);
+    FlashAttentionForward(att, a.lse.data() + head_rows, attention_scratch_.data(),
+                          probs_bf16_.data(), qkv, r.count, seq_, C, config_.heads);
   } else {
-    AttentionForward(a.att.span(), a.att_probs.span(), attention_scratch_.data(),
-                     probs_bf16_.data(), a.qkv.span(), batch_, seq_, C, config_.heads);
+    AttentionForward(att, a.att_probs.span().subspan(head_rows * seq_, int64_t{r.count} *
+                                                                          config_.heads * seq_ *
+                                                                          seq_),
+                     attention_scratch_.data(), probs_bf16_.data(), qkv, r.count, seq_, C,
+                     config_.heads);
   }
-  LinearForward(Fp32(a.res2.data(), nc), a.att.span(), p.W(kAttnProjWeight),
-                p.F(kAttnProjBias), n, C, C);
-  ResidualForward(a.res2.data(), a.res2.data(), x, nc);
-  LayerNormForward(a.ln2.span(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(),
+  LinearForward(Fp32(res2, nc), att, p.W(kAttnProjWeight), p.F(kAttnProjBias), n, C, C);
+  ResidualForward(res2, res2, x, nc);
+  LayerNormForward(ln2, a.ln2_mean.data() + row0, a.ln2_rstd.data() + row0, res2,
                    p.F(kLn2Weight), p.F(kLn2Bias), n, C);
-  LinearForward(Fp32(a.fc_out.data(), 4 * nc), a.ln2.span(), p.W(kFcWeight), p.F(kFcBias), n,
-                C, 4 * C);
-  GeluForward(a.gelu.span(), a.fc_out.data(), 4 * nc);
+  LinearForward(Fp32(fc_out, 4 * nc), ln2, p.W(kFcWeight), p.F(kFcBias), n, C, 4 * C);
+  GeluForward(gelu, fc_out, 4 * nc);
   if (!through_output) return;
-  LinearForward(Fp32(a.out.data(), nc), a.gelu.span(), p.W(kMlpProjWeight),
-                p.F(kMlpProjBias), n, 4 * C, C);
-  ResidualForward(a.out.data(), a.out.data(), a.res2.data(), nc);
+  float* out = a.out.data() + at;
+  LinearForward(Fp32(out, nc), gelu, p.W(kMlpProjWeight), p.F(kMlpProjBias), n, 4 * C, C);
+  ResidualForward(out, out, res2, nc);
 }
 
 absl::Status GptModel::BlockBackward(int layer, ConstDtypeSpan params, const GradsOut& g,
@@ -389,57 +438,94 @@ absl::Status GptModel::BlockBackward(int layer, ConstDtypeSpan params, const Gra
     FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/false));
     BlockForwardCompute(layer, p, /*through_output=*/false);
   }
-  const int n = batch_ * seq_;
+  if (g.exact_sums.empty()) {
+    BlockBackwardRows(layer, p, g, write, Seqs{0, batch_}, /*fresh_copy=*/false);
+  } else {
+    ForEachSequenceIntoExactSums(unit, g, [&](Seqs r) {
+      BlockBackwardRows(layer, p, g, GradWrite::kOverwrite, r, /*fresh_copy=*/true);
+    });
+  }
+  RoundGradsExcept(g, {kQkvWeight, kAttnProjWeight, kFcWeight, kMlpProjWeight});
+  blocks_[layer] = BlockActivations();
+  return absl::OkStatus();
+}
+
+void GptModel::ForEachSequenceIntoExactSums(int unit, const GradsOut& g,
+                                            absl::FunctionRef<void(Seqs)> backward) {
+  for (int s = 0; s < batch_; ++s) {
+    ZeroAddedGrads(unit, g);  // in the scratch: the layers that add start from 0
+    backward(Seqs{s, 1});
+    AddToUnitExactSums(units_[unit], g.fp32, g.exact_sums, g.exact);
+  }
+}
+
+// The workspace (d_narrow_, d_wide1_, dout_copy_) holds sequences r from its
+// start; d_residual_ and the activations are (B, T, ...) and hold them at
+// row r.first * T.
+void GptModel::BlockBackwardRows(int layer, const UnitParams& p, const GradsOut& g,
+                                 GradWrite write, Seqs r, bool fresh_copy) {
+  const int unit = layer + 1;
+  const int n = r.count * seq_;
   const int C = config_.d_model;
   const int64_t nc = int64_t{n} * C;
+  const int64_t row0 = int64_t{r.first} * seq_;
+  const int64_t at = row0 * C;
+  const int64_t head_rows = int64_t{r.first} * config_.heads * seq_;
   BlockActivations& a = blocks_[layer];
+  const DtypeSpan ln1 = a.ln1.span().subspan(at, nc);
+  const DtypeSpan qkv = a.qkv.span().subspan(3 * at, 3 * nc);
+  const DtypeSpan att = a.att.span().subspan(at, nc);
+  const DtypeSpan ln2 = a.ln2.span().subspan(at, nc);
+  const DtypeSpan gelu = a.gelu.span().subspan(4 * at, 4 * nc);
   const GradWrite fresh = GradWrite::kOverwrite;
-  float* dres = d_residual_.data();  // enters as d(out)
+  float* dres = d_residual_.data() + at;  // enters as d(out)
   // The products read dres through its compute copy: in bf16 its rounding,
   // which the unit above (units run backward in order, fsdp/nn/unit_order.h)
   // wrote in the LayerNorm backward that wrote d(out), the head's ln_f or the
-  // block above's LN1.
+  // block above's LN1; one sequence at a time it is rounded here (the same
+  // bits: that LayerNorm backward rounds the same fp32 sums).
+  if (fresh_copy) ComputeCopy(dout_copy_.span(), dres, nc);
   const DtypeSpan dres_copy = CopyOf(dres, nc);
 
   // out = res2 + mlp_proj(gelu): the residual passes dres through to res2 by
   // leaving it in place; the projection branch reads it.
   LinearBackward(d_wide1_.data(), g.Product(kMlpProjWeight), g.F(kMlpProjBias), dres, dres_copy,
-                 a.gelu.span(), p.W(kMlpProjWeight), n, 4 * C, C, fresh, write);
+                 gelu, p.W(kMlpProjWeight), n, 4 * C, C, fresh, write);
   // d(fc_out) in the compute dtype and the fc bias gradient (in bf16 in one
   // pass: its fp32 values exist only block by block).
-  const DtypeSpan dfc = dout_copy_.span();
-  GeluBackwardWithBiasGradient(dfc, g.F(kFcBias), a.fc_out.data(), d_wide1_.data(), n, 4 * C,
-                               write);
-  LinearBackward(d_narrow_.data(), g.Product(kFcWeight), /*dbias=*/nullptr, nullptr, dfc,
-                 a.ln2.span(), p.W(kFcWeight), n, C, 4 * C, fresh, write);
+  const DtypeSpan dfc = dout_copy_.span().subspan(0, 4 * nc);
+  GeluBackwardWithBiasGradient(dfc, g.F(kFcBias), a.fc_out.data() + 4 * at, d_wide1_.data(), n,
+                               4 * C, write);
+  LinearBackward(d_narrow_.data(), g.Product(kFcWeight), /*dbias=*/nullptr, nullptr, dfc, ln2,
+                 p.W(kFcWeight), n, C, 4 * C, fresh, write);
   // dres becomes d(res2), and its compute copy with it.
   LayerNormBackward(dres, dres_copy, g.F(kLn2Weight), g.F(kLn2Bias), d_narrow_.data(),
-                    a.res2.data(), p.F(kLn2Weight), a.ln2_mean.data(), a.ln2_rstd.data(), n, C);
+                    a.res2.data() + at, p.F(kLn2Weight), a.ln2_mean.data() + row0,
+                    a.ln2_rstd.data() + row0, n, C);
   // res2 = x + attn_proj(att).
   LinearBackward(d_narrow_.data(), g.Product(kAttnProjWeight), g.F(kAttnProjBias), dres,
-                 dres_copy, a.att.span(), p.W(kAttnProjWeight), n, C, C, fresh, write);
+                 dres_copy, att, p.W(kAttnProjWeight), n, C, C, fresh, write);
   const ConstDtypeSpan datt = ComputeCopy(dout_copy_.span(), d_narrow_.data(), nc);
   if (config_.flash_attention) {
     Zero(d_wide1_, 3 * nc);  // the blocked backward adds into dqkv; the standard one writes it
     FlashAttentionBackward(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), datt,
-                           a.qkv.span(), a.att.span(), a.lse.data(), batch_, seq_, C,
-                           config_.heads);
+                           qkv, att, a.lse.data() + head_rows, r.count, seq_, C, config_.heads);
   } else {
-    AttentionBackward(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), datt,
-                      a.qkv.span(), a.att_probs.span(), batch_, seq_, C, config_.heads);
+    AttentionBackward(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), datt, qkv,
+                      a.att_probs.span().subspan(head_rows * seq_, int64_t{r.count} *
+                                                                      config_.heads * seq_ *
+                                                                      seq_),
+                      r.count, seq_, C, config_.heads);
   }
   const ConstDtypeSpan dqkv = BiasGradientAndComputeCopy(g.F(kQkvBias), dout_copy_.span(),
                                                          d_wide1_.data(), n, 3 * C, write);
-  LinearBackward(d_narrow_.data(), g.Product(kQkvWeight), /*dbias=*/nullptr, nullptr, dqkv,
-                 a.ln1.span(), p.W(kQkvWeight), n, C, 3 * C, fresh, write);
+  LinearBackward(d_narrow_.data(), g.Product(kQkvWeight), /*dbias=*/nullptr, nullptr, dqkv, ln1,
+                 p.W(kQkvWeight), n, C, 3 * C, fresh, write);
   // dres becomes d(x), the gradient for the unit before; its compute copy
   // only if that unit starts with a product (a block, not the embedding).
   LayerNormBackward(dres, layer > 0 ? dres_copy : Fp32(dres, nc), g.F(kLn1Weight),
-                    g.F(kLn1Bias), d_narrow_.data(), UnitInput(unit), p.F(kLn1Weight),
-                    a.ln1_mean.data(), a.ln1_rstd.data(), n, C);
-  RoundGradsExcept(g, {kQkvWeight, kAttnProjWeight, kFcWeight, kMlpProjWeight});
-  a = BlockActivations();
-  return absl::OkStatus();
+                    g.F(kLn1Bias), d_narrow_.data(), UnitInput(unit) + at, p.F(kLn1Weight),
+                    a.ln1_mean.data() + row0, a.ln1_rstd.data() + row0, n, C);
 }
 
 // ---------------------------------------------------------------- head
@@ -458,11 +544,29 @@ absl::Status GptModel::HeadForward(ConstDtypeSpan params, const Batch& batch) {
   FSDP_ASSIGN_OR_RETURN(a.probs, Activation(int64_t{n} * V, "probs", unit));
   FSDP_ASSIGN_OR_RETURN(a.targets, SaveTokens(*tracker_, batch.targets, n, "head targets"));
 
-  LayerNormForward(a.lnf.span(), a.lnf_mean.data(), a.lnf_rstd.data(), UnitInput(unit),
-                   p.F(kLnfWeight), p.F(kLnfBias), n, C);
-  LinearForward(Fp32(a.probs.data(), int64_t{n} * V), a.lnf.span(), p.W(kLmHeadWeight),
-                nullptr, n, C, V);
-  loss_ = CrossEntropyForward(a.probs.data(), a.targets.data(), n, V);
+  sequence_losses_.clear();
+  ForEachProductRange([&](Seqs r) {
+    const int rows = r.count * seq_;
+    const int64_t row0 = int64_t{r.first} * seq_;
+    const DtypeSpan lnf = a.lnf.span().subspan(row0 * C, int64_t{rows} * C);
+    float* logits = a.probs.data() + row0 * V;
+    LayerNormForward(lnf, a.lnf_mean.data() + row0, a.lnf_rstd.data() + row0,
+                     UnitInput(unit) + row0 * C, p.F(kLnfWeight), p.F(kLnfBias), rows, C);
+    LinearForward(Fp32(logits, int64_t{rows} * V), lnf, p.W(kLmHeadWeight), nullptr, rows, C, V);
+    const float loss = CrossEntropyForward(logits, a.targets.data() + row0, rows, V);
+    if (config_.per_sequence_products) {
+      sequence_losses_.push_back(loss);
+    } else {
+      loss_ = loss;
+    }
+  });
+  if (config_.per_sequence_products) {
+    // The mean over the micro-batch's tokens (every sequence has T): for
+    // reporting; the exact loss sums sequence_losses_ instead.
+    double total = 0.0;
+    for (float l : sequence_losses_) total += l;
+    loss_ = static_cast<float>(total / batch_);
+  }
   return absl::OkStatus();
 }
 
@@ -471,26 +575,45 @@ absl::Status GptModel::HeadBackward(ConstDtypeSpan params, const GradsOut& g, fl
   const int unit = num_units() - 1;
   // The parameters may live elsewhere than in the forward.
   FSDP_ASSIGN_OR_RETURN(const UnitParams p, PrepareParams(unit, params));
-  const int n = batch_ * seq_;
-  const int C = config_.d_model;
-  const int V = config_.vocab;
-  const int64_t nc = int64_t{n} * C;
-  HeadActivations& a = head_;
-  // In bf16, dlogits are rounded in place, row by row as they are computed
-  // (the head has no bias, so the fp32 copy is not needed again).
-  const ConstDtypeSpan dlogits =
-      CrossEntropyBackward(compute_dtype_, a.probs.data(), a.targets.data(), n, V, loss_scale);
-  LinearBackward(d_narrow_.data(), g.Product(kLmHeadWeight), nullptr, nullptr, dlogits,
-                 a.lnf.span(), p.W(kLmHeadWeight), n, C, V, GradWrite::kOverwrite, write);
-  Zero(d_residual_, nc);
-  // The compute copy of d(out) only if the last block starts with a product.
-  float* dres = d_residual_.data();
-  LayerNormBackward(dres, config_.layers > 0 ? CopyOf(dres, nc) : Fp32(dres, nc),
-                    g.F(kLnfWeight), g.F(kLnfBias), d_narrow_.data(), UnitInput(unit),
-                    p.F(kLnfWeight), a.lnf_mean.data(), a.lnf_rstd.data(), n, C);
+  if (g.exact_sums.empty()) {
+    HeadBackwardRows(p, g, loss_scale, write, Seqs{0, batch_});
+  } else {
+    // Each sequence's contribution is the gradient of loss_scale times the
+    // SUM of its token losses: CrossEntropyBackward divides by the rows.
+    const float sum_scale = loss_scale * static_cast<float>(seq_);
+    ForEachSequenceIntoExactSums(unit, g, [&](Seqs r) {
+      HeadBackwardRows(p, g, sum_scale, GradWrite::kOverwrite, r);
+    });
+  }
   RoundGradsExcept(g, {kLmHeadWeight});
   head_ = HeadActivations();
   return absl::OkStatus();
+}
+
+void GptModel::HeadBackwardRows(const UnitParams& p, const GradsOut& g, float loss_scale,
+                                GradWrite write, Seqs r) {
+  const int unit = num_units() - 1;
+  const int n = r.count * seq_;
+  const int C = config_.d_model;
+  const int V = config_.vocab;
+  const int64_t nc = int64_t{n} * C;
+  const int64_t row0 = int64_t{r.first} * seq_;
+  HeadActivations& a = head_;
+  // In bf16, dlogits are rounded in place, row by row as they are computed
+  // (the head has no bias, so the fp32 copy is not needed again).
+  const ConstDtypeSpan dlogits = CrossEntropyBackward(
+      compute_dtype_, a.probs.data() + row0 * V, a.targets.data() + row0, n, V, loss_scale);
+  LinearBackward(d_narrow_.data(), g.Product(kLmHeadWeight), nullptr, nullptr, dlogits,
+                 a.lnf.span().subspan(row0 * C, nc), p.W(kLmHeadWeight), n, C, V,
+                 GradWrite::kOverwrite, write);
+  float* dres = d_residual_.data() + row0 * C;
+  std::fill(dres, dres + nc, 0.0f);
+  // The compute copy of d(out) only if the last block starts with a product
+  // and reads it from here (one sequence at a time it rounds its own).
+  const bool copy = config_.layers > 0 && !config_.per_sequence_products;
+  LayerNormBackward(dres, copy ? CopyOf(dres, nc) : Fp32(dres, nc), g.F(kLnfWeight),
+                    g.F(kLnfBias), d_narrow_.data(), UnitInput(unit) + row0 * C,
+                    p.F(kLnfWeight), a.lnf_mean.data() + row0, a.lnf_rstd.data() + row0, n, C);
 }
 
 }  // namespace fsdp

@@ -34,6 +34,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/dtype_buffer.h"
@@ -64,6 +65,13 @@ class GptModel : public Model {
   // computed in the fp32 scratch and rounded.
   absl::Status BackwardUnit(int unit, ConstDtypeSpan params, UnitGrads grads, float loss_scale,
                             GradWrite write) override;
+
+  // config.per_sequence_products: every product over one sequence, and the
+  // gradients exact (int64) sums of per-sequence contributions (the
+  // embedding's per token), each the gradient of loss_scale times the sum of
+  // the sequence's token losses (UnitGrads).
+  bool per_sequence_products() const override { return config_.per_sequence_products; }
+  absl::Span<const float> sequence_losses() const override { return sequence_losses_; }
 
   const GptConfig& config() const { return config_; }
   int micro_batch() const { return micro_batch_; }
@@ -109,6 +117,10 @@ class GptModel : public Model {
   struct GradsOut {
     absl::Span<float> fp32;
     absl::Span<uint16_t> bf16;
+    // Exact gradients: the unit's int64 sums (fp32 is then the scratch one
+    // sequence's gradients are computed in) and their exponents and maxima.
+    absl::Span<int64_t> exact_sums;
+    ExactGradSums exact;
     std::vector<TensorView> views;  // fp32, per parameter
     const UnitSpec* spec = nullptr;
     float* F(int k) const { return views[k].data(); }
@@ -117,7 +129,21 @@ class GptModel : public Model {
     DtypeSpan Product(int k) const;
   };
 
+  // Sequences [first, first + count) of the micro-batch in flight: what one
+  // call of a layer computes (all of them, or one at a time with
+  // per_sequence_products).
+  struct Seqs {
+    int first = 0;
+    int count = 0;
+  };
+
   GptModel(const GptConfig& config, int micro_batch, MemoryTracker* tracker);
+  // The ranges the products run over: {0, B}, or {s, 1} for every s.
+  template <typename Fn>
+  void ForEachProductRange(Fn&& fn) const {
+    if (!config_.per_sequence_products) return fn(Seqs{0, batch_});
+    for (int s = 0; s < batch_; ++s) fn(Seqs{s, 1});
+  }
   absl::Status AllocateWorkspace();
   absl::StatusOr<FloatBuffer> Activation(int64_t numel, const char* what, int unit);
   absl::StatusOr<DtypeBuffer> ComputeActivation(int64_t numel, const char* what, int unit);
@@ -138,6 +164,7 @@ class GptModel : public Model {
   // `through_output` it stops before the last projection: the recomputation
   // in the backward needs everything but the output, which it still has.
   void BlockForwardCompute(int layer, const UnitParams& params, bool through_output);
+  void BlockForwardRows(int layer, const UnitParams& params, bool through_output, Seqs r);
   // The residual stream entering unit `unit` (>= 1): the previous unit's output.
   const float* UnitInput(int unit) const;
 
@@ -154,6 +181,18 @@ class GptModel : public Model {
                              GradWrite write);
   absl::Status HeadBackward(ConstDtypeSpan params, const GradsOut& g, float loss_scale,
                             GradWrite write);
+  // The backwards over sequences `r`. The block's products read d(out)
+  // through its compute copy: written by the unit above, or (`fresh_copy`,
+  // one sequence at a time) rounded here first.
+  void BlockBackwardRows(int layer, const UnitParams& p, const GradsOut& g, GradWrite write,
+                         Seqs r, bool fresh_copy);
+  void HeadBackwardRows(const UnitParams& p, const GradsOut& g, float loss_scale,
+                        GradWrite write, Seqs r);
+  // Exact gradients: for every sequence, `backward` computes its gradients
+  // into the fp32 scratch (kOverwrite; the added ones zeroed first), which
+  // then go into the unit's exact sums.
+  void ForEachSequenceIntoExactSums(int unit, const GradsOut& g,
+                                    absl::FunctionRef<void(Seqs)> backward);
   // With bf16 gradients: rounds unit `unit`'s gradients from g.fp32 into
   // g.bf16, all but the parameters in `written` (their products wrote them
   // there).
@@ -173,6 +212,7 @@ class GptModel : public Model {
   int batch_ = 0;  // B and T of the step in flight
   int seq_ = 0;
   float loss_ = 0.0f;
+  std::vector<float> sequence_losses_;  // per_sequence_products: per sequence
 
   // Saved activations, alive from a unit's forward to its backward.
   TrackedBuffer<int32_t> tokens_;

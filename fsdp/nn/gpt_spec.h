@@ -53,6 +53,10 @@ struct GptConfig {
   // one log-sum-exp per query row instead of the B H T T probabilities.
   // Either precision.
   bool flash_attention = false;
+  // Every matrix product over one sequence at a time (Model::
+  // per_sequence_products): the exact mode's model (docs/exact.md), which
+  // takes exact (int64) gradients only. Either precision.
+  bool per_sequence_products = false;
 };
 
 // OK, or InvalidArgument naming the bad field: all sizes positive, heads

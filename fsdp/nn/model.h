@@ -54,9 +54,29 @@ struct Batch {
 // computes in fp32 before rounding; a model whose products can write their
 // weight gradients in bf16 straight from their accumulators does so there and
 // never writes, reads and rounds those fp32 values.
+//
+// Exact gradients (int64 `values`, docs/exact.md): each parameter's
+// gradient is a fixed-point sum (fsdp/nn/fixed_point_sum.h) of
+// contributions that do not depend on how the batch is split: one per
+// sequence (per token for the embedding tables), each the gradient of
+// loss_scale times the SUM of the sequence's token losses (the trainer
+// divides by the global token count once, when it converts the sums). Only a
+// per_sequence_products() model writes them; `fp32_scratch` (the unit's
+// size) holds one sequence's gradients before they are added, kOverwrite
+// zeroes the sums first, kAdd adds to them.
+struct ExactGradSums {
+  // Per parameter of the unit (spec order): the exponent E of its sum, which
+  // every rank agreed on before the step.
+  absl::Span<const int> exponents;
+  // Per parameter: LargerMagnitude of the value there and of every
+  // contribution added (with the agreed maxima, whether the sum fits E).
+  absl::Span<float> max_abs;
+};
+
 struct UnitGrads {
   DtypeSpan values;
   absl::Span<float> fp32_scratch;
+  ExactGradSums exact;  // int64 values only
 };
 
 class Model {
@@ -76,6 +96,18 @@ class Model {
   // (fsdp/plan/precision_policy.h) and refuses a policy that differs before
   // the first step.
   virtual comm::Dtype param_dtype() const { return comm::Dtype::kFloat32; }
+
+  // Whether every matrix product runs over one sequence at a time (rows or
+  // inner dimension = seq_len), so that a sequence's contributions have the
+  // same bits however many sequences a micro-batch holds (docs/exact.md,
+  // "Products"). Exact (int64) gradients need it; a model that says so
+  // refuses any other gradients.
+  virtual bool per_sequence_products() const { return false; }
+
+  // The mean loss of each sequence of the last forward, in batch order
+  // (per_sequence_products models; empty otherwise): what the exact loss
+  // sums across micro-batches and ranks.
+  virtual absl::Span<const float> sequence_losses() const { return {}; }
 
   // Runs unit `unit`'s forward on its parameters `params` (param_dtype()).
   // Units run in order 0..n-1 for one batch; the first unit reads
@@ -100,9 +132,11 @@ class Model {
 // For a model's entries, `what` naming the call ("BackwardUnit(3)"):
 // FailedPrecondition unless `params` are `dtype` (the model's configuration
 // decides it); InvalidArgument unless `grads` are fp32, or bf16 under
-// kOverwrite with an fp32 scratch of their size.
+// kOverwrite with an fp32 scratch of their size, or int64 with an fp32
+// scratch of their size and `num_params` exponents and maxima.
 absl::Status CheckParamDtype(ConstDtypeSpan params, comm::Dtype dtype, absl::string_view what);
-absl::Status CheckUnitGrads(const UnitGrads& grads, GradWrite write, absl::string_view what);
+absl::Status CheckUnitGrads(const UnitGrads& grads, GradWrite write, absl::string_view what,
+                            int num_params = 0);
 
 }  // namespace fsdp
 

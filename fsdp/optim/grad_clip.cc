@@ -18,8 +18,6 @@ using simd::kLanes;
 
 typedef int64_t L8 __attribute__((vector_size(64)));
 
-constexpr int32_t kAbsMask = 0x7fffffff;
-
 using simd::AbsBits;
 using simd::MaxLanes;
 
@@ -114,13 +112,6 @@ float MaxAbs(KernelIsa isa, absl::Span<const float> values) {
 }
 
 float MaxAbs(absl::Span<const float> values) { return MaxAbs(BestKernelIsa(), values); }
-
-float LargerMagnitude(float a, float b) {
-  int32_t a_bits, b_bits;
-  std::memcpy(&a_bits, &a, sizeof(a_bits));
-  std::memcpy(&b_bits, &b, sizeof(b_bits));
-  return (a_bits & kAbsMask) >= (b_bits & kAbsMask) ? std::fabs(a) : std::fabs(b);
-}
 
 int SquareUnitExponent(float max_abs) {
   int m = 0;

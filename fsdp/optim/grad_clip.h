@@ -41,6 +41,7 @@
 #include <cstdint>
 
 #include "absl/types/span.h"
+#include "fsdp/nn/fixed_point_sum.h"
 #include "fsdp/nn/kernel_isa.h"
 
 namespace fsdp {
@@ -53,9 +54,8 @@ using SquareUnits = unsigned __int128;
 float MaxAbs(absl::Span<const float> values);
 float MaxAbs(KernelIsa isa, absl::Span<const float> values);
 
-// The larger of two MaxAbs results, NaN winning over inf over any finite
-// value: order-free, so every rank combines the ranks' maxima alike.
-float LargerMagnitude(float a, float b);
+// LargerMagnitude(a, b), the order-free way to combine two MaxAbs results:
+// fsdp/nn/fixed_point_sum.h.
 
 // The smallest e with max_abs^2 < 2^(52 + e) for max_abs rounded up to a
 // power of two (so 2^e <= max_abs^2 2^-50); max_abs finite and positive.

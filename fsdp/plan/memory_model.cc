@@ -8,11 +8,19 @@
 
 namespace fsdp {
 namespace plan {
-namespace {
 
 int64_t DtypeBytes(proto::PlanDtype dtype) {
-  return dtype == proto::BF16 ? 2 : 4;
+  switch (dtype) {
+    case proto::BF16:
+      return 2;
+    case proto::INT64:
+      return 8;
+    default:
+      return 4;
+  }
 }
+
+namespace {
 
 // The largest sum of padded_numel over `window` consecutive units (all units
 // if there are fewer). The same in forward and backward order.
@@ -45,6 +53,12 @@ int OptimizerStatesPerParam(OptimizerKind optimizer) {
       return 0;
   }
   return 0;
+}
+
+int64_t ParamTensorCount(const proto::ShardPlan& plan) {
+  int64_t tensors = 0;
+  for (const proto::UnitPlan& unit : plan.units()) tensors += unit.params_size();
+  return tensors;
 }
 
 RankMemoryPrediction PredictRankMemory(const proto::ShardPlan& plan,
@@ -84,14 +98,19 @@ RankMemoryPrediction PredictRankMemory(const proto::ShardPlan& plan,
   // run (S in total); the gradient-sharding strategies reduce-scatter
   // straight into their gradient shards and stage nothing. Plus the
   // trainer's loss and gradient-norm exchange buffer.
-  // With 2-byte gradients (the bf16 layout's) they reduce-scatter in place
-  // and one fp32 workspace of the largest unit serves every unit.
-  const bool two_byte_gradients =
-      plan.options().mixed_precision() && !plan.options().fp32_gradients();
-  const bool reduce_in_place = sharded.gradients() || two_byte_gradients;
+  // With gradients kept in another dtype than fp32 (the bf16 layout's 2-byte
+  // ones, --exact's int64 sums) they reduce-scatter in place and one fp32
+  // workspace of the largest unit serves every unit. --exact adds the
+  // exchange of the per-tensor maxima and the exact loss (ExactExchangeBytes).
+  const bool grads_through_workspace = plan.reduce_dtype() != proto::FP32;
+  const bool reduce_in_place = sharded.gradients() || grads_through_workspace;
   memory.communication_scratch_bytes = (reduce_in_place ? 0 : reduce_bytes * shard_numel) +
                                        NormExchangeBytes(plan.shard_group_size());
-  if (two_byte_gradients) {
+  if (plan.reduce_dtype() == proto::INT64) {
+    memory.communication_scratch_bytes +=
+        ExactExchangeBytes(plan.world_size(), ParamTensorCount(plan));
+  }
+  if (grads_through_workspace) {
     memory.gradient_workspace_bytes = 4 * LargestWindowPaddedNumel(plan, 1);
   }
 

@@ -112,6 +112,20 @@ inline constexpr int64_t NormExchangeBytes(int shard_group_size) {
   return kNormExchangeBytesPerRank * shard_group_size;
 }
 
+// --exact's exchange buffer (fsdp/train/exact_sums.h): every rank's largest
+// contribution to each of the model's `param_tensors` gradients and to the
+// loss, 4 bytes each, gathered from all `world_size` ranks; and the loss's
+// 8-byte integer sum.
+inline constexpr int64_t ExactExchangeBytes(int world_size, int64_t param_tensors) {
+  return 4 * int64_t{world_size} * (param_tensors + 1) + 8;
+}
+
+// Bytes of one element of `dtype`.
+int64_t DtypeBytes(proto::PlanDtype dtype);
+
+// The parameter tensors the plan lays out (every unit's params).
+int64_t ParamTensorCount(const proto::ShardPlan& plan);
+
 struct RankMemoryPrediction {
   // Model state.
   int64_t parameter_bytes = 0;         // parameters in the compute dtype kept by the rank

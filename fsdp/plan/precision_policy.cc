@@ -10,12 +10,15 @@ const char* ReductionKindName(ReductionKind kind) {
   switch (kind) {
     case ReductionKind::kSumInReduceDtype:
       return "sum";
+    case ReductionKind::kExact:
+      return "exact";
   }
   return "unknown";
 }
 
 absl::StatusOr<PrecisionPolicy> ParsePrecisionPolicy(absl::string_view precision,
-                                                     absl::string_view reduce_dtype) {
+                                                     absl::string_view reduce_dtype,
+                                                     bool exact) {
   PrecisionPolicy policy;
   if (precision == "bf16") {
     policy.param_dtype = comm::Dtype::kBFloat16;
@@ -23,7 +26,15 @@ absl::StatusOr<PrecisionPolicy> ParsePrecisionPolicy(absl::string_view precision
     return absl::InvalidArgumentError(
         absl::StrCat("--precision=", precision, " is not one of fp32, bf16"));
   }
-  if (reduce_dtype.empty()) {
+  if (exact) {
+    if (!reduce_dtype.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--reduce_dtype=", reduce_dtype, " with --exact: exact gradients are int64 "
+          "fixed-point sums (docs/exact.md); drop --reduce_dtype or --exact"));
+    }
+    policy.reduce_dtype = comm::Dtype::kInt64;
+    policy.reduction = ReductionKind::kExact;
+  } else if (reduce_dtype.empty()) {
     policy.reduce_dtype = policy.param_dtype;
   } else if (reduce_dtype == "bf16") {
     policy.reduce_dtype = comm::Dtype::kBFloat16;
@@ -57,6 +68,13 @@ absl::Status ValidatePrecisionPolicy(const PrecisionPolicy& policy) {
         "precision policy ", PrecisionPolicyToString(policy),
         ": bf16 gradients need bf16 parameters (the 2-byte gradients come with the bf16 "
         "parameter layout); reduce in fp32 or store the parameters in bf16"));
+  }
+  if ((policy.reduce_dtype == comm::Dtype::kInt64) !=
+      (policy.reduction == ReductionKind::kExact)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "precision policy ", PrecisionPolicyToString(policy),
+        ": int64 gradients are the exact reduction's (ReductionKind::kExact) and it keeps "
+        "nothing else"));
   }
   return absl::OkStatus();
 }

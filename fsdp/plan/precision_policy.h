@@ -35,8 +35,13 @@ enum class ReductionKind {
   // Summed in PrecisionPolicy::reduce_dtype by the collectives, then scaled
   // by 1 / world size ([Note: why sum then scale] in docs/data-parallel.md).
   kSumInReduceDtype,
+  // --exact (docs/exact.md): int64 fixed-point sums of per-sequence
+  // contributions (reduce_dtype kInt64), added as integers across ranks and
+  // converted to fp32 once, divided by the global token count: the same
+  // bits for every world size and split of the batch.
+  kExact,
 };
-const char* ReductionKindName(ReductionKind kind);  // "sum"
+const char* ReductionKindName(ReductionKind kind);  // "sum", "exact"
 
 struct PrecisionPolicy {
   // The parameters the model reads: stored in this dtype, all-gathered in it,
@@ -63,17 +68,21 @@ struct PrecisionPolicy {
   bool operator!=(const PrecisionPolicy& o) const { return !(*this == o); }
 };
 
-// The policy of --precision=`precision` (fp32 or bf16) and
-// --reduce_dtype=`reduce_dtype` ("" = the parameters' dtype, bf16 or fp32).
-// InvalidArgument naming the flag, its value and the choices for anything
-// else, and for --reduce_dtype=bf16 with --precision=fp32.
+// The policy of --precision=`precision` (fp32 or bf16),
+// --reduce_dtype=`reduce_dtype` ("" = the parameters' dtype, bf16 or fp32)
+// and --exact (`exact`: ReductionKind::kExact, int64 gradients; no
+// --reduce_dtype then). InvalidArgument naming the flag, its value and the
+// choices for anything else, for --reduce_dtype=bf16 with --precision=fp32,
+// and for --reduce_dtype with --exact.
 absl::StatusOr<PrecisionPolicy> ParsePrecisionPolicy(absl::string_view precision,
-                                                     absl::string_view reduce_dtype);
+                                                     absl::string_view reduce_dtype,
+                                                     bool exact = false);
 
 // OK for the combinations the trainer implements: an fp32 master and fp32
-// optimizer state, and bf16 gradients only with bf16 parameters (the 2-byte
-// gradients come with the bf16 parameter layout). InvalidArgument saying
-// what to change otherwise.
+// optimizer state, bf16 gradients only with bf16 parameters (the 2-byte
+// gradients come with the bf16 parameter layout), and int64 gradients
+// exactly with ReductionKind::kExact. InvalidArgument saying what to change
+// otherwise.
 absl::Status ValidatePrecisionPolicy(const PrecisionPolicy& policy);
 
 // "params=bf16 reduce=bf16 (sum) master=fp32 optimizer_state=fp32".

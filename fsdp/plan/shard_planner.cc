@@ -167,7 +167,11 @@ void FillHeader(const PlannerOptions& options, int shard_group_size,
       bf16_params && sharding.precision.reduce_dtype == comm::Dtype::kFloat32;
   const proto::PlanDtype compute_dtype = bf16_params ? proto::BF16 : proto::FP32;
   plan->set_param_dtype(compute_dtype);
-  plan->set_reduce_dtype(fp32_gradients ? proto::FP32 : compute_dtype);
+  if (sharding.precision.reduction == ReductionKind::kExact) {
+    plan->set_reduce_dtype(proto::INT64);  // exact sums in either precision
+  } else {
+    plan->set_reduce_dtype(fp32_gradients ? proto::FP32 : compute_dtype);
+  }
   plan->set_optimizer_state_dtype(proto::FP32);
 
   proto::PlannerOptionsUsed* used = plan->mutable_options();

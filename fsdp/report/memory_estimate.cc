@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "fsdp/plan/memory_model.h"
 #include "fsdp/plan/shard_planner.h"
 #include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/plan/strategy.h"
@@ -147,8 +148,8 @@ ScheduleInputs ScheduleOf(const proto::ShardPlan& plan, const GptActivationBreak
   in.shard_params = sharded.parameters();
   in.shard_grads = sharded.gradients();
   in.shard_optimizer = sharded.optimizer_state();
-  in.param_bytes = plan.param_dtype() == proto::BF16 ? 2 : 4;
-  in.grad_bytes = plan.reduce_dtype() == proto::BF16 ? 2 : 4;
+  in.param_bytes = plan::DtypeBytes(plan.param_dtype());
+  in.grad_bytes = plan::DtypeBytes(plan.reduce_dtype());
   in.prefetch_depth = point.prefetch_depth;
   in.max_gathers_in_flight = plan.options().max_gathers_in_flight();
   return in;

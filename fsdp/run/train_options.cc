@@ -90,6 +90,27 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
         "--threads=", o.threads, " must not be negative (0 = pick from the core count)"));
   }
   FSDP_RETURN_IF_ERROR(ValidatePrecisionPolicy(o.sharding.precision));
+  if (o.sharding.precision.reduction == ReductionKind::kExact) {
+    // docs/exact.md, "Products": a product's bits depend on its thread count
+    // and its library, so both are fixed.
+    if (o.threads > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--threads=", o.threads, " with --exact: exact mode computes every product on one "
+          "thread (its bits change with the thread count); drop --threads"));
+    }
+    if (!o.checkpoint_dir.empty() || o.resume || !o.resume_from.empty() ||
+        !o.init_from.empty()) {
+      return absl::InvalidArgumentError(
+          "--exact with checkpoints is not built yet: a checkpoint must carry each tensor's "
+          "exact exponent for the resumed run to keep its bits (docs/exact.md, \"Still to "
+          "do\"); train without --checkpoint_dir, --resume, --resume_from and --init_from");
+    }
+    if (o.matmul_backend == MatmulBackendChoice::kAuto) {
+      return absl::InvalidArgumentError(
+          "--matmul_backend=auto with --exact: a timed choice can change the bits between runs; "
+          "use the default, onednn or openblas");
+    }
+  }
   FSDP_RETURN_IF_ERROR(ValidateActivationCheckpointing(o.activation_checkpointing, o.layers));
   if (o.d_model % o.heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -282,8 +282,11 @@ absl::StatusOr<std::unique_ptr<TrainingRun>> BuildRun(const TrainOptions& option
         "; launch with the same --nproc as the job's world size (under srun or mpirun leave "
         "--nproc out: the engine's task count is the world size)"));
   }
-  FSDP_RETURN_IF_ERROR(
-      SetComputeThreads(options.threads > 0 ? options.threads : DefaultComputeThreads()));
+  // --exact: one thread per product (docs/exact.md, "Products").
+  const bool exact = options.sharding.precision.reduction == ReductionKind::kExact;
+  FSDP_RETURN_IF_ERROR(SetComputeThreads(exact                ? 1
+                                         : options.threads > 0 ? options.threads
+                                                               : DefaultComputeThreads()));
   FSDP_ASSIGN_OR_RETURN(ComputeBackendChoice backend,
                         SelectMatmulBackend(options.matmul_backend, world, options.comm_timeout));
   auto run = std::make_unique<TrainingRun>(options, world, log);

@@ -37,7 +37,7 @@ double LaneSumOfSquares(absl::Span<const Element> values, Widen widen) {
   return sum;
 }
 
-// int64 spans hold exact fixed-point sums (fsdp/exact), not values these
+// int64 spans hold exact fixed-point sums (fsdp/nn/fixed_point_sum.h), not values these
 // kernels can read or write: passing one is a programmer bug.
 [[noreturn]] void RefuseInt64(const char* kernel) {
   std::fprintf(stderr, "%s: an int64 span holds exact sums, not values; convert it with "

@@ -9,9 +9,12 @@ namespace fsdp {
 
 absl::Status BackwardModelUnit(Model& model, int unit, ConstDtypeSpan params, DtypeSpan grads,
                                GradWrite write, absl::Span<float> fp32_scratch,
-                               float loss_scale) {
+                               float loss_scale, ExactGradSums exact) {
   if (grads.dtype() == comm::Dtype::kFloat32) {
     return model.BackwardUnit(unit, params, {grads}, loss_scale, write);
+  }
+  if (grads.dtype() == comm::Dtype::kInt64) {
+    return model.BackwardUnit(unit, params, {grads, fp32_scratch, exact}, loss_scale, write);
   }
   if (params.dtype() != comm::Dtype::kBFloat16 ||
       static_cast<int64_t>(fp32_scratch.size()) != grads.size()) {

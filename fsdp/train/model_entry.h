@@ -24,9 +24,11 @@ namespace fsdp {
 // fp32 ones into the scratch, adds them into `grads` in fp32 and rounds once
 // per element. InvalidArgument for bf16 gradients with fp32 parameters or a
 // scratch of the wrong size.
+// int64 gradients (--exact) are exact sums the model adds into itself,
+// with `exact` (UnitGrads) and the scratch.
 absl::Status BackwardModelUnit(Model& model, int unit, ConstDtypeSpan params, DtypeSpan grads,
                                GradWrite write, absl::Span<float> fp32_scratch,
-                               float loss_scale);
+                               float loss_scale, ExactGradSums exact = {});
 
 }  // namespace fsdp
 

@@ -61,6 +61,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "fsdp/nn/compute_threads.h"
 #include "fsdp/optim/grad_clip.h"
 #include "fsdp/plan/memory_model.h"
 #include "fsdp/plan/shard_planner.h"
@@ -95,6 +96,19 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
     return absl::InvalidArgumentError("the model has no units to train");
   }
   FSDP_RETURN_IF_ERROR(ValidatePrecisionPolicy(options.sharding.precision));
+  const bool exact = options.sharding.precision.reduction == ReductionKind::kExact;
+  if (exact && !model->per_sequence_products()) {
+    return absl::InvalidArgumentError(
+        "--exact needs a model whose products run over one sequence at a time "
+        "(Model::per_sequence_products; GptConfig::per_sequence_products): this one computes "
+        "over whole micro-batches, whose bits depend on how many sequences they hold");
+  }
+  if (exact && ComputeThreads() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--exact computes every product on one thread (a product's bits change with the thread "
+        "count, docs/exact.md), but the compute threads are ", ComputeThreads(),
+        "; call SetComputeThreads(1) (train_gpt does so with --exact)"));
+  }
   if (options.sharding.precision.param_dtype != model->param_dtype()) {
     return absl::InvalidArgumentError(absl::StrCat(
         comm::DtypeName(options.sharding.precision.param_dtype), " parameters: this model takes ",
@@ -150,6 +164,10 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
                                               init, t.grad_workspace_.span()));
     t.units_.push_back(std::move(unit));
   }
+  if (exact) {
+    FSDP_ASSIGN_OR_RETURN(t.exact_, ExactStepState::Create(t.plan_, model->units(),
+                                                           world->size(), *tracker));
+  }
   FSDP_ASSIGN_OR_RETURN(
       t.scalar_comm_buffer_,
       tracker->Allocate<float>(MemoryCategory::kCommBuffers,
@@ -165,12 +183,16 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
   const int n = num_units();
   const int accum = options_.accum_steps;
   const absl::Duration timeout = options_.comm_timeout;
+  const int64_t global_sequences = int64_t{micro_batches[0].batch_size} * accum * world_->size();
+  const int64_t global_tokens = global_sequences * micro_batches[0].seq_len;
+  if (exact_.has_value()) {
+    // The embedding's sums take one contribution per token.
+    FSDP_RETURN_IF_ERROR(CheckExactContributionCount(global_tokens));
+  }
   clock_.Reset();
   // From the second step on, every buffer comes from the tracker's cache.
   tracker_->BeginStep();
 
-  // Forward and backward over every micro-batch.
-  double local_loss_sum = 0.0;
   // [Note: noise scale] The gradient noise scale (fsdp/optim/
   // gradient_noise_scale.h) needs the gradient's squared norm at two batch
   // sizes. The small one is the first micro-batch on this rank: its
@@ -178,43 +200,40 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
   // its backward (before any reduction or later micro-batch); the ranks'
   // values are averaged. The big one is the averaged global gradient, whose
   // squared norm the clipping takes anyway. One rank without accumulation
-  // has only one batch size and skips both.
-  const bool measure_noise = accum > 1 || world_->size() > 1;
-  double local_first_sq = 0.0;
-  for (int m = 0; m < accum; ++m) {
-    const bool last_micro_batch = (m == accum - 1);
+  // has only one batch size and skips both, and so does --exact (its local
+  // gradients are integer sums; not measured yet).
+  const bool measure_noise = !exact_.has_value() && (accum > 1 || world_->size() > 1);
+  LocalSums local;
+  // [Note: exact gradients] in unit_state.h: the int64 sums are usable once
+  // the ranks agree that no tensor's contribution exceeded its bound; when
+  // one did, its exponent is raised and the step computed again from the
+  // same parameters and batches (the same contributions, which now fit).
+  for (int pass = 1;; ++pass) {
+    FSDP_ASSIGN_OR_RETURN(local, ComputeAndReduceGradients(micro_batches, measure_noise));
+    if (!exact_.has_value()) break;
+    FSDP_RETURN_IF_ERROR(exact_->AgreeOnMaxima(*world_, timeout, clock_));
+    if (!exact_->RaiseOverflowedExponents()) break;
+    if (pass == 2) {
+      return absl::InternalError(
+          "exact gradients overflowed twice: the step's contributions changed between two "
+          "computations of the same step (a nondeterministic kernel?)");
+    }
+    for (auto& unit : units_) FSDP_RETURN_IF_ERROR(unit->ClearGrads());
+  }
+
+  // Loss for reporting: the mean over all ranks' micro-batches (--exact: of
+  // every sequence's mean, summed exactly).
+  float loss = 0.0f;
+  if (exact_.has_value()) {
+    FSDP_ASSIGN_OR_RETURN(loss, exact_->AgreedLoss(*world_, global_sequences, timeout, clock_));
     for (int u = 0; u < n; ++u) {
-      FSDP_RETURN_IF_ERROR(ForwardUnit(u, micro_batches[m]));  // gather, compute, free
+      FSDP_RETURN_IF_ERROR(units_[u]->ConvertExactSums(exact_->SegmentsOf(u), global_tokens));
     }
-    local_loss_sum += model_->loss();
-    for (int u = n - 1; u >= 0; --u) {
-      ShardedUnit& unit = *units_[u];
-      FSDP_RETURN_IF_ERROR(BackwardUnit(u, 1.0f / static_cast<float>(accum)));
-      if (measure_noise && m == 0) {
-        FSDP_ASSIGN_OR_RETURN(const ConstDtypeSpan local, unit.LocalGrads());
-        local_first_sq += SquaredNormForStatistics(local);
-      }
-      if (last_micro_batch) {  // [Note: accumulation]
-        FSDP_RETURN_IF_ERROR(unit.StartReduction(comms_));
-        if (u + 1 < n) {  // [Note: overlap of reduction and backward]
-          FSDP_RETURN_IF_ERROR(units_[u + 1]->FinishReduceScatter(comms_, timeout, clock_));
-        }
-      }
-      if (runtime_.shard_params) FSDP_RETURN_IF_ERROR(unit.Reshard());
-    }
+    exact_->ChooseNextExponents();
+  } else {
+    FSDP_ASSIGN_OR_RETURN(
+        loss, AverageLossAcrossRanks(static_cast<float>(local.loss_sum / accum), clock_));
   }
-
-  // Finish the reductions: the first unit's reduce-scatter, then every
-  // second phase, in the order they were posted.
-  FSDP_RETURN_IF_ERROR(units_[0]->FinishReduceScatter(comms_, timeout, clock_));
-  for (int u = n - 1; u >= 0; --u) {
-    FSDP_RETURN_IF_ERROR(units_[u]->FinishReduction(timeout, clock_));
-  }
-
-  // Loss for reporting: the mean over all ranks' micro-batches.
-  FSDP_ASSIGN_OR_RETURN(
-      float loss,
-      AverageLossAcrossRanks(static_cast<float>(local_loss_sum / accum), clock_));
 
   // Global-norm clipping over the shards.
   float grad_norm = 0.0f;
@@ -225,7 +244,7 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
       // The first micro-batch's gradients were scaled by 1 / accum.
       const double unscale = static_cast<double>(accum) * accum;
       FSDP_ASSIGN_OR_RETURN(const double mean_first_sq,
-                            MeanAcrossRanks(static_cast<float>(local_first_sq), clock_));
+                            MeanAcrossRanks(static_cast<float>(local.first_sq), clock_));
       noise_norms.small_sq_norm = mean_first_sq * unscale;
       noise_norms.small_batch = micro_batches[0].batch_size;
       noise_norms.big_sq_norm = sum_of_squares;
@@ -259,8 +278,7 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
   result.loss = loss;
   result.lr = lr;
   result.grad_norm = grad_norm;
-  result.global_tokens = int64_t{micro_batches[0].batch_size} * micro_batches[0].seq_len *
-                         accum * world_->size();
+  result.global_tokens = global_tokens;
   result.step_time = absl::Now() - start;
   result.comm_wait = clock_.total();
   result.optimizer_time = optimizer_time;
@@ -270,6 +288,51 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
 
 // ---------------------------------------------------------------------------
 // Helpers of Step(), in the order it calls them.
+
+// Forward and backward over every micro-batch, and the gradient reductions
+// (the loop the file's header draws).
+absl::StatusOr<DataParallelTrainer::LocalSums> DataParallelTrainer::ComputeAndReduceGradients(
+    absl::Span<const Batch> micro_batches, bool measure_noise) {
+  const int n = num_units();
+  const int accum = options_.accum_steps;
+  const absl::Duration timeout = options_.comm_timeout;
+  // [Note: gradient scaling]; exact sums take each sequence's summed loss
+  // and are divided by the global token count once, when converted.
+  const float loss_scale = exact_.has_value() ? 1.0f : 1.0f / static_cast<float>(accum);
+  if (exact_.has_value()) exact_->BeginPass();
+  LocalSums local;
+  for (int m = 0; m < accum; ++m) {
+    const bool last_micro_batch = (m == accum - 1);
+    for (int u = 0; u < n; ++u) {
+      FSDP_RETURN_IF_ERROR(ForwardUnit(u, micro_batches[m]));  // gather, compute, free
+    }
+    local.loss_sum += model_->loss();
+    if (exact_.has_value()) exact_->AddSequenceLosses(model_->sequence_losses());
+    for (int u = n - 1; u >= 0; --u) {
+      ShardedUnit& unit = *units_[u];
+      FSDP_RETURN_IF_ERROR(BackwardUnit(u, loss_scale));
+      if (measure_noise && m == 0) {
+        FSDP_ASSIGN_OR_RETURN(const ConstDtypeSpan grads, unit.LocalGrads());
+        local.first_sq += SquaredNormForStatistics(grads);
+      }
+      if (last_micro_batch) {  // [Note: accumulation]
+        FSDP_RETURN_IF_ERROR(unit.StartReduction(comms_));
+        if (u + 1 < n) {  // [Note: overlap of reduction and backward]
+          FSDP_RETURN_IF_ERROR(units_[u + 1]->FinishReduceScatter(comms_, timeout, clock_));
+        }
+      }
+      if (runtime_.shard_params) FSDP_RETURN_IF_ERROR(unit.Reshard());
+    }
+  }
+
+  // Finish the reductions: the first unit's reduce-scatter, then every
+  // second phase, in the order they were posted.
+  FSDP_RETURN_IF_ERROR(units_[0]->FinishReduceScatter(comms_, timeout, clock_));
+  for (int u = n - 1; u >= 0; --u) {
+    FSDP_RETURN_IF_ERROR(units_[u]->FinishReduction(timeout, clock_));
+  }
+  return local;
+}
 
 absl::Status DataParallelTrainer::CheckBatches(absl::Span<const Batch> micro_batches) const {
   if (static_cast<int>(micro_batches.size()) != options_.accum_steps) {
@@ -338,10 +401,12 @@ absl::Status DataParallelTrainer::BackwardUnit(int u, float loss_scale) {
     const absl::Span<float> scratch =
         grads.fp32_scratch.empty() ? grads.fp32_scratch
                                    : grads.fp32_scratch.subspan(source.offset(), source.numel());
+    const ExactGradSums exact =
+        exact_.has_value() ? exact_->GradSumsFor(source.model_unit_index()) : ExactGradSums{};
     FSDP_RETURN_IF_ERROR(BackwardModelUnit(*model_, source.model_unit_index(),
                                            params.subspan(source.offset(), source.numel()),
                                            grads.grads.subspan(source.offset(), source.numel()),
-                                           grads.write, scratch, loss_scale));
+                                           grads.write, scratch, loss_scale, exact));
   }
   return unit.MarkBackwardDone();
 }

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -49,6 +50,7 @@
 #include "fsdp/nn/param_spec.h"
 #include "fsdp/optim/gradient_noise_scale.h"
 #include "fsdp/train/comm_wait_clock.h"
+#include "fsdp/train/exact_sums.h"
 #include "fsdp/plan/sharding_options.h"
 #include "fsdp/train/unit_optimizer.h"
 #include "fsdp/train/unit_state.h"
@@ -164,6 +166,12 @@ class DataParallelTrainer final : public CheckpointableState {
 
   absl::Status CheckBatches(absl::Span<const Batch> micro_batches) const;
   // Helpers of Step(), in the order it calls them.
+  struct LocalSums {
+    double loss_sum = 0.0;  // this rank's micro-batch losses
+    double first_sq = 0.0;  // [Note: noise scale] the first micro-batch's squared norm
+  };
+  absl::StatusOr<LocalSums> ComputeAndReduceGradients(absl::Span<const Batch> micro_batches,
+                                                      bool measure_noise);
   absl::Status Prefetch(int unit, int direction);
   absl::Status ForwardUnit(int unit, const Batch& batch);
   absl::Status BackwardUnit(int unit, float loss_scale);
@@ -190,6 +198,9 @@ class DataParallelTrainer final : public CheckpointableState {
   std::unique_ptr<comm::Communicator> replica_group_;
   UnitComms comms_;
   std::vector<std::unique_ptr<ShardedUnit>> units_;
+  // --exact (ReductionKind::kExact): the exponents and maxima of the exact
+  // gradient sums ([Note: exact gradients] in unit_state.h).
+  std::optional<ExactStepState> exact_;
   // The loss all-reduce (1 float) and the gradient-norm exchange
   // (NormExchangeBytes(shard group size), fsdp/plan/memory_model.h).
   FloatBuffer scalar_comm_buffer_;

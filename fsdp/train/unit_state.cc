@@ -41,6 +41,8 @@ const char* GradStateName(GradState state) {
       return "kAllReducingAcrossGroups";
     case GradState::kReduced:
       return "kReduced";
+    case GradState::kSummedExactly:
+      return "kSummedExactly";
   }
   return "unknown";
 }
@@ -320,7 +322,7 @@ absl::Status ShardedUnit::FinishReduceScatter(const UnitComms& comms, absl::Dura
   if (runtime_.strategy == Strategy::kNoShard) {
     // [Note: why sum then scale] in docs/data-parallel.md: the same scale of
     // the same shard as every sharded strategy, then back to full.
-    Average(reduced_shard_);
+    if (!exact()) Average(reduced_shard_);
     FSDP_ASSIGN_OR_RETURN(grad_reduction_,
                           PostAllGather(*comms.shard_group, reduced_shard_, grads_.span(),
                                         absl::StrCat(Label(), " gradient all-gather")));
@@ -329,8 +331,8 @@ absl::Status ShardedUnit::FinishReduceScatter(const UnitComms& comms, absl::Dura
     FSDP_ASSIGN_OR_RETURN(grad_reduction_, PostAllReduceSum(*comms.replica_group, reduced_shard_));
     grad_state_ = GradState::kAllReducingAcrossGroups;
   } else {
-    Average(reduced_shard_);
-    grad_state_ = GradState::kReduced;
+    if (!exact()) Average(reduced_shard_);
+    grad_state_ = Summed();
   }
   return absl::OkStatus();
 }
@@ -344,6 +346,7 @@ void ShardedUnit::Average(DtypeSpan shard) const {
 absl::Status ShardedUnit::FinishReduction(absl::Duration timeout, CommWaitClock& clock) {
   switch (grad_state_) {
     case GradState::kReduced:
+    case GradState::kSummedExactly:
       return absl::OkStatus();
     case GradState::kAllGathering:
       FSDP_RETURN_IF_ERROR(grad_reduction_.Finish(
@@ -352,22 +355,58 @@ absl::Status ShardedUnit::FinishReduction(absl::Duration timeout, CommWaitClock&
     case GradState::kAllReducingAcrossGroups: {
       FSDP_RETURN_IF_ERROR(grad_reduction_.Finish(
           timeout, clock, absl::StrCat(Label(), " cross-group gradient all-reduce")));
-      Average(reduced_shard_);
+      if (!exact()) Average(reduced_shard_);
       break;
     }
     default:
       return Fail("FinishReduction",
-                  "gradient state kAllGathering, kAllReducingAcrossGroups or kReduced",
+                  "gradient state kAllGathering, kAllReducingAcrossGroups, kReduced or "
+                  "kSummedExactly",
                   GradStateName(grad_state_));
   }
+  grad_state_ = Summed();
+  return absl::OkStatus();
+}
+
+absl::Status ShardedUnit::ConvertExactSums(absl::Span<const ExactSegment> segments,
+                                           int64_t divisor) {
+  if (grad_state_ != GradState::kSummedExactly) {
+    return Fail("ConvertExactSums", "gradient state kSummedExactly", GradStateName(grad_state_));
+  }
+  // The region this rank holds, in flat coordinates: no_shard the whole
+  // unit, every other strategy its shard.
+  const bool whole = runtime_.strategy == Strategy::kNoShard;
+  const DtypeSpan region = whole ? grads_.span() : reduced_shard_;
+  const int64_t first = whole ? 0 : int64_t{runtime_.shard_rank} * plan_.shard_numel();
+  const int64_t last = first + region.size();
+  std::vector<ExactSegment> local;
+  for (const ExactSegment& s : segments) {
+    const int64_t begin = std::max(s.begin, first), end = std::min(s.end, last);
+    if (begin >= end) continue;
+    local.push_back({begin - first, end - first, s.exponent, s.max_abs});
+  }
+  FSDP_RETURN_IF_ERROR(ExactSumsToFloatsInPlace(region.as<int64_t>(), local, divisor));
+  exact_floats_ = absl::MakeSpan(reinterpret_cast<float*>(region.data()), region.size());
   grad_state_ = GradState::kReduced;
   return absl::OkStatus();
 }
 
+DtypeSpan ShardedUnit::OptimizerGrads(bool whole) {
+  const bool no_shard = runtime_.strategy == Strategy::kNoShard;
+  if (!exact()) return whole ? grads_.span() : reduced_shard_;
+  // no_shard converted its whole unit: its shard is a slice of the floats.
+  if (whole || !no_shard) return DtypeSpan(exact_floats_);
+  return DtypeSpan(exact_floats_.subspan(int64_t{runtime_.shard_rank} * plan_.shard_numel(),
+                                         plan_.shard_numel()));
+}
+
 absl::Status ShardedUnit::ClearGrads() {
-  if (grad_state_ != GradState::kReduced && grad_state_ != GradState::kIdle) {
-    return Fail("ClearGrads", "gradient state kReduced or kIdle", GradStateName(grad_state_));
+  if (grad_state_ != GradState::kReduced && grad_state_ != GradState::kIdle &&
+      grad_state_ != GradState::kSummedExactly) {
+    return Fail("ClearGrads", "gradient state kReduced, kSummedExactly or kIdle",
+                GradStateName(grad_state_));
   }
+  exact_floats_ = {};
   // No zeroing pass: the next step's first backward writes every element
   // (GradWrite::kOverwrite), and the collectives write their outputs whole.
   pending_grad_scale_ = 1.0f;
@@ -382,7 +421,7 @@ absl::StatusOr<ConstDtypeSpan> ShardedUnit::OwnedReducedGrads() {
   if (grad_state_ != GradState::kReduced) {
     return Fail("OwnedReducedGrads", "gradient state kReduced", GradStateName(grad_state_));
   }
-  return ConstDtypeSpan(reduced_shard_);
+  return ConstDtypeSpan(OptimizerGrads(/*whole=*/false));
 }
 
 absl::StatusOr<ConstDtypeSpan> ShardedUnit::LocalGrads() const {
@@ -411,8 +450,9 @@ absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index
       return Fail("StepOptimizer", "parameter state kUnsharded", ParamStateName(param_state_));
     }
     const int64_t n = plan_.flat_numel();
-    return optimizer.Step(unit_index, master_values_.subspan(0, n), grads_.span().subspan(0, n),
-                          pending_grad_scale_, params_of_master_.subspan(0, n), lr, step);
+    return optimizer.Step(unit_index, master_values_.subspan(0, n),
+                          OptimizerGrads(/*whole=*/true).subspan(0, n), pending_grad_scale_,
+                          params_of_master_.subspan(0, n), lr, step);
   }
   const ParamState needed = runtime_.shard_params ? ParamState::kSharded : ParamState::kUnsharded;
   if (param_state_ != needed) {
@@ -421,8 +461,9 @@ absl::Status ShardedUnit::StepOptimizer(UnitOptimizer& optimizer, int unit_index
                                       : "parameter state kUnsharded",
                 ParamStateName(param_state_));
   }
-  FSDP_RETURN_IF_ERROR(optimizer.Step(unit_index, master_values_, reduced_shard_,
-                                      pending_grad_scale_, params_of_master_, lr, step));
+  FSDP_RETURN_IF_ERROR(optimizer.Step(unit_index, master_values_,
+                                      OptimizerGrads(/*whole=*/false), pending_grad_scale_,
+                                      params_of_master_, lr, step));
   // shard_optimizer / shard_grad_op: the unsharded copy is stale outside this
   // rank's shard until the all-gather of the updated shards.
   param_state_ = ParamState::kSharded;

@@ -41,9 +41,18 @@
 //     |          others:   straight to kReduced  <------------------+
 //     |                          | FinishReduction
 //     +---------ClearGrads---- kReduced
+//     |                          ^ ConvertExactSums
+//     +---------ClearGrads---- kSummedExactly   (--exact: instead of kReduced)
 //
 // kReduced means: no_shard, the full gradients are the average over ranks;
 // every other strategy, this rank's gradient shard is (OwnedReducedGrads()).
+// [Note: exact gradients] With ReductionKind::kExact the gradients are int64
+// fixed-point sums (fsdp/nn/fixed_point_sum.h): the reductions add them as
+// integers and scale nothing, and land in kSummedExactly: the sums over every
+// rank, meaningless until the ranks agree on each tensor's largest
+// contribution. Then ConvertExactSums turns them into fp32 gradients in
+// place (divided by the global token count), or, when a tensor overflowed,
+// ClearGrads drops them and the step is computed again.
 // Each call checks its state and returns FailedPreconditionError naming the
 // unit, the call, the current state and the state(s) it needed.
 //
@@ -68,6 +77,7 @@
 #include "fsdp/nn/grad_write.h"
 #include "fsdp/train/comm_wait_clock.h"
 #include "fsdp/nn/dtype_buffer.h"
+#include "fsdp/nn/fixed_point_sum.h"
 #include "fsdp/plan/precision_policy.h"
 #include "fsdp/plan/strategy.h"
 #include "fsdp/train/unit_collectives.h"
@@ -86,6 +96,7 @@ enum class GradState {
   kAllGathering,             // no_shard: averaged shard -> full gradients in flight
   kAllReducingAcrossGroups,  // hybrid_shard: shard sum across shard groups in flight
   kReduced,                  // averaged: full (no_shard) or this rank's shard
+  kSummedExactly,            // --exact: int64 sums over every rank, not yet fp32
 };
 const char* GradStateName(GradState state);
 
@@ -222,10 +233,19 @@ class ShardedUnit {
   // the scale by 1 / world_size.
   absl::Status FinishReduceScatter(const UnitComms& comms, absl::Duration timeout,
                                    CommWaitClock& clock);
-  // Finishes the second phase if any; a no-op in kReduced.
+  // Finishes the second phase if any; a no-op in kReduced and
+  // kSummedExactly.
   absl::Status FinishReduction(absl::Duration timeout, CommWaitClock& clock);
-  // Back to kIdle after the optimizer step. The gradients' values are dead:
-  // the next step's first backward overwrites them.
+  // [Note: exact gradients] kSummedExactly -> kReduced: the int64 sums this
+  // rank holds (no_shard: the whole unit; otherwise its shard) become fp32
+  // in place, each tensor with its segment's exponent and agreed maximum
+  // (`segments`: the unit's tensors in flat-buffer coordinates, ascending),
+  // divided by `divisor` (the global token count). FailedPrecondition if a
+  // segment overflowed (redo the step instead).
+  absl::Status ConvertExactSums(absl::Span<const ExactSegment> segments, int64_t divisor);
+  // Back to kIdle after the optimizer step, or (kSummedExactly) to redo the
+  // step. The gradients' values are dead: the next step's first backward
+  // overwrites them.
   absl::Status ClearGrads();
 
   // --- Optimizer ----------------------------------------------------------
@@ -293,6 +313,12 @@ class ShardedUnit {
   DtypeSpan LocateParamsOfMaster();
   // shard *= 1 / world_size, in the shard's dtype.
   void Average(DtypeSpan shard) const;
+  bool exact() const { return runtime_.precision.reduction == ReductionKind::kExact; }
+  // The state a finished reduction leaves: kReduced, or kSummedExactly.
+  GradState Summed() const { return exact() ? GradState::kSummedExactly : GradState::kReduced; }
+  // The reduced gradients the optimizer reads: this rank's shard (no_shard:
+  // `whole` the full unit), as reduced or as converted from exact sums.
+  DtypeSpan OptimizerGrads(bool whole);
   // Zeroes what no model unit's backward writes: the gaps between the
   // plan's source units and the padding.
   void ZeroUnwrittenGrads(DtypeSpan grads) const;
@@ -338,6 +364,10 @@ class ShardedUnit {
   // The trainer's shared fp32 workspace (grads_through_workspace), and the
   // clip scale the optimizer applies.
   absl::Span<float> grad_workspace_;
+  // --exact, from ConvertExactSums to ClearGrads: the fp32 gradients, in the
+  // memory of the int64 sums they were converted from (no_shard: the whole
+  // unit's, else the shard's).
+  absl::Span<float> exact_floats_;
   float pending_grad_scale_ = 1.0f;
   PendingCollective param_gather_;
   PendingCollective grad_reduction_;

@@ -32,7 +32,7 @@
 #include "fsdp/nn/linear.h"
 #include "fsdp/nn/matmul.h"
 #include "fsdp/nn/residual.h"
-#include "fsdp/exact/fixed_point_sum.h"
+#include "fsdp/nn/fixed_point_sum.h"
 #include "fsdp/optim/adamw.h"
 #include "fsdp/optim/grad_clip.h"
 #include "tests/fsdp/nn/grad_check.h"

@@ -90,6 +90,32 @@ void ExecuteSplit(Slot& slot, int n, absl::Duration delay) {
   }
 }
 
+// An int64 reduction: two's complement sums (wrapping, as the real
+// collectives add them), no average.
+absl::Status ExecuteInt64Sum(Slot& slot, int n, size_t count) {
+  const Contribution& first = slot.ranks[0];
+  if (first.reduce != comm::ReduceOp::kSum) {
+    return absl::InvalidArgumentError("int64 elements are only summed");
+  }
+  std::vector<uint64_t> sum(count, 0);
+  for (int r = 0; r < n; ++r) {
+    for (size_t i = 0; i < count; ++i) {
+      uint64_t v;
+      std::memcpy(&v, slot.ranks[r].input + i * 8, 8);
+      sum[i] += v;
+    }
+  }
+  const size_t chunk = first.op == Op::kAllReduce ? count : (count + n - 1) / n;
+  for (int r = 0; r < n; ++r) {
+    const size_t begin = first.op == Op::kAllReduce ? 0 : std::min(count, r * chunk);
+    const size_t end = std::min(count, begin + chunk);
+    for (size_t i = begin; i < end; ++i) {
+      std::memcpy(slot.ranks[r].output + (i - begin) * 8, &sum[i], 8);
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Runs a complete slot (every rank posted). Reductions accumulate in fp32
 // in rank order and round once (bf16); see the header.
 absl::Status Execute(Slot& slot, int n) {
@@ -126,6 +152,7 @@ absl::Status Execute(Slot& slot, int n) {
     case Op::kReduceScatter: {
       const size_t elem = comm::DtypeSize(first.dtype);
       const size_t count = first.input_bytes / elem;
+      if (first.dtype == comm::Dtype::kInt64) return ExecuteInt64Sum(slot, n, count);
       std::vector<float> sum(count, 0.0f);
       for (int r = 0; r < n; ++r) {
         for (size_t i = 0; i < count; ++i) sum[i] += Load(slot.ranks[r].input, i, first.dtype);

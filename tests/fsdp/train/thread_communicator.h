@@ -7,7 +7,8 @@
 // computes it for everyone, summing contributions in rank order 0..N-1
 // (fp32 or bf16; bf16 is summed in fp32 and rounded ONCE, a simplification
 // of comm/'s per-hop rounding: tests compare strategies with each other,
-// which use the same reductions, not against comm/'s exact bf16 bits).
+// which use the same reductions, not against comm/'s exact bf16 bits;
+// int64 is summed as two's complement integers, exactly as comm/ does).
 // Split() forms sub-groups by color, ordered by (key, rank), as comm/ does.
 // Work::Wait honours its timeout and names the ranks that never posted.
 //

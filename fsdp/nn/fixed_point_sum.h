@@ -1,4 +1,4 @@
-// File: fsdp/exact/fixed_point_sum.h
+// File: fsdp/nn/fixed_point_sum.h
 //
 // Sums of fp32 contributions that give the same bits however the
 // contributions are split among calls, threads and ranks and in whatever
@@ -86,6 +86,11 @@ float AddToExactSum(int exponent, absl::Span<const float> contribution,
 float AddToExactSum(KernelIsa isa, int exponent, absl::Span<const float> contribution,
                     absl::Span<int64_t> sum);
 
+// The larger of two magnitudes (|a| or |b|; MaxAbs results, AddToExactSum
+// returns), NaN winning over inf over any finite value: order-free, so every
+// rank combines the ranks' maxima alike.
+float LargerMagnitude(float a, float b);
+
 enum class ExactSumState {
   kExact,      // every contribution within 2^E: the sum is exact
   kOverflow,   // a finite contribution above 2^E: redo with a larger E
@@ -110,6 +115,25 @@ int ExactExponentFor(float max_abs, int headroom_bits);
 // divisor < 1 or spans of different sizes. `out` is written only on OK.
 absl::Status ExactSumToFloats(int exponent, absl::Span<const int64_t> sum, int64_t divisor,
                               float max_abs, absl::Span<float> out);
+
+// One tensor's elements [begin, end) of a region of exact sums, the exponent
+// of its sum and the agreed largest contribution.
+struct ExactSegment {
+  int64_t begin = 0;
+  int64_t end = 0;
+  int exponent = 0;
+  float max_abs = 0.0f;
+};
+
+// Converts a region of int64 sums to fp32 IN PLACE: afterwards the region's
+// memory starts with region.size() floats, float i being sum i as
+// ExactSumToFloats converts it with its segment's exponent and maximum
+// (NaN for a non-finite one), divided by `divisor`. Elements in no segment
+// (zero sums: padding, gaps between tensors) become 0. The segments must be
+// ascending, disjoint and inside the region (InvalidArgument otherwise);
+// FailedPrecondition, with nothing converted, if one overflows.
+absl::Status ExactSumsToFloatsInPlace(absl::Span<int64_t> region,
+                                      absl::Span<const ExactSegment> segments, int64_t divisor);
 
 // OK when `count` contributions per element cannot overflow the int64 sum
 // (1 <= count <= kExactMaxContributions); InvalidArgument naming the limit

@@ -1,7 +1,8 @@
-// File: fsdp/exact/fixed_point_sum.cc
-#include "fsdp/exact/fixed_point_sum.h"
+// File: fsdp/nn/fixed_point_sum.cc
+#include "fsdp/nn/fixed_point_sum.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 
@@ -86,6 +87,13 @@ FSDP_ISA_VARIANTS(float, AddToExactSum, (const float* x, int64_t* sum, int64_t n
 
 }  // namespace
 
+float LargerMagnitude(float a, float b) {
+  int32_t a_bits, b_bits;
+  std::memcpy(&a_bits, &a, sizeof(a_bits));
+  std::memcpy(&b_bits, &b, sizeof(b_bits));
+  return (a_bits & kAbsMask) >= (b_bits & kAbsMask) ? std::fabs(a) : std::fabs(b);
+}
+
 float AddToExactSum(KernelIsa isa, int exponent, absl::Span<const float> contribution,
                     absl::Span<int64_t> sum) {
   FSDP_CHECK(contribution.size() == sum.size());
@@ -157,6 +165,53 @@ absl::Status ExactSumToFloats(int exponent, absl::Span<const int64_t> sum, int64
   for (size_t i = 0; i < sum.size(); ++i) {
     out[i] = static_cast<float>(static_cast<double>(sum[i]) * factor);
   }
+  return absl::OkStatus();
+}
+
+absl::Status ExactSumsToFloatsInPlace(absl::Span<int64_t> region,
+                                      absl::Span<const ExactSegment> segments, int64_t divisor) {
+  if (divisor < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("exact sums divided by ", divisor, ": the divisor (global tokens) must be >= 1"));
+  }
+  const int64_t n = static_cast<int64_t>(region.size());
+  int64_t previous_end = 0;
+  for (const ExactSegment& s : segments) {
+    if (s.begin < previous_end || s.end < s.begin || s.end > n) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "exact segment [", s.begin, ", ", s.end, ") of a region of ", n, " sums: segments must "
+          "be ascending, disjoint and inside the region"));
+    }
+    if (ExactSumStateOf(s.max_abs, s.exponent) == ExactSumState::kOverflow) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "exact sums [", s.begin, ", ", s.end, ") with bound 2^", s.exponent,
+          " had a contribution of magnitude ", s.max_abs, ": redo them with exponent ",
+          ExactExponentFor(s.max_abs, 0)));
+    }
+    previous_end = s.end;
+  }
+  // Float i is written over bytes [4i, 4i + 4), which belong to sum i / 2,
+  // already read: ascending order never overwrites a sum before it is read.
+  // Both go through memcpy (byte access), so the compiler knows they alias.
+  std::byte* bytes = reinterpret_cast<std::byte*>(region.data());
+  auto put = [bytes](int64_t i, float v) { std::memcpy(bytes + 4 * i, &v, sizeof(v)); };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  int64_t i = 0;
+  for (const ExactSegment& s : segments) {
+    for (; i < s.begin; ++i) put(i, 0.0f);
+    if (ExactSumStateOf(s.max_abs, s.exponent) == ExactSumState::kNonFinite) {
+      for (; i < s.end; ++i) put(i, nan);
+      continue;
+    }
+    const double factor =
+        std::ldexp(1.0 / static_cast<double>(divisor), s.exponent - kExactFractionBits);
+    for (; i < s.end; ++i) {
+      int64_t sum;
+      std::memcpy(&sum, bytes + 8 * i, sizeof(sum));
+      put(i, static_cast<float>(static_cast<double>(sum) * factor));
+    }
+  }
+  for (; i < n; ++i) put(i, 0.0f);
   return absl::OkStatus();
 }
 

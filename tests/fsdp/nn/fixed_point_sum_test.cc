@@ -1,4 +1,4 @@
-// File: tests/fsdp/exact/fixed_point_sum_test.cc
+// File: tests/fsdp/nn/fixed_point_sum_test.cc
 //
 // The exact fixed-point sums ([Note: exact fixed-point sums]): every
 // partition and order of the same contributions gives the same bits, in
@@ -6,7 +6,7 @@
 // independent long-double sum; and the edge cases (underflow, the bound,
 // overflow and its redo, NaN and infinity, the contribution count) do what
 // the header says.
-#include "fsdp/exact/fixed_point_sum.h"
+#include "fsdp/nn/fixed_point_sum.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -297,6 +297,55 @@ TEST(ExactSumTest, BadArgumentsAreRefused) {
   EXPECT_EQ(ExactSumToFloats(0, sum, 0, 0.0f, absl::MakeSpan(out)).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_STREQ(ExactSumStateName(ExactSumState::kNonFinite), "non-finite");
+}
+
+TEST(ExactSumTest, InPlaceConversionMatchesTheSeparateOneSegmentBySegment) {
+  // A region of 3 tensors with a gap before, between and after them.
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int64_t> value(-(int64_t{1} << 50), int64_t{1} << 50);
+  const int64_t n = 41;
+  std::vector<int64_t> region(n, 0);
+  const std::vector<ExactSegment> segments = {
+      {2, 11, 3, 5.0f}, {11, 20, -4, 0.05f}, {25, 38, 7, std::numeric_limits<float>::infinity()}};
+  for (const ExactSegment& seg : segments) {
+    for (int64_t i = seg.begin; i < seg.end; ++i) region[i] = value(rng);
+  }
+  const std::vector<int64_t> sums = region;
+  ASSERT_TRUE(ExactSumsToFloatsInPlace(absl::MakeSpan(region), segments, 96).ok());
+  std::vector<float> converted(n);
+  std::memcpy(converted.data(), region.data(), n * sizeof(float));
+  int64_t next = 0;
+  for (const ExactSegment& seg : segments) {
+    for (; next < seg.begin; ++next) EXPECT_EQ(Bits(converted[next]), Bits(0.0f)) << next;
+    const int64_t len = seg.end - seg.begin;
+    std::vector<float> want(len);
+    ASSERT_TRUE(ExactSumToFloats(seg.exponent, absl::MakeConstSpan(sums).subspan(seg.begin, len),
+                                 96, seg.max_abs, absl::MakeSpan(want))
+                    .ok());
+    for (int64_t i = 0; i < len; ++i) {
+      EXPECT_EQ(Bits(converted[seg.begin + i]), Bits(want[i])) << seg.begin + i;
+    }
+    next = seg.end;
+  }
+  for (; next < n; ++next) EXPECT_EQ(Bits(converted[next]), Bits(0.0f)) << next;
+}
+
+TEST(ExactSumTest, InPlaceConversionRefusesOverflowAndBadSegmentsWritingNothing) {
+  std::vector<int64_t> region(8, 5);
+  const std::vector<int64_t> before = region;
+  const std::vector<ExactSegment> overflow = {{0, 4, 0, 0.5f}, {4, 8, 0, 3.0f}};
+  absl::Status s = ExactSumsToFloatsInPlace(absl::MakeSpan(region), overflow, 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_EQ(region, before);
+  const std::vector<ExactSegment> overlapping = {{0, 5, 0, 0.5f}, {4, 8, 0, 0.5f}};
+  s = ExactSumsToFloatsInPlace(absl::MakeSpan(region), overlapping, 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  const std::vector<ExactSegment> outside = {{4, 9, 0, 0.5f}};
+  s = ExactSumsToFloatsInPlace(absl::MakeSpan(region), outside, 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  s = ExactSumsToFloatsInPlace(absl::MakeSpan(region), {}, 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(region, before);
 }
 
 }  // namespace
