@@ -98,13 +98,6 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
           "--threads=", o.threads, " with --exact: exact mode computes every product on one "
           "thread (its bits change with the thread count); drop --threads"));
     }
-    if (!o.checkpoint_dir.empty() || o.resume || !o.resume_from.empty() ||
-        !o.init_from.empty()) {
-      return absl::InvalidArgumentError(
-          "--exact with checkpoints is not built yet: a checkpoint must carry each tensor's "
-          "exact exponent for the resumed run to keep its bits (docs/exact.md, \"Still to "
-          "do\"); train without --checkpoint_dir, --resume, --resume_from and --init_from");
-    }
     if (o.matmul_backend == MatmulBackendChoice::kAuto) {
       return absl::InvalidArgumentError(
           "--matmul_backend=auto with --exact: a timed choice can change the bits between runs; "

@@ -70,7 +70,9 @@ absl::StatusOr<int> StartFromCheckpoint(const TrainOptions& options, comm::Commu
                                         DataParallelTrainer& trainer, MemoryTracker& tracker,
                                         std::FILE* log, RunSummary& summary) {
   if (!options.resume && options.resume_from.empty()) return 0;
+  const bool exact = options.sharding.precision.reduction == ReductionKind::kExact;
   std::string path;
+  std::string exact_state;  // rank 0's manifest's ExactState, serialized
   absl::Status chosen = absl::OkStatus();
   if (world.rank() == 0) {
     chosen = [&]() -> absl::Status {
@@ -89,6 +91,17 @@ absl::StatusOr<int> StartFromCheckpoint(const TrainOptions& options, comm::Commu
                                        summary.MatmulRecord(),
                                        ", which rounds differently from here on"));
         }
+        // --exact's exponents are state: without them the sums start over
+        // (the first step computed twice) at other scales.
+        if (exact && manifest.exact().exponents_size() == 0) {
+          notes.push_back("the checkpoint was saved without --exact: the exact sums start "
+                          "without exponents, so the bits are not those of an --exact run that "
+                          "never stopped");
+        } else if (!exact && manifest.exact().exponents_size() > 0) {
+          notes.push_back("the checkpoint was saved with --exact; this run goes on without it "
+                          "and rounds differently from here on");
+        }
+        exact_state = manifest.exact().SerializeAsString();
       }
       for (const std::string& note : notes) {
         if (log != nullptr) std::fprintf(log, "train_gpt: note: %s\n", note.c_str());
@@ -102,9 +115,20 @@ absl::StatusOr<int> StartFromCheckpoint(const TrainOptions& options, comm::Commu
                         AllGatherBlobs(world, path, options.comm_timeout, "resume path"));
   path = paths[0];
   if (path.empty()) return 0;
+  FSDP_ASSIGN_OR_RETURN(std::vector<std::string> exact_states,
+                        AllGatherBlobs(world, exact_state, options.comm_timeout,
+                                       "resume exact exponents"));
   FSDP_ASSIGN_OR_RETURN(checkpoint::LoadStats loaded,
                         checkpoint::LoadCheckpoint(world, trainer, path, options.comm_timeout,
                                                    &tracker));
+  proto::ExactState saved_exact;
+  if (!saved_exact.ParseFromString(exact_states[0])) {
+    return absl::DataLossError(absl::StrCat(path, ": its manifest's exact exponents do not parse"));
+  }
+  if (exact && saved_exact.exponents_size() > 0) {
+    FSDP_RETURN_IF_ERROR(trainer.SetExactExponents(std::vector<int>(
+        saved_exact.exponents().begin(), saved_exact.exponents().end())));
+  }
   summary.resumed_from = path;
   if (log != nullptr) {
     std::fprintf(log, "train_gpt: resumed from %s at step %lld (%s; %s read on rank 0 in %.0f ms)\n",
@@ -131,6 +155,7 @@ absl::Status SaveRunCheckpoint(const TrainOptions& options, comm::Communicator& 
   save.keep_alive = [&world] { world.KeepAlive(); };
   proto::CheckpointManifest manifest = checkpoint::RunManifest(options, trainer.steps_taken());
   manifest.set_matmul(summary.MatmulRecord());
+  for (int e : trainer.exact_exponents()) manifest.mutable_exact()->add_exponents(e);
   absl::StatusOr<checkpoint::SaveStats> saved =
       checkpoint::SaveCheckpoint(world, trainer, manifest, save);
   if (!saved.ok()) {

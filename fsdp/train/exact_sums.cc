@@ -142,6 +142,22 @@ absl::StatusOr<float> ExactStepState::AgreedLoss(comm::Communicator& world,
   return loss;
 }
 
+absl::Status ExactStepState::SetExponents(absl::Span<const int> exponents) {
+  if (static_cast<int>(exponents.size()) != num_tensors()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        exponents.size(), " exact exponents for a model of ", num_tensors(),
+        " parameter tensors: they were saved for another model"));
+  }
+  for (int e : exponents) {
+    if (e < kExactMinExponent || e > kExactMaxExponent) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "exact exponent ", e, " outside [", kExactMinExponent, ", ", kExactMaxExponent, "]"));
+    }
+  }
+  exponents_.assign(exponents.begin(), exponents.end());
+  return absl::OkStatus();
+}
+
 void ExactStepState::ChooseNextExponents() {
   for (int t = 0; t < num_tensors(); ++t) {
     if (!std::isfinite(max_abs_[t])) continue;

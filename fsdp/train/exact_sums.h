@@ -86,6 +86,9 @@ class ExactStepState {
   // Every tensor's exponent, in model order (model units, then their
   // parameters): the state a checkpoint must keep.
   absl::Span<const int> exponents() const { return exponents_; }
+  // Replaces them (a checkpoint's); InvalidArgument for another count or an
+  // exponent outside [kExactMinExponent, kExactMaxExponent].
+  absl::Status SetExponents(absl::Span<const int> exponents);
 
  private:
   struct PlanTensor {

@@ -513,6 +513,18 @@ absl::StatusOr<std::vector<T>> DataParallelTrainer::GatherFromShardGroup(
 // ---------------------------------------------------------------------------
 // Checkpoints.
 
+std::vector<int> DataParallelTrainer::exact_exponents() const {
+  if (!exact_.has_value()) return {};
+  return std::vector<int>(exact_->exponents().begin(), exact_->exponents().end());
+}
+
+absl::Status DataParallelTrainer::SetExactExponents(absl::Span<const int> exponents) {
+  if (!exact_.has_value()) {
+    return absl::InvalidArgumentError("exact exponents for a trainer without --exact");
+  }
+  return exact_->SetExponents(exponents);
+}
+
 int64_t DataParallelTrainer::ModelOffset(int u) const {
   int64_t offset = 0;
   for (int i = 0; i < u; ++i) offset += plan_.units(i).flat_numel();

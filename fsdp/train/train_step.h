@@ -140,6 +140,14 @@ class DataParallelTrainer final : public CheckpointableState {
   // The trainer continues as if it had taken `steps_taken` steps.
   absl::Status FinishCheckpointLoad(int steps_taken) override;
   const UnitOptimizer& optimizer() const { return *optimizer_; }
+  // --exact: every parameter tensor's exponent for the next step's sums, in
+  // model order (ExactStepState::exponents); empty without --exact. The
+  // same on every rank; a checkpoint keeps it.
+  std::vector<int> exact_exponents() const;
+  // Restores them (after a checkpoint load): InvalidArgument without
+  // --exact, for another count of tensors, or an exponent outside
+  // [kExactMinExponent, kExactMaxExponent].
+  absl::Status SetExactExponents(absl::Span<const int> exponents);
   CheckpointedOptimizer checkpointed_optimizer() const override {
     return {optimizer_->kind(), optimizer_->StateNames(), optimizer_->weight_decay()};
   }

@@ -5,8 +5,10 @@
 // bit for bit, at 1, 2, 3, 4, 6 and 8 ranks, with the global batch of 24
 // sequences split into micro-batch x accumulation x ranks in several ways,
 // under all five strategies (hybrid at two group sizes); in fp32, in bf16,
-// and with flash attention and activation checkpointing. And what --exact
-// cannot keep is refused before a rank starts.
+// and with flash attention and activation checkpointing; a run stopped and
+// resumed from checkpoints at 4, then 3, then 1 rank ends with the
+// uninterrupted run's digest. And what --exact cannot keep is refused
+// before a rank starts.
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -91,6 +93,36 @@ TEST(TrainGptExactTest, FlashAttentionAndCheckpointingKeepOneDigest) {
                   {"--attention=flash", "--activation_checkpointing=all"});
 }
 
+// 4 ranks full_shard stop at step 2; 3 ranks shard_grad_op resume there and
+// stop at step 4; 1 rank resumes there and ends: the uninterrupted 4-rank
+// run's digest and losses. The checkpoints carry the exact exponents.
+TEST(TrainGptExactTest, ResumedAndReshardedFourThreeOneKeepsTheDigest) {
+  const std::string tmp = std::getenv("TEST_TMPDIR");
+  const std::string first_dir = tmp + "/exact_ckpt4", second_dir = tmp + "/exact_ckpt3";
+  const TrainGptRun whole = RunTrainGptJob("exact_whole", ModelFlags(),
+                                           {"--nproc=4", "--strategy=full_shard", "--steps=6"}, 6);
+  const TrainGptRun first = RunTrainGptJob(
+      "exact_first", ModelFlags(),
+      {"--nproc=4", "--strategy=full_shard", "--steps=6", "--checkpoint_dir=" + first_dir,
+       "--exit_after_steps=2"},
+      2);
+  const TrainGptRun second = RunTrainGptJob(
+      "exact_second", ModelFlags(),
+      {"--nproc=3", "--strategy=shard_grad_op", "--steps=6",
+       "--resume_from=" + first_dir + "/step-00000002", "--checkpoint_dir=" + second_dir,
+       "--exit_after_steps=4"},
+      2);
+  const TrainGptRun third = RunTrainGptJob(
+      "exact_third", ModelFlags(),
+      {"--nproc=1", "--accum=3", "--steps=6", "--resume_from=" + second_dir + "/step-00000004"},
+      2);
+  ASSERT_EQ(whole.losses.size(), 6u);
+  const std::vector<double> joined = {first.losses[0],  first.losses[1],  second.losses[0],
+                                      second.losses[1], third.losses[0], third.losses[1]};
+  EXPECT_EQ(joined, whole.losses);
+  EXPECT_EQ(third.param_sha256, whole.param_sha256) << third.output;
+}
+
 TEST(TrainGptExactTest, WhatExactCannotKeepIsRefused) {
   auto refused = [](const std::vector<std::string>& extra, const std::string& says) {
     std::vector<std::string> flags = ModelFlags();
@@ -104,8 +136,6 @@ TEST(TrainGptExactTest, WhatExactCannotKeepIsRefused) {
   refused({"--matmul_backend=auto"}, "--matmul_backend=auto with --exact");
   refused({"--reduce_dtype=fp32"}, "--reduce_dtype=fp32 with --exact");
   refused({"--model=llama"}, "one sequence at a time");
-  refused({"--checkpoint_dir=" + std::string(getenv("TEST_TMPDIR")) + "/exact_ckpt"},
-          "--exact with checkpoints is not built yet");
 }
 
 }  // namespace
