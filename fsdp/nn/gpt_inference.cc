@@ -114,6 +114,18 @@ absl::Status GptInference::RunUnit(int unit, absl::Span<const float> params) {
   const int C = config_.d_model;
   const int64_t nc = int64_t{n} * C;
   const int last = num_units() - 1;
+  // out = in w^T + b over the n rows: one product, or (per_sequence_products,
+  // docs/exact.md) one per sequence, as the training model computes them.
+  const auto LinearForward = [&](float* out, const float* in, const float* w, const float* b,
+                                 int rows, int in_features, int out_features) {
+    const int calls = config_.per_sequence_products ? batch_ : 1;
+    const int per_call = rows / calls;
+    for (int c = 0; c < calls; ++c) {
+      const int64_t row0 = int64_t{c} * per_call;
+      fsdp::LinearForward(out + row0 * out_features, in + row0 * in_features, w, b, per_call,
+                          in_features, out_features);
+    }
+  };
   if (unit == 0) {
     EmbeddingForward(x_.data(), tokens_.data(), p[0], p[1], batch_, seq_, C);
   } else if (unit == last) {

@@ -101,7 +101,9 @@ absl::StatusOr<std::unique_ptr<TextMonitor>> TextMonitor::Create(const TrainOpti
     FSDP_ASSIGN_OR_RETURN(monitor->val_,
                           ValidationSet::Open(options.val_data, options.vocab, options.seq_len,
                                               options.micro_batch, options.nproc,
-                                              options.val_batches, rank));
+                                              options.val_batches, rank, options.accum,
+                                              options.sharding.precision.reduction ==
+                                                  ReductionKind::kExact));
   }
   if (!options.val_data.empty() || options.sample_tokens > 0) {
     FSDP_ASSIGN_OR_RETURN(const ModelFactory* factory, FindModel(options.model));

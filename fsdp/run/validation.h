@@ -42,16 +42,24 @@ class ValidationSet {
  public:
   // The token file's errors (missing, bad header, a token outside vocab),
   // prefixed with "--val_data"; InvalidArgument for batches < 1.
+  // `exact` (--exact, docs/exact.md): the set is `batches` global batches
+  // (micro_batch x accum x nproc sequences each), whatever the split, and
+  // Evaluate sums the sequences' losses exactly; otherwise `batches`
+  // micro-batches per rank (accum is not read).
   static absl::StatusOr<std::unique_ptr<ValidationSet>> Open(const std::string& path, int vocab,
                                                              int seq_len, int micro_batch,
-                                                             int nproc, int batches, int rank);
+                                                             int nproc, int batches, int rank,
+                                                             int accum = 1, bool exact = false);
 
   // Collective: every rank calls it with the same model. The mean loss per
-  // validation token.
+  // validation token; with `exact` the same bits for every split of the set
+  // among ranks and forward calls (each sequence's summed loss is one
+  // contribution to an exact fixed-point sum, fsdp/nn/fixed_point_sum.h).
+  // The forward model must then compute per sequence.
   absl::StatusOr<double> Evaluate(InferenceModel& forward, const ForEachModelUnit& units,
                                   comm::Communicator& world, absl::Duration timeout) const;
 
-  int batches() const { return batches_; }
+  int batches() const { return batches_; }  // forward calls per evaluation on a rank
   int64_t tokens() const;  // validation tokens per evaluation, all ranks
   // This rank's (inputs, targets) of batch b, micro_batch x seq_len each.
   const std::vector<int32_t>& inputs(int b) const { return inputs_[b]; }
@@ -59,11 +67,15 @@ class ValidationSet {
 
  private:
   ValidationSet() = default;
+  absl::StatusOr<double> EvaluateExactly(InferenceModel& forward, const ForEachModelUnit& units,
+                                         comm::Communicator& world,
+                                         absl::Duration timeout) const;
   int seq_len_ = 0;
   int micro_batch_ = 0;
   int nproc_ = 0;
   int batches_ = 0;
   int vocab_ = 0;
+  bool exact_ = false;
   std::vector<std::vector<int32_t>> inputs_, targets_;
 };
 

@@ -1,8 +1,8 @@
 // File: tests/integration/train/train_gpt_exact_test.cc
 //
 // --exact over real processes on loopback (docs/exact.md): the GPT on the
-// fortunes tokens ends with the same parameter SHA-256 and the same losses,
-// bit for bit, at 1, 2, 3, 4, 6 and 8 ranks, with the global batch of 24
+// fortunes tokens ends with the same parameter SHA-256, the same losses and
+// the same validation losses, bit for bit, at 1, 2, 3, 4, 6 and 8 ranks, with the global batch of 24
 // sequences split into micro-batch x accumulation x ranks in several ways,
 // under all five strategies (hybrid at two group sizes); in fp32, in bf16,
 // and with flash attention and activation checkpointing; a run stopped and
@@ -28,7 +28,8 @@ std::vector<std::string> ModelFlags() {
           "--layers=2",       "--d_model=24",                    "--heads=2",
           "--seq_len=12",     "--global_batch=24",               "--steps=4",
           "--warmup_steps=1", "--lr=0.01",                       "--grad_clip=0.5",
-          "--seed=11"};
+          "--seed=11",        "--val_data=" + prefix + "_val.bin", "--val_every=2",
+          "--val_batches=1"};
 }
 
 struct Split {
@@ -58,10 +59,12 @@ void ExpectOneDigest(const std::string& prefix, const std::vector<Split>& splits
                      const std::vector<std::string>& extra) {
   const TrainGptRun first = RunSplit(prefix, splits[0], extra);
   EXPECT_LT(first.losses.back(), first.losses.front()) << first.output;
+  EXPECT_EQ(first.val_losses.size(), 3u) << first.output;  // before step 1, at 2 and 4
   for (size_t i = 1; i < splits.size(); ++i) {
     const TrainGptRun run = RunSplit(prefix, splits[i], extra);
     EXPECT_EQ(run.param_sha256, first.param_sha256) << Name(prefix, splits[i]);
     EXPECT_EQ(run.losses, first.losses) << Name(prefix, splits[i]);
+    EXPECT_EQ(run.val_losses, first.val_losses) << Name(prefix, splits[i]);
   }
 }
 
@@ -125,7 +128,10 @@ TEST(TrainGptExactTest, ResumedAndReshardedFourThreeOneKeepsTheDigest) {
 
 TEST(TrainGptExactTest, WhatExactCannotKeepIsRefused) {
   auto refused = [](const std::vector<std::string>& extra, const std::string& says) {
-    std::vector<std::string> flags = ModelFlags();
+    std::vector<std::string> flags;
+    for (const std::string& f : ModelFlags()) {
+      if (f.rfind("--val", 0) != 0) flags.push_back(f);  // the Llama has no validation yet
+    }
     flags.push_back("--nproc=1");
     flags.insert(flags.end(), extra.begin(), extra.end());
     const TrainGptRun run = RunTrainGpt("refused", flags);
