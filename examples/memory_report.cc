@@ -103,6 +103,9 @@ ABSL_FLAG(std::string, seq_lens, "",
 ABSL_FLAG(int, steps, 0, "training steps per measured point (default: the preset's)");
 ABSL_FLAG(std::string, measure_cap, "6GiB",
           "measure a point only if ranks x predicted bytes per rank stays below this");
+ABSL_FLAG(bool, exact, false,
+          "--predict_only: train_gpt's --exact (int64 gradient sums, docs/exact.md); the "
+          "measured sweep does not run it yet");
 ABSL_FLAG(bool, predict_only, false,
           "print predictions for --params or a GPT shape and exit; nothing is trained");
 ABSL_FLAG(std::string, params, "",
@@ -671,6 +674,11 @@ absl::Status PredictOnly() {
   const std::string params_text = absl::GetFlag(FLAGS_params);
 
   if (!params_text.empty()) {
+    if (absl::GetFlag(FLAGS_exact)) {
+      return absl::InvalidArgumentError(
+          "--exact needs a GPT shape (--layers --d_model --heads --vocab --seq_len), not "
+          "--params: its buffers follow the model's tensors");
+    }
     // By parameter count: the ZeRO paper's formulas, model state only.
     double psi_value = 0;
     if (!absl::SimpleAtod(params_text, &psi_value) || psi_value < 1 || psi_value > 4e18) {
@@ -731,8 +739,9 @@ absl::Status PredictOnly() {
                             absl::GetFlag(FLAGS_activation_checkpointing),
                             absl::GetFlag(FLAGS_attention)));
   FSDP_RETURN_IF_ERROR(fsdp::report::ApplyActivationMode(modes.front(), base.config));
-  std::printf("per-rank peak for %s micro_batch=%d, Adam (GB = 1e9 B)\n",
-              fsdp::GptConfigToString(base.config).c_str(), base.micro_batch);
+  std::printf("per-rank peak for %s micro_batch=%d, Adam%s (GB = 1e9 B)\n",
+              fsdp::GptConfigToString(base.config).c_str(), base.micro_batch,
+              absl::GetFlag(FLAGS_exact) ? ", --exact" : "");
   std::printf("%-16s %-6s %7s %6s %-13s %18s %16s %16s %16s %18s %10s %10s%s\n", "strategy",
               "prec", "ranks", "group", "activations", "model state B", "working B", "comm B",
               "activ+work B", "total B", "state GB", "total GB",
@@ -746,6 +755,7 @@ absl::Status PredictOnly() {
           point.ranks = ranks;
           point.group_size = GroupSizeFor(strategy, ranks);
           point.precision = precision;
+          point.exact = absl::GetFlag(FLAGS_exact);
           FSDP_RETURN_IF_ERROR(fsdp::report::ApplyActivationMode(mode, point.config));
           absl::StatusOr<RankMemoryEstimate> e = fsdp::report::EstimateRankMemory(point);
           if (!e.ok()) {
@@ -820,6 +830,11 @@ int main(int argc, char** argv) {
       return 1;
     }
     return 0;
+  }
+  if (absl::GetFlag(FLAGS_exact) && !absl::GetFlag(FLAGS_predict_only)) {
+    std::fprintf(stderr, "memory_report: --exact is predicted only for now (add --predict_only "
+                         "and a GPT shape); the measured sweep does not run it yet\n");
+    return 2;
   }
   if (absl::GetFlag(FLAGS_predict_only)) {
     const absl::Status status = PredictOnly();

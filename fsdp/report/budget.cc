@@ -162,7 +162,8 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes,
     if (part.bytes > 0) listed.push_back(absl::StrCat(part.name, " ", FormatBytes(part.bytes)));
   }
   std::string message = absl::StrCat(
-      plan::ShardingStrategyName(point.strategy), " ", PrecisionName(point.precision), " on ",
+      plan::ShardingStrategyName(point.strategy), " ", PrecisionName(point.precision),
+      point.exact ? " --exact" : "", " on ",
       point.ranks, point.ranks == 1 ? " rank" : " ranks", " (", GptConfigToString(point.config),
       " micro_batch=", point.micro_batch, ", activations ",
       ActivationModeName(ActivationModeOf(point.config)), ", ", estimate.num_params,
@@ -245,6 +246,7 @@ absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& opti
   point.min_unit_numel = sharding.min_unit_numel;
   // [Note: runtime precision] in sweep.cc.
   point.precision = PrecisionOf(sharding.precision);
+  point.exact = sharding.precision.reduction == ReductionKind::kExact;
   return point;
 }
 

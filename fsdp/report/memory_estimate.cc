@@ -70,12 +70,17 @@ absl::StatusOr<ShardingOptions> ShardingOptionsOf(const MemoryPoint& point) {
   sharding.prefetch_depth = point.prefetch_depth;
   sharding.min_unit_numel = point.min_unit_numel;
   sharding.precision = PrecisionPolicyOf(point.precision);
+  if (point.exact) {
+    sharding.precision.reduction = ReductionKind::kExact;
+    sharding.precision.reduce_dtype = comm::Dtype::kInt64;
+  }
   return sharding;
 }
 
 std::string MemoryPointToString(const MemoryPoint& point) {
   std::string text = absl::StrCat(plan::ShardingStrategyName(point.strategy), " ",
-                                  PrecisionName(point.precision), " ranks=", point.ranks);
+                                  PrecisionName(point.precision), point.exact ? " exact" : "",
+                                  " ranks=", point.ranks);
   if (point.strategy == proto::HYBRID_SHARD) absl::StrAppend(&text, " group_size=", point.group_size);
   absl::StrAppend(&text, " ", GptConfigToString(point.config), " micro_batch=", point.micro_batch);
   if (point.config.activation_checkpoint_every != 0) {
@@ -163,6 +168,7 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& given) 
     point.config.compute_dtype = comm::Dtype::kBFloat16;
     point.config.param_dtype = comm::Dtype::kBFloat16;
   }
+  point.config.per_sequence_products = point.exact;  // the same activations
   FSDP_RETURN_IF_ERROR(ValidateGptConfig(point.config));
   if (point.micro_batch < 1) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -77,6 +77,10 @@ struct MemoryPoint {
   plan::OptimizerKind optimizer = plan::OptimizerKind::kAdam;
   int prefetch_depth = 1;  // units all-gathered ahead (sharded parameters only)
   int64_t min_unit_numel = 0;  // the planner merges smaller model units (0 = off)
+  // --exact (docs/exact.md): int64 gradient sums (8 bytes where the
+  // precision keeps its gradients in 4 or 2), one unit's fp32 gradient
+  // workspace, and the exchange of the per-tensor maxima.
+  bool exact = false;
 };
 
 // The point's sharding settings, as the planner and the runtime take them.

@@ -151,6 +151,37 @@ TEST(MemoryEstimateTest, NoShardFp32MatchesTheRuntimesAllocationsTermByTerm) {
   }
 }
 
+// --exact (docs/exact.md): 8-byte gradients reduced in place, one unit's fp32
+// workspace, and the maxima exchange (4 bytes per tensor and rank, the
+// loss's too, and the loss's 8-byte sum), as exact_step_test measures them.
+TEST(MemoryEstimateTest, ExactNoShardHoldsInt64GradientsTermByTerm) {
+  const GptConfig config{3, 48, 4, 300, 40};
+  const int64_t tensors = 2 + 3 * 12 + 3;  // wte, wpe; 12 per block; ln_f w, b, head
+  for (int ranks : {1, 2, 3, 8}) {
+    int64_t padded = 0, largest = 0;
+    for (const UnitSpec& unit : GptUnitSpecs(config)) {
+      const int64_t shard = (unit.numel() + ranks - 1) / ranks;
+      padded += shard * ranks;
+      largest = std::max(largest, shard * ranks);
+    }
+    MemoryPoint point;
+    point.config = config;
+    point.micro_batch = 3;
+    point.ranks = ranks;
+    point.exact = true;
+    absl::StatusOr<RankMemoryEstimate> e = EstimateRankMemory(point);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_EQ(e->tracker_bytes(MemoryCategory::kGradients), 8 * padded + 4 * largest);
+    EXPECT_EQ(e->tracker_bytes(MemoryCategory::kCommBuffers),
+              16 * ranks + 4 * ranks * (tensors + 1) + 8);
+    point.exact = false;
+    absl::StatusOr<RankMemoryEstimate> plain = EstimateRankMemory(point);
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    EXPECT_EQ(e->tracker_bytes(MemoryCategory::kActivations),
+              plain->tracker_bytes(MemoryCategory::kActivations));
+  }
+}
+
 TEST(MemoryEstimateTest, TrackerCategoriesAndPartsBothSumToTheTotal) {
   for (proto::ShardingStrategy strategy : {proto::NO_SHARD, proto::SHARD_OPTIMIZER,
                                            proto::SHARD_GRAD_OP, proto::FULL_SHARD,

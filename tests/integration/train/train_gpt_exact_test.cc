@@ -139,6 +139,8 @@ TEST(TrainGptExactTest, WhatExactCannotKeepIsRefused) {
     EXPECT_NE(run.output.find(says), std::string::npos) << run.output;
   };
   refused({"--threads=2"}, "--threads=2 with --exact");
+  // The budget check counts the exact mode's buffers and says so.
+  refused({"--mem_budget=100KiB"}, "fp32 --exact on 1 rank");
   refused({"--matmul_backend=auto"}, "--matmul_backend=auto with --exact");
   refused({"--reduce_dtype=fp32"}, "--reduce_dtype=fp32 with --exact");
   refused({"--model=llama"}, "one sequence at a time");
