@@ -158,6 +158,21 @@ absl::Status ExactStepState::SetExponents(absl::Span<const int> exponents) {
   return absl::OkStatus();
 }
 
+double ExactStepState::SquaredNormOfLocalSums(int plan_unit, ConstDtypeSpan sums,
+                                              int64_t divisor) const {
+  const absl::Span<const int64_t> values = sums.as<int64_t>();
+  double total = 0.0;
+  for (const PlanTensor& t : plan_tensors_[plan_unit]) {
+    const double factor = std::ldexp(1.0 / static_cast<double>(divisor),
+                                     exponents_[t.tensor] - kExactFractionBits);
+    for (int64_t i = t.begin; i < t.end; ++i) {
+      const double g = static_cast<double>(values[i]) * factor;
+      total += g * g;
+    }
+  }
+  return total;
+}
+
 void ExactStepState::ChooseNextExponents() {
   for (int t = 0; t < num_tensors(); ++t) {
     if (!std::isfinite(max_abs_[t])) continue;

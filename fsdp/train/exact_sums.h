@@ -33,6 +33,7 @@
 #include "absl/types/span.h"
 #include "comm/communicator.h"
 #include "fsdp/memory/memory_tracker.h"
+#include "fsdp/nn/dtype_buffer.h"
 #include "fsdp/nn/fixed_point_sum.h"
 #include "fsdp/nn/model.h"
 #include "fsdp/nn/param_spec.h"
@@ -79,6 +80,11 @@ class ExactStepState {
   // agreed largest loss): the same bits for any split. NaN if any is.
   absl::StatusOr<float> AgreedLoss(comm::Communicator& world, int64_t global_sequences,
                                    absl::Duration timeout, CommWaitClock& clock);
+  // The squared L2 norm of plan unit u's unreduced exact sums `sums` (this
+  // rank's, the unit's flat layout) divided by `divisor`, each tensor at its
+  // exponent, in double in a fixed order: a statistic (the gradient noise
+  // scale's small batch), meaningless for a tensor that overflowed.
+  double SquaredNormOfLocalSums(int plan_unit, ConstDtypeSpan sums, int64_t divisor) const;
   // After the conversion: each tensor's next exponent from its agreed
   // maximum with kExactHeadroomBits (unchanged after a non-finite one).
   void ChooseNextExponents();

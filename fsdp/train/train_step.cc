@@ -200,9 +200,11 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
   // its backward (before any reduction or later micro-batch); the ranks'
   // values are averaged. The big one is the averaged global gradient, whose
   // squared norm the clipping takes anyway. One rank without accumulation
-  // has only one batch size and skips both, and so does --exact (its local
-  // gradients are integer sums; not measured yet).
-  const bool measure_noise = !exact_.has_value() && (accum > 1 || world_->size() > 1);
+  // has only one batch size and skips both. Under --exact the local
+  // gradients are integer sums of the micro-batch's summed losses: their
+  // norm is taken through each tensor's scale, divided by the micro-batch's
+  // tokens (ExactStepState::SquaredNormOfLocalSums), not by accum.
+  const bool measure_noise = accum > 1 || world_->size() > 1;
   LocalSums local;
   // [Note: exact gradients] in unit_state.h: the int64 sums are usable once
   // the ranks agree that no tensor's contribution exceeded its bound; when
@@ -241,8 +243,9 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
   if (options_.grad_clip > 0.0f || measure_noise) {
     FSDP_ASSIGN_OR_RETURN(const double sum_of_squares, GlobalGradSumOfSquares(clock_));
     if (measure_noise) {
-      // The first micro-batch's gradients were scaled by 1 / accum.
-      const double unscale = static_cast<double>(accum) * accum;
+      // The first micro-batch's gradients were scaled by 1 / accum (not the
+      // exact sums: already the micro-batch's mean).
+      const double unscale = exact_.has_value() ? 1.0 : static_cast<double>(accum) * accum;
       FSDP_ASSIGN_OR_RETURN(const double mean_first_sq,
                             MeanAcrossRanks(static_cast<float>(local.first_sq), clock_));
       noise_norms.small_sq_norm = mean_first_sq * unscale;
@@ -313,7 +316,11 @@ absl::StatusOr<DataParallelTrainer::LocalSums> DataParallelTrainer::ComputeAndRe
       FSDP_RETURN_IF_ERROR(BackwardUnit(u, loss_scale));
       if (measure_noise && m == 0) {
         FSDP_ASSIGN_OR_RETURN(const ConstDtypeSpan grads, unit.LocalGrads());
-        local.first_sq += SquaredNormForStatistics(grads);
+        local.first_sq +=
+            exact_.has_value()
+                ? exact_->SquaredNormOfLocalSums(
+                      u, grads, int64_t{micro_batches[0].batch_size} * micro_batches[0].seq_len)
+                : SquaredNormForStatistics(grads);
       }
       if (last_micro_batch) {  // [Note: accumulation]
         FSDP_RETURN_IF_ERROR(unit.StartReduction(comms_));

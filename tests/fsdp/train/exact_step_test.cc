@@ -5,7 +5,7 @@
 // in-process communicator: the parameters and losses after a few steps are
 // the same bits at every world size (1-4), accumulation split and strategy
 // (hybrid at group size 2), and equal to the plain step's within rounding;
-// the first step is computed twice (no exponents yet) and later ones once;
+// the gradient noise scale's norms agree with the plain step's;
 // a trainer refuses a model without per-sequence products and more than one
 // compute thread; and the memory the mode adds is the memory model's, to
 // the byte.
@@ -63,6 +63,7 @@ std::string Describe(const RunSpec& r) {
 
 struct Result {
   std::vector<float> losses;
+  std::vector<GradientNormPair> noise;  // per step
   std::vector<std::vector<float>> params;
   MemorySnapshot memory;
   proto::ShardPlan plan;
@@ -101,6 +102,7 @@ Result Train(const RunSpec& run) {
               StepResult result,
               trainer->Step(SliceForRank(global, r, run.world, run.accum), 3e-3f));
           results[r].losses.push_back(result.loss);
+          results[r].noise.push_back(result.noise_norms);
         }
         results[r].memory = tracker.Snapshot();
         FSDP_ASSIGN_OR_RETURN(results[r].params, trainer->GatherParamsInModelOrder());
@@ -138,6 +140,16 @@ TEST(ExactStepTest, WithinRoundingOfThePlainStep) {
   ASSERT_EQ(exact.losses.size(), plain.losses.size());
   for (size_t s = 0; s < plain.losses.size(); ++s) {
     EXPECT_NEAR(exact.losses[s], plain.losses[s], 1e-5 * std::fabs(plain.losses[s])) << s;
+  }
+  // The gradient noise scale's two norms (a statistic of either mode).
+  ASSERT_EQ(exact.noise.size(), plain.noise.size());
+  for (size_t s = 0; s < plain.noise.size(); ++s) {
+    EXPECT_GT(exact.noise[s].small_sq_norm, 0.0) << s;
+    EXPECT_EQ(exact.noise[s].small_batch, plain.noise[s].small_batch) << s;
+    EXPECT_NEAR(exact.noise[s].small_sq_norm, plain.noise[s].small_sq_norm,
+                1e-3 * plain.noise[s].small_sq_norm) << s;
+    EXPECT_NEAR(exact.noise[s].big_sq_norm, plain.noise[s].big_sq_norm,
+                1e-3 * plain.noise[s].big_sq_norm) << s;
   }
   ASSERT_EQ(exact.params.size(), plain.params.size());
   for (size_t u = 0; u < plain.params.size(); ++u) {
