@@ -500,7 +500,7 @@ absl::Status ReportStep(TrainingRun& run, const StepRecord& record) {
     std::fprintf(run.log,
                  "step %4d/%d | loss %.6f | lr %.3e | %9.0f tok/s | peak %s/rank | "
                  "comm wait %.1f ms (%.0f%%) | matmul %.0f%% at %.0f GFLOP/s | %lld page "
-                 "faults%s%s%s\n",
+                 "faults%s%s%s%s\n",
                  record.step, run.options.steps, result.loss, result.lr, tokens_per_s,
                  FormatBytes(record.peak_bytes).c_str(),
                  absl::ToDoubleMilliseconds(result.comm_wait),
@@ -516,7 +516,8 @@ absl::Status ReportStep(TrainingRun& run, const StepRecord& record) {
                                              *record.noise_scale, result.noise_norms.big_batch)
                                  .c_str()
                            : "",
-                 StragglerNote(record.straggler).c_str());
+                 StragglerNote(record.straggler).c_str(),
+                 result.passes > 1 ? " | computed twice (exact sums overflowed)" : "");
     std::fflush(run.log);
   }
   if (run.metrics == nullptr) return absl::OkStatus();

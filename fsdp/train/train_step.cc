@@ -206,16 +206,17 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
   // tokens (ExactStepState::SquaredNormOfLocalSums), not by accum.
   const bool measure_noise = accum > 1 || world_->size() > 1;
   LocalSums local;
+  int passes = 1;
   // [Note: exact gradients] in unit_state.h: the int64 sums are usable once
   // the ranks agree that no tensor's contribution exceeded its bound; when
   // one did, its exponent is raised and the step computed again from the
   // same parameters and batches (the same contributions, which now fit).
-  for (int pass = 1;; ++pass) {
+  for (;; ++passes) {
     FSDP_ASSIGN_OR_RETURN(local, ComputeAndReduceGradients(micro_batches, measure_noise));
     if (!exact_.has_value()) break;
     FSDP_RETURN_IF_ERROR(exact_->AgreeOnMaxima(*world_, timeout, clock_));
     if (!exact_->RaiseOverflowedExponents()) break;
-    if (pass == 2) {
+    if (passes == 2) {
       return absl::InternalError(
           "exact gradients overflowed twice: the step's contributions changed between two "
           "computations of the same step (a nondeterministic kernel?)");
@@ -286,6 +287,7 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
   result.comm_wait = clock_.total();
   result.optimizer_time = optimizer_time;
   result.noise_norms = noise_norms;
+  result.passes = passes;
   return result;
 }
 

@@ -84,6 +84,10 @@ struct StepResult {
   // is estimated from ([Note: noise scale]); noise_norms.small_batch is 0
   // when the step measured one batch size (one rank, no accumulation).
   GradientNormPair noise_norms;
+  // How many times the micro-batches were computed: 2 when --exact's sums
+  // overflowed and the step was computed again ([Note: exact gradients] in
+  // unit_state.h; always on the first step), else 1.
+  int passes = 1;
 };
 
 // The shard plan the trainer uses for `units` on `world_size` ranks:
