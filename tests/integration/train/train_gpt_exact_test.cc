@@ -4,8 +4,9 @@
 // fortunes tokens ends with the same parameter SHA-256, the same losses and
 // the same validation losses, bit for bit, at 1, 2, 3, 4, 6 and 8 ranks, with the global batch of 24
 // sequences split into micro-batch x accumulation x ranks in several ways,
-// under all five strategies (hybrid at two group sizes); in fp32, in bf16,
-// and with flash attention and activation checkpointing; a run stopped and
+// under all five strategies (hybrid at two group sizes) and with merged
+// units; in fp32, in bf16, and with flash attention and activation
+// checkpointing; a run stopped and
 // resumed from checkpoints at 4, then 3, then 1 rank ends with the
 // uninterrupted run's digest. And what --exact cannot keep is refused
 // before a rank starts.
@@ -93,6 +94,16 @@ TEST(TrainGptExactTest, Bf16OneDigestAtEveryWorldSizeSplitAndStrategy) {
                    {4, 3, "shard_grad_op"},
                    {8, 1, "shard_optimizer"}},
                   {"--precision=bf16"});
+}
+
+TEST(TrainGptExactTest, MergedUnitsKeepTheUnmergedDigest) {
+  const TrainGptRun unmerged = RunSplit("unmerged", {1, 1, "no_shard"}, {});
+  const TrainGptRun merged2 = RunSplit("merged", {2, 2, "full_shard"}, {"--min_unit_numel=20000"});
+  const TrainGptRun merged4 =
+      RunSplit("merged", {4, 3, "shard_grad_op"}, {"--min_unit_numel=8000"});
+  EXPECT_EQ(merged2.param_sha256, unmerged.param_sha256);
+  EXPECT_EQ(merged4.param_sha256, unmerged.param_sha256);
+  EXPECT_EQ(merged4.losses, unmerged.losses);
 }
 
 TEST(TrainGptExactTest, FlashAttentionAndCheckpointingKeepOneDigest) {
