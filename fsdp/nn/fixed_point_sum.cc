@@ -168,6 +168,14 @@ absl::Status ExactSumToFloats(int exponent, absl::Span<const int64_t> sum, int64
   return absl::OkStatus();
 }
 
+int64_t ExactSumOfValues(int exponent, absl::Span<const float> values) {
+  int64_t sum = 0;
+  for (const float& v : values) {
+    AddToExactSum(exponent, absl::MakeConstSpan(&v, 1), absl::MakeSpan(&sum, 1));
+  }
+  return sum;
+}
+
 absl::Status ExactSumsToFloatsInPlace(absl::Span<int64_t> region,
                                       absl::Span<const ExactSegment> segments, int64_t divisor) {
   if (divisor < 1) {

@@ -91,6 +91,10 @@ float AddToExactSum(KernelIsa isa, int exponent, absl::Span<const float> contrib
 // rank combines the ranks' maxima alike.
 float LargerMagnitude(float a, float b);
 
+// The exact sum of scalar contributions (each value one, at `exponent`;
+// a loss per sequence): AddToExactSum of each into one int64.
+int64_t ExactSumOfValues(int exponent, absl::Span<const float> values);
+
 enum class ExactSumState {
   kExact,      // every contribution within 2^E: the sum is exact
   kOverflow,   // a finite contribution above 2^E: redo with a larger E

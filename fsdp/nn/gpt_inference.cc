@@ -116,7 +116,7 @@ absl::Status GptInference::RunUnit(int unit, absl::Span<const float> params) {
   const int last = num_units() - 1;
   // out = in w^T + b over the n rows: one product, or (per_sequence_products,
   // docs/exact.md) one per sequence, as the training model computes them.
-  const auto LinearForward = [&](float* out, const float* in, const float* w, const float* b,
+  const auto Linear = [&](float* out, const float* in, const float* w, const float* b,
                                  int rows, int in_features, int out_features) {
     const int calls = config_.per_sequence_products ? batch_ : 1;
     const int per_call = rows / calls;
@@ -131,20 +131,20 @@ absl::Status GptInference::RunUnit(int unit, absl::Span<const float> params) {
   } else if (unit == last) {
     LayerNormForward(norm_.data(), mean_.data(), rstd_.data(), x_.data(), p[kLnfWeight],
                      p[kLnfBias], n, C);
-    LinearForward(logits_.data(), norm_.data(), p[kLmHeadWeight], nullptr, n, C, config_.vocab);
+    Linear(logits_.data(), norm_.data(), p[kLmHeadWeight], nullptr, n, C, config_.vocab);
   } else {
     // As GptModel::BlockForward, writing the block's output back into x.
     LayerNormForward(norm_.data(), mean_.data(), rstd_.data(), x_.data(), p[kLn1Weight],
                      p[kLn1Bias], n, C);
-    LinearForward(qkv_.data(), norm_.data(), p[kQkvWeight], p[kQkvBias], n, C, 3 * C);
+    Linear(qkv_.data(), norm_.data(), p[kQkvWeight], p[kQkvBias], n, C, 3 * C);
     AttentionForward(att_.data(), probs_.data(), qkv_.data(), batch_, seq_, C, config_.heads);
-    LinearForward(res2_.data(), att_.data(), p[kAttnProjWeight], p[kAttnProjBias], n, C, C);
+    Linear(res2_.data(), att_.data(), p[kAttnProjWeight], p[kAttnProjBias], n, C, C);
     ResidualForward(res2_.data(), res2_.data(), x_.data(), nc);
     LayerNormForward(norm_.data(), mean_.data(), rstd_.data(), res2_.data(), p[kLn2Weight],
                      p[kLn2Bias], n, C);
-    LinearForward(wide_.data(), norm_.data(), p[kFcWeight], p[kFcBias], n, C, 4 * C);
+    Linear(wide_.data(), norm_.data(), p[kFcWeight], p[kFcBias], n, C, 4 * C);
     GeluForward(gelu_.data(), wide_.data(), 4 * nc);
-    LinearForward(x_.data(), gelu_.data(), p[kMlpProjWeight], p[kMlpProjBias], n, 4 * C, C);
+    Linear(x_.data(), gelu_.data(), p[kMlpProjWeight], p[kMlpProjBias], n, 4 * C, C);
     ResidualForward(x_.data(), x_.data(), res2_.data(), nc);
   }
   next_unit_ = unit + 1;

@@ -383,49 +383,62 @@ void GptModel::BlockForwardCompute(int layer, const UnitParams& p, bool through_
   ForEachProductRange([&](Seqs r) { BlockForwardRows(layer, p, through_output, r); });
 }
 
-// Every buffer below is (B, T, width) or (B, H, T[, T]): sequences r start
+// Every saved buffer is (B, T, width) or (B, H, T[, T]): sequences r start
 // at row r.first * T, or at head row r.first * H.
-void GptModel::BlockForwardRows(int layer, const UnitParams& p, bool through_output, Seqs r) {
-  const int unit = layer + 1;
-  const int n = r.count * seq_;
-  const int C = config_.d_model;
-  const int64_t nc = int64_t{n} * C;
-  const int64_t row0 = int64_t{r.first} * seq_;
-  const int64_t at = row0 * C;  // the first element of a (B, T, C) buffer
-  const int64_t head_rows = int64_t{r.first} * config_.heads * seq_;
+GptModel::BlockRows GptModel::RowsOf(int layer, Seqs r) {
   BlockActivations& a = blocks_[layer];
-  const DtypeSpan ln1 = a.ln1.span().subspan(at, nc);
-  const DtypeSpan qkv = a.qkv.span().subspan(3 * at, 3 * nc);
-  const DtypeSpan att = a.att.span().subspan(at, nc);
-  const DtypeSpan ln2 = a.ln2.span().subspan(at, nc);
-  const DtypeSpan gelu = a.gelu.span().subspan(4 * at, 4 * nc);
-  float* res2 = a.res2.data() + at;
-  float* fc_out = a.fc_out.data() + 4 * at;
-
-  const float* x = UnitInput(unit) + at;
-  LayerNormForward(ln1, a.ln1_mean.data() + row0, a.ln1_rstd.data() + row0, x,
-                   p.F(kLn1Weight), p.F(kLn1Bias), n, C);
-  LinearForward(qkv, ln1, p.W(kQkvWeight), p.F(kQkvBias), n, C, 3 * C);
+  const int C = config_.d_model;
+  BlockRows b;
+  b.n = r.count * seq_;
+  b.nc = int64_t{b.n} * C;
+  b.row0 = int64_t{r.first} * seq_;
+  const int64_t at = b.row0 * C;
+  const int64_t head_rows = int64_t{r.first} * config_.heads * seq_;
+  b.x = UnitInput(layer + 1) + at;
+  b.ln1 = a.ln1.span().subspan(at, b.nc);
+  b.ln1_mean = a.ln1_mean.data() + b.row0;
+  b.ln1_rstd = a.ln1_rstd.data() + b.row0;
+  b.qkv = a.qkv.span().subspan(3 * at, 3 * b.nc);
   if (config_.flash_attention) {
-    FlashAttentionForward(att, a.lse.data() + head_rows, attention_scratch_.data(),
-                          probs_bf16_.data(), qkv, r.count, seq_, C, config_.heads);
+    b.lse = a.lse.data() + head_rows;
   } else {
-    AttentionForward(att, a.att_probs.span().subspan(head_rows * seq_, int64_t{r.count} *
-                                                                          config_.heads * seq_ *
-                                                                          seq_),
-                     attention_scratch_.data(), probs_bf16_.data(), qkv, r.count, seq_, C,
-                     config_.heads);
+    b.att_probs = a.att_probs.span().subspan(head_rows * seq_,
+                                             int64_t{r.count} * config_.heads * seq_ * seq_);
   }
-  LinearForward(Fp32(res2, nc), att, p.W(kAttnProjWeight), p.F(kAttnProjBias), n, C, C);
-  ResidualForward(res2, res2, x, nc);
-  LayerNormForward(ln2, a.ln2_mean.data() + row0, a.ln2_rstd.data() + row0, res2,
-                   p.F(kLn2Weight), p.F(kLn2Bias), n, C);
-  LinearForward(Fp32(fc_out, 4 * nc), ln2, p.W(kFcWeight), p.F(kFcBias), n, C, 4 * C);
-  GeluForward(gelu, fc_out, 4 * nc);
+  b.att = a.att.span().subspan(at, b.nc);
+  b.res2 = a.res2.data() + at;
+  b.ln2 = a.ln2.span().subspan(at, b.nc);
+  b.ln2_mean = a.ln2_mean.data() + b.row0;
+  b.ln2_rstd = a.ln2_rstd.data() + b.row0;
+  b.fc_out = a.fc_out.data() + 4 * at;
+  b.gelu = a.gelu.span().subspan(4 * at, 4 * b.nc);
+  b.out = a.out.empty() ? nullptr : a.out.data() + at;
+  b.d_residual = d_residual_.data() + at;
+  return b;
+}
+
+void GptModel::BlockForwardRows(int layer, const UnitParams& p, bool through_output, Seqs r) {
+  const BlockRows b = RowsOf(layer, r);
+  const int n = b.n;
+  const int64_t nc = b.nc;
+  const int C = config_.d_model;
+  LayerNormForward(b.ln1, b.ln1_mean, b.ln1_rstd, b.x, p.F(kLn1Weight), p.F(kLn1Bias), n, C);
+  LinearForward(b.qkv, b.ln1, p.W(kQkvWeight), p.F(kQkvBias), n, C, 3 * C);
+  if (config_.flash_attention) {
+    FlashAttentionForward(b.att, b.lse, attention_scratch_.data(), probs_bf16_.data(), b.qkv,
+                          r.count, seq_, C, config_.heads);
+  } else {
+    AttentionForward(b.att, b.att_probs, attention_scratch_.data(), probs_bf16_.data(), b.qkv,
+                     r.count, seq_, C, config_.heads);
+  }
+  LinearForward(Fp32(b.res2, nc), b.att, p.W(kAttnProjWeight), p.F(kAttnProjBias), n, C, C);
+  ResidualForward(b.res2, b.res2, b.x, nc);
+  LayerNormForward(b.ln2, b.ln2_mean, b.ln2_rstd, b.res2, p.F(kLn2Weight), p.F(kLn2Bias), n, C);
+  LinearForward(Fp32(b.fc_out, 4 * nc), b.ln2, p.W(kFcWeight), p.F(kFcBias), n, C, 4 * C);
+  GeluForward(b.gelu, b.fc_out, 4 * nc);
   if (!through_output) return;
-  float* out = a.out.data() + at;
-  LinearForward(Fp32(out, nc), gelu, p.W(kMlpProjWeight), p.F(kMlpProjBias), n, 4 * C, C);
-  ResidualForward(out, out, res2, nc);
+  LinearForward(Fp32(b.out, nc), b.gelu, p.W(kMlpProjWeight), p.F(kMlpProjBias), n, 4 * C, C);
+  ResidualForward(b.out, b.out, b.res2, nc);
 }
 
 absl::Status GptModel::BlockBackward(int layer, ConstDtypeSpan params, const GradsOut& g,
@@ -464,21 +477,12 @@ void GptModel::ForEachSequenceIntoExactSums(int unit, const GradsOut& g,
 // row r.first * T.
 void GptModel::BlockBackwardRows(int layer, const UnitParams& p, const GradsOut& g,
                                  GradWrite write, Seqs r, bool fresh_copy) {
-  const int unit = layer + 1;
-  const int n = r.count * seq_;
+  const BlockRows b = RowsOf(layer, r);
+  const int n = b.n;
+  const int64_t nc = b.nc;
   const int C = config_.d_model;
-  const int64_t nc = int64_t{n} * C;
-  const int64_t row0 = int64_t{r.first} * seq_;
-  const int64_t at = row0 * C;
-  const int64_t head_rows = int64_t{r.first} * config_.heads * seq_;
-  BlockActivations& a = blocks_[layer];
-  const DtypeSpan ln1 = a.ln1.span().subspan(at, nc);
-  const DtypeSpan qkv = a.qkv.span().subspan(3 * at, 3 * nc);
-  const DtypeSpan att = a.att.span().subspan(at, nc);
-  const DtypeSpan ln2 = a.ln2.span().subspan(at, nc);
-  const DtypeSpan gelu = a.gelu.span().subspan(4 * at, 4 * nc);
   const GradWrite fresh = GradWrite::kOverwrite;
-  float* dres = d_residual_.data() + at;  // enters as d(out)
+  float* dres = b.d_residual;  // enters as d(out)
   // The products read dres through its compute copy: in bf16 its rounding,
   // which the unit above (units run backward in order, fsdp/nn/unit_order.h)
   // wrote in the LayerNorm backward that wrote d(out), the head's ln_f or the
@@ -490,42 +494,37 @@ void GptModel::BlockBackwardRows(int layer, const UnitParams& p, const GradsOut&
   // out = res2 + mlp_proj(gelu): the residual passes dres through to res2 by
   // leaving it in place; the projection branch reads it.
   LinearBackward(d_wide1_.data(), g.Product(kMlpProjWeight), g.F(kMlpProjBias), dres, dres_copy,
-                 gelu, p.W(kMlpProjWeight), n, 4 * C, C, fresh, write);
+                 b.gelu, p.W(kMlpProjWeight), n, 4 * C, C, fresh, write);
   // d(fc_out) in the compute dtype and the fc bias gradient (in bf16 in one
   // pass: its fp32 values exist only block by block).
   const DtypeSpan dfc = dout_copy_.span().subspan(0, 4 * nc);
-  GeluBackwardWithBiasGradient(dfc, g.F(kFcBias), a.fc_out.data() + 4 * at, d_wide1_.data(), n,
-                               4 * C, write);
-  LinearBackward(d_narrow_.data(), g.Product(kFcWeight), /*dbias=*/nullptr, nullptr, dfc, ln2,
+  GeluBackwardWithBiasGradient(dfc, g.F(kFcBias), b.fc_out, d_wide1_.data(), n, 4 * C, write);
+  LinearBackward(d_narrow_.data(), g.Product(kFcWeight), /*dbias=*/nullptr, nullptr, dfc, b.ln2,
                  p.W(kFcWeight), n, C, 4 * C, fresh, write);
   // dres becomes d(res2), and its compute copy with it.
-  LayerNormBackward(dres, dres_copy, g.F(kLn2Weight), g.F(kLn2Bias), d_narrow_.data(),
-                    a.res2.data() + at, p.F(kLn2Weight), a.ln2_mean.data() + row0,
-                    a.ln2_rstd.data() + row0, n, C);
+  LayerNormBackward(dres, dres_copy, g.F(kLn2Weight), g.F(kLn2Bias), d_narrow_.data(), b.res2,
+                    p.F(kLn2Weight), b.ln2_mean, b.ln2_rstd, n, C);
   // res2 = x + attn_proj(att).
   LinearBackward(d_narrow_.data(), g.Product(kAttnProjWeight), g.F(kAttnProjBias), dres,
-                 dres_copy, att, p.W(kAttnProjWeight), n, C, C, fresh, write);
+                 dres_copy, b.att, p.W(kAttnProjWeight), n, C, C, fresh, write);
   const ConstDtypeSpan datt = ComputeCopy(dout_copy_.span(), d_narrow_.data(), nc);
   if (config_.flash_attention) {
     Zero(d_wide1_, 3 * nc);  // the blocked backward adds into dqkv; the standard one writes it
     FlashAttentionBackward(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), datt,
-                           qkv, att, a.lse.data() + head_rows, r.count, seq_, C, config_.heads);
+                           b.qkv, b.att, b.lse, r.count, seq_, C, config_.heads);
   } else {
-    AttentionBackward(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), datt, qkv,
-                      a.att_probs.span().subspan(head_rows * seq_, int64_t{r.count} *
-                                                                      config_.heads * seq_ *
-                                                                      seq_),
-                      r.count, seq_, C, config_.heads);
+    AttentionBackward(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), datt,
+                      b.qkv, b.att_probs, r.count, seq_, C, config_.heads);
   }
   const ConstDtypeSpan dqkv = BiasGradientAndComputeCopy(g.F(kQkvBias), dout_copy_.span(),
                                                          d_wide1_.data(), n, 3 * C, write);
-  LinearBackward(d_narrow_.data(), g.Product(kQkvWeight), /*dbias=*/nullptr, nullptr, dqkv, ln1,
-                 p.W(kQkvWeight), n, C, 3 * C, fresh, write);
+  LinearBackward(d_narrow_.data(), g.Product(kQkvWeight), /*dbias=*/nullptr, nullptr, dqkv,
+                 b.ln1, p.W(kQkvWeight), n, C, 3 * C, fresh, write);
   // dres becomes d(x), the gradient for the unit before; its compute copy
   // only if that unit starts with a product (a block, not the embedding).
   LayerNormBackward(dres, layer > 0 ? dres_copy : Fp32(dres, nc), g.F(kLn1Weight),
-                    g.F(kLn1Bias), d_narrow_.data(), UnitInput(unit) + at, p.F(kLn1Weight),
-                    a.ln1_mean.data() + row0, a.ln1_rstd.data() + row0, n, C);
+                    g.F(kLn1Bias), d_narrow_.data(), b.x, p.F(kLn1Weight), b.ln1_mean,
+                    b.ln1_rstd, n, C);
 }
 
 // ---------------------------------------------------------------- head

@@ -165,6 +165,20 @@ class GptModel : public Model {
   // in the backward needs everything but the output, which it still has.
   void BlockForwardCompute(int layer, const UnitParams& params, bool through_output);
   void BlockForwardRows(int layer, const UnitParams& params, bool through_output, Seqs r);
+  // Block `layer`'s saved buffers (and the residual gradient) for sequences
+  // r only: what its forward and backward over r read and write.
+  struct BlockRows {
+    int n = 0;          // rows: r.count * T
+    int64_t nc = 0;     // n * C
+    int64_t row0 = 0;   // the first row
+    const float* x = nullptr;  // the block's input
+    DtypeSpan ln1, qkv, att_probs, att, ln2, gelu;
+    float *ln1_mean = nullptr, *ln1_rstd = nullptr, *lse = nullptr, *res2 = nullptr;
+    float *ln2_mean = nullptr, *ln2_rstd = nullptr, *fc_out = nullptr;
+    float* out = nullptr;         // null when not allocated (a checkpointed recomputation)
+    float* d_residual = nullptr;  // d_residual_'s rows
+  };
+  BlockRows RowsOf(int layer, Seqs r);
   // The residual stream entering unit `unit` (>= 1): the previous unit's output.
   const float* UnitInput(int unit) const;
 

@@ -135,10 +135,7 @@ absl::StatusOr<double> ValidationSet::EvaluateExactly(InferenceModel& forward,
   }
   if (!std::isfinite(largest)) return static_cast<double>(largest);
   const int exponent = ExactExponentFor(largest, 0);
-  int64_t sum = 0;
-  for (float l : sequence_losses) {
-    AddToExactSum(exponent, absl::MakeConstSpan(&l, 1), absl::MakeSpan(&sum, 1));
-  }
+  const int64_t sum = ExactSumOfValues(exponent, sequence_losses);
   FSDP_ASSIGN_OR_RETURN(std::vector<uint64_t> sums,
                         AllGatherU64(world, static_cast<uint64_t>(sum), timeout,
                                      "validation loss sums"));

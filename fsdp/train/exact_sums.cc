@@ -7,7 +7,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "fsdp/plan/memory_model.h"
 #include "fsdp/train/unit_collectives.h"
 
 namespace fsdp {
@@ -57,7 +56,6 @@ absl::StatusOr<ExactStepState> ExactStepState::Create(const proto::ShardPlan& pl
                                                 "exact maxima exchange (every rank's)"));
   FSDP_ASSIGN_OR_RETURN(s.loss_sum_, tracker.Allocate<int64_t>(MemoryCategory::kCommBuffers, 1,
                                                                "exact loss all-reduce"));
-  static_assert(plan::ExactExchangeBytes(1, 0) == 4 + 8, "the memory model's count");
   return s;
 }
 
@@ -128,10 +126,7 @@ absl::StatusOr<float> ExactStepState::AgreedLoss(comm::Communicator& world,
   }
   if (!std::isfinite(largest)) return std::numeric_limits<float>::quiet_NaN();
   const int exponent = ExactExponentFor(largest, 0);
-  loss_sum_[0] = 0;
-  for (float l : losses_) {
-    AddToExactSum(exponent, absl::MakeConstSpan(&l, 1), loss_sum_.span().subspan(0, 1));
-  }
+  loss_sum_[0] = ExactSumOfValues(exponent, losses_);
   FSDP_ASSIGN_OR_RETURN(PendingCollective sum,
                         PostAllReduceSum(world, DtypeSpan(loss_sum_.span().subspan(0, 1))));
   FSDP_RETURN_IF_ERROR(sum.Finish(timeout, clock, "exact loss all-reduce"));
