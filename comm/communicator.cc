@@ -18,6 +18,7 @@
 #include "comm/ring_all_reduce.h"
 #include "comm/ring_reduce_scatter.h"
 #include "comm/ring_schedule.h"
+#include "comm/shift.h"
 #include "comm/tag.h"
 #include "comm/transport.h"
 
@@ -243,6 +244,36 @@ absl::StatusOr<WorkHandle> CommunicatorImpl::Broadcast(const BroadcastOptions& o
                                                              options.buffer.size(),
                                                              options.root),
                          std::move(posting.description));
+}
+
+absl::StatusOr<WorkHandle> CommunicatorImpl::Shift(const ShiftOptions& options) {
+  if (options.input.size() != options.output.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shift on ", Where(), ": input has ", options.input.size(),
+                     " bytes and output ", options.output.size(), "; they must be the same size"));
+  }
+  if (Overlap(options.input.data(), options.input.size(), options.output.data(),
+              options.output.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shift on ", Where(), ": input and output overlap; use separate buffers"));
+  }
+  const int n = size();
+  if (n > 1 && PositiveMod(options.distance, n) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shift on ", Where(), ": distance ", options.distance, " is a multiple of the group size ",
+        n, ", so every rank would send to itself"));
+  }
+  Posting posting = NextPosting("shift");
+  if (n == 1 || options.input.empty()) {
+    if (!options.input.empty()) {
+      std::memcpy(options.output.data(), options.input.data(), options.input.size());
+    }
+    return ProgressEngine::Finished(absl::OkStatus());
+  }
+  return engine_->Submit(
+      std::make_unique<comm::Shift>(posting.context, options.input.data(), options.output.data(),
+                                    options.input.size(), options.distance),
+      std::move(posting.description));
 }
 
 absl::StatusOr<WorkHandle> CommunicatorImpl::Barrier() {

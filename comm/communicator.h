@@ -103,6 +103,17 @@ struct AllReduceOptions {
   Algorithm algorithm = Algorithm::kAuto;
 };
 
+// Shift: every rank sends `input` to group rank (rank + distance) mod size
+// and receives the input of group rank (rank - distance) mod size in
+// `output`; both the same size on every rank, not overlapping. distance mod
+// size must not be 0 (the input would be its own output) unless the group
+// has one rank, which only copies. A ring's neighbour exchange (comm/shift.h).
+struct ShiftOptions {
+  absl::Span<const std::byte> input;
+  absl::Span<std::byte> output;
+  int distance = 1;
+};
+
 // Broadcast in place from group rank `root`.
 struct BroadcastOptions {
   absl::Span<std::byte> buffer;
@@ -171,6 +182,7 @@ class Communicator {
   virtual absl::StatusOr<WorkHandle> AllReduce(const AllReduceOptions& options) = 0;
   virtual absl::StatusOr<WorkHandle> Broadcast(const BroadcastOptions& options) = 0;
   virtual absl::StatusOr<WorkHandle> Barrier() = 0;
+  virtual absl::StatusOr<WorkHandle> Shift(const ShiftOptions& options) = 0;
 
   // Collective over this communicator: ranks passing the same `color` form a
   // sub-communicator, ordered by (`key`, rank). Every rank must call it.

@@ -44,6 +44,7 @@ class CommunicatorImpl : public Communicator {
   absl::StatusOr<WorkHandle> AllReduce(const AllReduceOptions& options) override;
   absl::StatusOr<WorkHandle> Broadcast(const BroadcastOptions& options) override;
   absl::StatusOr<WorkHandle> Barrier() override;
+  absl::StatusOr<WorkHandle> Shift(const ShiftOptions& options) override;
   absl::StatusOr<std::unique_ptr<Communicator>> Split(int color, int key,
                                                       absl::Duration timeout) override;
   void KeepAlive() override { engine_->NoteCall(); }

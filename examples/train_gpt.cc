@@ -33,22 +33,25 @@
 #include "base/status_macros.h"
 #include "comm/communicator.h"
 #include "comm/launcher/crash_trace.h"
+#include "comm/launcher/elastic.h"
 #include "comm/launcher/launcher.h"
 #include "comm/launcher/restarts.h"
 #include "comm/rendezvous/job_env.h"
 #include "fsdp/checkpoint/checkpoint.h"
 #include "fsdp/checkpoint/checkpoint_reader.h"
+#include "fsdp/checkpoint/handover.h"
 #include "fsdp/checkpoint/model_export.h"
 #include "fsdp/checkpoint/safetensors.h"
+#include "fsdp/plan/strategy.h"
 #include "fsdp/report/budget.h"
 #include "fsdp/report/byte_size.h"
+#include "fsdp/run/elastic_world.h"
 #include "fsdp/run/model_registry.h"
 #include "fsdp/run/rank_batches.h"
 #include "fsdp/run/run_checkpoint.h"
 #include "fsdp/run/text_monitor.h"
 #include "fsdp/run/train_options.h"
 #include "fsdp/run/train_run.h"
-#include "fsdp/plan/strategy.h"
 
 namespace {
 const fsdp::TrainOptions kDefaults;
@@ -164,6 +167,18 @@ ABSL_FLAG(std::string, init_from, "",
 ABSL_FLAG(int, max_restarts, 0,
           "when a rank dies or fails, stop every rank and run the job again, up to N times; each "
           "restart resumes from the newest complete checkpoint in --checkpoint_dir");
+ABSL_FLAG(int, min_nproc, 0,
+          "elastic job (docs/failures.md): when a rank fails, go on with the survivors down to "
+          "this many ranks, from the newest checkpoint, with the same global batch re-split; "
+          "0 = the world size is fixed");
+ABSL_FLAG(int, max_nproc, 0,
+          "elastic job: the largest world size; each `kill -USR1` to the launcher brings back "
+          "one lost slot (the ranks stop at a step boundary and go on with it); 0 = --nproc");
+ABSL_FLAG(int, buddy_every, 0,
+          "with --min_nproc or --max_restarts: every N steps each rank copies its shard of the "
+          "parameters and optimizer state into memory and to the next rank, and after a failure "
+          "the survivors hand them to the next attempt, which goes on without reading a "
+          "checkpoint (docs/failures.md); 0 = off");
 ABSL_FLAG(int, hang_timeout_s, 20,
           "seconds a rank may be stopped, or compute without calling the communicator while "
           "others wait for it, before every rank fails naming it as hung; 0 = off "
@@ -289,6 +304,14 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   o.export_path = absl::GetFlag(FLAGS_export);
   o.init_from = absl::GetFlag(FLAGS_init_from);
   o.max_restarts = absl::GetFlag(FLAGS_max_restarts);
+  o.buddy_every = absl::GetFlag(FLAGS_buddy_every);
+  o.min_nproc = absl::GetFlag(FLAGS_min_nproc);
+  o.max_nproc = absl::GetFlag(FLAGS_max_nproc);
+  if (o.min_nproc < 0 || o.max_nproc < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--min_nproc=", o.min_nproc, " and --max_nproc=", o.max_nproc, " must not be negative"));
+  }
+  if (o.elastic() && o.max_nproc == 0) o.max_nproc = o.nproc;
   o.val_data = absl::GetFlag(FLAGS_val_data);
   o.val_every = absl::GetFlag(FLAGS_val_every);
   o.val_batches = absl::GetFlag(FLAGS_val_batches);
@@ -313,6 +336,7 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   FSDP_RETURN_IF_ERROR(fsdp::ValidateModelOptions(o));
   FSDP_RETURN_IF_ERROR(fsdp::ValidateTrainingData(o));
   FSDP_RETURN_IF_ERROR(fsdp::ValidateTextOptions(o));
+  FSDP_RETURN_IF_ERROR(fsdp::ValidateElasticOptions(o));
   if (!comm::IsLaunchedRank()) {
     // The checkpoint a resume would take, checked once here rather than by
     // every rank (the ranks choose again: a save may land in between).
@@ -350,6 +374,18 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
     }
     FSDP_ASSIGN_OR_RETURN(o.mem_budget_bytes, fsdp::report::ParseByteSize(budget));
     FSDP_RETURN_IF_ERROR(fsdp::report::CheckTrainingFitsBudget(o, o.mem_budget_bytes));
+    // An elastic job must fit at every size it may go on at (the fewer the
+    // ranks, the larger each one's shards).
+    for (int world = o.min_nproc; o.elastic() && world <= o.max_nproc; ++world) {
+      FSDP_ASSIGN_OR_RETURN(fsdp::TrainOptions at, fsdp::OptionsForWorldSize(o, world));
+      absl::Status fits = fsdp::report::CheckTrainingFitsBudget(at, o.mem_budget_bytes);
+      if (!fits.ok()) {
+        return absl::Status(fits.code(), absl::StrCat("at ", world,
+                                                      " ranks (the elastic range "
+                                                      "--min_nproc..--max_nproc): ",
+                                                      fits.message()));
+      }
+    }
   }
   return o;
 }
@@ -375,19 +411,24 @@ std::atomic<int> g_stop_signal{0};
 
 void OnStopSignal(int signal_number) { g_stop_signal.store(signal_number); }
 
-void InstallStopSignalHandlers() {
+// An elastic job's ranks also stop so for SIGUSR1: the launcher's "a slot
+// came back, stop for the job to grow" (comm/launcher/elastic.h).
+void InstallStopSignalHandlers(bool elastic) {
   struct sigaction action = {};
   action.sa_handler = &OnStopSignal;
   sigemptyset(&action.sa_mask);
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
+  if (elastic) sigaction(SIGUSR1, &action, nullptr);
 }
 
 // A restarted job (comm/launcher/restarts.h) continues from its newest
 // complete checkpoint, whatever the first attempt was started from.
 absl::Status ContinueAfterRestart(int restart, fsdp::TrainOptions& options) {
   options.restart = restart;
-  if (restart == 0 || options.checkpoint_dir.empty()) return absl::OkStatus();
+  if (restart == 0 || (options.checkpoint_dir.empty() && options.handover_dir.empty())) {
+    return absl::OkStatus();
+  }
   options.resume = true;
   options.resume_from.clear();
   if (!options.init_from.empty()) {
@@ -412,7 +453,9 @@ absl::StatusOr<absl::Duration> HangTimeoutFromFlag() {
   return seconds == 0 ? absl::InfiniteDuration() : absl::Seconds(seconds);
 }
 
-absl::Status RunRank(fsdp::TrainOptions options) {
+// The rank's exit code: 0, or kResizeExitCode when it stopped for the
+// launcher to grow the job.
+absl::StatusOr<int> RunRank(fsdp::TrainOptions options) {
   comm::CommunicatorOptions comm_options;
   FSDP_ASSIGN_OR_RETURN(comm_options.hang_timeout, HangTimeoutFromFlag());
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> world,
@@ -424,13 +467,30 @@ absl::Status RunRank(fsdp::TrainOptions options) {
   }
 #endif
   const int restart = comm::RestartCountFromEnvironment();
+  if (const char* handover = std::getenv(fsdp::checkpoint::kHandoverDirEnv);
+      handover != nullptr && options.buddy_every > 0) {
+    options.handover_dir = handover;
+  }
   FSDP_RETURN_IF_ERROR(ContinueAfterRestart(restart, options));
-  if (restart > 0 && world->rank() == 0) {
-    std::printf("train_gpt: restart %d of at most %d: continuing from the newest checkpoint in %s\n",
-                restart, options.max_restarts, options.checkpoint_dir.c_str());
+  if (options.elastic()) {
+    FSDP_ASSIGN_OR_RETURN(options, fsdp::OptionsForWorldSize(options, world->size()));
+    if (world->rank() == 0) {
+      std::printf(
+          "train_gpt: elastic job, attempt %d at %d ranks (--min_nproc=%d, "
+          "--max_nproc=%d): global batch %lld = micro_batch %d x accum %d x %d ranks%s\n",
+          restart, world->size(), options.min_nproc, options.max_nproc,
+          static_cast<long long>(options.global_batch()), options.micro_batch, options.accum,
+          world->size(), restart > 0 ? "; continuing from the newest checkpoint" : "");
+      std::fflush(stdout);
+    }
+  } else if (restart > 0 && world->rank() == 0) {
+    std::printf(
+        "train_gpt: restart %d of at most %d: continuing from the newest checkpoint in %s\n",
+        restart, options.max_restarts,
+        options.checkpoint_dir.empty() ? "memory" : options.checkpoint_dir.c_str());
     std::fflush(stdout);
   }
-  InstallStopSignalHandlers();
+  InstallStopSignalHandlers(options.elastic());
   fsdp::RunHooks hooks;
 #ifdef FSDP_TRAIN_GPT_TEST_HOOKS
   if (const char* slow = std::getenv(kSlowDataRankEnv);
@@ -443,8 +503,10 @@ absl::Status RunRank(fsdp::TrainOptions options) {
   FSDP_ASSIGN_OR_RETURN(fsdp::RunSummary summary,
                         fsdp::RunTraining(options, *world, world->rank() == 0 ? stdout : nullptr,
                                           &g_stop_signal, hooks));
-  (void)summary;
-  return absl::OkStatus();
+  if (options.elastic() && summary.stop_signal == SIGUSR1 && summary.steps < options.steps) {
+    return comm::kResizeExitCode;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -480,16 +542,25 @@ int main(int argc, char** argv) {
     // checkpoint before they exit: give them the time (a second Ctrl-C
     // still stops them at once).
     launch.grace = std::max(launch.grace, options->comm_timeout);
-    absl::StatusOr<int> result = comm::LaunchWithRestarts(launch, options->max_restarts, stderr);
+    absl::StatusOr<int> result;
+    if (options->elastic()) {
+      comm::ElasticOptions elastic;
+      elastic.min_nproc = options->min_nproc;
+      elastic.max_nproc = options->max_nproc;
+      elastic.max_restarts = options->max_restarts;
+      result = comm::LaunchElastic(launch, elastic, stderr);
+    } else {
+      result = comm::LaunchWithRestarts(launch, options->max_restarts, stderr);
+    }
     if (!result.ok()) {
       std::fprintf(stderr, "train_gpt: %s\n", std::string(result.status().message()).c_str());
     }
     return comm::JobExitCode(result);
   }
-  absl::Status status = RunRank(*options);
-  if (!status.ok()) {
-    std::fprintf(stderr, "train_gpt: %s\n", std::string(status.message()).c_str());
+  absl::StatusOr<int> exit_code = RunRank(*options);
+  if (!exit_code.ok()) {
+    std::fprintf(stderr, "train_gpt: %s\n", std::string(exit_code.status().message()).c_str());
     return 1;
   }
-  return 0;
+  return *exit_code;
 }

@@ -50,4 +50,11 @@ std::string DescribeJobFailure(const JobFailure& failure,
                       " (the first rank to fail); the other ranks were stopped");
 }
 
+int BlamedRank(const JobFailure& failure, const std::vector<FailureReport>& reports) {
+  int culprit = -1;
+  if (!RootCause(reports, &culprit).empty() && culprit >= 0) return culprit;
+  if (!failure.stopped_at_failure.empty()) return failure.stopped_at_failure.front().first;
+  return failure.first_failed;
+}
+
 }  // namespace comm

@@ -45,6 +45,11 @@ std::string RootCause(const std::vector<FailureReport>& reports, int* culprit);
 std::string DescribeJobFailure(const JobFailure& failure,
                                const std::vector<FailureReport>& reports);
 
+// The rank that rule blames: the reported culprit, else the first rank seen
+// stopped, else the first to fail. An elastic job goes on without it
+// (comm/launcher/elastic.h).
+int BlamedRank(const JobFailure& failure, const std::vector<FailureReport>& reports);
+
 }  // namespace comm
 
 #endif  // COMM_LAUNCHER_JOB_FAILURE_H_

@@ -38,6 +38,11 @@ namespace comm {
 namespace {
 
 constexpr char kExitCodePayload[] = "fsdp.launcher/exit_code";
+constexpr char kBlamedRankPayload[] = "fsdp.launcher/blamed_rank";
+
+// How often the launcher repeats SIGUSR1 to ranks that have not stopped to
+// grow yet: one still starting up ignored it (SpawnPlan::ignore_grow_signal).
+constexpr absl::Duration kGrowSignalRepeat = absl::Milliseconds(200);
 
 // Signals caught while LaunchLocalRanks runs are written here.
 int g_signal_pipe_write = -1;
@@ -166,10 +171,11 @@ int ExitCodeOf(int status) {
   return 1;
 }
 
-// Restores SIGINT/SIGTERM handling when LaunchLocalRanks returns.
+// Restores SIGINT/SIGTERM (and, for an elastic job, SIGUSR1) handling when
+// LaunchLocalRanks returns.
 class StopSignalScope {
  public:
-  explicit StopSignalScope(int pipe_write) {
+  StopSignalScope(int pipe_write, bool catch_grow_signal) : catch_grow_(catch_grow_signal) {
     g_signal_pipe_write = pipe_write;
     struct sigaction action = {};
     action.sa_handler = &OnStopSignal;
@@ -177,6 +183,7 @@ class StopSignalScope {
     action.sa_flags = SA_RESTART;
     sigaction(SIGINT, &action, &old_int_);
     sigaction(SIGTERM, &action, &old_term_);
+    if (catch_grow_) sigaction(SIGUSR1, &action, &old_usr1_);
     // A closed stdout (`launch ... | head`) must not kill the launcher and
     // orphan the ranks: writes then fail with EPIPE instead.
     struct sigaction ignore = {};
@@ -187,11 +194,14 @@ class StopSignalScope {
   ~StopSignalScope() {
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGTERM, &old_term_, nullptr);
+    if (catch_grow_) sigaction(SIGUSR1, &old_usr1_, nullptr);
     sigaction(SIGPIPE, &old_pipe_, nullptr);
     g_signal_pipe_write = -1;
   }
 
  private:
+  const bool catch_grow_;
+  struct sigaction old_usr1_ = {};
   struct sigaction old_int_ = {};
   struct sigaction old_term_ = {};
   struct sigaction old_pipe_ = {};
@@ -287,6 +297,16 @@ LaunchOptions SelfLaunchOptions(int nproc, int argc, char** argv) {
   return options;
 }
 
+std::optional<int> BlamedRankOf(const absl::Status& status) {
+  if (!absl::IsAborted(status)) return std::nullopt;
+  absl::optional<absl::Cord> payload = status.GetPayload(kBlamedRankPayload);
+  int rank = -1;
+  if (!payload.has_value() || !absl::SimpleAtoi(std::string(*payload), &rank) || rank < 0) {
+    return std::nullopt;
+  }
+  return rank;
+}
+
 int JobExitCode(const absl::StatusOr<int>& result) {
   if (result.ok()) return *result;
   if (absl::IsCancelled(result.status())) return 130;
@@ -328,6 +348,10 @@ struct SpawnPlan {
   std::map<std::string, std::string> env;  // without RANK and LOCAL_RANK
   std::vector<cpu_set_t> rank_cpus;         // one per rank; empty: not pinned
   int report_write_fd = -1;                 // inherited by every rank
+  // Elastic jobs: the ranks start with SIGUSR1 ignored (the launcher's
+  // "stop to grow"), so one that comes before the program installs its
+  // handler cannot kill it; the launcher repeats it until the ranks stop.
+  bool ignore_grow_signal = false;
 };
 
 // The plan for `options`: this process's environment with the job's
@@ -349,6 +373,7 @@ absl::StatusOr<SpawnPlan> PlanRanks(const LaunchOptions& options, int port,
   FSDP_ASSIGN_OR_RETURN(plan.env["FSDP_JOB_TOKEN"], RandomToken());
   plan.env["FSDP_FAILURE_REPORT_FD"] = std::to_string(report_write_fd);
   plan.report_write_fd = report_write_fd;
+  plan.ignore_grow_signal = options.room_to_grow.has_value();
   if (options.bind_to_cores) {
     FSDP_ASSIGN_OR_RETURN(std::vector<int> cpus, AllowedCpus());
     plan.rank_cpus.resize(options.nproc);
@@ -392,6 +417,7 @@ absl::Status SpawnRank(const SpawnPlan& plan, int r, Rank& rank) {
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
+    signal(SIGUSR1, plan.ignore_grow_signal ? SIG_IGN : SIG_DFL);
     dup2(out.write.get(), 1);
     dup2(err.write.get(), 2);
     fcntl(plan.report_write_fd, F_SETFD, 0);  // inherited across exec
@@ -422,6 +448,10 @@ struct JobEnd {
   // when a rank failed (then `failure` says which, to be worded).
   absl::Status result;
   std::optional<JobFailure> failure;
+  // Slots that came back while the job ran (LaunchOptions::room_to_grow),
+  // and whether the ranks then stopped for the job to grow.
+  int slots_back = 0;
+  bool stopped_to_grow = false;
 };
 
 // Runs the job until every rank has exited: forwards the ranks' output,
@@ -432,8 +462,12 @@ struct JobEnd {
 class Supervisor {
  public:
   Supervisor(std::vector<Rank>& ranks, const base::UniqueFd& signal_read, Reports& reports,
-             absl::Duration grace)
-      : ranks_(ranks), signal_read_(signal_read), reports_(reports), grace_(grace) {}
+             absl::Duration grace, std::optional<int> room_to_grow)
+      : ranks_(ranks),
+        signal_read_(signal_read),
+        reports_(reports),
+        grace_(grace),
+        room_to_grow_(room_to_grow) {}
 
   JobEnd Run(absl::Status launch_error) {
     end_.result = launch_error;
@@ -442,6 +476,13 @@ class Supervisor {
     while (true) {
       ForwardWhatArrives(absl::Milliseconds(50));
       const bool any_running = ReapRanks();
+      if (end_.slots_back > 0 && !stopping_ && absl::Now() >= next_grow_signal_) {
+        // Again: a rank still starting up ignored the last one.
+        for (Rank& rank : ranks_) {
+          if (rank.running) kill(rank.pid, SIGUSR1);
+        }
+        next_grow_signal_ = absl::Now() + kGrowSignalRepeat;
+      }
       if (stopping_ && any_running && absl::Now() >= kill_deadline_) {
         StopAll(SIGKILL);
         kill_deadline_ = absl::InfiniteFuture();
@@ -498,10 +539,15 @@ class Supervisor {
     }
   }
 
-  // SIGINT/SIGTERM to the launcher: stop the job; a second one: no more grace.
+  // SIGINT/SIGTERM to the launcher: stop the job; a second one: no more
+  // grace. SIGUSR1 (elastic jobs): a slot came back.
   void HandleStopSignals() {
     unsigned char signal_number = 0;
     while (read(signal_read_.get(), &signal_number, 1) == 1) {
+      if (signal_number == SIGUSR1) {
+        HandleSlotBack();
+        continue;
+      }
       if (stopping_) {
         StopAll(SIGKILL);
         continue;
@@ -515,6 +561,37 @@ class Supervisor {
       }
       BeginStop();
     }
+  }
+
+  // The first slot back asks every rank to stop at its next step boundary;
+  // later ones (up to the room) only add to the count.
+  void HandleSlotBack() {
+    const int room = room_to_grow_.value_or(0);
+    if (stopping_) {
+      std::fprintf(stderr,
+                   "[launcher] a slot came back (SIGUSR1) while the job is stopping; "
+                   "send it again once the job runs\n");
+      return;
+    }
+    if (end_.slots_back >= room) {
+      std::fprintf(stderr, "[launcher] a slot came back (SIGUSR1), but the job %s; ignored\n",
+                   room == 0 ? "already runs at its largest world size (--max_nproc)"
+                             : "is already growing to its largest world size (--max_nproc)");
+      return;
+    }
+    ++end_.slots_back;
+    if (end_.slots_back > 1) {
+      std::fprintf(stderr, "[launcher] another slot came back (SIGUSR1): %d in all\n",
+                   end_.slots_back);
+      return;
+    }
+    std::fprintf(stderr,
+                 "[launcher] a slot came back (SIGUSR1): every rank stops at its next "
+                 "step boundary and the job goes on with it\n");
+    for (Rank& rank : ranks_) {
+      if (rank.running) kill(rank.pid, SIGUSR1);
+    }
+    next_grow_signal_ = absl::Now() + kGrowSignalRepeat;
   }
 
   // Collects the ranks that changed state; whether any is still running (a
@@ -545,6 +622,10 @@ class Supervisor {
       }
       rank.running = false;
       rank.stopped = false;
+      if (end_.slots_back > 0 && WIFEXITED(status) && WEXITSTATUS(status) == kResizeExitCode) {
+        end_.stopped_to_grow = true;  // asked to stop: not a failure
+        continue;
+      }
       if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) failed.push_back({r, status});
     }
     if (!failed.empty() && !stopping_) {
@@ -592,6 +673,8 @@ class Supervisor {
   const base::UniqueFd& signal_read_;
   Reports& reports_;
   const absl::Duration grace_;
+  const std::optional<int> room_to_grow_;
+  absl::Time next_grow_signal_ = absl::InfiniteFuture();
   bool stopping_ = false;
   absl::Time kill_deadline_ = absl::InfiniteFuture();
   JobEnd end_;
@@ -627,7 +710,7 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
                         PlanRanks(options, port, report_pipe.write.get()));
   Reports reports;
   reports.fd = std::move(report_pipe.read);
-  StopSignalScope signal_scope(signal_pipe.write.get());
+  StopSignalScope signal_scope(signal_pipe.write.get(), options.room_to_grow.has_value());
 
   std::vector<Rank> ranks(options.nproc);
   absl::Status launch_error;
@@ -637,14 +720,18 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options) {
   // Only the ranks write to the report pipe: its end comes when they are gone.
   report_pipe.write.Reset();
 
-  JobEnd end = Supervisor(ranks, signal_pipe.read, reports, options.grace).Run(launch_error);
+  JobEnd end = Supervisor(ranks, signal_pipe.read, reports, options.grace, options.room_to_grow)
+                   .Run(launch_error);
   if (end.failure.has_value()) {
     absl::Status failed = absl::AbortedError(DescribeJobFailure(*end.failure, reports.received));
     failed.SetPayload(kExitCodePayload, absl::Cord(std::to_string(end.failure->exit_code)));
+    failed.SetPayload(kBlamedRankPayload,
+                      absl::Cord(std::to_string(BlamedRank(*end.failure, reports.received))));
     return failed;
   }
   if (!end.result.ok()) return end.result;
-  return 0;
+  // Every rank exited 0 (the run ended before it could stop) or stopped to grow.
+  return end.stopped_to_grow ? end.slots_back : 0;
 }
 
 }  // namespace comm

@@ -28,6 +28,7 @@
 #define COMM_LAUNCHER_LAUNCHER_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,7 +53,19 @@ struct LaunchOptions {
   // one job in five on the project's 2-core machines). Off by default: a
   // rank's compute threads are confined to its share too.
   bool bind_to_cores = false;
+  // Elastic jobs only (comm/launcher/elastic.h); unset, SIGUSR1 keeps its
+  // default action. Set, SIGUSR1 to the launcher means "a lost rank's slot
+  // came back": while fewer than room_to_grow slots have come back, the
+  // launcher passes SIGUSR1 on to every rank, which stops at its next step
+  // boundary (saving its state) and exits with kResizeExitCode; the launch
+  // then returns how many slots came back. At room_to_grow 0 the signal is
+  // only noted.
+  std::optional<int> room_to_grow;
 };
+
+// The exit code of a rank that stopped at a step boundary because the
+// launcher asked it to (SIGUSR1), for the job to go on at another world size.
+constexpr int kResizeExitCode = 75;
 
 // The CPUs this process may run on (sched_getaffinity), ascending.
 absl::StatusOr<std::vector<int>> AllowedCpus();
@@ -61,9 +74,11 @@ absl::StatusOr<std::vector<int>> AllowedCpus();
 // (AllowedCpus()). Empty if `cpus` is.
 std::vector<int> CoresForRank(const std::vector<int>& cpus, int rank, int nproc);
 
-// Runs the job to its end. Returns 0 when every rank exited 0. A failed rank
-// gives kAborted "rank k exited with code c" / "rank k was killed by signal s"
-// (with the launcher's exit code for it as payload, see JobExitCode); bad
+// Runs the job to its end. Returns 0 when every rank exited 0, and n > 0 when
+// n slots came back and the ranks stopped for the job to grow (room_to_grow).
+// A failed rank gives kAborted "rank k exited with code c" / "rank k was
+// killed by signal s" (with the launcher's exit code for it and the rank it
+// blames as payloads, see JobExitCode and BlamedRankOf); bad
 // options or a failed fork give kInvalidArgument / kInternal; Ctrl-C gives
 // kCancelled.
 absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options);
@@ -71,6 +86,11 @@ absl::StatusOr<int> LaunchLocalRanks(const LaunchOptions& options);
 // The exit code a launcher process should end with: 0 on success, the failed
 // rank's exit code (128+signal if it was killed), 130 after Ctrl-C, 1 else.
 int JobExitCode(const absl::StatusOr<int>& result);
+
+// The rank a kAborted result of LaunchLocalRanks blames (the reported culprit,
+// a rank seen stopped, else the first to fail; comm/launcher/job_failure.h),
+// or nullopt for any other result.
+std::optional<int> BlamedRankOf(const absl::Status& status);
 
 // True when this process is a rank of a launched job (RANK, OMPI_COMM_WORLD_RANK
 // or SLURM_PROCID is set), i.e. it should do its work instead of launching.

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "comm/launcher/handover_dir.h"
 
 namespace comm {
 
@@ -23,8 +24,16 @@ absl::StatusOr<int> LaunchWithRestarts(const LaunchOptions& options, int max_res
     return absl::InvalidArgumentError(
         absl::StrCat("max_restarts=", max_restarts, " must not be negative"));
   }
+  // Only a job that may restart hands state between attempts.
+  std::unique_ptr<HandoverDir> handover;
+  if (max_restarts > 0) {
+    absl::StatusOr<std::unique_ptr<HandoverDir>> created = HandoverDir::Create();
+    if (!created.ok()) return created.status();
+    handover = std::move(*created);
+  }
   for (int attempt = 0;; ++attempt) {
     LaunchOptions this_attempt = options;
+    if (handover != nullptr) this_attempt.extra_env[kHandoverDirEnv] = handover->path();
     this_attempt.extra_env["FSDP_RESTART_COUNT"] = absl::StrCat(attempt);
     this_attempt.extra_env["TORCHELASTIC_RESTART_COUNT"] = absl::StrCat(attempt);
     // A fresh port: the last attempt's store may still hold it for a moment.

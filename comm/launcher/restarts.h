@@ -5,9 +5,11 @@
 // runs the whole job again, up to `max_restarts` times, telling the ranks
 // which attempt they are (FSDP_RESTART_COUNT, and TORCHELASTIC_RESTART_COUNT
 // as torchrun does), so that a training program resumes from its newest
-// checkpoint. Each attempt gets a new master port and job token. Ctrl-C or
-// SIGTERM to the launcher, or a job that fails to start (bad options),
-// ends it at once: a restart only answers a failure of a rank.
+// checkpoint, or from the copies its survivors left in FSDP_HANDOVER_DIR (a
+// directory in memory for the whole job, comm/launcher/handover_dir.h). Each
+// attempt gets a new master port and job token. Ctrl-C or SIGTERM to the
+// launcher, or a job that fails to start (bad options), ends it at once: a
+// restart only answers a failure of a rank.
 //
 //   comm::LaunchOptions launch = comm::SelfLaunchOptions(4, argc, argv);
 //   absl::StatusOr<int> result = comm::LaunchWithRestarts(launch, /*max_restarts=*/2, stderr);

@@ -126,6 +126,31 @@ absl::Status CheckSameModel(const proto::CheckpointManifest& manifest,
   return absl::OkStatus();
 }
 
+void CompleteManifest(CheckpointableState& trainer, int64_t step,
+                      proto::CheckpointManifest& manifest) {
+  const proto::ShardPlan& plan = trainer.plan();
+  manifest.set_format_version(kCheckpointFormatVersion);
+  manifest.set_step(step);
+  manifest.clear_tensors();
+  for (proto::TensorEntry& t : ModelTensors(plan)) *manifest.add_tensors() = std::move(t);
+  manifest.set_model_numel(plan.total_flat_numel());
+  *manifest.mutable_plan() = plan;
+  manifest.set_plan_fingerprint(plan.fingerprint());
+  proto::OptimizerState* optimizer = manifest.mutable_optimizer();
+  const CheckpointedOptimizer saved_optimizer = trainer.checkpointed_optimizer();
+  optimizer->set_kind(saved_optimizer.kind);
+  optimizer->clear_state_names();
+  for (const std::string& name : saved_optimizer.state_names) optimizer->add_state_names(name);
+  optimizer->set_step(step);
+  optimizer->set_weight_decay(saved_optimizer.weight_decay);
+}
+
+absl::Status CommitPartialCheckpoint(const std::string& partial, const std::string& final_path,
+                                     const SaveOptions& options,
+                                     const proto::CheckpointManifest& manifest, SaveStats& stats) {
+  return CommitOnRankZero(partial, final_path, options, manifest, stats);
+}
+
 absl::StatusOr<SaveStats> SaveCheckpoint(comm::Communicator& world,
                                          CheckpointableState& trainer,
                                          proto::CheckpointManifest manifest,
@@ -180,21 +205,7 @@ absl::StatusOr<SaveStats> SaveCheckpoint(comm::Communicator& world,
   }
 
   // 3. The commit, on rank 0.
-  const proto::ShardPlan& plan = trainer.plan();
-  manifest.set_format_version(kCheckpointFormatVersion);
-  manifest.set_step(stats.step);
-  manifest.clear_tensors();
-  for (proto::TensorEntry& t : ModelTensors(plan)) *manifest.add_tensors() = std::move(t);
-  manifest.set_model_numel(plan.total_flat_numel());
-  *manifest.mutable_plan() = plan;
-  manifest.set_plan_fingerprint(plan.fingerprint());
-  proto::OptimizerState* optimizer = manifest.mutable_optimizer();
-  const CheckpointedOptimizer saved_optimizer = trainer.checkpointed_optimizer();
-  optimizer->set_kind(saved_optimizer.kind);
-  optimizer->clear_state_names();
-  for (const std::string& name : saved_optimizer.state_names) optimizer->add_state_names(name);
-  optimizer->set_step(stats.step);
-  optimizer->set_weight_decay(saved_optimizer.weight_decay);
+  CompleteManifest(trainer, stats.step, manifest);
   manifest.clear_files();
   for (const std::string& blob : *entries) {
     if (blob.empty()) continue;  // a rank that writes no shard

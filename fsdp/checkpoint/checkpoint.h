@@ -80,6 +80,22 @@ absl::StatusOr<SaveStats> SaveCheckpoint(comm::Communicator& world,
                                          proto::CheckpointManifest manifest,
                                          const SaveOptions& options);
 
+// The parts of a checkpoint's manifest that come from the trainer after
+// `step` steps: the format, the step, the tensors, the plan and the
+// optimizer. What stays for the caller: the run's own fields before, the
+// files and the time after.
+void CompleteManifest(CheckpointableState& trainer, int64_t step,
+                      proto::CheckpointManifest& manifest);
+
+// The commit of a save, as rank 0 makes it: writes `manifest` (complete,
+// files included) into `partial`, syncs it, renames it to `final_path` (a
+// checkpoint of that step already there is replaced) inside options.dir and
+// prunes to options.keep. Also what assembles a checkpoint from memory
+// copies (fsdp/checkpoint/handover.h).
+absl::Status CommitPartialCheckpoint(const std::string& partial, const std::string& final_path,
+                                     const SaveOptions& options,
+                                     const proto::CheckpointManifest& manifest, SaveStats& stats);
+
 struct LoadStats {
   int64_t step = 0;          // the trainer continues after this many steps
   bool same_plan = false;    // the checkpoint's plan fingerprint is ours

@@ -44,6 +44,14 @@ class CheckpointableState {
   // This rank's regions to save, in unit order; empty on ranks that do not
   // save. Called between steps.
   virtual absl::StatusOr<std::vector<StateRegion>> CheckpointSaveRegions() = 0;
+  // This rank's shard's regions whether or not it saves them: on a rank
+  // outside replica group 0, the same elements as those of the rank of
+  // group 0 at shard_rank() (the memory snapshots of fsdp/checkpoint/
+  // memory_snapshots.h copy them on every rank). Called between steps.
+  virtual absl::StatusOr<std::vector<StateRegion>> CheckpointShardRegions() = 0;
+  // This rank's place in its shard group: the rank of group 0 whose shard
+  // file holds the same elements.
+  virtual int shard_rank() const = 0;
   // This rank's regions to fill on a load; the loader fills every one, then
   // calls FinishCheckpointLoad.
   virtual absl::StatusOr<std::vector<StateRegion>> CheckpointLoadRegions() = 0;

@@ -58,6 +58,7 @@ const char* MemoryCategoryName(MemoryCategory category) {
     case MemoryCategory::kActivations: return "activations";
     case MemoryCategory::kCommBuffers: return "comm_buffers";
     case MemoryCategory::kWorkspace: return "workspace";
+    case MemoryCategory::kSnapshots: return "snapshots";
   }
   return "unknown";
 }

@@ -55,17 +55,18 @@
 namespace fsdp {
 
 enum class MemoryCategory : int {
-  kParameters = 0,   // sharded and gathered (unsharded) parameter buffers
-  kGradients,        // unsharded gradient buffers and gradient shards
-  kOptimizerState,   // AdamW moments, SGD momentum
-  kActivations,      // tensors a unit's forward saves for its backward
-  kCommBuffers,      // staging buffers owned by collectives
-  kWorkspace,        // transient scratch (backward gradients of activations)
+  kParameters = 0,  // sharded and gathered (unsharded) parameter buffers
+  kGradients,       // unsharded gradient buffers and gradient shards
+  kOptimizerState,  // AdamW moments, SGD momentum
+  kActivations,     // tensors a unit's forward saves for its backward
+  kCommBuffers,     // staging buffers owned by collectives
+  kWorkspace,       // transient scratch (backward gradients of activations)
+  kSnapshots,       // memory copies of the state (--buddy_every, memory_snapshots.h)
 };
-inline constexpr int kNumMemoryCategories = 6;
+inline constexpr int kNumMemoryCategories = 7;
 
 // "parameters", "gradients", "optimizer_state", "activations",
-// "comm_buffers", "workspace".
+// "comm_buffers", "workspace", "snapshots".
 const char* MemoryCategoryName(MemoryCategory category);
 
 // A copy of the counters at one moment, for reports.

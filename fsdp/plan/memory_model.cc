@@ -116,7 +116,15 @@ RankMemoryPrediction PredictRankMemory(const proto::ShardPlan& plan,
 
   memory.activation_bytes = inputs.activation_bytes;
   memory.workspace_bytes = inputs.workspace_bytes;
+  if (inputs.memory_snapshots) memory.snapshot_bytes = MemorySnapshotBytes(plan, inputs.optimizer);
   return memory;
+}
+
+int64_t MemorySnapshotBytes(const proto::ShardPlan& plan, OptimizerKind optimizer) {
+  // Rank 0's shard: every unit's first shard, never padding.
+  const int64_t own_numel = (1 + OptimizerStatesPerParam(optimizer)) * plan.total_shard_numel();
+  const bool buddy = plan.world_size() > 1 && plan.shard_group_size() == plan.world_size();
+  return int64_t{2} * (buddy ? 2 : 1) * own_numel * static_cast<int64_t>(sizeof(float));
 }
 
 absl::StatusOr<RankMemoryPrediction> PredictRankMemoryFromUnits(
@@ -142,6 +150,7 @@ std::string RankMemoryPredictionToText(const RankMemoryPrediction& memory) {
                   BytesLine("gradient workspace (fp32)", memory.gradient_workspace_bytes),
                   BytesLine("activations", memory.activation_bytes),
                   BytesLine("workspace", memory.workspace_bytes),
+                  BytesLine("memory snapshots", memory.snapshot_bytes),
                   BytesLine("= total", memory.total_bytes()));
   return text;
 }

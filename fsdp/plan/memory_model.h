@@ -100,6 +100,10 @@ struct MemoryModelInputs {
   // .peak_bytes() and .workspace_bytes). 0 = predict model state only.
   int64_t activation_bytes = 0;
   int64_t workspace_bytes = 0;
+  // --buddy_every (fsdp/checkpoint/memory_snapshots.h): two generations of
+  // the rank's shard of the fp32 parameters and optimizer state, and, when
+  // each shard has one holder, of the previous rank's.
+  bool memory_snapshots = false;
 };
 
 // One rank's predicted peak bytes, by category.
@@ -137,6 +141,7 @@ struct RankMemoryPrediction {
   int64_t unsharded_gradient_bytes = 0;    // unsharded unit gradients beyond gradient_bytes
   int64_t communication_scratch_bytes = 0; // reduce-scatter outputs + the loss/norm scalar
   int64_t gradient_workspace_bytes = 0;    // 2-byte gradients: one unit's fp32 gradients
+  int64_t snapshot_bytes = 0;              // memory snapshots, held for the run
   // Inputs, copied from MemoryModelInputs.
   int64_t activation_bytes = 0;
   int64_t workspace_bytes = 0;
@@ -151,9 +156,17 @@ struct RankMemoryPrediction {
            gradient_workspace_bytes;
   }
   int64_t total_bytes() const {
-    return model_state_bytes() + working_buffer_bytes() + activation_bytes + workspace_bytes;
+    return model_state_bytes() + working_buffer_bytes() + activation_bytes + workspace_bytes +
+           snapshot_bytes;
   }
 };
+
+// The bytes of --buddy_every's memory snapshots on the rank holding the
+// largest shard (rank 0 of its shard group): two generations of its shard
+// of the fp32 parameters and every optimizer state, and with one holder per
+// shard (shard_group_size == world_size > 1) the same again for the buddy
+// copy. fsdp/checkpoint/memory_snapshots.h allocates exactly this.
+int64_t MemorySnapshotBytes(const proto::ShardPlan& plan, OptimizerKind optimizer);
 
 // Predicts from the plan's unit-level fields (padded_numel, shard_numel), so
 // a summary plan (include_rank_ranges = false) is enough.

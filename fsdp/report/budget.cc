@@ -247,6 +247,7 @@ absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& opti
   // [Note: runtime precision] in sweep.cc.
   point.precision = PrecisionOf(sharding.precision);
   point.exact = sharding.precision.reduction == ReductionKind::kExact;
+  point.memory_snapshots = options.buddy_every > 0;
   return point;
 }
 

@@ -105,6 +105,8 @@ int64_t RankMemoryEstimate::tracker_bytes(MemoryCategory category) const {
       return comm_buffer_bytes;
     case MemoryCategory::kWorkspace:
       return workspace_bytes;
+    case MemoryCategory::kSnapshots:
+      return snapshot_bytes;
   }
   return 0;
 }
@@ -118,7 +120,8 @@ std::vector<NamedBytes> EstimateParts(const RankMemoryEstimate& e) {
           {"comm_buffers", e.comm_buffer_bytes},
           {"grad_workspace", e.grad_workspace_bytes},
           {"activations", e.activation_bytes},
-          {"workspace", e.workspace_bytes}};
+          {"workspace", e.workspace_bytes},
+          {"snapshots", e.snapshot_bytes}};
 }
 
 // [Note: peak of the total] Everything but the activations and the
@@ -187,6 +190,7 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& given) 
   inputs.optimizer = point.optimizer;
   inputs.activation_bytes = activations.peak_bytes();
   inputs.workspace_bytes = activations.workspace_bytes;
+  inputs.memory_snapshots = point.memory_snapshots;
   const plan::RankMemoryPrediction planned = plan::PredictRankMemory(plan, inputs);
 
   RankMemoryEstimate e;
@@ -202,9 +206,10 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& given) 
   e.grad_workspace_bytes = planned.gradient_workspace_bytes;
   e.activation_bytes = planned.activation_bytes;
   e.workspace_bytes = planned.workspace_bytes;
+  e.snapshot_bytes = planned.snapshot_bytes;
   const ScheduleInputs schedule = ScheduleOf(plan, activations, point);
-  const int64_t held =
-      e.model_state_bytes() + e.comm_buffer_bytes + e.grad_workspace_bytes + e.workspace_bytes;
+  const int64_t held = e.model_state_bytes() + e.comm_buffer_bytes + e.grad_workspace_bytes +
+                       e.workspace_bytes + e.snapshot_bytes;
   e.peak_total_bytes = held + PeakTransientBytes(schedule);
   return e;
 }

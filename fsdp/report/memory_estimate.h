@@ -81,6 +81,8 @@ struct MemoryPoint {
   // precision keeps its gradients in 4 or 2), one unit's fp32 gradient
   // workspace, and the exchange of the per-tensor maxima.
   bool exact = false;
+  // --buddy_every: memory snapshots of the state (plan::MemorySnapshotBytes).
+  bool memory_snapshots = false;
 };
 
 // The point's sharding settings, as the planner and the runtime take them.
@@ -112,6 +114,7 @@ struct RankMemoryEstimate {
   int64_t activation_bytes = 0;    // peak of one micro-batch's activations (saved, and a
                                    // checkpointed block's recomputation on top)
   int64_t workspace_bytes = 0;     // backward scratch
+  int64_t snapshot_bytes = 0;      // --buddy_every's memory copies, held for the run
 
   // Detail of gathered_bytes, for the tracker mapping.
   int64_t gathered_parameter_bytes = 0;
@@ -125,7 +128,7 @@ struct RankMemoryEstimate {
   // The sum of the category peaks (an upper bound on the total's peak).
   int64_t sum_of_parts_bytes() const {
     return model_state_bytes() + gathered_bytes + comm_buffer_bytes + grad_workspace_bytes +
-           activation_bytes + workspace_bytes;
+           activation_bytes + workspace_bytes + snapshot_bytes;
   }
   // The predicted peak of the total: what the tracker's peak_total_bytes
   // measures, and what budgets are checked against.
@@ -141,7 +144,7 @@ struct RankMemoryEstimate {
 // The estimate's parts in report order, with the names the CSV and the
 // budget messages use: parameters, gradients, master_parameters,
 // optimizer_state, gathered, comm_buffers, grad_workspace,
-// activations, workspace.
+// activations, workspace, snapshots.
 struct NamedBytes {
   const char* name;
   int64_t bytes;

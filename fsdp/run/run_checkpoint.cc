@@ -61,22 +61,37 @@ absl::StatusOr<ResumeChoice> ChooseResumeCheckpoint(const TrainOptions& options)
     return choice;
   }
   if (!options.resume) return choice;
-  absl::StatusOr<CheckpointListing> listing = ListCheckpoints(options.checkpoint_dir);
-  if (absl::IsNotFound(listing.status())) {
-    choice.notes.push_back(absl::StrCat("--checkpoint_dir ", options.checkpoint_dir,
-                                        " does not exist yet: starting from step 0"));
-    return choice;
+  // The newest of --checkpoint_dir's and the memory handover's (an assembled
+  // one: fsdp/checkpoint/handover.h); at the same step the one in memory.
+  int64_t newest = -1;
+  for (const std::string& dir : {options.checkpoint_dir, options.handover_dir}) {
+    if (dir.empty()) continue;
+    const bool in_memory = dir == options.handover_dir;
+    absl::StatusOr<CheckpointListing> listing = ListCheckpoints(dir);
+    if (absl::IsNotFound(listing.status())) {
+      if (!in_memory) {
+        choice.notes.push_back(absl::StrCat("--checkpoint_dir ", dir, " does not exist yet"));
+      }
+      continue;
+    }
+    FSDP_RETURN_IF_ERROR(listing.status());
+    for (const std::string& skipped : listing->incomplete) {
+      choice.notes.push_back(absl::StrCat("ignoring incomplete checkpoint ", skipped));
+    }
+    if (listing->complete.empty()) continue;
+    const CheckpointEntry& last = listing->complete.back();
+    if (last.step > newest || (last.step == newest && in_memory)) {
+      newest = last.step;
+      choice.path = last.path;
+    }
   }
-  FSDP_RETURN_IF_ERROR(listing.status());
-  for (const std::string& skipped : listing->incomplete) {
-    choice.notes.push_back(absl::StrCat("ignoring incomplete checkpoint ", skipped));
+  if (choice.path.empty()) {
+    choice.notes.push_back(absl::StrCat(
+        "no complete checkpoint in ",
+        options.checkpoint_dir.empty() ? "memory" : options.checkpoint_dir,
+        !options.checkpoint_dir.empty() && !options.handover_dir.empty() ? " or in memory" : "",
+        ": starting from step 0"));
   }
-  if (listing->complete.empty()) {
-    choice.notes.push_back(absl::StrCat("no complete checkpoint in ", options.checkpoint_dir,
-                                        ": starting from step 0"));
-    return choice;
-  }
-  choice.path = listing->complete.back().path;
   return choice;
 }
 

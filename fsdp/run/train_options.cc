@@ -160,10 +160,28 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--max_restarts=", o.max_restarts, " must not be negative"));
   }
-  if (o.checkpoint_dir.empty() && (o.checkpoint_every > 0 || o.resume || o.max_restarts > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        o.resume ? "--resume" : o.max_restarts > 0 ? "--max_restarts" : "--checkpoint_every",
-        " needs --checkpoint_dir (where checkpoints are saved and found)"));
+  if (o.buddy_every < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--buddy_every=", o.buddy_every, " must not be negative (0 = off)"));
+  }
+  // A restart may also continue from the copies in memory.
+  const bool restart_has_state = !o.checkpoint_dir.empty() || o.buddy_every > 0;
+  if (o.checkpoint_dir.empty() &&
+      (o.checkpoint_every > 0 || (o.resume && o.handover_dir.empty()))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(o.resume ? "--resume" : "--checkpoint_every",
+                     " needs --checkpoint_dir (where checkpoints are saved and found)"));
+  }
+  if (o.buddy_every > 0 && o.max_restarts == 0 && o.min_nproc == 0) {
+    return absl::InvalidArgumentError(
+        "--buddy_every keeps copies of the state in memory for the job's next attempt: it "
+        "needs --max_restarts or --min_nproc (the built-in launcher keeps them between "
+        "attempts)");
+  }
+  if (!restart_has_state && o.max_restarts > 0) {
+    return absl::InvalidArgumentError(
+        "--max_restarts needs --checkpoint_dir (where checkpoints are saved and found) or "
+        "--buddy_every (copies of the state in memory)");
   }
   if (o.resume && !o.resume_from.empty()) {
     return absl::InvalidArgumentError(

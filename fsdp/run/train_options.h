@@ -140,6 +140,21 @@ struct TrainOptions {
   // rank fails; each restart resumes from the newest complete checkpoint
   // (so it needs checkpoint_dir).
   int max_restarts = 0;
+  // Elastic world size (docs/failures.md; comm/launcher/elastic.h); 0 = a
+  // fixed world. With min_nproc the job goes on at any size in [min_nproc,
+  // max_nproc] after a rank's failure or a slot's return: the global batch
+  // of nproc ranks re-split for the new size (fsdp/run/elastic_world.h), the
+  // state carried over from the newest checkpoint.
+  int min_nproc = 0;
+  int max_nproc = 0;
+  // Memory snapshots (fsdp/checkpoint/memory_snapshots.h): every
+  // buddy_every steps each rank copies its shard into memory and, when it
+  // is the shard's only holder, to the next rank; after a failure the
+  // survivors hand the state to the next attempt through handover_dir (the
+  // launcher's FSDP_HANDOVER_DIR, in /dev/shm; not a flag), so a restarted
+  // or elastic job needs no checkpoint on disk. 0 = off.
+  int buddy_every = 0;
+  std::string handover_dir;
   // Which attempt of the job this is (the launcher's restart count, 0 for
   // the first); not a setting, so not printed. A restarted run, like a
   // resumed one, adds to --metrics_out instead of starting it anew.
@@ -164,6 +179,7 @@ struct TrainOptions {
   std::string tokenizer;
   std::string plot;
 
+  bool elastic() const { return min_nproc > 0; }
   int64_t global_batch() const { return int64_t{micro_batch} * accum * nproc; }
   int64_t tokens_per_step() const { return global_batch() * seq_len; }
   // 2-byte gradients: --precision=bf16 unless --reduce_dtype=fp32.

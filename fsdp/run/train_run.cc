@@ -1,9 +1,8 @@
 // File: fsdp/run/train_run.cc
 #include "fsdp/run/train_run.h"
 
-#include <sys/resource.h>
-
 #include <string.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstring>
@@ -17,6 +16,8 @@
 #include "base/status_macros.h"
 #include "fsdp/checkpoint/checkpoint.h"
 #include "fsdp/checkpoint/checkpoint_reader.h"
+#include "fsdp/checkpoint/handover.h"
+#include "fsdp/checkpoint/memory_snapshots.h"
 #include "fsdp/checkpoint/model_export.h"
 #include "fsdp/checkpoint/safetensors.h"
 #include "fsdp/exchange/blob_exchange.h"
@@ -76,9 +77,21 @@ absl::StatusOr<int> StartFromCheckpoint(const TrainOptions& options, comm::Commu
   absl::Status chosen = absl::OkStatus();
   if (world.rank() == 0) {
     chosen = [&]() -> absl::Status {
+      std::vector<std::string> notes;
+      if (!options.handover_dir.empty() && options.restart > 0) {
+        // What the last attempt's survivors left in memory, as a checkpoint.
+        const absl::Time start = absl::Now();
+        FSDP_ASSIGN_OR_RETURN(std::string assembled,
+                              checkpoint::AssembleHandover(options.handover_dir, &notes));
+        if (!assembled.empty() && log != nullptr) {
+          std::fprintf(log,
+                       "train_gpt: the survivors' memory copies assembled into %s in %.0f ms\n",
+                       assembled.c_str(), absl::ToDoubleMilliseconds(absl::Now() - start));
+        }
+      }
       FSDP_ASSIGN_OR_RETURN(checkpoint::ResumeChoice choice,
                             checkpoint::ChooseResumeCheckpoint(options));
-      std::vector<std::string> notes = choice.notes;
+      notes.insert(notes.end(), choice.notes.begin(), choice.notes.end());
       if (!choice.path.empty()) {
         FSDP_ASSIGN_OR_RETURN(proto::CheckpointManifest manifest,
                               checkpoint::ReadManifest(choice.path));
@@ -145,6 +158,17 @@ absl::StatusOr<int> StartFromCheckpoint(const TrainOptions& options, comm::Commu
 // leaves the job intact is a warning while the run goes on (the previous
 // checkpoint stays the newest), and an error when the run is about to end
 // or a peer is gone.
+// The run's part of a checkpoint's manifest after the trainer's last step:
+// the options, the data position, the product backend and --exact's
+// exponents.
+proto::CheckpointManifest RunManifestNow(const TrainOptions& options, DataParallelTrainer& trainer,
+                                         const RunSummary& summary) {
+  proto::CheckpointManifest manifest = checkpoint::RunManifest(options, trainer.steps_taken());
+  manifest.set_matmul(summary.MatmulRecord());
+  for (int e : trainer.exact_exponents()) manifest.mutable_exact()->add_exponents(e);
+  return manifest;
+}
+
 absl::Status SaveRunCheckpoint(const TrainOptions& options, comm::Communicator& world,
                                DataParallelTrainer& trainer, bool final_save, std::FILE* log,
                                RunSummary& summary) {
@@ -153,11 +177,8 @@ absl::Status SaveRunCheckpoint(const TrainOptions& options, comm::Communicator& 
   save.keep = options.keep_checkpoints;
   save.timeout = options.comm_timeout;
   save.keep_alive = [&world] { world.KeepAlive(); };
-  proto::CheckpointManifest manifest = checkpoint::RunManifest(options, trainer.steps_taken());
-  manifest.set_matmul(summary.MatmulRecord());
-  for (int e : trainer.exact_exponents()) manifest.mutable_exact()->add_exponents(e);
   absl::StatusOr<checkpoint::SaveStats> saved =
-      checkpoint::SaveCheckpoint(world, trainer, manifest, save);
+      checkpoint::SaveCheckpoint(world, trainer, RunManifestNow(options, trainer, summary), save);
   if (!saved.ok()) {
     const bool job_broken = absl::IsUnavailable(saved.status()) ||
                             absl::IsDeadlineExceeded(saved.status());
@@ -193,24 +214,40 @@ absl::Status SaveRunCheckpoint(const TrainOptions& options, comm::Communicator& 
   return absl::OkStatus();
 }
 
-// Why the run stops after `step`, agreed by every rank; "" = it goes on.
-absl::StatusOr<std::string> AgreeOnStop(const TrainOptions& options, comm::Communicator& world,
-                                        const std::atomic<int>* stop_signal, int step) {
+// Why the run stops after a step, agreed by every rank.
+struct StopDecision {
+  std::string reason;  // "" = it goes on
+  int signal = 0;      // the signal that asked for it (the lowest rank's), if any
+};
+
+StopDecision AgreedStop(const TrainOptions& options, const std::vector<uint64_t>& signals,
+                        int step) {
   if (options.exit_after_steps > 0 && step == options.exit_after_steps) {
-    return absl::StrCat("--exit_after_steps=", options.exit_after_steps);
+    return {absl::StrCat("--exit_after_steps=", options.exit_after_steps), 0};
   }
-  if (stop_signal == nullptr) return std::string();
-  FSDP_ASSIGN_OR_RETURN(
-      std::vector<uint64_t> signals,
-      AllGatherU64(world, static_cast<uint64_t>(stop_signal->load()), options.comm_timeout,
-                   "stop-signal check"));
   for (uint64_t signal_number : signals) {
     if (signal_number != 0) {
-      return absl::StrCat("signal ", signal_number, " (",
-                          strsignal(static_cast<int>(signal_number)), ")");
+      return {absl::StrCat("signal ", signal_number, " (",
+                           strsignal(static_cast<int>(signal_number)), ")"),
+              static_cast<int>(signal_number)};
     }
   }
-  return std::string();
+  return {};
+}
+
+// `always`: all-gather even without a stop signal (the memory snapshots'
+// commit, [Note: two generations] in memory_snapshots.h).
+absl::StatusOr<StopDecision> AgreeOnStop(const TrainOptions& options, comm::Communicator& world,
+                                         const std::atomic<int>* stop_signal, int step,
+                                         bool always) {
+  std::vector<uint64_t> signals;
+  if (stop_signal != nullptr || always) {
+    FSDP_ASSIGN_OR_RETURN(
+        signals,
+        AllGatherU64(world, static_cast<uint64_t>(stop_signal != nullptr ? stop_signal->load() : 0),
+                     options.comm_timeout, "stop-signal check"));
+  }
+  return AgreedStop(options, signals, step);
 }
 
 // How often the progress line shows the gradient noise scale.
@@ -280,6 +317,10 @@ struct TrainingRun {
   std::optional<StragglerDetector> stragglers;
   RankPhases window;
   int window_steps = 0;
+  // --buddy_every: the state's copies in memory, and what keeping them cost.
+  std::unique_ptr<checkpoint::MemorySnapshots> snapshots;
+  int snapshots_taken = 0;
+  absl::Duration snapshot_time;
 };
 
 // What one step measured, for its progress line and metrics.
@@ -332,6 +373,20 @@ absl::StatusOr<std::unique_ptr<TrainingRun>> BuildRun(const TrainOptions& option
                                                     std::move(optimizer),
                                                     TrainStepOptionsFrom(options)));
   FSDP_ASSIGN_OR_RETURN(run->batches, RankBatches::Create(options, world.rank()));
+  if (options.buddy_every > 0 && !options.handover_dir.empty()) {
+    FSDP_ASSIGN_OR_RETURN(run->snapshots,
+                          checkpoint::MemorySnapshots::Create(world, *run->trainer, &run->tracker,
+                                                              options.comm_timeout));
+    if (log != nullptr) {
+      std::fprintf(log,
+                   "train_gpt: memory snapshots every %d step%s: %s on rank 0 (its shard%s, two "
+                   "generations); after a failure the survivors hand them to the next attempt\n",
+                   options.buddy_every, options.buddy_every == 1 ? "" : "s",
+                   FormatBytes(run->snapshots->bytes()).c_str(),
+                   run->snapshots->buddy_copies() ? " and a buddy copy of the last rank's"
+                                                  : "; replicas hold the second copy");
+    }
+  }
 
   LrScheduleOptions schedule_options;
   schedule_options.base_lr = options.lr;
@@ -407,6 +462,43 @@ absl::Status StartRun(TrainingRun& run) {
                        summary.first_val_loss)));
   }
   return absl::OkStatus();
+}
+
+// --buddy_every: the state after `step` copied into memory (and to the next
+// rank); committed by the all-gather that follows.
+absl::Status TakeSnapshot(TrainingRun& run, int step) {
+  const absl::Time start = absl::Now();
+  FSDP_RETURN_IF_ERROR(run.snapshots->Take(
+      step, RunManifestNow(run.options, *run.trainer, run.summary), run.options.comm_timeout));
+  run.snapshot_time += absl::Now() - start;
+  ++run.snapshots_taken;
+  return absl::OkStatus();
+}
+
+// After a failure, or before stopping early: every generation of the
+// memory snapshots this rank holds whole goes into the handover directory
+// for the next attempt (fsdp/checkpoint/handover.h). Best effort: what one
+// rank cannot write, another's copy may hold. One line per rank on stderr.
+void HandOver(TrainingRun& run) {
+  if (run.snapshots == nullptr || run.options.handover_dir.empty()) return;
+  const absl::Time start = absl::Now();
+  std::vector<checkpoint::SnapshotPiece> pieces = run.snapshots->CompletePieces();
+  absl::StatusOr<int64_t> written =
+      checkpoint::WriteHandover(run.options.handover_dir, run.world.rank(), pieces);
+  std::string steps;
+  for (const checkpoint::SnapshotPiece& piece : pieces) {
+    absl::StrAppend(&steps, steps.empty() ? "" : ", ", piece.step, " (shard ", piece.shard_rank,
+                    ")");
+  }
+  if (written.ok()) {
+    std::fprintf(stderr, "train_gpt: handed over the memory copies of steps %s: %s in %.0f ms\n",
+                 steps.empty() ? "(none yet)" : steps.c_str(), FormatBytes(*written).c_str(),
+                 absl::ToDoubleMilliseconds(absl::Now() - start));
+  } else {
+    std::fprintf(stderr, "train_gpt: could not hand over the memory copies: %s\n",
+                 std::string(written.status().message()).c_str());
+  }
+  std::fflush(stderr);
 }
 
 // One optimizer step on this step's batches, measured (time, products,
@@ -567,7 +659,24 @@ absl::Status RunSteps(TrainingRun& run, const std::atomic<int>* stop_signal) {
       PrintSample(run.log, step, run.text->SampleDescription(), summary.last_sample);
     }
 
-    FSDP_ASSIGN_OR_RETURN(summary.stop_reason, AgreeOnStop(options, run.world, stop_signal, step));
+    const bool snapshot_due = run.snapshots != nullptr && step % options.buddy_every == 0;
+    if (snapshot_due) FSDP_RETURN_IF_ERROR(TakeSnapshot(run, step));
+    FSDP_ASSIGN_OR_RETURN(StopDecision stop, AgreeOnStop(options, run.world, stop_signal, step,
+                                                         /*always=*/snapshot_due));
+    if (snapshot_due) run.snapshots->Commit();
+    summary.stop_reason = stop.reason;
+    summary.stop_signal = stop.signal;
+    if (!stop.reason.empty() && step < options.steps && run.snapshots != nullptr) {
+      // Stopping early (a slot came back, SIGTERM): the next attempt goes on
+      // from this step's copies in memory.
+      if (run.snapshots->committed_step() != step) {
+        FSDP_RETURN_IF_ERROR(TakeSnapshot(run, step));
+        FSDP_RETURN_IF_ERROR(
+            AllGatherU64(run.world, 0, options.comm_timeout, "memory snapshot commit").status());
+        run.snapshots->Commit();
+      }
+      HandOver(run);
+    }
     const bool stopping = !summary.stop_reason.empty() || step == options.steps;
     if (!options.checkpoint_dir.empty() &&
         (stopping || (options.checkpoint_every > 0 && step % options.checkpoint_every == 0))) {
@@ -628,12 +737,14 @@ absl::Status FinishRun(TrainingRun& run) {
   RunSummary& summary = run.summary;
   std::FILE* log = run.log;
   if (log != nullptr && !summary.stop_reason.empty()) {
-    std::fprintf(log, "train_gpt: stopped after step %d of %d (%s)%s\n", run.last_step,
-                 options.steps, summary.stop_reason.c_str(),
-                 summary.last_checkpoint.empty()
-                     ? "; no --checkpoint_dir, nothing saved"
-                     : absl::StrCat("; continue with --resume --checkpoint_dir=",
-                                    options.checkpoint_dir).c_str());
+    std::fprintf(
+        log, "train_gpt: stopped after step %d of %d (%s)%s\n", run.last_step, options.steps,
+        summary.stop_reason.c_str(),
+        !summary.last_checkpoint.empty()
+            ? absl::StrCat("; continue with --resume --checkpoint_dir=", options.checkpoint_dir)
+                  .c_str()
+        : run.snapshots != nullptr ? "; its state is in memory for the job's next attempt"
+                                   : "; no --checkpoint_dir, nothing saved");
     std::fflush(log);
   }
 
@@ -700,6 +811,15 @@ absl::Status FinishRun(TrainingRun& run) {
                  100.0 * summary.matmul_share, summary.matmul_gflops,
                  FormatBytes(summary.peak_bytes).c_str(),
                  summary.param_sha256.c_str());
+    if (run.snapshots_taken > 0) {
+      std::fprintf(log,
+                   "train_gpt: memory snapshots: %d taken, %.1f ms each on rank 0 (the last: "
+                   "copy %.1f ms, buddy shift %.1f ms)\n",
+                   run.snapshots_taken,
+                   absl::ToDoubleMilliseconds(run.snapshot_time) / run.snapshots_taken,
+                   absl::ToDoubleMilliseconds(run.snapshots->last_copy_time()),
+                   absl::ToDoubleMilliseconds(run.snapshots->last_shift_time()));
+    }
     if (run.stragglers.has_value() && run.stragglers->windows() > 0) {
       std::fprintf(log, "train_gpt: per-rank skew over %d windows of %d steps:\n",
                    run.stragglers->windows(), options.straggler_every);
@@ -741,7 +861,10 @@ absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Commun
     run->stragglers.emplace(world.size(), straggler_options);
   }
   FSDP_RETURN_IF_ERROR(StartRun(*run));
-  FSDP_RETURN_IF_ERROR(RunSteps(*run, stop_signal));
+  if (absl::Status ran = RunSteps(*run, stop_signal); !ran.ok()) {
+    HandOver(*run);
+    return ran;
+  }
   FSDP_RETURN_IF_ERROR(FinishRun(*run));
   return std::move(run->summary);
 }

@@ -67,6 +67,7 @@ struct RunSummary {
   int64_t checkpoint_total_bytes = 0;  // of the last save, all ranks
   std::string last_checkpoint;
   std::string stop_reason;  // "" = ran to --steps
+  int stop_signal = 0;      // the signal the ranks stopped for, if one did
   // --val_data: the held-out loss at the start and after the last
   // evaluation; --sample_tokens: the last sample, decoded.
   double first_val_loss = 0.0;

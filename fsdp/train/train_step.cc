@@ -541,8 +541,12 @@ int64_t DataParallelTrainer::ModelOffset(int u) const {
 }
 
 absl::StatusOr<std::vector<StateRegion>> DataParallelTrainer::CheckpointSaveRegions() {
+  if (!saves_checkpoint_shard()) return std::vector<StateRegion>();
+  return CheckpointShardRegions();
+}
+
+absl::StatusOr<std::vector<StateRegion>> DataParallelTrainer::CheckpointShardRegions() {
   std::vector<StateRegion> regions;
-  if (!saves_checkpoint_shard()) return regions;
   for (int u = 0; u < num_units(); ++u) {
     FSDP_ASSIGN_OR_RETURN(std::vector<StateRegion> unit_regions,
                           units_[u]->SaveRegions(*optimizer_, ModelOffset(u)));

@@ -138,6 +138,8 @@ class DataParallelTrainer final : public CheckpointableState {
   // Every unit's save regions, in unit order; empty on ranks that do not
   // save. Call between steps.
   absl::StatusOr<std::vector<StateRegion>> CheckpointSaveRegions() override;
+  absl::StatusOr<std::vector<StateRegion>> CheckpointShardRegions() override;
+  int shard_rank() const override { return world_->rank() % plan_.shard_group_size(); }
   // Every unit's load regions. Call right after Create, fill every region,
   // then FinishCheckpointLoad.
   absl::StatusOr<std::vector<StateRegion>> CheckpointLoadRegions() override;

@@ -165,6 +165,55 @@ TEST_P(CollectiveGridTest, BroadcastFromSomeRoot) {
   }, GridOptions(), GridLoopback());
 }
 
+TEST_P(CollectiveGridTest, ShiftByOneAndByMinusTwo) {
+  const int n = world();
+  for (int distance : {1, -2}) {
+    if (n > 1 && ((distance % n) + n) % n == 0) continue;  // refused: tested below
+    RunOnRanks(
+        n,
+        [&](int rank, Communicator& comm) {
+          std::vector<std::byte> input = ExactInput(rank);
+          std::vector<std::byte> output = Bytes(count(), dtype());
+          ShiftOptions options;
+          options.input = absl::MakeConstSpan(input);
+          options.output = absl::MakeSpan(output);
+          options.distance = distance;
+          auto work = comm.Shift(options);
+          ASSERT_TRUE(work.ok()) << work.status();
+          ASSERT_TRUE((*work)->Wait(kTimeout).ok());
+          const int from = ((rank - distance) % n + n) % n;
+          size_t mismatches = 0;
+          for (size_t i = 0; i < count(); ++i) {
+            if (GetElement(dtype(), output, i) != ExactValue(from, i)) ++mismatches;
+          }
+          EXPECT_EQ(mismatches, 0u) << "rank " << rank << " distance " << distance;
+        },
+        GridOptions(), GridLoopback());
+  }
+}
+
+TEST(ShiftTest, BadBuffersAndDistancesAreRefused) {
+  RunOnRanks(
+      2,
+      [&](int rank, Communicator& comm) {
+        std::vector<std::byte> a(16), b(8);
+        ShiftOptions sizes;
+        sizes.input = absl::MakeConstSpan(a);
+        sizes.output = absl::MakeSpan(b);
+        auto refused = comm.Shift(sizes);
+        ASSERT_FALSE(refused.ok());
+        EXPECT_NE(refused.status().message().find("the same size"), std::string::npos);
+        ShiftOptions self;
+        self.input = absl::MakeConstSpan(a.data(), 8);
+        self.output = absl::MakeSpan(b);
+        self.distance = 2;
+        refused = comm.Shift(self);
+        ASSERT_FALSE(refused.ok());
+        EXPECT_NE(refused.status().message().find("send to itself"), std::string::npos);
+      },
+      GridOptions(), GridLoopback());
+}
+
 std::string GridName(const ::testing::TestParamInfo<GridParam>& info) {
   return absl::StrCat("n", std::get<0>(info.param), "_count", std::get<1>(info.param), "_",
                       DtypeName(std::get<2>(info.param)), "_",

@@ -5,6 +5,8 @@
 // same messages end to end.
 #include "comm/launcher/job_failure.h"
 
+#include <signal.h>
+
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -68,6 +70,15 @@ TEST(JobFailureTest, WithoutReportsAStoppedRankIsTheLikelyCause) {
 TEST(JobFailureTest, OtherwiseTheFirstRankToFail) {
   EXPECT_EQ(DescribeJobFailure(RankExited(1, 4), {}),
             "rank 1 exited with code 4 (the first rank to fail); the other ranks were stopped");
+}
+
+TEST(JobFailureTest, TheBlamedRankFollowsTheSameRule) {
+  EXPECT_EQ(BlamedRank(RankExited(2, 1), {Report(3, 0, "rank 3 is hung: x")}), 3);
+  JobFailure stopped = RankExited(0, 6);
+  stopped.stopped_at_failure.push_back({1, SIGSTOP});
+  EXPECT_EQ(BlamedRank(stopped, {}), 1);
+  EXPECT_EQ(BlamedRank(stopped, {Report(2, 0, "rank 2 died")}), 2);
+  EXPECT_EQ(BlamedRank(RankExited(1, 4), {}), 1);
 }
 
 }  // namespace

@@ -13,6 +13,12 @@
 //                      is hung, then exits CODE after 300 ms; the others sleep
 //   stop RANK CODE     rank RANK stops itself (SIGSTOP); rank 0 exits CODE
 //                      after 500 ms without a report; the others sleep
+//   elastic            for an elastic launch, by FSDP_RESTART_COUNT: in
+//                      attempt 0 the last rank kills itself (SIGKILL) after
+//                      300 ms; in attempt 1 rank 0 says a slot came back
+//                      (SIGUSR1 to the launcher) and every rank exits 75 on
+//                      the launcher's SIGUSR1; attempt 2 exits 0. Each
+//                      prints "attempt A world W"
 #include <signal.h>
 #include <unistd.h>
 
@@ -61,6 +67,27 @@ int main(int argc, char** argv) {
     std::printf("READY %d\n", getpid());
     std::fflush(stdout);
     SleepForever();
+    return 0;
+  }
+  if (mode == "elastic") {
+    const int attempt = std::atoi(Env("FSDP_RESTART_COUNT").c_str());
+    const int world = std::atoi(Env("WORLD_SIZE").c_str());
+    std::printf("attempt %d world %d\n", attempt, world);
+    std::fflush(stdout);
+    if (attempt == 0) {
+      if (rank == world - 1) {
+        usleep(300 * 1000);
+        raise(SIGKILL);
+      }
+      SleepForever();
+    } else if (attempt == 1) {
+      signal(SIGUSR1, [](int) { _exit(75); });
+      if (rank == 0) {
+        usleep(200 * 1000);
+        kill(getppid(), SIGUSR1);
+      }
+      SleepForever();
+    }
     return 0;
   }
   if (argc < 3) return 2;

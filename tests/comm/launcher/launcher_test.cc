@@ -122,6 +122,45 @@ TEST(Launch, UsedUpRestartsNameTheRankAndTheCause) {
   EXPECT_FALSE(Contains(result.out, "attempt 2")) << Describe(result);
 }
 
+TEST(Launch, AnElasticJobGoesOnWithoutAFailedRankAndGrowsBack) {
+  RankProcesses processes;
+  std::vector<std::string> args = {"--min_nproc", "2"};
+  for (const std::string& a : LaunchArgs(3, {"elastic"})) args.push_back(a);
+  processes.Start(RunfilePath(kLaunch), args, {});
+  ProcessResult result = processes.Wait(0, absl::Seconds(60));
+  EXPECT_EQ(result.exit_code, 0) << Describe(result);
+  for (const char* line :
+       {"[rank 2] attempt 0 world 3", "[rank 1] attempt 1 world 2", "[rank 2] attempt 2 world 3"}) {
+    EXPECT_TRUE(Contains(result.out, line)) << line << "\n" << Describe(result);
+  }
+  EXPECT_FALSE(Contains(result.out, "[rank 2] attempt 1")) << Describe(result);
+  EXPECT_TRUE(Contains(result.err, "going on without rank 2's slot: 2 ranks (--min_nproc=2)"))
+      << Describe(result);
+  EXPECT_TRUE(Contains(result.err, "for 1 slot that came back; going on with 3 ranks (from 2)"))
+      << Describe(result);
+}
+
+TEST(Launch, AnElasticJobAtItsMinimumStopsAndSaysWhy) {
+  RankProcesses processes;
+  std::vector<std::string> args = {"--min_nproc", "2"};
+  for (const std::string& a : LaunchArgs(2, {"signal", "1"})) args.push_back(a);
+  processes.Start(RunfilePath(kLaunch), args, {});
+  ProcessResult result = processes.Wait(0, absl::Seconds(30));
+  EXPECT_EQ(result.exit_code, 128 + SIGKILL) << Describe(result);
+  EXPECT_TRUE(Contains(result.err, "rank 1 was killed by signal 9")) << Describe(result);
+  EXPECT_TRUE(Contains(result.err, "(the job ran 2 ranks, --min_nproc=2: no rank to spare)"))
+      << Describe(result);
+
+  RankProcesses bad;
+  std::vector<std::string> bad_args = {"--min_nproc", "3"};
+  for (const std::string& a : LaunchArgs(2, {"print"})) bad_args.push_back(a);
+  bad.Start(RunfilePath(kLaunch), bad_args, {});
+  ProcessResult refused = bad.Wait(0, absl::Seconds(30));
+  EXPECT_NE(refused.exit_code, 0) << Describe(refused);
+  EXPECT_TRUE(Contains(refused.err, "--min_nproc=3 must be between 1 and --nproc=2"))
+      << Describe(refused);
+}
+
 TEST(Launch, RankKilledBySignalIsNamed) {
   RankProcesses processes;
   processes.Start(RunfilePath(kLaunch), LaunchArgs(2, {"signal", "0"}), {});

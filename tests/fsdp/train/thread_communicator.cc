@@ -16,7 +16,7 @@
 namespace fsdp_test {
 namespace {
 
-enum class Op { kAllGather, kReduceScatter, kAllReduce, kBroadcast, kBarrier, kSplit };
+enum class Op { kAllGather, kReduceScatter, kAllReduce, kBroadcast, kBarrier, kSplit, kShift };
 
 struct Group;
 
@@ -148,6 +148,12 @@ absl::Status Execute(Slot& slot, int n) {
     }
     case Op::kSplit:
       return absl::OkStatus();  // done by the caller, which knows the delay
+    case Op::kShift:
+      for (int r = 0; r < n; ++r) {
+        const Contribution& from = slot.ranks[((r - first.root) % n + n) % n];
+        std::memcpy(slot.ranks[r].output, from.input, from.input_bytes);
+      }
+      return absl::OkStatus();
     case Op::kAllReduce:
     case Op::kReduceScatter: {
       const size_t elem = comm::DtypeSize(first.dtype);
@@ -262,6 +268,13 @@ class ThreadCommunicator : public comm::Communicator {
     Contribution c{true, Op::kBroadcast, o.buffer.data(), o.buffer.size(), o.buffer.data(),
                    o.buffer.size()};
     c.root = o.root;
+    return Post(c);
+  }
+  // The distance travels in Contribution::root.
+  absl::StatusOr<comm::WorkHandle> Shift(const comm::ShiftOptions& o) override {
+    Contribution c{true,           Op::kShift,      o.input.data(),
+                   o.input.size(), o.output.data(), o.output.size()};
+    c.root = o.distance;
     return Post(c);
   }
   absl::StatusOr<comm::WorkHandle> Barrier() override {
