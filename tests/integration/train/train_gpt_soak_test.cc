@@ -114,8 +114,8 @@ TEST(SoakTest, RandomKillsStopsAndReturnsEndWithTheBitsOfARunWithoutFaults) {
   int last_fault_attempt = -1;
   const absl::Time deadline = absl::Now() + absl::Minutes(8);
   bool finished = false;
+  int status = 0;
   while (kills + stops < faults_wanted && absl::Now() < deadline) {
-    int status = 0;
     if (waitpid(pid, &status, WNOHANG) == pid) {
       finished = true;
       break;
@@ -152,7 +152,6 @@ TEST(SoakTest, RandomKillsStopsAndReturnsEndWithTheBitsOfARunWithoutFaults) {
     last_fault_attempt = attempt.number;
   }
   std::printf("%s\n", what.c_str());
-  int status = 0;
   if (!finished) {
     // Let it finish (growing back first if it can), bounded.
     const absl::Time end_by = absl::Now() + absl::Minutes(3);
