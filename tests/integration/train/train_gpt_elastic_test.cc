@@ -42,22 +42,7 @@ uint32_t TestSeed() {
   return seed != nullptr ? static_cast<uint32_t>(std::strtoul(seed, nullptr, 10)) : 37;
 }
 
-// 24 sequences a step: 2 x 3 x 4 ranks, 2 x 4 x 3, 2 x 6 x 2.
-std::vector<std::string> Flags() {
-  return {"--layers=2",
-          "--d_model=64",
-          "--heads=2",
-          "--vocab=64",
-          "--seq_len=32",
-          "--micro_batch=2",
-          "--accum=3",
-          "--nproc=4",
-          "--strategy=full_shard",
-          absl::StrCat("--steps=", kSteps),
-          "--warmup_steps=2",
-          "--threads=1",
-          "--seed=5"};
-}
+std::vector<std::string> Flags() { return ElasticJobFlags(kSteps); }
 
 // Flags() with checkpoints every 2 steps in `dir`.
 std::vector<std::string> Flags(const std::string& dir) {

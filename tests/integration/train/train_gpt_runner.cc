@@ -129,6 +129,13 @@ TrainGptRun RunTrainGptBinary(const std::string& binary, const std::string& run_
   return run;
 }
 
+std::vector<std::string> ElasticJobFlags(int steps) {
+  return {"--layers=2",        "--d_model=64",       "--heads=2",     "--vocab=64",
+          "--seq_len=32",      "--micro_batch=2",    "--accum=3",     "--nproc=4",
+          "--strategy=full_shard", absl::StrCat("--steps=", steps), "--warmup_steps=2",
+          "--threads=1",       "--seed=5"};
+}
+
 pid_t StartTrainGpt(const std::vector<std::string>& flags, const std::string& log) {
   std::vector<std::string> args = {TrainGptPath()};
   args.insert(args.end(), flags.begin(), flags.end());

@@ -47,6 +47,11 @@ TrainGptRun RunTrainGptBinary(const std::string& binary, const std::string& run_
 TrainGptRun RunTrainGptJob(const std::string& run_name, std::vector<std::string> base,
                            const std::vector<std::string>& extra, int steps);
 
+// The flags of the elastic and soak tests' job: the 2-layer GPT at 4
+// ranks, full_shard, 24 sequences a step (2 x 3 x 4 ranks, 2 x 4 x 3, 2 x 6
+// x 2: it splits over every size down to 2), `steps` steps.
+std::vector<std::string> ElasticJobFlags(int steps);
+
 // The path of another example binary beside train_gpt (a data dependency of
 // the test too), e.g. ExamplePath("tokenize").
 std::string ExamplePath(const std::string& name);

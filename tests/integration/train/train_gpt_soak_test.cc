@@ -44,20 +44,9 @@ std::string TmpDir() {
 }
 
 std::vector<std::string> Flags(int steps) {
-  return {"--layers=2",
-          "--d_model=64",
-          "--heads=2",
-          "--vocab=64",
-          "--seq_len=32",
-          "--micro_batch=2",
-          "--accum=3",
-          "--nproc=4",
-          "--strategy=full_shard",
-          absl::StrCat("--steps=", steps),
-          "--warmup_steps=2",
-          "--threads=1",
-          "--seed=5",
-          "--exact"};
+  std::vector<std::string> flags = ElasticJobFlags(steps);
+  flags.push_back("--exact");
+  return flags;
 }
 
 // The attempt the log is at: its number and world size, and where its
