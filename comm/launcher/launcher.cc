@@ -503,9 +503,16 @@ class Supervisor {
   void StopAll(int signal_number) {
     for (Rank& rank : ranks_) {
       if (!rank.running) continue;
+      // A stopped rank could act on SIGTERM only once continued, and would
+      // then wake in a job whose other ranks are gone: its transport's
+      // teardown finds messages and operations their failure left behind
+      // (UCX warns, or asserts in ucp_worker_destroy). Nothing it holds is
+      // needed (what it kept is also on its buddy), so it is killed.
+      if (signal_number == SIGTERM && rank.stopped) {
+        kill(rank.pid, SIGKILL);
+        continue;
+      }
       kill(rank.pid, signal_number);
-      // A stopped rank acts on SIGTERM only once continued.
-      if (signal_number == SIGTERM) kill(rank.pid, SIGCONT);
     }
   }
 
@@ -649,8 +656,7 @@ class Supervisor {
     failure.first_failed = r;
     failure.first_failure = absl::StrCat("rank ", r, " ", DescribeWaitStatus(status));
     failure.exit_code = ExitCodeOf(status);
-    // Ranks stopped at this moment (the stop sends SIGCONT, which clears
-    // Rank::stopped).
+    // Ranks stopped at this moment (the stop below kills them).
     for (int s = 0; s < static_cast<int>(ranks_.size()); ++s) {
       if (ranks_[s].running && ranks_[s].stopped) {
         failure.stopped_at_failure.push_back({s, ranks_[s].stop_signal});

@@ -187,7 +187,7 @@ TEST(Launch, ReportedRootCauseIsNamedRatherThanTheFirstRankToExit) {
 }
 
 // Without any report (hang detection off), a stopped rank is the suspect; and
-// the launcher still ends it (SIGTERM, then SIGCONT so that it acts on it).
+// the launcher still ends it (SIGKILL: stopped, it cannot act on SIGTERM).
 TEST(Launch, StoppedRankIsNamedAndStillEndedWhenAnotherFails) {
   RankProcesses processes;
   processes.Start(RunfilePath(kLaunch), LaunchArgs(3, {"stop", "2", "6"}), {});

@@ -73,7 +73,7 @@ TEST(TrainGptHang, StoppedRankIsNamedAsTheRootCauseWithinTheBound) {
   ASSERT_EQ(kill(rank3, SIGSTOP), 0);
 
   // The job must end by itself: the bound, the survivors' exit, the
-  // launcher's SIGTERM + SIGCONT to the stopped rank, slack for load.
+  // launcher's SIGKILL to the stopped rank, slack for load.
   const absl::Duration limit = absl::Seconds(kHangBoundS + 15);
   int status = 0;
   pid_t done = 0;
