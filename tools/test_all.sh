@@ -57,14 +57,11 @@ not_sanitized='//tests/integration/comm:store_attack_test + //tests/integration/
 #                              finish within the test's own 300 s (no race
 #                              reported); grid_world*_test runs the same
 #                              scenarios under TSan through the launcher
-#   train_gpt_soak_test        60 s of elastic jobs in the plain run: it repeats
-#                              the faults of train_gpt_elastic_test (which
-#                              runs under TSan) a dozen times
 # Their threads are the communicator's and the trainer's, which the training
 # runs kept here exercise.
 tsan_left_out="//tests/integration/train:train_gpt_checkpoint_test + \
 //tests/integration/train:train_gpt_precision_test + //tests/integration/train:train_gpt_text_test + \
-//tests/integration/engines:mpirun_test + //tests/integration/train:train_gpt_soak_test"
+//tests/integration/engines:mpirun_test"
 declare -A run_query=(
   [plain]="$all_tests"
   [asan]="($all_tests) except attr(tags, fuzz, tests(//...)) except ($not_sanitized)"
