@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "comm/launcher/handover_dir.h"
+#include "comm/launcher/job_failure.h"
 
 namespace comm {
 namespace {
@@ -17,14 +18,6 @@ void Log(std::FILE* log, const std::string& line) {
   if (log == nullptr) return;
   std::fprintf(log, "[launcher] %s\n", line.c_str());
   std::fflush(log);
-}
-
-// `failed` with `why` appended, its payloads (the exit code) kept.
-absl::Status WithReason(const absl::Status& failed, const std::string& why) {
-  absl::Status status(failed.code(), absl::StrCat(failed.message(), why));
-  failed.ForEachPayload(
-      [&](absl::string_view url, const absl::Cord& payload) { status.SetPayload(url, payload); });
-  return status;
 }
 
 }  // namespace
@@ -92,7 +85,7 @@ absl::StatusOr<int> LaunchElastic(const LaunchOptions& options, const ElasticOpt
                             " of ", elastic.max_restarts, ")"));
       continue;
     }
-    return WithReason(
+    return WithMessageSuffix(
         result.status(),
         absl::StrCat(" (the job ran ", world, " ranks, --min_nproc=", elastic.min_nproc,
                      ": no rank to spare",

@@ -50,6 +50,13 @@ std::string DescribeJobFailure(const JobFailure& failure,
                       " (the first rank to fail); the other ranks were stopped");
 }
 
+absl::Status WithMessageSuffix(const absl::Status& failed, absl::string_view suffix) {
+  absl::Status status(failed.code(), absl::StrCat(failed.message(), suffix));
+  failed.ForEachPayload(
+      [&](absl::string_view url, const absl::Cord& payload) { status.SetPayload(url, payload); });
+  return status;
+}
+
 int BlamedRank(const JobFailure& failure, const std::vector<FailureReport>& reports) {
   int culprit = -1;
   if (!RootCause(reports, &culprit).empty() && culprit >= 0) return culprit;

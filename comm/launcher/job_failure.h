@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "comm/launcher/failure_report.h"
 
 namespace comm {
@@ -44,6 +46,11 @@ std::string RootCause(const std::vector<FailureReport>& reports, int* culprit);
 // The job's error message, by the rule above.
 std::string DescribeJobFailure(const JobFailure& failure,
                                const std::vector<FailureReport>& reports);
+
+// `failed` with `suffix` appended to its message, its code and payloads
+// (the launcher's exit code and blamed rank) kept: how a restart or an
+// elastic job says why it could not go on.
+absl::Status WithMessageSuffix(const absl::Status& failed, absl::string_view suffix);
 
 // The rank that rule blames: the reported culprit, else the first rank seen
 // stopped, else the first to fail. An elastic job goes on without it

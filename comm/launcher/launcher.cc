@@ -477,11 +477,7 @@ class Supervisor {
       ForwardWhatArrives(absl::Milliseconds(50));
       const bool any_running = ReapRanks();
       if (end_.slots_back > 0 && !stopping_ && absl::Now() >= next_grow_signal_) {
-        // Again: a rank still starting up ignored the last one.
-        for (Rank& rank : ranks_) {
-          if (rank.running) kill(rank.pid, SIGUSR1);
-        }
-        next_grow_signal_ = absl::Now() + kGrowSignalRepeat;
+        SignalToGrow();  // again: a rank still starting up ignored the last one
       }
       if (stopping_ && any_running && absl::Now() >= kill_deadline_) {
         StopAll(SIGKILL);
@@ -595,6 +591,11 @@ class Supervisor {
     std::fprintf(stderr,
                  "[launcher] a slot came back (SIGUSR1): every rank stops at its next "
                  "step boundary and the job goes on with it\n");
+    SignalToGrow();
+  }
+
+  // SIGUSR1 to every running rank, due again kGrowSignalRepeat from now.
+  void SignalToGrow() {
     for (Rank& rank : ranks_) {
       if (rank.running) kill(rank.pid, SIGUSR1);
     }

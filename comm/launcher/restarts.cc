@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "comm/launcher/handover_dir.h"
+#include "comm/launcher/job_failure.h"
 
 namespace comm {
 
@@ -44,14 +45,10 @@ absl::StatusOr<int> LaunchWithRestarts(const LaunchOptions& options, int max_res
     if (result.ok() || !absl::IsAborted(result.status())) return result;
     if (attempt >= max_restarts) {
       if (max_restarts == 0) return result;
-      absl::Status used_up(result.status().code(),
-                           absl::StrCat(result.status().message(), " (after ", max_restarts,
-                                        max_restarts == 1 ? " restart)" : " restarts)"));
-      // Keep the payloads: JobExitCode reads the failed rank's exit code there.
-      result.status().ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
-        used_up.SetPayload(url, payload);
-      });
-      return used_up;
+      // The payloads stay: JobExitCode reads the failed rank's exit code there.
+      return WithMessageSuffix(
+          result.status(),
+          absl::StrCat(" (after ", max_restarts, max_restarts == 1 ? " restart)" : " restarts)"));
     }
     if (log != nullptr) {
       std::fprintf(log,

@@ -7,10 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -18,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "base/posix_file.h"
 #include "base/status_macros.h"
 #include "fsdp/checkpoint/checkpoint.h"
 #include "fsdp/checkpoint/checkpoint_dir.h"
@@ -56,14 +55,6 @@ std::vector<std::string> ListDir(const std::string& dir) {
   return names;
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::stringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
 // One generation as the survivors left it: the manifest and, per shard,
 // the directory holding a whole copy and its entry.
 struct Generation {
@@ -81,13 +72,13 @@ Generation ReadGeneration(int64_t step, const std::string& path) {
     if (!absl::StartsWith(from, kFromPrefix)) continue;
     const std::string dir = JoinPath(path, from);
     if (!generation.manifest.has_value()) {
-      absl::StatusOr<std::string> base = ReadFile(JoinPath(dir, kManifestBase));
+      absl::StatusOr<std::string> base = base::ReadWholeFile(JoinPath(dir, kManifestBase));
       proto::CheckpointManifest manifest;
       if (base.ok() && manifest.ParseFromString(*base)) generation.manifest = std::move(manifest);
     }
     for (const std::string& name : ListDir(dir)) {
       if (!absl::EndsWith(name, kEntrySuffix)) continue;
-      absl::StatusOr<std::string> bytes = ReadFile(JoinPath(dir, name));
+      absl::StatusOr<std::string> bytes = base::ReadWholeFile(JoinPath(dir, name));
       proto::ShardFile entry;
       if (!bytes.ok() || !entry.ParseFromString(*bytes)) continue;
       const int shard_rank = entry.rank();  // before the move below

@@ -96,7 +96,17 @@ absl::Status MemorySnapshots::Take(int64_t step, proto::CheckpointManifest manif
 
   const absl::Time copy_start = absl::Now();
   FSDP_ASSIGN_OR_RETURN(std::vector<StateRegion> regions, state_.CheckpointShardRegions());
-  if (LayoutOf(regions).size() != own_layout_.size()) {
+  // The copy is sized for the layout seen at creation: anything else would
+  // write past it.
+  const std::vector<proto::Extent> layout = LayoutOf(regions);
+  const bool same_layout = layout.size() == own_layout_.size() &&
+                           std::equal(layout.begin(), layout.end(), own_layout_.begin(),
+                                      [](const proto::Extent& a, const proto::Extent& b) {
+                                        return a.state() == b.state() &&
+                                               a.model_offset() == b.model_offset() &&
+                                               a.numel() == b.numel();
+                                      });
+  if (!same_layout) {
     return absl::InternalError("memory snapshot: the shard's layout changed since it was created");
   }
   float* out = generation.own.data();
