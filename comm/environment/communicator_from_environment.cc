@@ -7,13 +7,17 @@
 // CreateOverTransport (unit tests over the loopback fake) does not link UCX.
 // World size 1 needs no network: the UCX transport handles a world of one
 // without UCX or MASTER_ADDR/MASTER_PORT.
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "comm/communicator.h"
 #include "comm/communicator_impl.h"
+#include "comm/fault_injection.h"
 #include "comm/launcher/failure_report.h"
 #include "comm/progress_engine.h"
 #include "comm/rendezvous/job_env.h"
@@ -56,6 +60,23 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::CreateFromEnvironmen
     return absl::Status(transport.status().code(),
                         absl::StrCat("CreateFromEnvironment: ", DescribeJobEnv(*env), ": ",
                                      transport.status().message()));
+  }
+  // FSDP_FAULTS: seeded faults around the transport (comm/fault_injection.h).
+  if (const char* spec = std::getenv(kFaultsEnv); spec != nullptr && *spec != '\0') {
+    absl::StatusOr<FaultPlan> plan = ParseFaultPlan(spec);
+    if (!plan.ok()) return plan.status();
+    int attempt = 0;
+    if (const char* count = std::getenv("FSDP_RESTART_COUNT"); count != nullptr) {
+      (void)absl::SimpleAtoi(count, &attempt);
+    }
+    if (FaultsApply(*plan, attempt)) {
+      if (env->rank == 0) {
+        std::fprintf(stderr, "fault injection (%s): %s\n", kFaultsEnv,
+                     DescribeFaultPlan(*plan).c_str());
+      }
+      transport = WithInjectedFaults(std::move(*transport), *plan);
+      if (!transport.ok()) return transport.status();
+    }
   }
   absl::Status valid = CheckTransportAndOptions(transport->get(), options);
   if (!valid.ok()) {
