@@ -42,6 +42,7 @@
 #include "fsdp/checkpoint/handover.h"
 #include "fsdp/checkpoint/model_export.h"
 #include "fsdp/checkpoint/safetensors.h"
+#include "fsdp/nn/model.h"
 #include "fsdp/plan/strategy.h"
 #include "fsdp/report/budget.h"
 #include "fsdp/report/byte_size.h"
@@ -189,7 +190,8 @@ ABSL_FLAG(std::string, mem_budget, "",
 ABSL_FLAG(std::string, val_data, "",
           "llm.c token file of held-out text (tokenize writes PREFIX_val.bin): validation loss "
           "before the first step, every --val_every steps and after the last");
-ABSL_FLAG(int, val_every, kDefaults.val_every, "evaluate --val_data every N steps; 0 = at the "
+ABSL_FLAG(int, val_every, kDefaults.val_every,
+          "evaluate --val_data every N steps; 0 = at the "
           "start and the end only");
 ABSL_FLAG(int, val_batches, kDefaults.val_batches,
           "global batches of held-out sequences per evaluation (same for any --nproc)");
@@ -233,8 +235,9 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   std::string precision = absl::GetFlag(FLAGS_precision);
   if (absl::GetFlag(FLAGS_mixed_precision)) {
     if (!comm::IsLaunchedRank()) {
-      std::fprintf(stderr, "train_gpt: --mixed_precision is an alias of --precision=bf16 (bf16 "
-                           "parameters and gradients, fp32 master and optimizer state)\n");
+      std::fprintf(stderr,
+                   "train_gpt: --mixed_precision is an alias of --precision=bf16 (bf16 "
+                   "parameters and gradients, fp32 master and optimizer state)\n");
     }
     precision = "bf16";
   }
@@ -255,9 +258,9 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   o.rope_theta = static_cast<float>(absl::GetFlag(FLAGS_rope_theta));
   o.norm_eps = static_cast<float>(absl::GetFlag(FLAGS_norm_eps));
   o.tie_embeddings = absl::GetFlag(FLAGS_tie_embeddings);
-  FSDP_ASSIGN_OR_RETURN(o.activation_checkpointing,
-                        fsdp::ParseActivationCheckpointing(
-                            absl::GetFlag(FLAGS_activation_checkpointing), o.layers));
+  FSDP_ASSIGN_OR_RETURN(
+      o.activation_checkpointing,
+      fsdp::ParseActivationCheckpointing(absl::GetFlag(FLAGS_activation_checkpointing), o.layers));
   o.micro_batch = absl::GetFlag(FLAGS_micro_batch);
   o.accum = absl::GetFlag(FLAGS_accum);
   o.steps = absl::GetFlag(FLAGS_steps);
@@ -272,8 +275,8 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   } else if (decay == "constant") {
     o.lr_decay = fsdp::LrDecay::kConstant;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--lr_decay='", decay, "' is not one of: cosine, linear, constant"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lr_decay='", decay, "' is not one of: cosine, linear, constant"));
   }
   o.lr_reference_batch = absl::GetFlag(FLAGS_lr_reference_batch);
   o.weight_decay = static_cast<float>(absl::GetFlag(FLAGS_weight_decay));
@@ -353,7 +356,8 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
         fits = fsdp::checkpoint::CheckSafetensorsFitsModel(*reader,
                                                            fsdp::checkpoint::ModelTensors(plan));
       }
-      if (!fits.ok()) return absl::Status(fits.code(), absl::StrCat("--init_from: ", fits.message()));
+      if (!fits.ok())
+        return absl::Status(fits.code(), absl::StrCat("--init_from: ", fits.message()));
     }
     if (!choice.path.empty()) {
       FSDP_ASSIGN_OR_RETURN(fsdp::proto::CheckpointManifest manifest,
@@ -368,9 +372,9 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
   }
   if (const std::string budget = absl::GetFlag(FLAGS_mem_budget); !budget.empty()) {
     if (o.model != kDefaults.model) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--mem_budget predicts the GPT's memory only so far, not --model=", o.model,
-          "; drop --mem_budget"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--mem_budget predicts the GPT's memory only so far, not --model=", o.model,
+                       "; drop --mem_budget"));
     }
     FSDP_ASSIGN_OR_RETURN(o.mem_budget_bytes, fsdp::report::ParseByteSize(budget));
     FSDP_RETURN_IF_ERROR(fsdp::report::CheckTrainingFitsBudget(o, o.mem_budget_bytes));
@@ -402,6 +406,38 @@ constexpr char kPerturbPlanRankEnv[] = "TRAIN_GPT_TEST_PERTURB_PLAN_RANK";
 // data loader), so the others wait for it.
 constexpr char kSlowDataRankEnv[] = "TRAIN_GPT_TEST_SLOW_DATA_RANK";
 constexpr char kSlowDataMsEnv[] = "TRAIN_GPT_TEST_SLOW_DATA_MS";
+// And "RANK:UNIT:MS": that rank's model sleeps MS milliseconds in each
+// forward of model unit UNIT (slow compute in one unit).
+constexpr char kSlowUnitEnv[] = "TRAIN_GPT_TEST_SLOW_UNIT";
+
+// The model with one unit's forward slowed.
+class SlowUnitModel : public fsdp::Model {
+ public:
+  SlowUnitModel(std::unique_ptr<fsdp::Model> inner, int unit, absl::Duration delay)
+      : inner_(std::move(inner)), unit_(unit), delay_(delay) {}
+  const std::vector<fsdp::UnitSpec>& units() const override { return inner_->units(); }
+  void InitUnitParams(int unit, absl::Span<float> params, uint64_t seed) const override {
+    inner_->InitUnitParams(unit, params, seed);
+  }
+  comm::Dtype param_dtype() const override { return inner_->param_dtype(); }
+  bool per_sequence_products() const override { return inner_->per_sequence_products(); }
+  absl::Span<const float> sequence_losses() const override { return inner_->sequence_losses(); }
+  absl::Status ForwardUnit(int unit, fsdp::ConstDtypeSpan params,
+                           const fsdp::Batch& batch) override {
+    if (unit == unit_) absl::SleepFor(delay_);
+    return inner_->ForwardUnit(unit, params, batch);
+  }
+  float loss() const override { return inner_->loss(); }
+  absl::Status BackwardUnit(int unit, fsdp::ConstDtypeSpan params, fsdp::UnitGrads grads,
+                            float loss_scale, fsdp::GradWrite write) override {
+    return inner_->BackwardUnit(unit, params, grads, loss_scale, write);
+  }
+
+ private:
+  std::unique_ptr<fsdp::Model> inner_;
+  int unit_;
+  absl::Duration delay_;
+};
 #endif
 
 // Set by SIGTERM / SIGINT in a rank: RunTraining saves a checkpoint at the
@@ -498,6 +534,15 @@ absl::StatusOr<int> RunRank(fsdp::TrainOptions options) {
     const char* ms = std::getenv(kSlowDataMsEnv);
     const absl::Duration delay = absl::Milliseconds(ms != nullptr ? std::atoi(ms) : 20);
     hooks.after_batches = [delay](int) { absl::SleepFor(delay); };
+  }
+  if (const char* slow = std::getenv(kSlowUnitEnv); slow != nullptr) {
+    int rank = -1, unit = -1, ms = 0;
+    if (std::sscanf(slow, "%d:%d:%d", &rank, &unit, &ms) == 3 && rank == world->rank()) {
+      hooks.wrap_model = [unit, ms](std::unique_ptr<fsdp::Model> model) {
+        return std::unique_ptr<fsdp::Model>(
+            new SlowUnitModel(std::move(model), unit, absl::Milliseconds(ms)));
+      };
+    }
   }
 #endif
   FSDP_ASSIGN_OR_RETURN(fsdp::RunSummary summary,

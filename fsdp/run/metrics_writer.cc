@@ -18,8 +18,8 @@ std::string StepMetricsJson(const StepMetrics& m) {
       "{\"step\":%d,\"loss\":%.9g,\"lr\":%.9g,\"tokens_per_s\":%.6g,\"peak_bytes\":%d,"
       "\"comm_wait_s\":%.6g,\"matmul_s\":%.6g,\"matmul_flops\":%.6g,\"page_faults\":%d,"
       "\"tokens\":%d%s%s%s}",
-      m.step, m.loss, m.lr, m.tokens_per_s, m.peak_bytes, m.comm_wait_s, m.matmul_s,
-      m.matmul_flops, m.page_faults, m.tokens,
+      m.step, m.loss, m.lr, m.tokens_per_s, m.peak_bytes, m.comm_wait_s, m.matmul_s, m.matmul_flops,
+      m.page_faults, m.tokens,
       m.has_val_loss ? absl::StrFormat(",\"val_loss\":%.9g", m.val_loss) : "",
       m.has_noise_scale ? absl::StrFormat(",\"gradient_noise_scale\":%.6g,\"noise_batch\":%d",
                                           m.noise_scale, m.noise_batch)
@@ -28,13 +28,15 @@ std::string StepMetricsJson(const StepMetrics& m) {
           ? absl::StrFormat(",\"straggler_rank\":%d,\"straggler_phase\":%s,"
                             "\"straggler_vs_fastest\":%.4g,\"straggler_vs_own_best\":%.4g",
                             m.straggler_rank, nlohmann::json(m.straggler_phase).dump(),
-                            m.straggler_vs_fastest, m.straggler_vs_own_best)
+                            m.straggler_vs_fastest, m.straggler_vs_own_best) +
+                (m.straggler_unit.empty() ? std::string()
+                                          : absl::StrCat(",\"straggler_unit\":",
+                                                         nlohmann::json(m.straggler_unit).dump()))
           : "");
 }
 
 std::string ValMetricsJson(int step, int64_t tokens, double val_loss) {
-  return absl::StrFormat("{\"step\":%d,\"tokens\":%d,\"val_loss\":%.9g}", step, tokens,
-                         val_loss);
+  return absl::StrFormat("{\"step\":%d,\"tokens\":%d,\"val_loss\":%.9g}", step, tokens, val_loss);
 }
 
 std::string FinalMetricsJson(const FinalMetrics& m) {
@@ -43,9 +45,9 @@ std::string FinalMetricsJson(const FinalMetrics& m) {
       "\"strategy\":\"%s\",\"tokens_per_s\":%.6g,\"comm_wait_share\":%.6g,"
       "\"matmul_share\":%.6g,\"matmul_gflops\":%.6g,\"peak_bytes\":%d,"
       "\"matmul_backend\":%s,\"matmul_kernels\":%s%s%s}",
-      m.steps, m.loss, m.param_sha256, m.world_size, m.strategy, m.tokens_per_s,
-      m.comm_wait_share, m.matmul_share, m.matmul_gflops, m.peak_bytes,
-      nlohmann::json(m.matmul_backend).dump(), nlohmann::json(m.matmul_kernels).dump(),
+      m.steps, m.loss, m.param_sha256, m.world_size, m.strategy, m.tokens_per_s, m.comm_wait_share,
+      m.matmul_share, m.matmul_gflops, m.peak_bytes, nlohmann::json(m.matmul_backend).dump(),
+      nlohmann::json(m.matmul_kernels).dump(),
       m.has_noise_scale
           ? absl::StrFormat(",\"gradient_noise_scale\":%.6g,\"gradient_noise_scale_stderr\":%.6g,"
                             "\"noise_steps\":%d,\"noise_batch\":%d",
@@ -61,8 +63,8 @@ std::string ResumedMetricsJson(int step) {
 
 absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::Open(const std::string& path,
                                                                    Mode mode) {
-  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
-                    (mode == Mode::kContinue ? O_APPEND : O_TRUNC);
+  const int flags =
+      O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (mode == Mode::kContinue ? O_APPEND : O_TRUNC);
   const int fd = open(path.c_str(), flags, 0644);
   if (fd < 0) {
     const int error = errno;
@@ -75,8 +77,8 @@ absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::Open(const std::st
   if (file == nullptr) {
     const int error = errno;
     close(fd);
-    return absl::InternalError(absl::StrCat("cannot open --metrics_out file '", path,
-                                            "': ", std::strerror(error)));
+    return absl::InternalError(
+        absl::StrCat("cannot open --metrics_out file '", path, "': ", std::strerror(error)));
   }
   return std::unique_ptr<MetricsWriter>(new MetricsWriter(path, file));
 }

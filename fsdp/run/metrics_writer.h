@@ -7,7 +7,8 @@
 //
 // plus, at a step where a straggler is named (fsdp/run/straggler_report.h),
 // "straggler_rank", "straggler_phase", "straggler_vs_fastest" and
-// "straggler_vs_own_best"; a run resumed from a checkpoint (or restarted) appends, after a line
+// "straggler_vs_own_best" (and "straggler_unit" for compute); a run
+// resumed from a checkpoint (or restarted) appends, after a line
 //
 //   {"step":10,"resumed":true}
 //
@@ -61,6 +62,9 @@ struct StepMetrics {
   std::string straggler_phase;
   double straggler_vs_fastest = 0;
   double straggler_vs_own_best = 0;
+  // For a compute straggler whose units were timed: the plan unit it is
+  // slowest in, "straggler_unit":"block2" ("" leaves the field out).
+  std::string straggler_unit;
 };
 
 // A validation-only line (the evaluation before the first step):

@@ -41,12 +41,19 @@ struct RankPhases {
   double data_s = 0;       // fetching the step's batches
   double comm_wait_s = 0;  // blocked in collectives
   double optimizer_s = 0;  // the optimizer step on this rank's shard
+  // Of compute_s, the time in each unit's forward and backward math, by
+  // plan unit (empty: not measured). What is left of compute_s is the step's
+  // other work (loss, gradient norms, the reductions' kernels).
+  std::vector<double> unit_compute_s;
   double busy_s() const { return compute_s + data_s + optimizer_s; }
 };
 
 struct Straggler {
   int rank = -1;
-  std::string phase;         // "compute", "data" or "optimizer"
+  std::string phase;  // "compute", "data" or "optimizer"
+  // For "compute": the plan unit in which it exceeds the fastest rank's same
+  // unit by the most, when units were timed; else -1.
+  int unit = -1;
   double vs_fastest = 1.0;   // its busy time / the least busy rank's
   double vs_own_best = 1.0;  // its busy time / its own least busy window's
 };
@@ -72,9 +79,10 @@ class StragglerDetector {
   std::optional<Straggler> AddWindow(const std::vector<RankPhases>& per_rank);
 
   // The per-rank skew over every window so far, one line per rank:
-  //   "rank 2: busy 31.2 ms/step (1.45x the fastest), compute 28.1 ms, data
-  //    1.1 ms, optimizer 2.0 ms, comm wait 2.0 ms; named the straggler in 4
-  //    of 6 windows"
+  //   "rank 2: busy 31.2 ms/step (1.45x the fastest), compute 28.1 ms (the
+  //    most over the fastest rank in unit 3: +8.9 ms), data 1.1 ms, optimizer
+  //    2.0 ms, comm wait 2.0 ms; named the straggler in 4 of 6 windows"
+  // (the unit part when units were timed and the rank is not the fastest).
   std::vector<std::string> SkewLines() const;
 
   int windows() const { return windows_; }
@@ -83,11 +91,11 @@ class StragglerDetector {
   int world_size_;
   StragglerOptions options_;
   int windows_ = 0;
-  std::vector<RankPhases> total_;      // summed over windows
-  std::vector<double> best_busy_s_;    // least busy window per rank
+  std::vector<RankPhases> total_;    // summed over windows
+  std::vector<double> best_busy_s_;  // least busy window per rank
   std::vector<int> times_named_;
-  int candidate_ = -1;                 // the last window's slow rank, if over threshold
-  int candidate_run_ = 0;              // windows in a row it was
+  int candidate_ = -1;     // the last window's slow rank, if over threshold
+  int candidate_run_ = 0;  // windows in a row it was
 };
 
 }  // namespace fsdp

@@ -339,8 +339,8 @@ struct StepRecord {
 // The engine, the model, the trainer, the data and the schedule; the metrics
 // file opened and the run's header printed. No step taken, nothing loaded.
 absl::StatusOr<std::unique_ptr<TrainingRun>> BuildRun(const TrainOptions& options,
-                                                      comm::Communicator& world,
-                                                      std::FILE* log) {
+                                                      comm::Communicator& world, std::FILE* log,
+                                                      const RunHooks& hooks) {
   FSDP_RETURN_IF_ERROR(ValidateTrainOptions(options));
   if (world.size() != options.nproc) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -366,6 +366,7 @@ absl::StatusOr<std::unique_ptr<TrainingRun>> BuildRun(const TrainOptions& option
 
   FSDP_ASSIGN_OR_RETURN(const ModelFactory* factory, FindModel(options.model));
   FSDP_ASSIGN_OR_RETURN(run->model, factory->create(options, &run->tracker));
+  if (hooks.wrap_model) run->model = hooks.wrap_model(std::move(run->model));
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<UnitOptimizer> optimizer,
                         MakeUnitOptimizer(options.optimizer, options.weight_decay));
   FSDP_ASSIGN_OR_RETURN(run->trainer,
@@ -546,39 +547,55 @@ absl::Status ExchangePhases(TrainingRun& run, StepRecord& record) {
   run.window.optimizer_s += absl::ToDoubleSeconds(result.optimizer_time);
   run.window.compute_s +=
       absl::ToDoubleSeconds(result.step_time - result.comm_wait - result.optimizer_time);
+  run.window.unit_compute_s.resize(result.unit_compute.size(), 0.0);
+  for (size_t u = 0; u < result.unit_compute.size(); ++u) {
+    run.window.unit_compute_s[u] += absl::ToDoubleSeconds(result.unit_compute[u]);
+  }
   if (++run.window_steps < run.options.straggler_every) return absl::OkStatus();
-  const double mine[4] = {run.window.compute_s / run.window_steps,
-                          run.window.data_s / run.window_steps,
-                          run.window.comm_wait_s / run.window_steps,
-                          run.window.optimizer_s / run.window_steps};
+  // Per step: compute, data, comm wait, optimizer, then each unit's compute.
+  std::vector<double> mine = {run.window.compute_s, run.window.data_s, run.window.comm_wait_s,
+                              run.window.optimizer_s};
+  mine.insert(mine.end(), run.window.unit_compute_s.begin(), run.window.unit_compute_s.end());
+  for (double& seconds : mine) seconds /= run.window_steps;
   run.window = RankPhases();
   run.window_steps = 0;
+  const size_t bytes = mine.size() * sizeof(double);
   FSDP_ASSIGN_OR_RETURN(
       std::vector<std::string> blobs,
-      AllGatherBlobs(run.world,
-                     absl::string_view(reinterpret_cast<const char*>(mine), sizeof(mine)),
+      AllGatherBlobs(run.world, absl::string_view(reinterpret_cast<const char*>(mine.data()), bytes),
                      run.options.comm_timeout, "straggler phase exchange"));
   std::vector<RankPhases> per_rank(blobs.size());
   for (size_t r = 0; r < blobs.size(); ++r) {
-    if (blobs[r].size() != sizeof(mine)) {
+    if (blobs[r].size() != bytes) {
       return absl::InternalError(absl::StrCat("straggler phase exchange: rank ", r, " sent ",
-                                              blobs[r].size(), " bytes, expected ",
-                                              sizeof(mine)));
+                                              blobs[r].size(), " bytes, expected ", bytes));
     }
-    double theirs[4];
-    std::memcpy(theirs, blobs[r].data(), sizeof(theirs));
-    per_rank[r] = RankPhases{theirs[0], theirs[1], theirs[2], theirs[3]};
+    std::vector<double> theirs(mine.size());
+    std::memcpy(theirs.data(), blobs[r].data(), bytes);
+    per_rank[r] = RankPhases{theirs[0], theirs[1], theirs[2], theirs[3],
+                             std::vector<double>(theirs.begin() + 4, theirs.end())};
   }
   record.straggler = run.stragglers->AddWindow(per_rank);
   return absl::OkStatus();
 }
 
-// " | straggler rank 2 (data, 1.45x the fastest, 1.30x its best)", or "".
-std::string StragglerNote(const std::optional<Straggler>& straggler) {
+// The plan unit's name ("block2"), or "" for none.
+std::string UnitName(const TrainingRun& run, int unit) {
+  const proto::ShardPlan& plan = run.trainer->plan();
+  return unit >= 0 && unit < plan.units_size() ? plan.units(unit).name() : "";
+}
+
+// " | straggler rank 2 (data, 1.45x the fastest, 1.30x its best)", or
+// "(compute in unit 3 (block2), ...)", or "".
+std::string StragglerNote(const TrainingRun& run, const std::optional<Straggler>& straggler) {
   if (!straggler.has_value()) return "";
+  const std::string where =
+      straggler->unit >= 0
+          ? absl::StrCat(straggler->phase, " in unit ", straggler->unit, " (",
+                         UnitName(run, straggler->unit), ")")
+          : straggler->phase;
   return absl::StrFormat(" | straggler rank %d (%s, %.2fx the fastest, %.2fx its best)",
-                         straggler->rank, straggler->phase, straggler->vs_fastest,
-                         straggler->vs_own_best);
+                         straggler->rank, where, straggler->vs_fastest, straggler->vs_own_best);
 }
 
 // The step's progress line (rank 0) and metrics line.
@@ -608,7 +625,7 @@ absl::Status ReportStep(TrainingRun& run, const StepRecord& record) {
                                              *record.noise_scale, result.noise_norms.big_batch)
                                  .c_str()
                            : "",
-                 StragglerNote(record.straggler).c_str(),
+                 StragglerNote(run, record.straggler).c_str(),
                  result.passes > 1 ? " | computed twice (exact sums overflowed)" : "");
     std::fflush(run.log);
   }
@@ -635,6 +652,7 @@ absl::Status ReportStep(TrainingRun& run, const StepRecord& record) {
     m.straggler_phase = record.straggler->phase;
     m.straggler_vs_fastest = record.straggler->vs_fastest;
     m.straggler_vs_own_best = record.straggler->vs_own_best;
+    m.straggler_unit = UnitName(run, record.straggler->unit);
   }
   return run.metrics->WriteLine(StepMetricsJson(m));
 }
@@ -853,7 +871,7 @@ absl::Status FinishRun(TrainingRun& run) {
 absl::StatusOr<RunSummary> RunTraining(const TrainOptions& options, comm::Communicator& world,
                                        std::FILE* log, const std::atomic<int>* stop_signal,
                                        const RunHooks& hooks) {
-  FSDP_ASSIGN_OR_RETURN(std::unique_ptr<TrainingRun> run, BuildRun(options, world, log));
+  FSDP_ASSIGN_OR_RETURN(std::unique_ptr<TrainingRun> run, BuildRun(options, world, log, hooks));
   run->hooks = hooks;
   if (options.straggler_every > 0 && world.size() > 1) {
     StragglerOptions straggler_options;

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "comm/communicator.h"
 #include "fsdp/memory/memory_tracker.h"
+#include "fsdp/nn/model.h"
 #include "fsdp/optim/gradient_noise_scale.h"
 #include "fsdp/run/train_options.h"
 #include "fsdp/train/train_step.h"
@@ -97,8 +99,11 @@ absl::StatusOr<std::string> TrainingPlanText(const TrainOptions& options);
 // training thread right after the step's batches are fetched and is timed as
 // part of the data phase (train_gpt's test build delays one rank there to
 // test straggler reports, fsdp/run/straggler_report.h).
+// wrap_model(model) returns the model the run trains: `model` itself or a
+// decorator of it (the test build slows one unit's compute on one rank).
 struct RunHooks {
   std::function<void(int step)> after_batches;
+  std::function<std::unique_ptr<Model>(std::unique_ptr<Model>)> wrap_model;
 };
 
 // Runs options.steps optimizer steps on this rank, from step 0 or from a

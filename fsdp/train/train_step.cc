@@ -190,6 +190,7 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
     FSDP_RETURN_IF_ERROR(CheckExactContributionCount(global_tokens));
   }
   clock_.Reset();
+  unit_compute_.assign(units_.size(), absl::ZeroDuration());
   // From the second step on, every buffer comes from the tracker's cache.
   tracker_->BeginStep();
 
@@ -286,6 +287,7 @@ absl::StatusOr<StepResult> DataParallelTrainer::Step(absl::Span<const Batch> mic
   result.step_time = absl::Now() - start;
   result.comm_wait = clock_.total();
   result.optimizer_time = optimizer_time;
+  result.unit_compute = unit_compute_;
   result.noise_norms = noise_norms;
   result.passes = passes;
   return result;
@@ -386,11 +388,13 @@ absl::Status DataParallelTrainer::ForwardUnit(int u, const Batch& batch) {
   FSDP_RETURN_IF_ERROR(Prefetch(u, +1));
   NoteWorkingBuffers();
   FSDP_ASSIGN_OR_RETURN(const ConstDtypeSpan params, unit.UnshardedParams());
+  const absl::Time compute_start = absl::Now();
   for (const proto::SourceUnit& source : unit.plan().source_units()) {
     FSDP_RETURN_IF_ERROR(model_->ForwardUnit(source.model_unit_index(),
                                              params.subspan(source.offset(), source.numel()),
                                              batch));
   }
+  unit_compute_[u] += absl::Now() - compute_start;
   // The last unit's backward comes next: keep it gathered.
   if (runtime_.shard_params && u + 1 < num_units()) FSDP_RETURN_IF_ERROR(unit.Reshard());
   return absl::OkStatus();
@@ -405,6 +409,7 @@ absl::Status DataParallelTrainer::BackwardUnit(int u, float loss_scale) {
   NoteWorkingBuffers();
   FSDP_ASSIGN_OR_RETURN(const ConstDtypeSpan params, unit.UnshardedParams());
   const auto& sources = unit.plan().source_units();
+  const absl::Time compute_start = absl::Now();
   for (int s = sources.size() - 1; s >= 0; --s) {
     const proto::SourceUnit& source = sources[s];
     const absl::Span<float> scratch =
@@ -417,6 +422,7 @@ absl::Status DataParallelTrainer::BackwardUnit(int u, float loss_scale) {
                                            grads.grads.subspan(source.offset(), source.numel()),
                                            grads.write, scratch, loss_scale, exact));
   }
+  unit_compute_[u] += absl::Now() - compute_start;
   return unit.MarkBackwardDone();
 }
 

@@ -80,6 +80,10 @@ struct StepResult {
   absl::Duration step_time;      // wall time of Step()
   absl::Duration comm_wait;      // of which blocked in collectives
   absl::Duration optimizer_time;  // of which the optimizer step (no collectives)
+  // Of the rest, each plan unit's forward and backward math over every
+  // micro-batch (waits for its gather excluded): where a slow rank's compute
+  // goes (fsdp/run/straggler_report.h).
+  std::vector<absl::Duration> unit_compute;
   // The squared gradient norms at two batch sizes the gradient noise scale
   // is estimated from ([Note: noise scale]); noise_norms.small_batch is 0
   // when the step measured one batch size (one rank, no accumulation).
@@ -223,6 +227,7 @@ class DataParallelTrainer final : public CheckpointableState {
   // numel, kGradients; [Note: bf16 gradients]).
   FloatBuffer grad_workspace_;
   CommWaitClock clock_;             // this step's blocked time
+  std::vector<absl::Duration> unit_compute_;  // this step's, per plan unit
   int steps_taken_ = 0;
   int64_t peak_gathered_param_numel_ = 0;
   int64_t peak_unsharded_grad_numel_ = 0;

@@ -86,3 +86,37 @@ TEST(StragglerOptions, BadValuesAreRefusedNamingThem) {
 
 }  // namespace
 }  // namespace fsdp
+
+namespace fsdp {
+namespace {
+
+// Units timed: the unit whose compute exceeds the fastest rank's by the
+// most is named, in the window and in the skew lines.
+TEST(StragglerDetector, NamesTheUnitWhenComputeIsTheSlowPhase) {
+  StragglerDetector detector(2, StragglerOptions{0.2, 1});
+  std::vector<RankPhases> w(2);
+  w[0] = RankPhases{0.010, 0.001, 0.004, 0.0, {0.002, 0.003, 0.004}};
+  w[1] = RankPhases{0.016, 0.001, 0.004, 0.0, {0.0025, 0.003, 0.0095}};
+  std::optional<Straggler> named = detector.AddWindow(w);
+  ASSERT_TRUE(named.has_value());
+  EXPECT_EQ(named->rank, 1);
+  EXPECT_EQ(named->phase, "compute");
+  EXPECT_EQ(named->unit, 2);
+  const std::vector<std::string> lines = detector.SkewLines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_TRUE(absl::StrContains(lines[1],
+                                "compute 16.0 ms (the most over the fastest rank in "
+                                "unit 2: +5.5 ms)"))
+      << lines[1];
+  EXPECT_FALSE(absl::StrContains(lines[0], "the most over")) << lines[0];
+  // Slow data names no unit.
+  StragglerDetector data_detector(2, StragglerOptions{0.2, 1});
+  w[1] = RankPhases{0.010, 0.009, 0.004, 0.0, {0.002, 0.003, 0.004}};
+  named = data_detector.AddWindow(w);
+  ASSERT_TRUE(named.has_value());
+  EXPECT_EQ(named->phase, "data");
+  EXPECT_EQ(named->unit, -1);
+}
+
+}  // namespace
+}  // namespace fsdp

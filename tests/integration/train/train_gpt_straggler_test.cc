@@ -7,6 +7,8 @@
 // scores, and only rank 1; the summary and the final metrics line show every
 // rank's skew, rank 1's the largest. A run without the delay at the same
 // sitting must name nobody with a threshold the delay clears many times over.
+// A rank whose forward of one unit is slowed (TRAIN_GPT_TEST_SLOW_UNIT) is
+// named with the compute phase and that unit.
 #include <stdlib.h>
 
 #include <string>
@@ -23,9 +25,9 @@
 namespace fsdp_test {
 namespace {
 
-const std::vector<std::string> kFlags = {
-    "--nproc=3", "--strategy=full_shard", "--steps=16", "--warmup_steps=1", "--threads=1",
-    "--straggler_every=4"};
+const std::vector<std::string> kFlags = {"--nproc=3",   "--strategy=full_shard",
+                                         "--steps=16",  "--warmup_steps=1",
+                                         "--threads=1", "--straggler_every=4"};
 
 std::vector<nlohmann::json> MetricsLines(const std::string& run_name) {
   const char* tmp = std::getenv("TEST_TMPDIR");
@@ -56,8 +58,8 @@ TEST(TrainGptStraggler, TheDelayedRankAndItsPhaseAreNamed) {
     if (line.contains("final")) {
       ASSERT_TRUE(line.contains("rank_skew")) << line.dump();
       ASSERT_EQ(line["rank_skew"].size(), 3u) << line.dump();
-      EXPECT_TRUE(absl::StrContains(line["rank_skew"][1].get<std::string>(),
-                                    "named the straggler in "))
+      EXPECT_TRUE(
+          absl::StrContains(line["rank_skew"][1].get<std::string>(), "named the straggler in "))
           << line.dump();
       continue;
     }
@@ -76,6 +78,37 @@ TEST(TrainGptStraggler, TheDelayedRankAndItsPhaseAreNamed) {
   EXPECT_TRUE(absl::StrContains(run.output, "per-rank skew over 4 windows of 4 steps"))
       << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "rank 1: busy ")) << run.output;
+}
+
+// Rank 2's forward of model unit 2 (the second block of the default
+// 2-layer GPT) sleeps 60 ms per micro-batch: compute is the phase, and the
+// unit is named in the progress line, the metrics and the skew lines.
+TEST(TrainGptStraggler, ASlowUnitIsNamedWithTheComputePhase) {
+  setenv("TRAIN_GPT_TEST_SLOW_UNIT", "2:2:60", 1);
+  const TrainGptRun run =
+      RunTrainGptBinary(ExamplePath("train_gpt_test_hooks"), "slow_unit", kFlags);
+  unsetenv("TRAIN_GPT_TEST_SLOW_UNIT");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  int named = 0;
+  for (const nlohmann::json& line : MetricsLines("slow_unit")) {
+    if (line.contains("final")) {
+      ASSERT_TRUE(line.contains("rank_skew")) << line.dump();
+      EXPECT_TRUE(absl::StrContains(line["rank_skew"][2].get<std::string>(),
+                                    "(the most over the fastest rank in unit 2: +"))
+          << line.dump();
+      continue;
+    }
+    if (!line.contains("straggler_rank")) continue;
+    ++named;
+    EXPECT_EQ(line["straggler_rank"].get<int>(), 2) << line.dump();
+    EXPECT_EQ(line["straggler_phase"].get<std::string>(), "compute") << line.dump();
+    EXPECT_EQ(line["straggler_unit"].get<std::string>(), "block1") << line.dump();
+  }
+  EXPECT_GE(named, 2) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "| straggler rank 2 (compute in unit 2 (block1), "))
+      << run.output;
+  EXPECT_FALSE(absl::StrContains(run.output, "straggler rank 0")) << run.output;
+  EXPECT_FALSE(absl::StrContains(run.output, "straggler rank 1")) << run.output;
 }
 
 TEST(TrainGptStraggler, WithoutADelayNobodyIsNamedAtAGenerousThreshold) {
