@@ -65,12 +65,19 @@ absl::StatusOr<std::string> TrainingPlanText(const TrainOptions& options) {
 
 namespace {
 
+// The checkpoint a run starts from ("" for none) and its --exact exponents
+// (rank 0's manifest's ExactState, serialized), as every rank agreed.
+struct StartChoice {
+  std::string path;
+  std::string exact_state;
+};
+
 // Rank 0 chooses the checkpoint and checks that it fits the run; every rank
-// learns the choice and loads its part. Returns the steps already taken.
-absl::StatusOr<int> StartFromCheckpoint(const TrainOptions& options, comm::Communicator& world,
-                                        DataParallelTrainer& trainer, MemoryTracker& tracker,
-                                        std::FILE* log, RunSummary& summary) {
-  if (!options.resume && options.resume_from.empty()) return 0;
+// learns the choice. Before the trainer is built: a run that loads a
+// checkpoint does not draw initial weights it would overwrite.
+absl::StatusOr<StartChoice> ChooseStart(const TrainOptions& options, comm::Communicator& world,
+                                        std::FILE* log, const RunSummary& summary) {
+  if (!options.resume && options.resume_from.empty()) return StartChoice{};
   const bool exact = options.sharding.precision.reduction == ReductionKind::kExact;
   std::string path;
   std::string exact_state;  // rank 0's manifest's ExactState, serialized
@@ -107,12 +114,14 @@ absl::StatusOr<int> StartFromCheckpoint(const TrainOptions& options, comm::Commu
         // --exact's exponents are state: without them the sums start over
         // (the first step computed twice) at other scales.
         if (exact && manifest.exact().exponents_size() == 0) {
-          notes.push_back("the checkpoint was saved without --exact: the exact sums start "
-                          "without exponents, so the bits are not those of an --exact run that "
-                          "never stopped");
+          notes.push_back(
+              "the checkpoint was saved without --exact: the exact sums start "
+              "without exponents, so the bits are not those of an --exact run that "
+              "never stopped");
         } else if (!exact && manifest.exact().exponents_size() > 0) {
-          notes.push_back("the checkpoint was saved with --exact; this run goes on without it "
-                          "and rounds differently from here on");
+          notes.push_back(
+              "the checkpoint was saved with --exact; this run goes on without it "
+              "and rounds differently from here on");
         }
         exact_state = manifest.exact().SerializeAsString();
       }
@@ -126,16 +135,27 @@ absl::StatusOr<int> StartFromCheckpoint(const TrainOptions& options, comm::Commu
   FSDP_RETURN_IF_ERROR(AgreeOnStatus(world, chosen, options.comm_timeout, "resume choice"));
   FSDP_ASSIGN_OR_RETURN(std::vector<std::string> paths,
                         AllGatherBlobs(world, path, options.comm_timeout, "resume path"));
-  path = paths[0];
+  if (paths[0].empty()) return StartChoice{};
+  FSDP_ASSIGN_OR_RETURN(
+      std::vector<std::string> exact_states,
+      AllGatherBlobs(world, exact_state, options.comm_timeout, "resume exact exponents"));
+  return StartChoice{paths[0], exact_states[0]};
+}
+
+// Every rank loads its part of the chosen checkpoint. Returns the steps
+// already taken.
+absl::StatusOr<int> StartFromCheckpoint(const StartChoice& choice, const TrainOptions& options,
+                                        comm::Communicator& world, DataParallelTrainer& trainer,
+                                        MemoryTracker& tracker, std::FILE* log,
+                                        RunSummary& summary) {
+  const std::string& path = choice.path;
   if (path.empty()) return 0;
-  FSDP_ASSIGN_OR_RETURN(std::vector<std::string> exact_states,
-                        AllGatherBlobs(world, exact_state, options.comm_timeout,
-                                       "resume exact exponents"));
+  const bool exact = options.sharding.precision.reduction == ReductionKind::kExact;
   FSDP_ASSIGN_OR_RETURN(checkpoint::LoadStats loaded,
                         checkpoint::LoadCheckpoint(world, trainer, path, options.comm_timeout,
                                                    &tracker));
   proto::ExactState saved_exact;
-  if (!saved_exact.ParseFromString(exact_states[0])) {
+  if (!saved_exact.ParseFromString(choice.exact_state)) {
     return absl::DataLossError(absl::StrCat(path, ": its manifest's exact exponents do not parse"));
   }
   if (exact && saved_exact.exponents_size() > 0) {
@@ -293,6 +313,7 @@ struct TrainingRun {
   comm::Communicator& world;
   std::FILE* log;  // null on ranks that do not report
   MemoryTracker tracker;
+  StartChoice start;  // the checkpoint the run loads, chosen before the trainer is built
   std::unique_ptr<Model> model;
   std::unique_ptr<DataParallelTrainer> trainer;
   std::unique_ptr<RankBatches> batches;
@@ -364,15 +385,20 @@ absl::StatusOr<std::unique_ptr<TrainingRun>> BuildRun(const TrainOptions& option
     std::fflush(log);  // before the model is built: a crash there should not swallow it
   }
 
+  FSDP_ASSIGN_OR_RETURN(run->start, ChooseStart(options, world, log, summary));
   FSDP_ASSIGN_OR_RETURN(const ModelFactory* factory, FindModel(options.model));
   FSDP_ASSIGN_OR_RETURN(run->model, factory->create(options, &run->tracker));
   if (hooks.wrap_model) run->model = hooks.wrap_model(std::move(run->model));
   FSDP_ASSIGN_OR_RETURN(std::unique_ptr<UnitOptimizer> optimizer,
                         MakeUnitOptimizer(options.optimizer, options.weight_decay));
+  TrainStepOptions step_options = TrainStepOptionsFrom(options);
+  // A checkpoint (or --init_from's weights) overwrites every parameter:
+  // drawing them first (the whole model, on every rank) would only slow the
+  // start.
+  step_options.init_params = run->start.path.empty() && options.init_from.empty();
   FSDP_ASSIGN_OR_RETURN(run->trainer,
                         DataParallelTrainer::Create(run->model.get(), &world, &run->tracker,
-                                                    std::move(optimizer),
-                                                    TrainStepOptionsFrom(options)));
+                                                    std::move(optimizer), step_options));
   FSDP_ASSIGN_OR_RETURN(run->batches, RankBatches::Create(options, world.rank()));
   if (options.buddy_every > 0 && !options.handover_dir.empty()) {
     FSDP_ASSIGN_OR_RETURN(run->snapshots,
@@ -432,8 +458,8 @@ absl::Status StartRun(TrainingRun& run) {
   const TrainOptions& options = run.options;
   RunSummary& summary = run.summary;
   FSDP_ASSIGN_OR_RETURN(summary.start_step,
-                        StartFromCheckpoint(options, run.world, *run.trainer, run.tracker,
-                                            run.log, summary));
+                        StartFromCheckpoint(run.start, options, run.world, *run.trainer,
+                                            run.tracker, run.log, summary));
   run.last_step = summary.start_step;
   if (run.metrics != nullptr && ContinuesEarlierRun(options)) {
     FSDP_RETURN_IF_ERROR(run.metrics->WriteLine(ResumedMetricsJson(summary.start_step)));

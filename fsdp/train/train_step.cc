@@ -154,6 +154,10 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
   }
   for (const proto::UnitPlan& unit_plan : t.plan_.units()) {
     auto init = [&](absl::Span<float> padded) {
+      if (!options.init_params) {
+        std::fill(padded.begin(), padded.end(), 0.0f);
+        return;
+      }
       for (const proto::SourceUnit& source : unit_plan.source_units()) {
         model->InitUnitParams(source.model_unit_index(),
                               padded.subspan(source.offset(), source.numel()), options.seed);

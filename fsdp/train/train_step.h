@@ -67,6 +67,9 @@ struct TrainStepOptions {
   int accum_steps = 1;    // micro-batches per optimizer step
   float grad_clip = 0.0f; // max global L2 norm of the gradients; <= 0: off
   uint64_t seed = 0;      // parameter initialization (Model::InitUnitParams)
+  // false: the parameters start at zero, for a run that loads a checkpoint
+  // over every one of them (no draw of initial weights it would overwrite).
+  bool init_params = true;
   // Bound on every wait for a collective.
   absl::Duration comm_timeout = absl::Seconds(60);
 };
