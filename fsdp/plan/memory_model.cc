@@ -90,7 +90,9 @@ RankMemoryPrediction PredictRankMemory(const proto::ShardPlan& plan,
         param_bytes * LargestWindowPaddedNumel(plan, 1 + plan.options().prefetch_depth());
   }
   if (sharded.gradients()) {
-    memory.unsharded_gradient_bytes = reduce_bytes * LargestWindowPaddedNumel(plan, 2);
+    memory.unsharded_gradient_bytes =
+        reduce_bytes *
+        (inputs.accum_steps > 1 ? full_numel : LargestWindowPaddedNumel(plan, 2));
   }
   // Communication buffers, as the runtime (fsdp/train/unit_state.h) holds
   // them: strategies that keep whole gradients (no_shard, shard_optimizer)

@@ -40,7 +40,10 @@
 //   unsharded gradients   gradient-sharding strategies: the largest sum of
 //                         padded_numel over 2 consecutive units, x g (the
 //                         unit in backward and the previous one still being
-//                         reduce-scattered); others: 0, they reduce in place.
+//                         reduce-scattered); with accumulation (accum_steps
+//                         > 1) every unit's, P x g, held until the last
+//                         micro-batch's reductions; others: 0, they reduce
+//                         in place.
 //   communication scratch no_shard, shard_optimizer: the reduce-scatter's
 //                         output shards, S x g (none with 2-byte gradients:
 //                         they reduce in place); plus the loss and norm
@@ -104,6 +107,11 @@ struct MemoryModelInputs {
   // the rank's shard of the fp32 parameters and optimizer state, and, when
   // each shard has one holder, of the previous rank's.
   bool memory_snapshots = false;
+  // Micro-batches per optimizer step. A gradient-sharding strategy
+  // reduce-scatters only after the last one ([Note: accumulation] in
+  // fsdp/train/train_step.cc): with more than one, every unit's unsharded
+  // gradients are held from its first backward to the step's end.
+  int accum_steps = 1;
 };
 
 // One rank's predicted peak bytes, by category.

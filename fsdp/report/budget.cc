@@ -165,7 +165,8 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes,
       plan::ShardingStrategyName(point.strategy), " ", PrecisionName(point.precision),
       point.exact ? " --exact" : "", " on ",
       point.ranks, point.ranks == 1 ? " rank" : " ranks", " (", GptConfigToString(point.config),
-      " micro_batch=", point.micro_batch, ", activations ",
+      " micro_batch=", point.micro_batch,
+      point.accum > 1 ? absl::StrCat(" accum=", point.accum) : std::string(), ", activations ",
       ActivationModeName(ActivationModeOf(point.config)), ", ", estimate.num_params,
       " parameters) needs ",
       FormatBytes(total), " per rank, ", FormatBytes(total - budget_bytes), " (",
@@ -235,6 +236,7 @@ absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& opti
   MemoryPoint point;
   point.config = GptConfigOf(options);
   point.micro_batch = options.micro_batch;
+  point.accum = options.accum;
   point.ranks = options.nproc;
   point.optimizer = options.optimizer == OptimizerKind::kAdamW
                         ? plan::OptimizerKind::kAdam

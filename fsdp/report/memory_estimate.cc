@@ -83,6 +83,7 @@ std::string MemoryPointToString(const MemoryPoint& point) {
                                   " ranks=", point.ranks);
   if (point.strategy == proto::HYBRID_SHARD) absl::StrAppend(&text, " group_size=", point.group_size);
   absl::StrAppend(&text, " ", GptConfigToString(point.config), " micro_batch=", point.micro_batch);
+  if (point.accum > 1) absl::StrAppend(&text, " accum=", point.accum);
   if (point.config.activation_checkpoint_every != 0) {
     absl::StrAppend(&text, " activation_checkpointing=",
                     ActivationCheckpointingName(point.config.activation_checkpoint_every));
@@ -160,6 +161,7 @@ ScheduleInputs ScheduleOf(const proto::ShardPlan& plan, const GptActivationBreak
   in.grad_bytes = plan::DtypeBytes(plan.reduce_dtype());
   in.prefetch_depth = point.prefetch_depth;
   in.max_gathers_in_flight = plan.options().max_gathers_in_flight();
+  in.accum_steps = point.accum;
   return in;
 }
 
@@ -177,6 +179,10 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& given) 
     return absl::InvalidArgumentError(absl::StrCat(
         "micro_batch must be at least 1 sequence per rank, got ", point.micro_batch));
   }
+  if (point.accum < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("accum must be at least 1 micro-batch per step, got ", point.accum));
+  }
   plan::PlannerOptions options;
   FSDP_ASSIGN_OR_RETURN(options.sharding, ShardingOptionsOf(point));
   options.world_size = point.ranks;
@@ -191,6 +197,7 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& given) 
   inputs.activation_bytes = activations.peak_bytes();
   inputs.workspace_bytes = activations.workspace_bytes;
   inputs.memory_snapshots = point.memory_snapshots;
+  inputs.accum_steps = point.accum;
   const plan::RankMemoryPrediction planned = plan::PredictRankMemory(plan, inputs);
 
   RankMemoryEstimate e;

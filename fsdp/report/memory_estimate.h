@@ -70,6 +70,9 @@ Precision PrecisionOf(const PrecisionPolicy& policy);
 struct MemoryPoint {
   GptConfig config;
   int micro_batch = 4;  // sequences of config.seq_len tokens per rank per micro-batch
+  // Micro-batches per optimizer step: above 1, a gradient-sharding strategy
+  // holds every unit's unsharded gradients until the step's reductions.
+  int accum = 1;
   proto::ShardingStrategy strategy = proto::NO_SHARD;
   int ranks = 1;
   int group_size = 0;  // hybrid_shard only: ranks per shard group (divides ranks)

@@ -76,6 +76,19 @@ class Replay {
   }
 
   void Step() {
+    const int accum = std::max(in_.accum_steps, 1);
+    for (int m = 0; m < accum; ++m) MicroBatch(/*last=*/m == accum - 1);
+    FinishReduceScatter(0);
+    // Optimizer step on the shards: shard_optimizer and shard_grad_op leave
+    // their whole parameters stale (sharded); the next forward gathers them
+    // through Unshard and Prefetch like full_shard, into the same buffers.
+    if (in_.shard_optimizer && !in_.shard_params) {
+      std::fill(params_.begin(), params_.end(), Params::kSharded);
+    }
+  }
+
+  // One micro-batch's forward and backward; the reductions only in the last.
+  void MicroBatch(bool last) {
     for (int u = 0; u < n_; ++u) {  // forward
       Unshard(u);
       WaitForUnshard(u);
@@ -89,21 +102,14 @@ class Replay {
       Unshard(u);
       WaitForUnshard(u);
       Prefetch(u, -1);
-      if (in_.shard_grads) {
+      if (in_.shard_grads && !unsharded_grads_[u]) {
         Alloc(in_.grad_bytes * in_.units[u].padded_numel);
         unsharded_grads_[u] = true;
       }
       Touch(in_.units[u].backward_transient_bytes);
       Free(in_.units[u].activation_bytes);
-      if (u + 1 < n_) FinishReduceScatter(u + 1);  // u's reduce-scatter is now in flight
+      if (last && u + 1 < n_) FinishReduceScatter(u + 1);  // u's is now in flight
       if (in_.shard_params) Reshard(u);
-    }
-    FinishReduceScatter(0);
-    // Optimizer step on the shards: shard_optimizer and shard_grad_op leave
-    // their whole parameters stale (sharded); the next forward gathers them
-    // through Unshard and Prefetch like full_shard, into the same buffers.
-    if (in_.shard_optimizer && !in_.shard_params) {
-      std::fill(params_.begin(), params_.end(), Params::kSharded);
     }
   }
 

@@ -25,7 +25,11 @@
 // u's reduce-scatter, then finish unit u+1's: free (sharded gradients) its
 // unsharded gradients (no_shard posts its gradient all-gather, into the
 // whole gradients it keeps); free u's parameters (sharded). After the loop:
-// finish unit 0's reduce-scatter the same way, then every all-gather. After
+// finish unit 0's reduce-scatter the same way, then every all-gather. With
+// accumulation the forward and backward run once per micro-batch; a unit's
+// unsharded gradients are allocated by its first backward and kept, and the
+// reductions (posting, finishing, freeing) happen only in the last
+// micro-batch's backward. After
 // the optimizer step shard_optimizer
 // and shard_grad_op hold stale whole parameters: the next forward gathers
 // each unit's updated shards into them through the same gather and
@@ -87,6 +91,7 @@ struct ScheduleInputs {
   int prefetch_depth = 1;
   int max_gathers_in_flight = 2;
   int steps = 2;                    // the report trains 2 steps
+  int accum_steps = 1;              // micro-batches per step
 };
 
 // The largest sum of transient bytes alive at once over `steps` steps.

@@ -141,7 +141,7 @@ absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int 
       ActivationCheckpointingOf(point.config.activation_checkpoint_every);
   options.attention = point.config.flash_attention ? Attention::kFlash : Attention::kStandard;
   options.micro_batch = point.micro_batch;
-  options.accum = 1;
+  options.accum = point.accum;
   options.steps = steps;
   options.warmup_steps = 0;
   options.optimizer = OptimizerKind::kAdamW;

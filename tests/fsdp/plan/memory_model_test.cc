@@ -250,6 +250,12 @@ TEST(MemoryModelWorkingBuffersTest, GatheredParametersMatchASimulatedSchedule) {
     // full_shard reduce-scatters straight into its gradient shards: only
     // the loss/norm exchange buffer, 16 bytes a rank, is staged.
     EXPECT_EQ(memory.communication_scratch_bytes, 16 * world_size);
+    // With accumulation every unit's unsharded gradients are held until the
+    // last micro-batch's reductions: the whole padded model.
+    MemoryModelInputs accumulating;
+    accumulating.accum_steps = 2 + static_cast<int>(next(3));
+    EXPECT_EQ(PredictRankMemory(*plan, accumulating).unsharded_gradient_bytes,
+              element_bytes * plan->total_padded_numel());
   }
 }
 

@@ -24,7 +24,7 @@ TEST(StepScheduleTest, PrefetchIsBoundedByGathersInFlight) {
   in.max_gathers_in_flight = 1;
   EXPECT_EQ(PeakTransientBytes(in), 2 * 40);  // unit 0 + one prefetched
   in.prefetch_depth = 0;
-  EXPECT_EQ(PeakTransientBytes(in), 40);      // one unit at a time
+  EXPECT_EQ(PeakTransientBytes(in), 40);  // one unit at a time
 }
 
 // no_shard: the collectives stage nothing, so the forward's activations
@@ -46,6 +46,25 @@ TEST(StepScheduleTest, UnshardedGradientsOverlapTheNextUnitsBackward) {
   in.shard_grads = true;
   in.shard_optimizer = true;
   EXPECT_EQ(PeakTransientBytes(in), 190);
+}
+
+// The same with 2 micro-batches: the first backward allocates every unit's
+// gradients (16 + 24 + 32 = 72 B) and keeps them; the second forward holds
+// them under all the activations: 72 + 160 = 232, the peak. Its backward
+// frees each unit's gradients as the next unit's reduce-scatter finishes.
+TEST(StepScheduleTest, AccumulationHoldsEveryUnitsGradientsThroughTheNextForward) {
+  ScheduleInputs in;
+  in.units = {{8, 4, 100}, {6, 3, 50}, {4, 2, 10}};
+  in.shard_grads = true;
+  in.shard_optimizer = true;
+  in.accum_steps = 2;
+  EXPECT_EQ(PeakTransientBytes(in), 232);
+  in.accum_steps = 1;
+  EXPECT_EQ(PeakTransientBytes(in), 190);
+  // Gradients kept whole (shard_optimizer) accumulate in place: no change.
+  in.shard_grads = false;
+  in.accum_steps = 3;
+  EXPECT_EQ(PeakTransientBytes(in), 160);
 }
 
 // A plan unit merging model units: saved {10, 4, 20} with a transient of 30

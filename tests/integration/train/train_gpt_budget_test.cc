@@ -10,6 +10,8 @@
 // told which activation flags would make it fit, and trains with them under
 // the same budget (enforced by every rank's MemoryTracker too).
 #include <cstdint>
+#include <cstdlib>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -82,6 +84,42 @@ TEST(TrainGptBudgetTest, FullShardTrainsWhereNoShardIsRefused) {
   EXPECT_EQ(trained.exit_code, 0) << trained.output;
   EXPECT_EQ(trained.losses.size(), 3u) << trained.output;
   EXPECT_TRUE(trained.has_final_line) << trained.output;
+}
+
+// With accumulation a gradient-sharding strategy holds every unit's
+// unsharded gradients until the step's reductions: the prediction follows,
+// to the byte (rank 0's tracked peak), and a budget of exactly the
+// prediction trains.
+TEST(TrainGptBudgetTest, AccumulationIsPredictedToTheByteAndItsBudgetTrains) {
+  for (const auto& [micro_batch, accum] : {std::pair{1, 3}, std::pair{3, 1}}) {
+    fsdp::TrainOptions o = ModelOptions(fsdp::Strategy::kFullShard);
+    o.nproc = 2;
+    o.micro_batch = micro_batch;
+    o.accum = accum;
+    absl::StatusOr<fsdp::report::MemoryPoint> point =
+        fsdp::report::MemoryPointFromTrainOptions(o);
+    ASSERT_TRUE(point.ok()) << point.status();
+    absl::StatusOr<fsdp::report::RankMemoryEstimate> estimate =
+        fsdp::report::EstimateRankMemory(*point);
+    ASSERT_TRUE(estimate.ok()) << estimate.status();
+    std::vector<std::string> flags;
+    for (const std::string& flag : kModelFlags) {
+      if (flag != "--nproc=4" && flag != "--micro_batch=2") flags.push_back(flag);
+    }
+    flags.push_back("--nproc=2");
+    flags.push_back("--strategy=full_shard");
+    flags.push_back(absl::StrCat("--micro_batch=", micro_batch));
+    flags.push_back(absl::StrCat("--accum=", accum));
+    flags.push_back(absl::StrCat("--mem_budget=", estimate->total_bytes()));
+    const std::string name = absl::StrCat("budget_accum", accum);
+    const TrainGptRun run = RunTrainGpt(name, flags);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const std::string metrics =
+        ReadWholeFile(absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name, ".jsonl"));
+    EXPECT_NE(metrics.find(absl::StrCat("\"peak_bytes\":", estimate->total_bytes(), ",")),
+              std::string::npos)
+        << "predicted " << estimate->total_bytes() << "\n" << metrics;
+  }
 }
 
 // The model of the activation test: 2 ranks, full_shard, seq_len 512.
