@@ -53,6 +53,9 @@ not_sanitized='//tests/integration/comm:store_attack_test + //tests/integration/
 #   train_gpt_text_test        size large (40 s here, passed, but it is
 #                              sized for real text at every world size and
 #                              strategy)
+#   train_gpt_soak_test        8-12 min, passed (seeds 1-5; its paths run under
+#                              TSan in train_gpt_elastic_test and
+#                              train_gpt_faults_test)
 #   mpirun_test                the collective scenarios under mpirun did not
 #                              finish within the test's own 300 s (no race
 #                              reported); grid_world*_test runs the same
@@ -60,6 +63,7 @@ not_sanitized='//tests/integration/comm:store_attack_test + //tests/integration/
 # Their threads are the communicator's and the trainer's, which the training
 # runs kept here exercise.
 tsan_left_out="//tests/integration/train:train_gpt_checkpoint_test + \
+//tests/integration/train:train_gpt_soak_test + \
 //tests/integration/train:train_gpt_precision_test + //tests/integration/train:train_gpt_text_test + \
 //tests/integration/engines:mpirun_test"
 declare -A run_query=(

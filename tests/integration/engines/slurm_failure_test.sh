@@ -4,7 +4,7 @@
 # by the transport's fault injection (FSDP_FAULTS, comm/fault_injection.h):
 #   1. srun -n 4 train_gpt with rank 2 killing itself: the other ranks exit
 #      within milliseconds naming it, srun reports the task killed and ends
-#      the step, non-zero, within the bound;
+#      the step, non-zero, within 30 s of the kill (about 1 s here);
 #   2. examples/slurm_relaunch.sbatch: the same job goes on at 3 tasks from
 #      the survivors' memory or the newest checkpoint, and ends with the
 #      digest of the --exact job that never failed (train_gpt --nproc=4).
@@ -34,16 +34,25 @@ echo "train_gpt --nproc=4, no fault: ${whole}"
 fault="kill=2@900"
 
 echo "--- FSDP_FAULTS=$fault srun -n 4 --overcommit train_gpt"
-start=$(date +%s)
-FSDP_FAULTS="$fault" timeout 120 srun -n 4 --overcommit --time=5 "$train_gpt" "${flags[@]}" \
-  >"$tmp/killed.txt" 2>&1
+FSDP_FAULTS="$fault" timeout 300 srun -n 4 --overcommit --time=5 "$train_gpt" "${flags[@]}" \
+  >"$tmp/killed.txt" 2>&1 &
+srun_pid=$!
+# From the rank's death (its own last line) to the end of the step.
+while kill -0 "$srun_pid" 2>/dev/null && ! grep -q 'kills itself' "$tmp/killed.txt"; do
+  sleep 0.05
+done
+killed_at=$(date +%s.%N)
+wait "$srun_pid"
 code=$?
-took=$(($(date +%s) - start))
-echo "srun exited with $code after ${took} s"
+took=$(awk -v a="$killed_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+echo "srun exited with $code, ${took} s after the kill"
 grep -E 'kills itself|died|srun: ' "$tmp/killed.txt" | cut -c1-200
+grep -q 'kills itself' "$tmp/killed.txt" ||
+  { echo "slurm_failure_test: no rank killed itself:" >&2; cat "$tmp/killed.txt"; exit 1; }
 [ "$code" -ne 0 ] || { echo "slurm_failure_test: srun succeeded with a rank killed" >&2; cat "$tmp/killed.txt"; exit 1; }
 [ "$code" -ne 124 ] || { echo "slurm_failure_test: srun hung after the kill" >&2; cat "$tmp/killed.txt"; exit 1; }
-[ "$took" -lt 60 ] || { echo "slurm_failure_test: the step took ${took} s to end" >&2; exit 1; }
+awk -v t="$took" 'BEGIN { exit !(t < 30) }' ||
+  { echo "slurm_failure_test: the step took ${took} s to end after the kill" >&2; exit 1; }
 grep -q 'rank 2 died' "$tmp/killed.txt" ||
   { echo "slurm_failure_test: no rank named rank 2 dead:" >&2; cat "$tmp/killed.txt"; exit 1; }
 grep -q 'task 2: Killed' "$tmp/killed.txt" ||
