@@ -7,12 +7,13 @@
 //   bazel run -c opt //examples:plan_calibrate -- --out=/tmp/here.textproto
 //
 // What it measures, on one core with one thread (the model's "processor": a
-// rank on this host computes on its share of the cores; a lone rank's second
-// thread is not counted, see below):
+// rank on this host computes on its share of the cores), and the products
+// again with every core as one rank's threads (a lone rank's):
 //   - matrix product rates, fp32 and bf16 operands, through fsdp/nn/matmul
 //     on the backend train_gpt's auto choice takes, one product shape per
 //     shape class (the smallest dimension 16 to 1024: attention's head size
-//     up to a wide layer), best of ten short timed rounds;
+//     up to a wide layer), best of ten short timed rounds, operands cycled
+//     through a 128 MiB pool (cold, as in a training step);
 //   - memory bandwidth: a three-array element-wise pass (two reads, one
 //     write) over 64 MiB arrays on one core, best of five;
 //   - compute_time_cv: the robust spread of 21 timings of 50 ms of products
@@ -26,10 +27,11 @@
 // Why a core and not the host: the first calibration measured the host with
 // all its threads as one processor shared by the ranks, which predicted 4
 // ranks (one thread each on 2 cores) at 4x one rank's step; they took
-// 1.7x (docs/planning.md): OpenBLAS gains little from a second thread on
-// these products, while separate ranks use both cores fully. So one rank
-// with all cores is taken to run at one core's rate (printed beside the
-// all-core rate of one shape, for the record).
+// 1.7x (docs/planning.md): separate ranks use both cores fully, while a
+// second thread of one product gains what the backend makes of it (little
+// on an AMD EPYC with OpenBLAS, 1.3-1.9x on an Intel Xeon). So the
+// all-core rates are entries of their own (ProductRate.threads), taken
+// only by a rank that has the cores to itself.
 // The file's header records the command, the date, the CPU and the kernels.
 #include <algorithm>
 #include <chrono>
@@ -96,11 +98,15 @@ const Shape kShapes[] = {{0, 256, 256, 16},      {32, 256, 256, 32},       {64, 
                          {1024, 1024, 3072, 1024}};
 
 // Operands of m x k and n x k (a Linear's transposed weight), filled with
-// small values of the product's dtype.
+// small values of the product's dtype, and the output: fp32, or bf16 for
+// bf16 operands, as the runtime's bf16 forward and weight-gradient products
+// write it (fsdp/nn/linear.cc; on OpenBLAS the output is then narrowed
+// after the product, on one thread, which a second thread does not speed).
 struct Operands {
   std::vector<float> a32, b32;
   std::vector<uint16_t> a16, b16;
   std::vector<float> c;
+  std::vector<uint16_t> c16;
 };
 
 fsdp::MatmulArgs ArgsFor(const Shape& s, fsdp::NumType type, Operands& o) {
@@ -111,7 +117,8 @@ fsdp::MatmulArgs ArgsFor(const Shape& s, fsdp::NumType type, Operands& o) {
   args.k = s.k;
   args.a = {bf16 ? static_cast<const void*>(o.a16.data()) : o.a32.data(), type, s.k};
   args.b = {bf16 ? static_cast<const void*>(o.b16.data()) : o.b32.data(), type, s.k, true};
-  args.c = o.c.data();
+  args.c = bf16 ? static_cast<void*>(o.c16.data()) : o.c.data();
+  args.c_type = bf16 ? fsdp::NumType::kBF16 : fsdp::NumType::kF32;
   args.ldc = s.n;
   return args;
 }
@@ -123,28 +130,51 @@ Operands OperandsFor(const Shape& s) {
   o.a16.assign(s.m * s.k, 0x3c24);  // about 0.01 in bf16
   o.b16.assign(s.n * s.k, 0x3ca4);  // about 0.02
   o.c.assign(s.m * s.n, 0.0f);
+  o.c16.assign(s.m * s.n, 0);
   return o;
 }
 
-// Best of ten rounds of at least 0.03 s each, after a warm-up: on a shared
-// host the best rounds are the ones nobody else interrupted.
-double ProductRate(const Shape& s, fsdp::NumType type) {
-  Operands o = OperandsFor(s);
-  const fsdp::MatmulArgs args = ArgsFor(s, type, o);
-  for (int i = 0; i < 3; ++i) fsdp::Matmul(args);
+// Operand sets a measurement cycles through: at least 128 MiB in all (2 to
+// 512 sets), so that every product starts with operands outside the caches
+// it could keep to itself, as in a training step, where a product reads
+// activations and weights that the rest of the step (tens to hundreds of MiB
+// of weights, gradients, optimizer state and activations) has since pushed
+// out. On an Intel Xeon with 2 MiB of L2 per core and a shared L3, products
+// on the same operands over and over ran 20-25% faster (1024 x 768 x 256
+// fp32: 158 against 124 GFLOP/s over 80 MiB of operands), 35 MiB of
+// operands in between, and train_gpt's products at one thread averaged 121.
+constexpr size_t kOperandPoolBytes = size_t{128} << 20;
+
+// Best of ten rounds of at least 0.03 s each, after a warm-up, with
+// `threads` threads: on a shared host the best rounds are the ones nobody
+// else interrupted.
+double ProductRate(const Shape& s, fsdp::NumType type, int threads) {
+  const size_t set_bytes =
+      (s.m * s.k + s.n * s.k + s.m * s.n) * (type == fsdp::NumType::kBF16 ? 2 : sizeof(float));
+  const size_t sets = std::clamp<size_t>(kOperandPoolBytes / set_bytes + 1, 2, 512);
+  std::vector<Operands> pool;
+  std::vector<fsdp::MatmulArgs> args;
+  pool.reserve(sets);
+  for (size_t i = 0; i < sets; ++i) {
+    pool.push_back(OperandsFor(s));
+    args.push_back(ArgsFor(s, type, pool.back()));
+  }
+  fsdp::SetMatmulThreads(threads);
+  for (size_t i = 0; i < sets; ++i) fsdp::Matmul(args[i]);
   const double flops = 2.0 * s.m * s.n * s.k;
   double best = 0;
   for (int round = 0; round < 10; ++round) {
-    int calls = 0;
+    size_t calls = 0;
     const Clock::time_point start = Clock::now();
     double seconds = 0;
     do {
-      fsdp::Matmul(args);
+      fsdp::Matmul(args[calls % sets]);
       ++calls;
       seconds = SecondsSince(start);
     } while (seconds < 0.03);
     best = std::max(best, flops * calls / seconds);
   }
+  fsdp::SetMatmulThreads(1);
   return best;
 }
 
@@ -314,24 +344,25 @@ absl::Status Calibrate(int argc, char** argv) {
 
   fsdp::proto::HardwareDescription hw;
   hw.set_name("this-machine");
-  for (fsdp::NumType type : {fsdp::NumType::kF32, fsdp::NumType::kBF16}) {
-    for (const Shape& s : kShapes) {
-      const double rate = ProductRate(s, type);
-      fsdp::proto::ProductRate* entry = hw.add_product_rates();
-      entry->set_dtype(type == fsdp::NumType::kBF16 ? "bf16" : "fp32");
-      entry->set_min_dimension(s.min_dimension);
-      entry->set_flops_per_s(std::round(rate / 1e6) * 1e6);
-      std::printf("# %s %lld x %lld x %lld: %.1f GFLOP/s\n", entry->dtype().c_str(),
-                  static_cast<long long>(s.m), static_cast<long long>(s.n),
-                  static_cast<long long>(s.k), rate / 1e9);
+  // One thread (a rank per core or more), then every core as one rank's
+  // threads (a lone rank: train_gpt gives it cores / ranks threads).
+  std::vector<int> thread_counts = {1};
+  if (cores > 1) thread_counts.push_back(cores);
+  for (int threads : thread_counts) {
+    for (fsdp::NumType type : {fsdp::NumType::kF32, fsdp::NumType::kBF16}) {
+      for (const Shape& s : kShapes) {
+        const double rate = ProductRate(s, type, threads);
+        fsdp::proto::ProductRate* entry = hw.add_product_rates();
+        entry->set_dtype(type == fsdp::NumType::kBF16 ? "bf16" : "fp32");
+        entry->set_min_dimension(s.min_dimension);
+        entry->set_flops_per_s(std::round(rate / 1e6) * 1e6);
+        if (threads > 1) entry->set_threads(threads);
+        std::printf("# %s %lld x %lld x %lld, %d thread(s): %.1f GFLOP/s\n", entry->dtype().c_str(),
+                    static_cast<long long>(s.m), static_cast<long long>(s.n),
+                    static_cast<long long>(s.k), threads, rate / 1e9);
+      }
     }
   }
-  fsdp::SetMatmulThreads(cores);
-  std::printf("# for the record, fp32 on all %d cores: %.1f GFLOP/s at %lld x %lld x %lld\n", cores,
-              ProductRate(kShapes[4], fsdp::NumType::kF32) / 1e9,
-              static_cast<long long>(kShapes[4].m), static_cast<long long>(kShapes[4].n),
-              static_cast<long long>(kShapes[4].k));
-  fsdp::SetMatmulThreads(1);
   const double memory = MemoryBandwidth(1);
   hw.set_memory_bandwidth_bytes_per_s(std::round(memory / 1e6) * 1e6);
   std::printf("# memory: %.1f GB/s\n", memory / 1e9);
@@ -361,7 +392,8 @@ absl::Status Calibrate(int argc, char** argv) {
       absl::StrJoin(command, " "), "\n# CPU: ", CpuModel(), ", ", cores,
       " cores; matmul ", kernels, "\n",
       "# One processor = one core, one thread (a rank gets min(1, cores / ranks) of\n"
-      "# one). Product rates: best of 10 rounds per shape class;\n"
+      "# one; the entries with threads are one rank on all the cores). Product rates:\n"
+      "# best of 10 rounds per shape class, operands cycled through 128 MiB (cold);\n"
       "# memory: a two-read one-write pass over 64 MiB arrays; links: all-gathers of\n",
       "# ", kSmallBytes, " and ", kLargeBytes, " bytes at ", ranks,
       " ranks. There is no second node here: inter_node\n# repeats intra_node. The machine "

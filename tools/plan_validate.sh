@@ -1,8 +1,8 @@
 #!/bin/bash
 # Predicted against measured step time on this machine (docs/planning.md,
 # "Checked against this machine"): per GPT size (S, M, L), precision (fp32,
-# bf16), strategy (all five; hybrid_shard in groups of 2 at 4 ranks) and rank
-# count (1, 2, 4), plan_report's step_s against train_gpt's (global tokens
+# bf16), strategy (all five; hybrid_shard in groups of 2 at 4 and 8 ranks) and rank
+# count (1, 2, 4, 8), plan_report's step_s against train_gpt's (global tokens
 # per step / the final tokens/s, which leaves out the warm-up step). Before
 # each run it waits (up to WAIT_S seconds) for the 1-minute load average to
 # fall below MAX_LOAD, and records the load before and after: the machine is
@@ -97,7 +97,7 @@ SIZES=("S --layers=2 --d_model=128 --heads=4 --vocab=256 --seq_len=64 --micro_ba
 SIZES_ONLY=${SIZES_ONLY:-${ONLY:-}}  # size names to run (S M L), or all
 PRECISIONS=${PRECISIONS:-fp32 bf16}
 STRATEGIES=${STRATEGIES:-no_shard shard_optimizer shard_grad_op full_shard hybrid_shard}
-RANKS=${RANKS:-1 2 4}
+RANKS=${RANKS:-1 2 4 8}
 flag() { echo "$1" | sed -n "s/.*--$2=\([0-9]*\).*/\1/p"; }
 
 echo "# plan_validate.sh $(date -u '+%Y-%m-%d %H:%M UTC')"

@@ -80,7 +80,9 @@ absl::StatusOr<GptStepPrediction> PredictGptStep(const GptRun& run,
   p.model_flops_per_s = GptFlopsPerMicroBatch(run.config, run.micro_batch) * run.accum /
                         p.step.step_s;
   p.hardware_flops_per_s = HardwareFlops(in.units) * run.accum / p.step.step_s;
-  p.mfu = p.model_flops_per_s / (PeakProductRate(hw, in.product_dtype) * p.step.rank_share);
+  // A rank with several threads is measured against the processors they use.
+  p.mfu = p.model_flops_per_s /
+          (PeakProductRate(hw, in.product_dtype) * p.step.rank_share * p.step.rank_threads);
   return p;
 }
 

@@ -1,8 +1,10 @@
 // File: fsdp/plan/hardware_description.cc
 #include "fsdp/plan/hardware_description.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -56,11 +58,13 @@ absl::Status CheckLink(absl::string_view name, bool present, const proto::LinkLe
                        link.has_bandwidth_bytes_per_s(), link.bandwidth_bytes_per_s());
 }
 
+int ThreadsOf(const proto::ProductRate& rate) { return rate.has_threads() ? rate.threads() : 1; }
+
 // The rules shared by product_rates and peak_product_rates.
 absl::Status CheckRates(absl::string_view list,
                         const google::protobuf::RepeatedPtrField<proto::ProductRate>& rates) {
-  std::set<std::pair<std::string, int64_t>> seen;
-  bool base_fp32 = false, base_bf16 = false;
+  std::set<std::tuple<std::string, int, int64_t>> seen;
+  std::set<std::pair<std::string, int>> groups, based;  // (dtype, threads)
   for (int i = 0; i < rates.size(); ++i) {
     const proto::ProductRate& rate = rates[i];
     const std::string field = absl::StrCat(list, "[", i, "]");
@@ -74,18 +78,33 @@ absl::Status CheckRates(absl::string_view list,
       return FieldError(field + ".min_dimension",
                         absl::StrCat("is ", rate.min_dimension(), "; it must be zero or more"));
     }
+    if (rate.has_threads() && rate.threads() < 1) {
+      return FieldError(field + ".threads",
+                        absl::StrCat("is ", rate.threads(), "; it must be at least 1 (or absent)"));
+    }
     FSDP_RETURN_IF_ERROR(
         CheckPositive(field + ".flops_per_s", rate.has_flops_per_s(), rate.flops_per_s()));
-    if (!seen.insert({rate.dtype(), rate.min_dimension()}).second) {
+    const int threads = ThreadsOf(rate);
+    if (!seen.insert({rate.dtype(), threads, rate.min_dimension()}).second) {
       return FieldError(field, absl::StrCat("repeats dtype ", rate.dtype(), " with min_dimension ",
-                                            rate.min_dimension()));
+                                            rate.min_dimension(), " at ", threads, " thread(s)"));
     }
-    if (rate.min_dimension() == 0) (rate.dtype() == "fp32" ? base_fp32 : base_bf16) = true;
+    groups.insert({rate.dtype(), threads});
+    if (rate.min_dimension() == 0) based.insert({rate.dtype(), threads});
   }
-  if (!base_fp32 || !base_bf16) {
-    return FieldError(list, absl::StrCat("has no entry with min_dimension 0 for ",
-                                         base_fp32 ? "bf16" : "fp32",
-                                         ": every product needs a rate"));
+  for (const char* dtype : {"fp32", "bf16"}) {
+    if (!based.count({dtype, 1})) {
+      return FieldError(list, absl::StrCat("has no entry with min_dimension 0 for ", dtype,
+                                           ": every product needs a rate"));
+    }
+  }
+  for (const auto& [dtype, threads] : groups) {
+    if (!based.count({dtype, threads})) {
+      return FieldError(
+          list, absl::StrCat("has no entry with min_dimension 0 for ", dtype, " at ", threads,
+                             " threads: every product of a rank with that many "
+                             "threads needs a rate"));
+    }
   }
   return absl::OkStatus();
 }
@@ -177,12 +196,19 @@ absl::Status ValidateHardwareDescription(const proto::HardwareDescription& hw) {
 namespace {
 
 double RateIn(const google::protobuf::RepeatedPtrField<proto::ProductRate>& rates,
-              ProductDtype dtype, int64_t smallest_dimension) {
+              ProductDtype dtype, int64_t smallest_dimension, int threads) {
   const std::string name = ProductDtypeName(dtype);
+  // The most threads the description has for this dtype, up to `threads`.
+  int group = 1;
+  for (const proto::ProductRate& entry : rates) {
+    if (entry.dtype() == name && ThreadsOf(entry) <= threads)
+      group = std::max(group, ThreadsOf(entry));
+  }
   int64_t best_dimension = -1;
   double rate = 0;
   for (const proto::ProductRate& entry : rates) {
-    if (entry.dtype() != name || entry.min_dimension() > smallest_dimension) continue;
+    if (entry.dtype() != name || ThreadsOf(entry) != group) continue;
+    if (entry.min_dimension() > smallest_dimension) continue;
     if (entry.min_dimension() > best_dimension) {
       best_dimension = entry.min_dimension();
       rate = entry.flops_per_s();
@@ -194,14 +220,14 @@ double RateIn(const google::protobuf::RepeatedPtrField<proto::ProductRate>& rate
 }  // namespace
 
 double ProductRateFor(const proto::HardwareDescription& hw, ProductDtype dtype,
-                      int64_t smallest_dimension) {
-  return RateIn(hw.product_rates(), dtype, smallest_dimension);
+                      int64_t smallest_dimension, int threads) {
+  return RateIn(hw.product_rates(), dtype, smallest_dimension, threads);
 }
 
 double PeakProductRate(const proto::HardwareDescription& hw, ProductDtype dtype) {
   const int64_t any_shape = int64_t{1} << 62;
-  if (hw.peak_product_rates_size() > 0) return RateIn(hw.peak_product_rates(), dtype, any_shape);
-  return RateIn(hw.product_rates(), dtype, any_shape);
+  if (hw.peak_product_rates_size() > 0) return RateIn(hw.peak_product_rates(), dtype, any_shape, 1);
+  return RateIn(hw.product_rates(), dtype, any_shape, 1);
 }
 
 std::string HardwareDescriptionToText(const proto::HardwareDescription& hw) {

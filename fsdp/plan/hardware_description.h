@@ -39,8 +39,10 @@ absl::StatusOr<proto::HardwareDescription> ParseHardwareDescription(absl::string
 // OK, or InvalidArgument naming the field and what it must be: every field
 // present; rates, bandwidths, ranks_per_node and processors_per_node positive; latencies,
 // min_dimension and compute_time_cv non-negative; dtype "fp32" or "bf16";
-// an entry with min_dimension 0 for each of fp32 and bf16 (so that every
-// product has a rate); no two entries with the same dtype and min_dimension;
+// threads at least 1 when given; an entry with min_dimension 0 for each of
+// fp32 and bf16 at one thread, and for every (dtype, threads) the entries
+// name (so that every product has a rate); no two entries with the same
+// dtype, threads and min_dimension;
 // network_rails_per_ring at least 1; checkpoint_cost, when given, with
 // every field, its bandwidths positive and its fixed costs non-negative; peak_product_rates, when given, under
 // the same rules as product_rates; framework_overhead, when given, with
@@ -49,13 +51,15 @@ absl::StatusOr<proto::HardwareDescription> ParseHardwareDescription(absl::string
 absl::Status ValidateHardwareDescription(const proto::HardwareDescription& hw);
 
 // The rate of the entry of `dtype` with the largest min_dimension <=
-// `smallest_dimension` (min(m, n, k) of the product). Assumes a valid
-// description.
+// `smallest_dimension` (min(m, n, k) of the product), among the entries of
+// the most threads the description has up to `threads` (one rank's compute
+// threads; entries without threads are one). Assumes a valid description.
 double ProductRateFor(const proto::HardwareDescription& hw, ProductDtype dtype,
-                      int64_t smallest_dimension);
+                      int64_t smallest_dimension, int threads = 1);
 
-// The rate MFU is measured against: the highest of peak_product_rates for
-// `dtype` when the description has them, else of product_rates.
+// The rate MFU is measured against, per processor: the highest one-thread
+// rate of peak_product_rates for `dtype` when the description has them, else
+// of product_rates.
 double PeakProductRate(const proto::HardwareDescription& hw, ProductDtype dtype);
 
 // Text format of `hw`, fields in declaration order (what a calibration writes).

@@ -45,12 +45,13 @@ absl::Status CheckInputs(const StepModelInputs& in) {
 }
 
 double ProductsSeconds(const std::vector<ProductShape>& products,
-                       const proto::HardwareDescription& hw, ProductDtype dtype, double share) {
+                       const proto::HardwareDescription& hw, ProductDtype dtype, double share,
+                       int threads) {
   double seconds = 0;
   for (const ProductShape& p : products) {
     const int64_t smallest = std::min({p.m, p.n, p.k});
     const double flops = 2.0 * static_cast<double>(p.m) * p.n * p.k * p.count;
-    seconds += flops / (ProductRateFor(hw, dtype, smallest) * share);
+    seconds += flops / (ProductRateFor(hw, dtype, smallest, threads) * share);
   }
   return seconds;
 }
@@ -250,18 +251,20 @@ absl::StatusOr<StepTimePrediction> PredictStepTime(const StepModelInputs& in,
   const int per_node = hw.ranks_per_node();
   const int ranks_on_node = std::min(in.world_size, per_node);
   p.rank_share = std::min(1.0, static_cast<double>(hw.processors_per_node()) / ranks_on_node);
+  p.rank_threads = std::max(1, hw.processors_per_node() / ranks_on_node);
   const double memory_bw = hw.memory_bandwidth_bytes_per_s() * p.rank_share;
 
   // Absent framework_overhead reads as zeros: no launch cost, no sharing.
   const double launch_s = hw.framework_overhead().kernel_launch_s();
   std::vector<double> forward_s, backward_s;
   for (const UnitWork& unit : in.units) {
-    forward_s.push_back(ProductsSeconds(unit.forward_products, hw, in.product_dtype, p.rank_share) +
-                        unit.forward_elementwise_bytes / memory_bw +
-                        unit.forward_kernels * launch_s);
-    backward_s.push_back(
-        ProductsSeconds(unit.backward_products, hw, in.product_dtype, p.rank_share) +
-        unit.backward_elementwise_bytes / memory_bw + unit.backward_kernels * launch_s);
+    forward_s.push_back(
+        ProductsSeconds(unit.forward_products, hw, in.product_dtype, p.rank_share, p.rank_threads) +
+        unit.forward_elementwise_bytes / memory_bw + unit.forward_kernels * launch_s);
+    backward_s.push_back(ProductsSeconds(unit.backward_products, hw, in.product_dtype, p.rank_share,
+                                         p.rank_threads) +
+                         unit.backward_elementwise_bytes / memory_bw +
+                         unit.backward_kernels * launch_s);
     p.compute_s += (forward_s.back() + backward_s.back()) * in.accum_steps;
   }
 

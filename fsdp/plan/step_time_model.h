@@ -123,6 +123,9 @@ struct StepTimePrediction {
   double contention_s = 0;    // compute slowed by overlapped collectives (in step_s)
   double step_s = 0;          // compute + contention + optimizer + exposed + straggler
   double rank_share = 1;      // of one processor (proto/hardware.proto)
+  // Threads of the rank's products: processors / ranks on its node when
+  // there are more processors than ranks (train_gpt's default), else 1.
+  int rank_threads = 1;
 };
 
 // InvalidArgument naming the input for: no units, world_size < 1, a

@@ -69,6 +69,33 @@ TEST(HardwareDescriptionTest, ParsesAndPicksTheShapeClass) {
   EXPECT_EQ(again->SerializeAsString(), hw->SerializeAsString());
 }
 
+// Entries with threads serve a rank with at least that many threads; a
+// rank with more takes the most the description has, a dtype without
+// threaded entries its one-thread rates, and MFU's peak stays one thread's.
+TEST(HardwareDescriptionTest, ThreadedEntriesServeARankWithThatManyThreads) {
+  const std::string text =
+      Replace(kValid, "memory_bandwidth_bytes_per_s: 1e10",
+              "product_rates { dtype: \"fp32\" min_dimension: 0 flops_per_s: 1.5e9 threads: 2 }\n"
+              "  product_rates { dtype: \"fp32\" min_dimension: 256 flops_per_s: 7e9 threads: 2 }\n"
+              "  memory_bandwidth_bytes_per_s: 1e10");
+  absl::StatusOr<proto::HardwareDescription> hw = ParseHardwareDescription(text, "x");
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  EXPECT_EQ(ProductRateFor(*hw, ProductDtype::kFp32, 256), 4e9);
+  EXPECT_EQ(ProductRateFor(*hw, ProductDtype::kFp32, 256, 1), 4e9);
+  EXPECT_EQ(ProductRateFor(*hw, ProductDtype::kFp32, 256, 2), 7e9);
+  EXPECT_EQ(ProductRateFor(*hw, ProductDtype::kFp32, 64, 2), 1.5e9);
+  EXPECT_EQ(ProductRateFor(*hw, ProductDtype::kFp32, 1024, 8), 7e9);
+  EXPECT_EQ(ProductRateFor(*hw, ProductDtype::kBf16, 1024, 2), 2e9);
+  proto::HardwareDescription without_peaks = *hw;
+  without_peaks.clear_peak_product_rates();
+  EXPECT_EQ(PeakProductRate(without_peaks, ProductDtype::kFp32), 4e9);
+  // The same entry twice at different thread counts is no repeat.
+  EXPECT_TRUE(ParseHardwareDescription(Replace(text, "min_dimension: 0 flops_per_s: 1.5e9",
+                                               "min_dimension: 0 flops_per_s: 1.6e9"),
+                                       "x")
+                  .ok());
+}
+
 TEST(HardwareDescriptionTest, NamesTheMissingField) {
   EXPECT_EQ(ErrorOf(Replace(kValid, "memory_bandwidth_bytes_per_s: 1e10", "")),
             "x.textproto: field memory_bandwidth_bytes_per_s is missing");
@@ -115,7 +142,18 @@ TEST(HardwareDescriptionTest, NamesTheFieldOutOfRange) {
             "x.textproto: field product_rates has no entry with min_dimension 0 for bf16: every "
             "product needs a rate");
   EXPECT_EQ(ErrorOf(Replace(kValid, "min_dimension: 256", "min_dimension: 0")),
-            "x.textproto: field product_rates[1] repeats dtype fp32 with min_dimension 0");
+            "x.textproto: field product_rates[1] repeats dtype fp32 with min_dimension 0 at 1 "
+            "thread(s)");
+  const std::string threaded =
+      Replace(kValid, "memory_bandwidth_bytes_per_s: 1e10",
+              "product_rates { dtype: \"fp32\" min_dimension: 64 flops_per_s: 3e9 threads: 2 }\n"
+              "  memory_bandwidth_bytes_per_s: 1e10");
+  EXPECT_EQ(ErrorOf(threaded),
+            "x.textproto: field product_rates has no entry with min_dimension 0 for fp32 at 2 "
+            "threads: every product of a rank with that many threads needs a rate");
+  EXPECT_EQ(ErrorOf(Replace(threaded, "threads: 2", "threads: 0")),
+            "x.textproto: field product_rates[3].threads is 0; it must be at least 1 (or "
+            "absent)");
   EXPECT_EQ(ErrorOf(Replace(kValid, "network_rails_per_ring: 4", "network_rails_per_ring: 0")),
             "x.textproto: field network_rails_per_ring is 0; it must be at least 1");
   EXPECT_EQ(ErrorOf(Replace(kValid, "save_bytes_per_s: 1e8", "save_bytes_per_s: -1e8")),

@@ -249,6 +249,31 @@ TEST(StepTimeModelTest, RanksShareTheProcessorsOfANode) {
   EXPECT_DOUBLE_EQ(p->compute_s, 12);
 }
 
+// Fewer ranks than processors: each rank's products run on processors /
+// ranks threads, at the description's rates for that many (element-wise
+// work stays one thread's). 8 processors, 2 ranks: 4 threads each, 4e9
+// operations per second, so the 6 products of 2e9 take 3 s instead of 6.
+TEST(StepTimeModelTest, ALoneRankTakesTheRatesOfItsThreads) {
+  proto::HardwareDescription hw = Hardware();
+  for (const char* dtype : {"fp32", "bf16"}) {
+    proto::ProductRate* rate = hw.add_product_rates();
+    rate->set_dtype(dtype);
+    rate->set_min_dimension(0);
+    rate->set_flops_per_s(4e9);
+    rate->set_threads(4);
+  }
+  absl::StatusOr<StepTimePrediction> p = PredictStepTime(TwoUnits(proto::NO_SHARD, 2), hw);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->rank_threads, 4);
+  EXPECT_DOUBLE_EQ(p->rank_share, 1);
+  EXPECT_DOUBLE_EQ(p->compute_s, 3);
+  // 8 ranks on the 8 processors: one thread each, the one-thread rate.
+  p = PredictStepTime(TwoUnits(proto::NO_SHARD, 8), hw);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->rank_threads, 1);
+  EXPECT_DOUBLE_EQ(p->compute_s, 6);
+}
+
 // A group spanning nodes: its ring's node-crossing hop uses
 // network_rails_per_ring adapters, capped by the link within a node.
 TEST(StepTimeModelTest, SpanningGroupsUseTheRailsOfTheirNode) {

@@ -3,20 +3,17 @@
 // The stored table of this machine's measurements (testdata/
 // validation_here.csv, written by tools/plan_validate.sh: its '#' lines say
 // when, on what CPU and with which binaries) against the step-time model,
-// for shape and regression only. The measurements were taken on a machine
-// shared with other jobs, so this is not the accuracy check (docs/
-// planning.md says what is): it fails when
+// for shape and regression only; docs/planning.md reads the accuracy from
+// the same table. It fails when
 //   - the model's prediction for a stored row moves by more than 1% from
 //     the table's (a model or description change: rerun plan_validate.sh
 //     and store the new table, or say why not);
 //   - a row's error column is not (predicted - measured) / measured;
 //   - a cell of the full table is missing (sizes S, M, L x fp32, bf16 x the
-//     five strategies x 1, 2, 4 ranks, hybrid_shard at 4 only: 78 rows), or
-//     a measurement is not positive;
+//     five strategies x 1, 2, 4, 8 ranks, hybrid_shard in groups of 2 at 4
+//     and 8 only: 108 rows), or a measurement is not positive;
 //   - predicted step time does not grow from size S to M to L at a fixed
-//     precision, strategy and rank count. (Measured need not: the stored
-//     sitting's load fell from about 20 to 6 between its M and L runs, and
-//     its L steps measured faster than M's.)
+//     precision, strategy and rank count.
 #include <cmath>
 #include <map>
 #include <string>
@@ -98,7 +95,7 @@ std::vector<Row> ReadTable(std::string* comments) {
 TEST(ValidationTableTest, StoredTableMatchesTheModelAndItsShape) {
   std::string comments;
   const std::vector<Row> rows = ReadTable(&comments);
-  EXPECT_EQ(rows.size(), 78u) << "the full table: 3 sizes x 2 precisions x 13 cells";
+  EXPECT_EQ(rows.size(), 108u) << "the full table: 3 sizes x 2 precisions x 18 cells";
   // Where and how it was measured travels with the numbers.
   EXPECT_NE(comments.find("# plan_validate.sh 20"), std::string::npos) << comments;
   EXPECT_NE(comments.find("# CPU: "), std::string::npos) << comments;
@@ -133,7 +130,7 @@ TEST(ValidationTableTest, StoredTableMatchesTheModelAndItsShape) {
     EXPECT_LT(m.predicted_s, l.predicted_s) << name;
     ++ordered;
   }
-  EXPECT_EQ(ordered, 26) << "every precision, strategy and rank count at all three sizes";
+  EXPECT_EQ(ordered, 36) << "every precision, strategy and rank count at all three sizes";
 }
 
 }  // namespace
