@@ -21,7 +21,10 @@
 //   - the link: --ranks ranks (launched as this binary, like
 //     collective_bench) all-gather 1 KiB and 64 MiB (examples/collective_cell:
 //     huge-page buffers, as training allocates them); with t = a + S (n-1)/n / B
-//     for both sizes it solves for the latency a and the bandwidth B.
+//     for both sizes it solves for the latency a and the bandwidth B;
+//   - framework_overhead.collective_compute_share: how much slower those
+//     ranks' products run while 64 MiB all-gathers are in flight (the copies
+//     are the cores' work here); kernel_launch_s 0 (the rates hold it).
 // There is no second node here: inter_node repeats intra_node, and says so.
 //
 // Why a core and not the host: the first calibration measured the host with
@@ -52,10 +55,13 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/atomic_file.h"
+#include "base/posix_file.h"
 #include "base/status_macros.h"
 #include "comm/communicator.h"
 #include "comm/launcher/launcher.h"
@@ -241,7 +247,80 @@ std::string CpuModel() {
   return "unknown CPU";
 }
 
-// A launched rank: the two all-gathers; rank 0 writes the rows.
+// The backend train_gpt takes for the same flag (fsdp/run/compute_backend.h),
+// set for this process.
+absl::StatusOr<fsdp::MatmulBackend> UseChosenBackend() {
+  const std::string backend_name = absl::GetFlag(FLAGS_matmul_backend);
+  FSDP_ASSIGN_OR_RETURN(const fsdp::MatmulBackendChoice choice,
+                        fsdp::ParseMatmulBackendChoice(backend_name));
+  fsdp::MatmulBackend backend = fsdp::DefaultMatmulBackend().backend;
+  if (choice == fsdp::MatmulBackendChoice::kAuto) {
+    backend = fsdp::MeasureMatmulBackends().chosen;
+  } else if (choice != fsdp::MatmulBackendChoice::kDefault) {
+    FSDP_ASSIGN_OR_RETURN(backend, fsdp::ParseMatmulBackend(backend_name));
+  }
+  fsdp::SetMatmulBackend(backend);
+  return backend;
+}
+
+// What a running collective takes from compute on this host: every rank
+// runs one product shape (one thread) for a while with no collective in
+// flight, then while 64 MiB all-gathers run, one after another, and
+// compares the rates. On one host a collective's copies are the cores' own
+// work (the peers' reads, each rank's progress thread), not a copy
+// engine's, so overlapped communication is not free here. Both phases run
+// on every rank at once, so the share holds no more than the collective.
+absl::StatusOr<double> CollectiveComputeShare(comm::Communicator& comm) {
+  const Shape& s = kShapes[4];
+  Operands o = OperandsFor(s);
+  const fsdp::MatmulArgs args = ArgsFor(s, fsdp::NumType::kF32, o);
+  fsdp::SetMatmulThreads(1);
+  for (int i = 0; i < 3; ++i) fsdp::Matmul(args);
+  const double flops = 2.0 * s.m * s.n * s.k;
+  std::vector<std::byte> input(kLargeBytes / comm.size()), output(input.size() * comm.size());
+  comm::AllGatherOptions gather;
+  gather.input = absl::MakeConstSpan(input);
+  gather.output = absl::MakeSpan(output);
+  auto barrier = [&]() -> absl::Status {
+    FSDP_ASSIGN_OR_RETURN(comm::WorkHandle work, comm.Barrier());
+    return work->Wait(absl::Seconds(60));
+  };
+  {  // first touch of the buffers
+    FSDP_ASSIGN_OR_RETURN(comm::WorkHandle work, comm.AllGather(gather));
+    FSDP_RETURN_IF_ERROR(work->Wait(absl::Seconds(60)));
+  }
+  double alone_s = 0, overlapped_s = 0;
+  int64_t alone_calls = 0, overlapped_calls = 0;
+  // A fixed count of rounds: every rank posts the same collectives.
+  for (int round = 0; round < 64; ++round) {
+    FSDP_RETURN_IF_ERROR(barrier());
+    Clock::time_point start = Clock::now();
+    for (int i = 0; i < 8; ++i, ++alone_calls) fsdp::Matmul(args);
+    alone_s += SecondsSince(start);
+    FSDP_RETURN_IF_ERROR(barrier());
+    start = Clock::now();
+    FSDP_ASSIGN_OR_RETURN(comm::WorkHandle work, comm.AllGather(gather));
+    int calls = 0;
+    double last_end = 0;
+    while (!work->Test()) {
+      fsdp::Matmul(args);
+      ++calls;
+      last_end = SecondsSince(start);
+    }
+    FSDP_RETURN_IF_ERROR(work->Wait(absl::Seconds(60)));
+    overlapped_s += last_end;
+    overlapped_calls += calls;
+  }
+  if (alone_calls == 0 || overlapped_calls == 0 || overlapped_s <= 0) {
+    return absl::InternalError("the collective ended before one product: no overlap measured");
+  }
+  const double alone = flops * alone_calls / alone_s;
+  const double overlapped = flops * overlapped_calls / overlapped_s;
+  return std::clamp(1 - overlapped / alone, 0.0, 0.95);
+}
+
+// A launched rank: the two all-gathers and the collectives' share of
+// compute; rank 0 writes the rows, and the share to the same file + ".share".
 int RunRank() {
   comm::CommunicatorOptions options;
   options.rendezvous_timeout = absl::Seconds(120);
@@ -253,6 +332,10 @@ int RunRank() {
     return 3;
   }
   comm::Communicator& comm = **created;
+  if (absl::StatusOr<fsdp::MatmulBackend> backend = UseChosenBackend(); !backend.ok()) {
+    std::fprintf(stderr, "plan_calibrate: %s\n", backend.status().ToString().c_str());
+    return 2;
+  }
   std::vector<collective_bench::Row> rows;
   for (size_t bytes : {kSmallBytes, kLargeBytes}) {
     collective_bench::CellOptions cell;
@@ -280,12 +363,27 @@ int RunRank() {
       return 1;
     }
   }
+  absl::StatusOr<double> share = CollectiveComputeShare(comm);
+  if (!share.ok()) {
+    std::fprintf(stderr, "plan_calibrate: rank %d: the collectives' share of compute: %s\n",
+                 comm.rank(), share.status().ToString().c_str());
+    return 3;
+  }
+  if (comm.rank() == 0) {
+    absl::Status written = base::WriteFileAtomically(
+        absl::StrCat(std::getenv(kResultFileVariable), ".share"), absl::StrCat(*share, "\n"));
+    if (!written.ok()) {
+      std::fprintf(stderr, "plan_calibrate: %s\n", written.ToString().c_str());
+      return 1;
+    }
+  }
   return 0;
 }
 
 struct Link {
   double latency_s = 0;
   double bandwidth = 0;
+  double collective_compute_share = 0;  // CollectiveComputeShare
 };
 
 absl::StatusOr<Link> MeasureLink(int ranks, int argc, char** argv) {
@@ -301,8 +399,11 @@ absl::StatusOr<Link> MeasureLink(int ranks, int argc, char** argv) {
         result.ok() ? absl::StrCat("exit ", *result) : result.status().ToString()));
   }
   absl::StatusOr<std::vector<collective_bench::Row>> rows = collective_bench::ReadCsv(result_file);
+  absl::StatusOr<std::string> share_text = base::ReadWholeFile(result_file + ".share");
   std::remove(result_file.c_str());
+  std::remove((result_file + ".share").c_str());
   if (!rows.ok()) return rows.status();
+  if (!share_text.ok()) return share_text.status();
   if (rows->size() != 2) return absl::InternalError("the all-gather job wrote no two rows");
   // t = a + S f / B with f = (n-1)/n, for both sizes.
   const double f = (ranks - 1.0) / ranks;
@@ -310,8 +411,14 @@ absl::StatusOr<Link> MeasureLink(int ranks, int argc, char** argv) {
   Link link;
   link.bandwidth = f * (static_cast<double>(kLargeBytes) - kSmallBytes) / (t_large - t_small);
   link.latency_s = std::max(0.0, t_small - f * kSmallBytes / link.bandwidth);
+  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(*share_text), &link.collective_compute_share)) {
+    return absl::InternalError(
+        absl::StrCat("the all-gather job wrote no share of compute: \"", *share_text, "\""));
+  }
   std::printf("# all_gather at %d ranks: %zu bytes %.1f us, %zu bytes %.0f us\n", ranks,
               kSmallBytes, t_small * 1e6, kLargeBytes, t_large * 1e6);
+  std::printf("# compute while 64 MiB all-gathers run, every rank at once: %.1f%% slower\n",
+              100 * link.collective_compute_share);
   return link;
 }
 
@@ -328,17 +435,7 @@ absl::Status Calibrate(int argc, char** argv) {
   if (ranks_per_node < 1) return absl::InvalidArgumentError("--ranks_per_node must be at least 1");
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   fsdp::SetMatmulThreads(1);
-  // The backend train_gpt takes for the same flag (fsdp/run/compute_backend.h).
-  const std::string backend_name = absl::GetFlag(FLAGS_matmul_backend);
-  FSDP_ASSIGN_OR_RETURN(const fsdp::MatmulBackendChoice choice,
-                        fsdp::ParseMatmulBackendChoice(backend_name));
-  fsdp::MatmulBackend backend = fsdp::DefaultMatmulBackend().backend;
-  if (choice == fsdp::MatmulBackendChoice::kAuto) {
-    backend = fsdp::MeasureMatmulBackends().chosen;
-  } else if (choice != fsdp::MatmulBackendChoice::kDefault) {
-    FSDP_ASSIGN_OR_RETURN(backend, fsdp::ParseMatmulBackend(backend_name));
-  }
-  fsdp::SetMatmulBackend(backend);
+  FSDP_ASSIGN_OR_RETURN(const fsdp::MatmulBackend backend, UseChosenBackend());
   const std::string kernels = fsdp::MatmulKernelDescription(backend);
   std::printf("# CPU: %s, %d cores; matmul %s\n", CpuModel().c_str(), cores, kernels.c_str());
 
@@ -379,6 +476,11 @@ absl::Status Calibrate(int argc, char** argv) {
     level->set_latency_s(std::round(link.latency_s * 1e8) / 1e8);
     level->set_bandwidth_bytes_per_s(std::round(link.bandwidth / 1e6) * 1e6);
   }
+  // No launch cost of its own: the product rates are measured through the
+  // runtime's calls, its fixed costs in them.
+  hw.mutable_framework_overhead()->set_kernel_launch_s(0);
+  hw.mutable_framework_overhead()->set_collective_compute_share(
+      std::round(link.collective_compute_share * 1e3) / 1e3);
   FSDP_RETURN_IF_ERROR(fsdp::plan::ValidateHardwareDescription(hw));
 
   const std::time_t now = std::time(nullptr);
@@ -396,7 +498,8 @@ absl::Status Calibrate(int argc, char** argv) {
       "# best of 10 rounds per shape class, operands cycled through 128 MiB (cold);\n"
       "# memory: a two-read one-write pass over 64 MiB arrays; links: all-gathers of\n",
       "# ", kSmallBytes, " and ", kLargeBytes, " bytes at ", ranks,
-      " ranks. There is no second node here: inter_node\n# repeats intra_node. The machine "
+      " ranks, and products while they run. There is no second node here: inter_node\n"
+      "# repeats intra_node. The machine "
       "is shared, so the figures move between sittings.\n",
       fsdp::plan::HardwareDescriptionToText(hw));
   const std::string out = Resolve(absl::GetFlag(FLAGS_out));

@@ -29,6 +29,7 @@ PACKAGE_GRAPH_ROOTS = [
     "//examples:export_checkpoint",
     "//examples:generate",
     "//examples:memory_report",
+    "//examples:plan_calibrate",
     "//examples:plan_report",
     "//examples:plot_metrics",
     "//examples:speed_goals",
