@@ -163,8 +163,16 @@ class ScheduleReplay {
     }
   }
   void PostGather(int u) {
-    gather_done_[u] = Post(AllGatherSeconds(in_.units[u].padded_numel * in_.param_bytes,
-                                            shard_group_));
+    const int64_t bytes = in_.units[u].padded_numel * in_.param_bytes;
+    if (shard_group_.size == 1) {
+      // A shard group of one rank: the "gather" is a copy of the shard into
+      // the unit's buffer, made by the posting thread (FinishLocally in
+      // fsdp/train/unit_collectives.cc): compute time, read and written.
+      Compute(2.0 * static_cast<double>(bytes) / shard_group_.memory_bandwidth_bytes_per_s);
+      gather_done_[u] = now_;
+    } else {
+      gather_done_[u] = Post(AllGatherSeconds(bytes, shard_group_));
+    }
     gather_state_[u] = kGathering;
   }
   void Unshard(int u, int direction) {

@@ -131,6 +131,22 @@ TEST(StepTimeModelTest, OneRankIsComputeOnly) {
   EXPECT_DOUBLE_EQ(p->step_s, 6);
 }
 
+// One rank's gathers are copies of the shard into the unit's buffer, on the
+// compute clock: 4000 bytes read and written at 8000 bytes per second, 1 s
+// each. full_shard gathers unit 0 and unit 1 in the forward and unit 0 again
+// in the backward (unit 1 stays gathered): 3 s over no_shard, whose
+// optimizer traffic is the same at one rank.
+TEST(StepTimeModelTest, OneRankCopiesItsGathers) {
+  proto::HardwareDescription hw = Hardware();
+  hw.set_memory_bandwidth_bytes_per_s(8000);
+  absl::StatusOr<StepTimePrediction> full = PredictStepTime(TwoUnits(proto::FULL_SHARD, 1), hw);
+  absl::StatusOr<StepTimePrediction> none = PredictStepTime(TwoUnits(proto::NO_SHARD, 1), hw);
+  ASSERT_TRUE(full.ok()) << full.status();
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_DOUBLE_EQ(full->step_s - none->step_s, 3);
+  EXPECT_DOUBLE_EQ(full->exposed_comm_s, 0);
+}
+
 // full_shard, 2 ranks, prefetch depth 1 (channel in brackets):
 //   fwd u0  post AG0 [0, 0.5], wait to 0.5, prefetch AG1 [0.5, 1], compute to 1.5
 //   fwd u1  AG1 done at 1 already; compute to 2.5 (kept gathered)
@@ -217,10 +233,11 @@ TEST(StepTimeModelTest, HybridAddsTheCrossGroupAllReduce) {
 // AdamW on 2 x 1000 fp32 elements without clipping: master read and
 // written (8), gradient read (4), two states read and written (16), the
 // gradient cleared (4) = 32 bytes each, 64000 bytes at 64000 bytes/s.
+// (no_shard: one rank's full_shard would add its gathers' copies.)
 TEST(StepTimeModelTest, OptimizerIsMemoryTraffic) {
   proto::HardwareDescription hw = Hardware();
   hw.set_memory_bandwidth_bytes_per_s(64000);
-  absl::StatusOr<StepTimePrediction> p = PredictStepTime(TwoUnits(proto::FULL_SHARD, 1), hw);
+  absl::StatusOr<StepTimePrediction> p = PredictStepTime(TwoUnits(proto::NO_SHARD, 1), hw);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_DOUBLE_EQ(p->optimizer_s, 1);
   EXPECT_DOUBLE_EQ(p->step_s, 7);
