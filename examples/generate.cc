@@ -1,12 +1,13 @@
 // File: examples/generate.cc
 //
 // Text from a trained model, in one process: the weights of a safetensors
-// file (train_gpt --export) or of a sharded checkpoint (train_gpt
+// file (train_gpt --export, a GPT or a Llama) or of a sharded checkpoint (train_gpt
 // --checkpoint_dir, consolidated first into a temporary safetensors file in
 // a private directory), the model configuration from the file's
 // __metadata__, the tokenizer from the tokenize example.
 //
-//   bazel run -c opt //examples:generate -- --safetensors=/tmp/gpt.safetensors --tokenizer=/tmp/fortunes.tokenizer --prompt="The meaning of life" --tokens=200
+//   bazel run -c opt //examples:generate -- --safetensors=/tmp/gpt.safetensors
+//   --tokenizer=/tmp/fortunes.tokenizer --prompt="The meaning of life" --tokens=200
 //
 // The same seed and options give the text train_gpt's own sample printed
 // for those weights (fsdp/run/sampler.h).
@@ -25,12 +26,14 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "fsdp/checkpoint/gpt_safetensors.h"
 #include "fsdp/checkpoint/model_export.h"
+#include "fsdp/checkpoint/model_safetensors.h"
 #include "fsdp/checkpoint/safetensors.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/gpt_inference.h"
 #include "fsdp/nn/gpt_spec.h"
+#include "fsdp/nn/llama_inference.h"
+#include "fsdp/nn/llama_spec.h"
 #include "fsdp/run/model_forward.h"
 #include "fsdp/run/sampler.h"
 #include "fsdp/text/byte_bpe.h"
@@ -47,6 +50,37 @@ ABSL_FLAG(int, top_k, 40, "sample among the k most likely tokens; 0 = all");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the sampling draws");
 
 namespace {
+
+// The file's model: its units (the tensors to read, in order) and its
+// forward pass for one sequence.
+struct FileModel {
+  std::vector<fsdp::UnitSpec> units;
+  std::unique_ptr<fsdp::InferenceModel> forward;
+};
+
+// The family and configuration the file's __metadata__ names, checked
+// against its tensors before anything is sized by them.
+absl::StatusOr<FileModel> OpenFileModel(const fsdp::checkpoint::SafetensorsReader& reader,
+                                        fsdp::MemoryTracker* tracker) {
+  const std::string family = fsdp::checkpoint::SafetensorsFamily(reader);
+  FileModel model;
+  if (family == "gpt") {
+    FSDP_ASSIGN_OR_RETURN(const fsdp::GptConfig config,
+                          fsdp::checkpoint::GptConfigFromSafetensors(reader));
+    model.units = fsdp::GptUnitSpecs(config);
+    FSDP_ASSIGN_OR_RETURN(model.forward, fsdp::GptInference::Create(config, 1, tracker));
+  } else if (family == "llama") {
+    FSDP_ASSIGN_OR_RETURN(const fsdp::LlamaConfig config,
+                          fsdp::checkpoint::LlamaConfigFromSafetensors(reader));
+    model.units = fsdp::LlamaUnitSpecs(config);
+    FSDP_ASSIGN_OR_RETURN(model.forward, fsdp::LlamaInference::Create(config, 1, tracker));
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat(reader.path(), ": its __metadata__ family is \"", family,
+                     "\"; generate samples from the families train_gpt trains (gpt, llama)"));
+  }
+  return model;
+}
 
 absl::Status Run() {
   const std::string safetensors = absl::GetFlag(FLAGS_safetensors);
@@ -85,11 +119,10 @@ absl::Status Run() {
   }
   if (!opened.ok()) return opened.status();
   const auto& reader = **opened;
-  // Checked against the file's tensors before anything is sized by it.
-  FSDP_ASSIGN_OR_RETURN(const fsdp::GptConfig config,
-                        fsdp::checkpoint::GptConfigFromSafetensors(reader));
+  fsdp::MemoryTracker tracker;
+  FSDP_ASSIGN_OR_RETURN(FileModel model, OpenFileModel(reader, &tracker));
   std::vector<std::vector<float>> params;
-  for (const fsdp::UnitSpec& unit : fsdp::GptUnitSpecs(config)) {
+  for (const fsdp::UnitSpec& unit : model.units) {
     std::vector<float> flat(unit.numel());
     int64_t offset = 0;
     for (const fsdp::ParamSpec& p : unit.params) {
@@ -103,25 +136,22 @@ absl::Status Run() {
   if (const std::string path = absl::GetFlag(FLAGS_tokenizer); !path.empty()) {
     FSDP_ASSIGN_OR_RETURN(tokenizer, fsdp::text::LoadByteBpe(path));
   }
-  if (tokenizer.vocab_size() > config.vocab) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the tokenizer has ", tokenizer.vocab_size(), " tokens but the model only ",
-        config.vocab, "; give the tokenizer the model was trained with"));
+  if (tokenizer.vocab_size() > model.forward->vocab()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the tokenizer has ", tokenizer.vocab_size(), " tokens but the model only ",
+                     model.forward->vocab(), "; give the tokenizer the model was trained with"));
   }
   const std::string prompt_text = absl::GetFlag(FLAGS_prompt);
   const std::vector<uint16_t> encoded = tokenizer.Encode(prompt_text.empty() ? "\n" : prompt_text);
   const std::vector<int32_t> prompt(encoded.begin(), encoded.end());
-  fsdp::MemoryTracker tracker;
-  FSDP_ASSIGN_OR_RETURN(std::unique_ptr<fsdp::GptInference> forward,
-                        fsdp::GptInference::Create(config, 1, &tracker));
   fsdp::SampleOptions options;
   options.num_tokens = absl::GetFlag(FLAGS_tokens);
   options.temperature = absl::GetFlag(FLAGS_temperature);
   options.top_k = absl::GetFlag(FLAGS_top_k);
   options.seed = absl::GetFlag(FLAGS_seed);
-  FSDP_ASSIGN_OR_RETURN(std::vector<int32_t> tokens,
-                        fsdp::SampleTokens(*forward, fsdp::VectorModelUnits(params), prompt,
-                                           options));
+  FSDP_ASSIGN_OR_RETURN(
+      std::vector<int32_t> tokens,
+      fsdp::SampleTokens(*model.forward, fsdp::VectorModelUnits(params), prompt, options));
   const std::vector<uint16_t> out(tokens.begin(), tokens.end());
   const std::string text = tokenizer.Decode(out);
   std::fwrite(text.data(), 1, text.size(), stdout);

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "fsdp/checkpoint/checkpoint.h"
@@ -23,6 +25,14 @@ std::vector<uint64_t> ShapeOf(const proto::TensorEntry& t) {
   return std::vector<uint64_t>(t.shape().begin(), t.shape().end());
 }
 
+// The shortest decimal that reads back as `value` ("500000", "1e-05").
+std::string FloatText(float value) {
+  std::string text = absl::StrCat(value);
+  float back = 0;
+  if (!absl::SimpleAtof(text, &back) || back != value) text = absl::StrFormat("%.9g", value);
+  return text;
+}
+
 }  // namespace
 
 std::vector<SafetensorsTensorSpec> ExportSpecs(const std::vector<proto::TensorEntry>& tensors) {
@@ -32,13 +42,20 @@ std::vector<SafetensorsTensorSpec> ExportSpecs(const std::vector<proto::TensorEn
 }
 
 std::map<std::string, std::string> ExportMetadata(const proto::ModelConfig& model) {
-  return {{"format", "pt"},
-          {"family", model.family()},
-          {"layers", absl::StrCat(model.layers())},
-          {"d_model", absl::StrCat(model.d_model())},
-          {"heads", absl::StrCat(model.heads())},
-          {"vocab", absl::StrCat(model.vocab())},
-          {"seq_len", absl::StrCat(model.seq_len())}};
+  std::map<std::string, std::string> metadata = {{"format", "pt"},
+                                                 {"family", model.family()},
+                                                 {"layers", absl::StrCat(model.layers())},
+                                                 {"d_model", absl::StrCat(model.d_model())},
+                                                 {"heads", absl::StrCat(model.heads())},
+                                                 {"vocab", absl::StrCat(model.vocab())},
+                                                 {"seq_len", absl::StrCat(model.seq_len())}};
+  if (model.family() == "llama") {
+    metadata["kv_heads"] = absl::StrCat(model.kv_heads());
+    metadata["ffn_hidden"] = absl::StrCat(model.ffn_hidden());
+    metadata["rope_theta"] = FloatText(model.rope_theta());
+    metadata["norm_eps"] = FloatText(model.norm_eps());
+  }
+  return metadata;
 }
 
 absl::Status AppendUnit(SafetensorsWriter& writer, const proto::UnitPlan& unit,

@@ -35,7 +35,8 @@ namespace checkpoint {
 std::vector<SafetensorsTensorSpec> ExportSpecs(const std::vector<proto::TensorEntry>& tensors);
 
 // __metadata__: "format" = "pt" and the model config ("family", "layers",
-// "d_model", "heads", "vocab", "seq_len"). Nothing about the run (no step,
+// "d_model", "heads", "vocab", "seq_len"; a Llama's also "kv_heads",
+// "ffn_hidden", "rope_theta", "norm_eps"). Nothing about the run (no step,
 // no time), so the same weights always give the same bytes: an import
 // followed by an export is a bitwise round trip.
 std::map<std::string, std::string> ExportMetadata(const proto::ModelConfig& model);

@@ -4,7 +4,8 @@
 // "llama", shaped by the train_gpt flags: --layers, --d_model, --heads,
 // --vocab, --seq_len as the GPT's, and its own --kv_heads, --ffn_hidden
 // (--ffn_multiple_of), --rope_theta, --norm_eps, --tie_embeddings (see
-// TrainOptions).
+// TrainOptions), with its forward pass alone (fsdp/nn/llama_inference.h)
+// for validation and samples.
 #include <cmath>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "fsdp/nn/gpt_spec.h"
+#include "fsdp/nn/llama_inference.h"
 #include "fsdp/nn/llama_model.h"
 #include "fsdp/nn/llama_spec.h"
 #include "fsdp/run/model_registry.h"
@@ -61,11 +63,6 @@ absl::Status ValidateLlamaOptions(const TrainOptions& o) {
         "--tie_embeddings is not supported yet: the head would read the embedding unit's "
         "weight, which every strategy but no_shard frees after the embedding's forward; "
         "train with an untied head (as Llama 3 8B)");
-  }
-  if (o.sample_tokens > 0 || !o.val_data.empty()) {
-    return absl::InvalidArgumentError(
-        "--sample_tokens and --val_data are not supported yet with --model=llama (sampling and "
-        "validation run the GPT's inference forward); drop them");
   }
   absl::Status valid = ValidateLlamaConfig(LlamaConfigOf(o));
   if (!valid.ok()) {
@@ -162,9 +159,37 @@ absl::StatusOr<std::unique_ptr<Model>> CreateLlama(const TrainOptions& options,
   return std::unique_ptr<Model>(std::move(*model));
 }
 
-const bool kRegistered =
-    RegisterModel("llama", {&LlamaUnitSpecsOf, &CreateLlama, &ValidateLlamaOptions,
-                            &LlamaHfConfigJson, &CheckLlamaHfConfig});
+absl::StatusOr<std::unique_ptr<InferenceModel>> CreateLlamaInference(const TrainOptions& options,
+                                                                     int max_batch,
+                                                                     MemoryTracker* tracker) {
+  absl::StatusOr<std::unique_ptr<LlamaInference>> forward =
+      LlamaInference::Create(LlamaConfigOf(options), max_batch, tracker);
+  if (!forward.ok()) return forward.status();
+  return std::unique_ptr<InferenceModel>(std::move(*forward));
+}
+
+// The Llama's own fields of the model record, as the model resolves them.
+void DescribeLlama(const TrainOptions& options, proto::ModelConfig* record) {
+  const LlamaConfig c = LlamaConfigOf(options);
+  record->set_kv_heads(c.kv_heads);
+  record->set_ffn_hidden(c.ffn_hidden);
+  record->set_rope_theta(c.rope_theta);
+  record->set_norm_eps(c.norm_eps);
+}
+
+ModelFactory LlamaFactory() {
+  ModelFactory factory;
+  factory.unit_specs = &LlamaUnitSpecsOf;
+  factory.create = &CreateLlama;
+  factory.validate = &ValidateLlamaOptions;
+  factory.create_inference = &CreateLlamaInference;
+  factory.hf_config_json = &LlamaHfConfigJson;
+  factory.check_hf_config = &CheckLlamaHfConfig;
+  factory.describe = &DescribeLlama;
+  return factory;
+}
+
+const bool kRegistered = RegisterModel("llama", LlamaFactory());
 
 }  // namespace
 }  // namespace fsdp

@@ -8,24 +8,13 @@
 #include "fsdp/nn/attention.h"
 #include "fsdp/nn/embedding.h"
 #include "fsdp/nn/gelu.h"
+#include "fsdp/nn/inference_steps.h"
 #include "fsdp/nn/layer_norm.h"
 #include "fsdp/nn/linear.h"
 #include "fsdp/nn/residual.h"
 
 namespace fsdp {
 namespace {
-
-// Each parameter's first element in a unit's flat buffer, in spec order
-// (fsdp/nn/gpt_spec.h gives the order GptModel reads them in).
-std::vector<const float*> ParamPointers(const UnitSpec& unit, absl::Span<const float> params) {
-  std::vector<const float*> out;
-  int64_t offset = 0;
-  for (const ParamSpec& p : unit.params) {
-    out.push_back(params.data() + offset);
-    offset += p.numel();
-  }
-  return out;
-}
 
 enum BlockParam {
   kLn1Weight, kLn1Bias, kQkvWeight, kQkvBias, kAttnProjWeight, kAttnProjBias,
@@ -49,67 +38,35 @@ absl::StatusOr<std::unique_ptr<GptInference>> GptInference::Create(const GptConf
 }
 
 absl::Status GptInference::Begin(absl::Span<const int32_t> tokens, int batch, int seq) {
-  if (batch < 1 || batch > max_batch_ || seq < 1 || seq > config_.seq_len) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "forward of ", batch, " x ", seq, " tokens; this model takes 1..", max_batch_,
-        " sequences of 1..", config_.seq_len, " tokens"));
-  }
-  if (tokens.size() != static_cast<size_t>(batch) * seq) {
-    return absl::InvalidArgumentError(absl::StrCat("forward got ", tokens.size(), " tokens for ",
-                                                   batch, " x ", seq));
-  }
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] < 0 || tokens[i] >= config_.vocab) {
-      return absl::InvalidArgumentError(absl::StrCat("token ", i, " = ", tokens[i],
-                                                     " is outside the vocabulary [0, ",
-                                                     config_.vocab, ")"));
-    }
-  }
+  FSDP_RETURN_IF_ERROR(
+      CheckInferenceInput(tokens, batch, seq, {max_batch_, config_.seq_len, config_.vocab}));
   next_unit_ = -1;
   batch_ = batch;
   seq_ = seq;
   const int64_t n = int64_t{batch} * seq;
   const int64_t nc = n * config_.d_model;
-  auto alloc = [&](FloatBuffer& buffer, int64_t numel, const char* what) -> absl::Status {
-    if (buffer.size() == numel) return absl::OkStatus();
-    buffer.Reset();
-    FSDP_ASSIGN_OR_RETURN(buffer, tracker_->Allocate<float>(MemoryCategory::kActivations, numel,
-                                                            absl::StrCat("inference ", what)));
-    return absl::OkStatus();
-  };
-  if (tokens_.size() != n) {
-    tokens_.Reset();
-    FSDP_ASSIGN_OR_RETURN(tokens_, tracker_->Allocate<int32_t>(MemoryCategory::kActivations, n,
-                                                               "inference tokens"));
-  }
-  FSDP_RETURN_IF_ERROR(alloc(x_, nc, "x"));
-  FSDP_RETURN_IF_ERROR(alloc(res2_, nc, "res2"));
-  FSDP_RETURN_IF_ERROR(alloc(norm_, nc, "norm"));
-  FSDP_RETURN_IF_ERROR(alloc(mean_, n, "mean"));
-  FSDP_RETURN_IF_ERROR(alloc(rstd_, n, "rstd"));
-  FSDP_RETURN_IF_ERROR(alloc(qkv_, 3 * nc, "qkv"));
-  FSDP_RETURN_IF_ERROR(alloc(probs_, int64_t{batch} * config_.heads * seq * seq, "att_probs"));
-  FSDP_RETURN_IF_ERROR(alloc(att_, nc, "att"));
-  FSDP_RETURN_IF_ERROR(alloc(wide_, 4 * nc, "fc"));
-  FSDP_RETURN_IF_ERROR(alloc(gelu_, 4 * nc, "gelu"));
-  FSDP_RETURN_IF_ERROR(alloc(logits_, n * config_.vocab, "logits"));
+  MemoryTracker& t = *tracker_;
+  FSDP_RETURN_IF_ERROR(SizeInferenceBuffer(t, tokens_, n, "tokens"));
+  FSDP_RETURN_IF_ERROR(SizeInferenceBuffer(t, x_, nc, "x"));
+  FSDP_RETURN_IF_ERROR(SizeInferenceBuffer(t, res2_, nc, "res2"));
+  FSDP_RETURN_IF_ERROR(SizeInferenceBuffer(t, norm_, nc, "norm"));
+  FSDP_RETURN_IF_ERROR(SizeInferenceBuffer(t, mean_, n, "mean"));
+  FSDP_RETURN_IF_ERROR(SizeInferenceBuffer(t, rstd_, n, "rstd"));
+  FSDP_RETURN_IF_ERROR(SizeInferenceBuffer(t, qkv_, 3 * nc, "qkv"));
+  FSDP_RETURN_IF_ERROR(
+      SizeInferenceBuffer(t, probs_, int64_t{batch} * config_.heads * seq * seq, "att_probs"));
+  FSDP_RETURN_IF_ERROR(SizeInferenceBuffer(t, att_, nc, "att"));
+  FSDP_RETURN_IF_ERROR(SizeInferenceBuffer(t, wide_, 4 * nc, "fc"));
+  FSDP_RETURN_IF_ERROR(SizeInferenceBuffer(t, gelu_, 4 * nc, "gelu"));
+  FSDP_RETURN_IF_ERROR(SizeInferenceBuffer(t, logits_, n * config_.vocab, "logits"));
   std::memcpy(tokens_.data(), tokens.data(), sizeof(int32_t) * n);
   next_unit_ = 0;
   return absl::OkStatus();
 }
 
 absl::Status GptInference::RunUnit(int unit, absl::Span<const float> params) {
-  if (next_unit_ < 0 || unit != next_unit_) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "inference RunUnit(", unit, ") out of order; expected ",
-        next_unit_ < 0 ? "Begin" : absl::StrCat("RunUnit(", next_unit_, ")")));
-  }
-  if (params.size() != static_cast<size_t>(units_[unit].numel())) {
-    return absl::InvalidArgumentError(absl::StrCat("inference unit ", units_[unit].name, " got ",
-                                                   params.size(), " parameters, needs ",
-                                                   units_[unit].numel()));
-  }
-  const std::vector<const float*> p = ParamPointers(units_[unit], params);
+  FSDP_RETURN_IF_ERROR(CheckInferenceUnit(unit, next_unit_, units_[unit], params));
+  const std::vector<const float*> p = UnitParamPointers(units_[unit], params);
   const int n = batch_ * seq_;
   const int C = config_.d_model;
   const int64_t nc = int64_t{n} * C;

@@ -30,7 +30,8 @@ absl::Status ValidateLlamaConfig(const LlamaConfig& c) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Llama config: heads (", c.heads, ") must divide d_model (", c.d_model,
         ") into an even head size (rotary positions pair the two halves of a head); e.g. "
-        "d_model ", c.heads * 2 * (c.d_model / (2 * c.heads) + 1)));
+        "d_model ",
+        int64_t{c.heads} * 2 * (c.d_model / (int64_t{2} * c.heads) + 1)));
   }
   if (c.heads % c.kv_heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(

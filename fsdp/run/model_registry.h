@@ -25,6 +25,7 @@
 #include "fsdp/nn/model.h"
 #include "fsdp/nn/param_spec.h"
 #include "fsdp/run/train_options.h"
+#include "proto/checkpoint.pb.h"
 
 namespace fsdp {
 
@@ -51,6 +52,11 @@ struct ModelFactory {
   // refuses the flags that would need it.
   absl::StatusOr<std::unique_ptr<InferenceModel>> (*create_inference)(
       const TrainOptions& options, int max_batch, MemoryTracker* tracker) = nullptr;
+  // Sets the family's own fields of the model record that checkpoints and
+  // exports carry (the Llama's kv_heads, ffn_hidden, rope_theta, norm_eps,
+  // resolved from the flags), so the file alone rebuilds the model. Null:
+  // the shared fields (layers, d_model, heads, vocab, seq_len) say it all.
+  void (*describe)(const TrainOptions& options, proto::ModelConfig* config) = nullptr;
 };
 
 // Adds `name`; returns true so a registration can initialize a constant.

@@ -5,6 +5,7 @@
 #include "base/status_macros.h"
 #include "fsdp/checkpoint/checkpoint_dir.h"
 #include "fsdp/checkpoint/checkpoint_reader.h"
+#include "fsdp/run/model_registry.h"
 
 namespace fsdp {
 namespace checkpoint {
@@ -33,6 +34,10 @@ proto::CheckpointManifest RunManifest(const TrainOptions& o, int64_t next_step) 
   model->set_heads(o.heads);
   model->set_vocab(o.vocab);
   model->set_seq_len(o.seq_len);
+  if (absl::StatusOr<const ModelFactory*> factory = FindModel(o.model);
+      factory.ok() && (*factory)->describe != nullptr) {
+    (*factory)->describe(o, model);
+  }
   proto::DataPosition* data = m.mutable_data();
   data->set_source(o.data.empty() ? "markov" : o.data);
   data->set_global_batch(o.global_batch());

@@ -192,4 +192,24 @@ std::vector<std::string> UcxWarningLines(const std::string& output) {
   return lines;
 }
 
+std::string SampleText(const std::string& output) {
+  const size_t header = output.rfind("---- sample after step");
+  const size_t marker = output.rfind("---- end of sample ----");
+  if (header == std::string::npos || marker == std::string::npos || marker < header) return "";
+  const size_t begin = output.find('\n', header) + 1;
+  const size_t end = output.rfind('\n', marker) + 1;  // start of the end marker's line
+  if (end <= begin) return "";
+  const std::string block = output.substr(begin, end - begin);
+  std::string text;
+  size_t at = 0;
+  while (at < block.size()) {
+    const size_t eol = block.find('\n', at);
+    std::string line = block.substr(at, eol - at);
+    if (line.rfind("[rank 0] ", 0) == 0) line = line.substr(9);
+    text += line + "\n";
+    at = eol + 1;
+  }
+  return text;
+}
+
 }  // namespace fsdp_test

@@ -83,6 +83,10 @@ std::string ReadWholeFile(const std::string& path);
 // "UCX  ERROR"): after a rank failed there must be none (issue 37,
 // comm/ucx/ucx_log_filter.h).
 std::vector<std::string> UcxWarningLines(const std::string& output);
+// The text between the last sample's marker lines, without the launcher's
+// "[rank 0] " prefixes, ending with a newline (as generate prints it).
+std::string SampleText(const std::string& output);
+
 // Lines in the file (0 if it cannot be read): e.g. steps in a metrics file.
 int CountLines(const std::string& path);
 

@@ -9,9 +9,12 @@
 //     grouped-query attention whose units do not divide by 2 (vocab 37);
 //   * at 2 ranks full_shard on the fortunes tokens, the training loss falls
 //     below the corpus's unigram entropy (computed here from the token file);
+//   * validation and samples agree between no_shard and full_shard, and
+//     generate repeats the sample from the export and from the checkpoint;
 //   * bad Llama flags are refused before any rank starts, naming the flag.
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <string>
@@ -100,6 +103,75 @@ TEST(TrainLlamaTest, LearnsTheFortunesBelowTheirUnigramEntropyAtTwoRanksFullShar
   for (int s = 50; s < 60; ++s) last += run.losses[s] / 10;
   EXPECT_LT(last, unigram - 0.2) << "mean loss of the last 10 steps against the unigram entropy "
                                  << unigram << "\n" << run.output;
+}
+
+// Validation and samples run the Llama's forward alone (fsdp/nn/llama_inference.h)
+// over each unit gathered whole: no_shard and full_shard give the same
+// val_loss and the same sample, and //examples:generate prints that sample
+// again from the run's export and from its sharded checkpoint.
+TEST(TrainLlamaTest, ValidatesSamplesAndGenerateRepeatsTheSample) {
+  const std::string prefix = TokenizedFortunes(300);
+  const std::string tmp = std::getenv("TEST_TMPDIR");
+  auto run = [&](const std::string& name, const std::string& strategy,
+                 std::vector<std::string> extra) {
+    std::vector<std::string> flags = {"--model=llama",
+                                      "--nproc=2",
+                                      "--strategy=" + strategy,
+                                      "--data=" + prefix + "_train.bin",
+                                      "--val_data=" + prefix + "_val.bin",
+                                      "--vocab=300",
+                                      "--layers=2",
+                                      "--d_model=32",
+                                      "--heads=4",
+                                      "--kv_heads=2",
+                                      "--rope_theta=500000",
+                                      "--seq_len=32",
+                                      "--micro_batch=4",
+                                      "--steps=6",
+                                      "--warmup_steps=2",
+                                      "--val_every=3",
+                                      "--val_batches=2",
+                                      "--sample_tokens=30",
+                                      "--sample_every=3",
+                                      "--sample_seed=5",
+                                      "--prompt=The ",
+                                      "--threads=1"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    const TrainGptRun result = RunTrainGpt(name, flags);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    return result;
+  };
+  const std::string exported = tmp + "/llama_text.safetensors";
+  const std::string checkpoints = tmp + "/llama_text_checkpoints";
+  const TrainGptRun sharded = run("llama_text_full_shard", "full_shard",
+                                  {"--export=" + exported, "--checkpoint_dir=" + checkpoints});
+  const TrainGptRun replicated = run("llama_text_no_shard", "no_shard", {});
+  ASSERT_EQ(sharded.val_losses.size(), 3u) << sharded.output;  // steps 0, 3, 6
+  // Untrained, about ln(vocab); training lowers it.
+  EXPECT_NEAR(sharded.val_losses[0], std::log(300.0), 0.2);
+  EXPECT_LT(sharded.val_losses[2], sharded.val_losses[0]);
+  ASSERT_EQ(replicated.val_losses.size(), 3u) << replicated.output;
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(replicated.val_losses[i], sharded.val_losses[i], 1e-6 * sharded.val_losses[i]);
+  }
+  EXPECT_NE(sharded.output.find("---- sample after step 3 ("), std::string::npos) << sharded.output;
+  const std::string sample = SampleText(sharded.output);
+  EXPECT_EQ(sample.rfind("The ", 0), 0u) << sample;  // continues the prompt
+  EXPECT_GT(sample.size(), 30u);
+  EXPECT_EQ(SampleText(replicated.output), sample);
+
+  const std::string tail =
+      absl::StrCat(" --tokenizer=", prefix, ".tokenizer --tokens=30 --seed=5 --prompt='The '");
+  std::string output;
+  ASSERT_EQ(RunCommand(ExamplePath("generate") + " --safetensors=" + exported + tail, &output), 0)
+      << output;
+  EXPECT_EQ(output, sample);
+  ASSERT_EQ(RunCommand(absl::StrCat(ExamplePath("generate"), " --checkpoint=", checkpoints,
+                                    "/step-00000006", tail),
+                       &output),
+            0)
+      << output;
+  EXPECT_EQ(output, sample);
 }
 
 // --export writes Hugging Face's layout: LlamaForCausalLM's tensor names
