@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The batch-size report on the fortunes quick start's model: tokenizes the
+# The batch-size report on the GPT of the fortunes quick start's size (the
+# quick start itself now trains a Llama of that size): tokenizes the
 # corpus once into the quick start's private directory (as
 # tools/train_fortunes.sh does), then runs //examples:batch_report at global
 # batches 4..64, scaled and fixed learning rate, 2.4M tokens each (about two
