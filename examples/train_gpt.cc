@@ -106,7 +106,7 @@ ABSL_FLAG(double, rope_theta, kDefaults.rope_theta,
           "llama: rotary base; 0 = 10000 (Llama 3 uses 500000)");
 ABSL_FLAG(double, norm_eps, kDefaults.norm_eps, "llama: RMSNorm epsilon; 0 = 1e-5");
 ABSL_FLAG(bool, tie_embeddings, kDefaults.tie_embeddings,
-          "llama: share the embedding with the head (not supported yet)");
+          "llama: the head reads the embedding's weight (lm_head = embed_tokens)");
 ABSL_FLAG(int, micro_batch, kDefaults.micro_batch, "sequences per rank per micro-batch");
 ABSL_FLAG(int, accum, kDefaults.accum, "micro-batches per optimizer step");
 ABSL_FLAG(int64_t, global_batch, 0,

@@ -54,6 +54,7 @@ std::map<std::string, std::string> ExportMetadata(const proto::ModelConfig& mode
     metadata["ffn_hidden"] = absl::StrCat(model.ffn_hidden());
     metadata["rope_theta"] = FloatText(model.rope_theta());
     metadata["norm_eps"] = FloatText(model.norm_eps());
+    metadata["tie_embeddings"] = model.tie_embeddings() ? "true" : "false";
   }
   return metadata;
 }

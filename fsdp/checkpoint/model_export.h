@@ -36,7 +36,7 @@ std::vector<SafetensorsTensorSpec> ExportSpecs(const std::vector<proto::TensorEn
 
 // __metadata__: "format" = "pt" and the model config ("family", "layers",
 // "d_model", "heads", "vocab", "seq_len"; a Llama's also "kv_heads",
-// "ffn_hidden", "rope_theta", "norm_eps"). Nothing about the run (no step,
+// "ffn_hidden", "rope_theta", "norm_eps", "tie_embeddings"). Nothing about the run (no step,
 // no time), so the same weights always give the same bytes: an import
 // followed by an export is a bitwise round trip.
 std::map<std::string, std::string> ExportMetadata(const proto::ModelConfig& model);

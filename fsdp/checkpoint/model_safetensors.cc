@@ -20,7 +20,8 @@ namespace {
 // block; ln_f weight and bias, lm_head.
 constexpr int64_t kGptTensorsPerBlock = 12;
 constexpr int64_t kGptTensorsOutsideBlocks = 5;
-// Of a Llama (LlamaUnitSpecs): embed_tokens; 9 per block; norm, lm_head.
+// Of a Llama (LlamaUnitSpecs): embed_tokens; 9 per block; norm, lm_head
+// (none when the head is tied to embed_tokens).
 constexpr int64_t kLlamaTensorsPerBlock = 9;
 constexpr int64_t kLlamaTensorsOutsideBlocks = 3;
 
@@ -143,6 +144,14 @@ absl::StatusOr<LlamaConfig> LlamaConfigFromSafetensors(const SafetensorsReader& 
   FSDP_ASSIGN_OR_RETURN(config.seq_len, MetadataInt(reader, "seq_len"));
   FSDP_ASSIGN_OR_RETURN(config.rope_theta, MetadataFloat(reader, "rope_theta"));
   FSDP_ASSIGN_OR_RETURN(config.norm_eps, MetadataFloat(reader, "norm_eps"));
+  if (auto tied = reader.metadata().find("tie_embeddings"); tied != reader.metadata().end()) {
+    if (tied->second != "true" && tied->second != "false") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(reader.path(), ": its __metadata__ \"tie_embeddings\" is \"", tied->second,
+                       "\", not \"true\" or \"false\""));
+    }
+    config.tie_embeddings = tied->second == "true";
+  }
   absl::Status valid = ValidateLlamaConfig(config);
   if (!valid.ok()) {
     return absl::InvalidArgumentError(
@@ -151,7 +160,8 @@ absl::StatusOr<LlamaConfig> LlamaConfigFromSafetensors(const SafetensorsReader& 
   FSDP_RETURN_IF_ERROR(CheckWidth(reader, "d_model", config.d_model));
   FSDP_RETURN_IF_ERROR(CheckWidth(reader, "ffn_hidden", config.ffn_hidden));
   FSDP_RETURN_IF_ERROR(
-      CheckTensorCount(reader, config.layers, kLlamaTensorsPerBlock, kLlamaTensorsOutsideBlocks));
+      CheckTensorCount(reader, config.layers, kLlamaTensorsPerBlock,
+                       kLlamaTensorsOutsideBlocks - (config.tie_embeddings ? 1 : 0)));
   const uint64_t d_model = static_cast<uint64_t>(config.d_model);
   FSDP_RETURN_IF_ERROR(CheckShape(reader, "model.embed_tokens.weight",
                                   {static_cast<uint64_t>(config.vocab), d_model},

@@ -42,8 +42,8 @@ std::string SafetensorsFamily(const SafetensorsReader& reader);
 absl::StatusOr<GptConfig> GptConfigFromSafetensors(const SafetensorsReader& reader);
 
 // The same for a Llama: its __metadata__ also holds kv_heads, ffn_hidden,
-// rope_theta and norm_eps; ValidateLlamaConfig's refusals, and d_model and
-// ffn_hidden above kMaxSafetensorsDModel, are named.
+// rope_theta, norm_eps and (optionally; absent is false) tie_embeddings; ValidateLlamaConfig's
+// refusals, and d_model and ffn_hidden above kMaxSafetensorsDModel, are named.
 absl::StatusOr<LlamaConfig> LlamaConfigFromSafetensors(const SafetensorsReader& reader);
 
 // A fixed bound that keeps every parameter count of the unit lists (4 C^2,

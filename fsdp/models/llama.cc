@@ -39,6 +39,7 @@ LlamaConfig LlamaConfigOf(const TrainOptions& o) {
   c.seq_len = o.seq_len;
   c.rope_theta = o.rope_theta > 0.0f ? o.rope_theta : LlamaConfig().rope_theta;
   c.norm_eps = o.norm_eps > 0.0f ? o.norm_eps : LlamaConfig().norm_eps;
+  c.tie_embeddings = o.tie_embeddings;
   c.compute_dtype = o.sharding.precision.param_dtype;
   c.param_dtype = o.sharding.precision.param_dtype;  // [Note: bf16 parameter layout]
   c.activation_checkpoint_every = o.activation_checkpointing.checkpoint_every();
@@ -58,12 +59,6 @@ absl::Status ValidateLlamaOptions(const TrainOptions& o) {
         "--ffn_multiple_of=", o.ffn_multiple_of,
         " must be positive (--ffn_hidden=0 rounds 8/3 d_model up to a multiple of it)"));
   }
-  if (o.tie_embeddings) {
-    return absl::InvalidArgumentError(
-        "--tie_embeddings is not supported yet: the head would read the embedding unit's "
-        "weight, which every strategy but no_shard frees after the embedding's forward; "
-        "train with an untied head (as Llama 3 8B)");
-  }
   absl::Status valid = ValidateLlamaConfig(LlamaConfigOf(o));
   if (!valid.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--model=llama: ", valid.message()));
@@ -71,7 +66,7 @@ absl::Status ValidateLlamaOptions(const TrainOptions& o) {
   return absl::OkStatus();
 }
 
-// Hugging Face's LlamaConfig keys for these options (fp32 weights, untied).
+// Hugging Face's LlamaConfig keys for these options (fp32 weights).
 std::string LlamaHfConfigJson(const TrainOptions& options) {
   const LlamaConfig c = LlamaConfigOf(options);
   nlohmann::ordered_json j;
@@ -91,14 +86,15 @@ std::string LlamaHfConfigJson(const TrainOptions& options) {
   j["hidden_act"] = "silu";
   j["attention_bias"] = false;
   j["mlp_bias"] = false;
-  j["tie_word_embeddings"] = false;
+  j["tie_word_embeddings"] = c.tie_embeddings;
   j["torch_dtype"] = "float32";
   return j.dump(2) + "\n";
 }
 
 // A config.json's keys against the options: each key present must agree
 // (num_key_value_heads absent means num_attention_heads, as Hugging Face
-// reads it); a tied or non-Llama config is refused.
+// reads it; tie_word_embeddings absent means false, as Llama 3 8B's file
+// has it); a non-Llama config is refused.
 absl::Status CheckLlamaHfConfig(const TrainOptions& options, absl::string_view text) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return absl::InvalidArgumentError("not a JSON object");
@@ -106,11 +102,14 @@ absl::Status CheckLlamaHfConfig(const TrainOptions& options, absl::string_view t
     return absl::InvalidArgumentError(absl::StrCat(
         "model_type is ", j["model_type"].dump(), ", not \"llama\" (--model=llama)"));
   }
-  if (j.value("tie_word_embeddings", false) == true) {
-    return absl::InvalidArgumentError(
-        "tie_word_embeddings is true; --model=llama trains an untied head only so far");
-  }
   const LlamaConfig c = LlamaConfigOf(options);
+  if (j.contains("tie_word_embeddings") &&
+      (!j["tie_word_embeddings"].is_boolean() ||
+       j["tie_word_embeddings"].get<bool>() != c.tie_embeddings)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tie_word_embeddings is ", j["tie_word_embeddings"].dump(),
+                     " but --tie_embeddings=", c.tie_embeddings ? "true" : "false"));
+  }
   const struct { const char* key; const char* flag; int value; } ints[] = {
       {"hidden_size", "--d_model", c.d_model},
       {"intermediate_size", "--ffn_hidden", c.ffn_hidden},
@@ -175,6 +174,7 @@ void DescribeLlama(const TrainOptions& options, proto::ModelConfig* record) {
   record->set_ffn_hidden(c.ffn_hidden);
   record->set_rope_theta(c.rope_theta);
   record->set_norm_eps(c.norm_eps);
+  record->set_tie_embeddings(c.tie_embeddings);
 }
 
 ModelFactory LlamaFactory() {

@@ -47,6 +47,12 @@ absl::StatusOr<std::unique_ptr<LlamaInference>> LlamaInference::Create(const Lla
       tracker->Allocate<float>(MemoryCategory::kWorkspace, RotaryTableFloats(config.seq_len, hs),
                                "inference rope table"));
   FillRotaryTable(forward->rope_table_.data(), config.seq_len, hs, config.rope_theta);
+  if (config.tie_embeddings) {
+    FSDP_ASSIGN_OR_RETURN(
+        forward->tied_weight_,
+        tracker->Allocate<float>(MemoryCategory::kWorkspace, int64_t{config.vocab} * config.d_model,
+                                 "inference tied embedding"));
+  }
   return forward;
 }
 
@@ -97,10 +103,15 @@ absl::Status LlamaInference::RunUnit(int unit, absl::Span<const float> params) {
   const int last = num_units() - 1;
   if (unit == 0) {
     TokenEmbeddingForward(x_.data(), tokens_.data(), W(0), n, C);
+    if (config_.tie_embeddings) std::memcpy(tied_weight_.data(), p[0], 4 * tied_weight_.size());
   } else if (unit == last) {
     RmsNormForward(norm_.span(), rstd_.data(), x_.data(), p[kFinalNorm], n, C, config_.norm_eps);
-    LinearForward(Fp32(logits_.data(), int64_t{n} * V), Fp32(norm_.data(), nc), W(kLmHead), nullptr,
-                  n, C, V);
+    const ConstDtypeSpan head =
+        config_.tie_embeddings
+            ? Fp32(static_cast<const float*>(tied_weight_.data()), tied_weight_.size())
+            : W(kLmHead);
+    LinearForward(Fp32(logits_.data(), int64_t{n} * V), Fp32(norm_.data(), nc), head, nullptr, n, C,
+                  V);
   } else {
     RmsNormForward(norm_.span(), rstd_.data(), x_.data(), p[kInputNorm], n, C, config_.norm_eps);
     LinearForward(proj_.span(), Fp32(norm_.data(), nc), W(kQ, 3), nullptr, n, C,

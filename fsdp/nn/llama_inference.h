@@ -19,7 +19,8 @@
 // T = seq, C = d_model, H = heads, hs = C / H, W = (H + 2 kv_heads) hs,
 // F = ffn_hidden, V = vocab:
 //   4 (6 BTC + BT + BT W + 2 BTF + B H T T + BTV) + 4 BT (tokens)
-//   + 4 T_max hs (the rotary table),
+//   + 4 T_max hs (the rotary table) + 4 V C with tied embeddings (the
+//   embedding's weight, copied at unit 0 for the head),
 // less than one training micro-batch's saved activations of the same shape.
 #ifndef FSDP_NN_LLAMA_INFERENCE_H_
 #define FSDP_NN_LLAMA_INFERENCE_H_
@@ -82,6 +83,7 @@ class LlamaInference final : public InferenceModel {
   FloatBuffer gate_up_;  // (B, T, 2F)
   FloatBuffer hidden_;   // (B, T, F) SwiGLU's output
   FloatBuffer logits_;   // (B, T, V)
+  FloatBuffer tied_weight_;  // (V, C) tied embeddings: unit 0's weight, for the head
 };
 
 }  // namespace fsdp

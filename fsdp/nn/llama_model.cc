@@ -99,6 +99,12 @@ absl::Status LlamaModel::AllocateWorkspace() {
   FSDP_ASSIGN_OR_RETURN(proj_, tracker.Allocate<float>(ws, bt * proj_width, "llama qkv proj"));
   FSDP_ASSIGN_OR_RETURN(attention_scratch_, tracker.Allocate<float>(ws, attention_scratch,
                                                                     "llama attention scratch"));
+  if (config_.tie_embeddings) {
+    const int64_t vc = int64_t{config_.vocab} * C;
+    FSDP_ASSIGN_OR_RETURN(tied_weight_, DtypeBuffer::Allocate(tracker, ws, config_.compute_dtype,
+                                                              vc, "llama tied embedding"));
+    FSDP_ASSIGN_OR_RETURN(tied_grad_, tracker.Allocate<float>(ws, vc, "llama tied head grad"));
+  }
   if (!bf16) return absl::OkStatus();
   FSDP_ASSIGN_OR_RETURN(dout_copy_, DtypeBuffer::Allocate(tracker, ws, comm::Dtype::kBFloat16,
                                                           bt * wide, "llama dout bf16"));
@@ -149,6 +155,11 @@ DtypeSpan LlamaModel::CopyScratch() {
 DtypeSpan LlamaModel::CopyOf(float* fp32, int64_t numel) {
   if (!IsBf16(config_.compute_dtype)) return Fp32(fp32, numel);
   return dout_copy_.span().subspan(0, numel);
+}
+
+ConstDtypeSpan LlamaModel::HeadWeight(const UnitOperands& p) const {
+  if (config_.tie_embeddings) return tied_weight_.span();
+  return p.W(kLmHead);
 }
 
 const float* LlamaModel::UnitInput(int unit) const {
@@ -216,12 +227,22 @@ absl::Status LlamaModel::EmbeddingForward(ConstDtypeSpan params, const Batch& ba
   FSDP_ASSIGN_OR_RETURN(tokens_, SaveTokens(*tracker_, batch.inputs, bt, "embedding tokens"));
   FSDP_ASSIGN_OR_RETURN(embedding_out_, Activation(bt * config_.d_model, "output", 0));
   TokenEmbeddingForward(embedding_out_.data(), tokens_.data(), params, bt, config_.d_model);
+  if (config_.tie_embeddings) {  // the head's weight, as its product reads it
+    FSDP_ASSIGN_OR_RETURN(const UnitOperands p, Operands(0, params));
+    const ConstDtypeSpan weight = p.W(0);
+    std::memcpy(tied_weight_.span().bytes().data(), weight.bytes().data(), weight.bytes().size());
+  }
   return absl::OkStatus();
 }
 
 void LlamaModel::EmbeddingBackward(const UnitGradTargets& g) {
   TokenEmbeddingBackward(g.F(0), d_residual_.data(), tokens_.data(), int64_t{batch_} * seq_,
                          config_.d_model);
+  if (config_.tie_embeddings) {  // the head's share, after the rows
+    float* dw = g.F(0);
+    const float* head = tied_grad_.data();
+    for (int64_t i = 0; i < tied_grad_.size(); ++i) dw[i] += head[i];
+  }
   g.RoundAllExcept({});
   tokens_.Reset();
   embedding_out_.Reset();
@@ -364,8 +385,8 @@ absl::Status LlamaModel::HeadForward(ConstDtypeSpan params, const Batch& batch) 
 
   RmsNormForward(a.rmsf.span(), a.rmsf_rstd.data(), UnitInput(unit), p.F(kFinalNorm), n, C,
                  config_.norm_eps);
-  LinearForward(Fp32(a.probs.data(), int64_t{n} * V), a.rmsf.span(), p.W(kLmHead), nullptr, n,
-                C, V);
+  LinearForward(Fp32(a.probs.data(), int64_t{n} * V), a.rmsf.span(), HeadWeight(p), nullptr, n, C,
+                V);
   loss_ = CrossEntropyForward(a.probs.data(), a.targets.data(), n, V);
   return absl::OkStatus();
 }
@@ -380,14 +401,23 @@ absl::Status LlamaModel::HeadBackward(ConstDtypeSpan params, const UnitGradTarge
   HeadActivations& a = head_;
   const ConstDtypeSpan dlogits = CrossEntropyBackward(config_.compute_dtype, a.probs.data(),
                                                       a.targets.data(), n, V, loss_scale);
-  LinearBackward(d_narrow_.data(), g.Product(kLmHead), nullptr, nullptr, dlogits, a.rmsf.span(),
-                 p.W(kLmHead), n, C, V, GradWrite::kOverwrite, write);
+  if (config_.tie_embeddings) {  // the embedding's backward adds it in
+    LinearBackward(d_narrow_.data(), tied_grad_.span(), nullptr, nullptr, dlogits, a.rmsf.span(),
+                   tied_weight_.span(), n, C, V, GradWrite::kOverwrite, GradWrite::kOverwrite);
+  } else {
+    LinearBackward(d_narrow_.data(), g.Product(kLmHead), nullptr, nullptr, dlogits, a.rmsf.span(),
+                   p.W(kLmHead), n, C, V, GradWrite::kOverwrite, write);
+  }
   std::fill(d_residual_.data(), d_residual_.data() + nc, 0.0f);
   float* dres = d_residual_.data();
   RmsNormBackward(dres, config_.layers > 0 ? CopyOf(dres, nc) : Fp32(dres, nc),
                   g.F(kFinalNorm), d_narrow_.data(), UnitInput(unit), p.F(kFinalNorm),
                   a.rmsf_rstd.data(), n, C);
-  g.RoundAllExcept({kLmHead});
+  if (config_.tie_embeddings) {
+    g.RoundAllExcept({});
+  } else {
+    g.RoundAllExcept({kLmHead});
+  }
   head_ = HeadActivations();
   return absl::OkStatus();
 }

@@ -19,6 +19,15 @@
 // bf16 operands with fp32 accumulation, what only feeds them saved in
 // bf16), parameters in fp32 or bf16; standard or flash attention.
 //
+// With tied embeddings (config.tie_embeddings) the head's product reads
+// the embedding's weight, which no strategy keeps gathered past unit 0's
+// forward: the model keeps its own copy of it, in the compute dtype, from
+// the embedding's forward to the head's backward, and the head's gradient
+// of it in fp32 until the embedding's backward adds it to the scattered
+// rows (in that order, so every strategy sums the same way). Two more
+// kWorkspace buffers of V x C, comparable to what PyTorch FSDP spends keeping a tied
+// weight's unit gathered.
+//
 // Initialization follows Hugging Face's LlamaPreTrainedModel: every weight
 // ~ N(0, 0.02), RMSNorm weights 1; each element drawn from a counter-based
 // stream keyed by (seed, unit, parameter) (fsdp/nn/init_rng.h).
@@ -106,6 +115,8 @@ class LlamaModel : public Model {
   };
   BlockDims Dims() const;
   const float* UnitInput(int unit) const;
+  // The head's product weight: lm_head's, or the embedding's kept copy.
+  ConstDtypeSpan HeadWeight(const UnitOperands& p) const;
 
   absl::Status EmbeddingForward(ConstDtypeSpan params, const Batch& batch);
   absl::Status AllocateBlockActivations(int layer, bool with_output);
@@ -145,6 +156,8 @@ class LlamaModel : public Model {
   TrackedBuffer<uint16_t> params_bf16_;  // bf16 compute, fp32 parameters
   FloatBuffer small_params_;             // bf16 parameters: one unit's 1-D ones in fp32
   TrackedBuffer<uint16_t> probs_bf16_;   // bf16 compute: the attention's bf16 scratch
+  DtypeBuffer tied_weight_;              // (V, C) compute dtype, tied embeddings only
+  FloatBuffer tied_grad_;                // (V, C) the head's gradient of it
 };
 
 }  // namespace fsdp

@@ -67,7 +67,7 @@ absl::Status ValidateLlamaConfig(const LlamaConfig& c) {
 std::string LlamaConfigToString(const LlamaConfig& c) {
   return absl::StrCat("layers=", c.layers, " d_model=", c.d_model, " heads=", c.heads,
                       " kv_heads=", c.kv_heads, " ffn_hidden=", c.ffn_hidden, " vocab=", c.vocab,
-                      " seq_len=", c.seq_len);
+                      " seq_len=", c.seq_len, c.tie_embeddings ? " tied" : "");
 }
 
 std::vector<UnitSpec> LlamaUnitSpecs(const LlamaConfig& c) {
@@ -91,7 +91,11 @@ std::vector<UnitSpec> LlamaUnitSpecs(const LlamaConfig& c) {
                          {p + "mlp.down_proj.weight", {C, F}},
                      }});
   }
-  units.push_back({"head", {{"model.norm.weight", {C}}, {"lm_head.weight", {V, C}}}});
+  if (c.tie_embeddings) {
+    units.push_back({"head", {{"model.norm.weight", {C}}}});
+  } else {
+    units.push_back({"head", {{"model.norm.weight", {C}}, {"lm_head.weight", {V, C}}}});
+  }
   return units;
 }
 
@@ -143,6 +147,7 @@ GptActivationBreakdown LlamaActivationBytesByUnit(const LlamaConfig& c, int micr
                          (c.param_dtype == comm::Dtype::kBFloat16 ? kFloat * max_small
                                                                   : kBf16 * max_unit);
   }
+  if (c.tie_embeddings) r.workspace_bytes += (s + kFloat) * V * C;
   r.checkpointed_block_bytes = kFloat * n * C;
   r.recompute_bytes = r.block_bytes - r.checkpointed_block_bytes;
   r.checkpointed.resize(c.layers);

@@ -14,7 +14,8 @@
 //                .post_attention_layernorm.weight {C},
 //                .mlp.gate_proj.weight {F, C}, .up_proj.weight {F, C},
 //                .down_proj.weight {C, F}
-//   "head":      model.norm.weight {C}, lm_head.weight {V, C}
+//   "head":      model.norm.weight {C}, lm_head.weight {V, C} (absent when
+//                tie_embeddings: the head reads model.embed_tokens.weight)
 // q, k and v lie next to each other, as do gate and up: the block runs each
 // group as one product with the stacked weight ({(heads + 2 KV) hs, C} and
 // {2F, C}).
@@ -42,6 +43,9 @@ struct LlamaConfig {
   int seq_len = 64;     // maximum sequence length (rows of the rotary table)
   float rope_theta = 10000.0f;
   float norm_eps = 1e-5f;
+  // The head reads the embedding's weight (lm_head = embed_tokens, as
+  // Llama 3.2 1B and 3B): the head unit then holds the final norm alone.
+  bool tie_embeddings = false;
   // The products' operands and what only feeds them (fp32, or bf16 with fp32
   // accumulation), and the dtype the parameters arrive in (bf16 needs bf16
   // compute), as GptConfig's bf16_compute and bf16_params.
@@ -62,7 +66,8 @@ int LlamaDefaultFfnHidden(int d_model, int multiple_of = 256);
 // need bf16 compute), activation_checkpoint_every in [0, layers].
 absl::Status ValidateLlamaConfig(const LlamaConfig& config);
 
-// "layers=2 d_model=64 heads=4 kv_heads=2 ffn_hidden=192 vocab=256 seq_len=64".
+// "layers=2 d_model=64 heads=4 kv_heads=2 ffn_hidden=192 vocab=256 seq_len=64"
+// (then " tied" with tied embeddings).
 std::string LlamaConfigToString(const LlamaConfig& config);
 
 // The units, in forward order. Assumes a valid config.
@@ -90,7 +95,10 @@ bool IsCheckpointedLlamaBlock(const LlamaConfig& config, int layer);
 //              attention's scratch floats as for the GPT; in bf16 also
 //              2 (n X + attention bf16 scratch) and one unit's parameters
 //              in bf16 (2 max unit numel) or, with bf16 parameters, its 1-D
-//              ones in fp32 (4 max 1-D numel).
+//              ones in fp32 (4 max 1-D numel). With tied embeddings also
+//              s V C + 4 V C: the embedding's weight kept from its forward
+//              for the head, and the head's gradient of it until the
+//              embedding's backward adds it in.
 // A checkpointed block saves 4 n C (its output) and holds the rest of a
 // block (recompute_bytes) while its forward and again while its backward
 // runs.

@@ -186,6 +186,31 @@ TEST(LlamaSafetensorsTest, AnExportedFileGivesItsFamilyAndConfigBack) {
   EXPECT_EQ(LlamaConfigToString(*read), LlamaConfigToString(config));
   EXPECT_EQ(read->rope_theta, config.rope_theta);
   EXPECT_EQ(read->norm_eps, config.norm_eps);
+  EXPECT_FALSE(read->tie_embeddings);
+  // Tied: one tensor fewer (no lm_head.weight), and the flag read back.
+  LlamaConfig tied = config;
+  tied.tie_embeddings = true;
+  std::map<std::string, std::string> tied_metadata = MetadataOf(tied);
+  tied_metadata["tie_embeddings"] = "true";
+  const std::string tied_path =
+      WriteUnits("llama_tied.safetensors", LlamaUnitSpecs(tied), tied_metadata);
+  absl::StatusOr<std::unique_ptr<SafetensorsReader>> tied_reader =
+      SafetensorsReader::Open(tied_path);
+  ASSERT_TRUE(tied_reader.ok()) << tied_reader.status();
+  absl::StatusOr<LlamaConfig> tied_read = LlamaConfigFromSafetensors(**tied_reader);
+  ASSERT_TRUE(tied_read.ok()) << tied_read.status();
+  EXPECT_TRUE(tied_read->tie_embeddings);
+  // An untied file whose metadata claim a tied head holds one tensor too many.
+  std::map<std::string, std::string> claims_tied = MetadataOf(config);
+  claims_tied["tie_embeddings"] = "true";
+  const absl::Status mismatch =
+      LlamaStatus(WriteUnits("llama_claims_tied.safetensors", LlamaUnitSpecs(config), claims_tied));
+  EXPECT_TRUE(absl::StrContains(mismatch.message(), "calls for 20 tensors")) << mismatch;
+  claims_tied["tie_embeddings"] = "yes";
+  EXPECT_TRUE(absl::StrContains(
+      LlamaStatus(WriteUnits("llama_yes.safetensors", LlamaUnitSpecs(config), claims_tied))
+          .message(),
+      "\"tie_embeddings\" is \"yes\""));
   // A GPT's file, and one written before families were named, read as "gpt".
   const std::string gpt = WriteModel("gpt.safetensors", SmallConfig(), MetadataOf(SmallConfig()));
   std::map<std::string, std::string> unnamed = MetadataOf(SmallConfig());

@@ -44,10 +44,13 @@ absl::Status RunAll(LlamaInference& forward, const ModelHarness& h,
 }
 
 TEST(LlamaInferenceTest, LogitsAreTheTrainingForwardsBitForBit) {
-  for (const int kv_heads : {1, 2, 4}) {
+  for (const int variant : {1, 2, 4, -2}) {  // kv_heads; -2: 2, the head tied
+    const int kv_heads = variant < 0 ? -variant : variant;
+    LlamaConfig config = Config(kv_heads);
+    config.tie_embeddings = variant < 0;
     MemoryTracker model_tracker, inference_tracker;
     absl::StatusOr<std::unique_ptr<LlamaModel>> model =
-        LlamaModel::Create(Config(kv_heads), 3, &model_tracker);
+        LlamaModel::Create(config, 3, &model_tracker);
     ASSERT_TRUE(model.ok()) << model.status();
     ModelHarness h(model->get());
     h.Init(5);
@@ -55,18 +58,18 @@ TEST(LlamaInferenceTest, LogitsAreTheTrainingForwardsBitForBit) {
     absl::StatusOr<float> loss = h.Forward(batch);
     ASSERT_TRUE(loss.ok()) << loss.status();
     absl::StatusOr<std::unique_ptr<LlamaInference>> forward =
-        LlamaInference::Create(Config(kv_heads), 3, &inference_tracker);
+        LlamaInference::Create(config, 3, &inference_tracker);
     ASSERT_TRUE(forward.ok()) << forward.status();
     ASSERT_TRUE(RunAll(**forward, h, batch.inputs, 3, 6).ok());
     absl::StatusOr<absl::Span<const float>> logits = (*forward)->logits();
     ASSERT_TRUE(logits.ok());
     std::vector<float> copy(logits->begin(), logits->end());
     const float inference_loss = CrossEntropyForward(copy.data(), batch.targets.data(), 18, 11);
-    EXPECT_EQ(inference_loss, *loss) << "kv_heads " << kv_heads;
-    const double reference = NaiveLlamaLoss(Config(kv_heads), h.params, batch);
-    EXPECT_NEAR(inference_loss, reference, 2e-6 * reference) << "kv_heads " << kv_heads;
+    EXPECT_EQ(inference_loss, *loss) << "variant " << variant;
+    const double reference = NaiveLlamaLoss(config, h.params, batch);
+    EXPECT_NEAR(inference_loss, reference, 2e-6 * reference) << "variant " << variant;
     EXPECT_LT(inference_tracker.Snapshot().peak_total_bytes,
-              LlamaActivationBytesByUnit(Config(kv_heads), 3).saved_bytes());
+              LlamaActivationBytesByUnit(config, 3).saved_bytes());
   }
 }
 

@@ -103,6 +103,18 @@ TEST(LlamaSpecTest, Llama3With8BillionParametersHasTheKnownCountAndHfNames) {
   EXPECT_EQ(units[3].params[8].name, "model.layers.2.mlp.down_proj.weight");
   EXPECT_EQ(units[3].params[8].shape, (std::vector<int64_t>{4096, 14336}));
   EXPECT_EQ(units[33].params[1].name, "lm_head.weight");
+  // Llama 3.2 1B: the head tied to the embedding, which the head unit then
+  // does not hold.
+  LlamaConfig tied = c;
+  tied.layers = 16;
+  tied.d_model = 2048;
+  tied.heads = 32;
+  tied.kv_heads = 8;
+  tied.ffn_hidden = 8192;
+  tied.tie_embeddings = true;
+  ASSERT_TRUE(ValidateLlamaConfig(tied).ok());
+  EXPECT_EQ(LlamaNumParams(tied), int64_t{1235814400});  // meta-llama/Llama-3.2-1B
+  EXPECT_EQ(LlamaUnitSpecs(tied).back().params.size(), 1u);
 }
 
 struct Mode {
@@ -110,6 +122,7 @@ struct Mode {
   comm::Dtype compute, params;
   bool flash;
   int checkpoint_every;
+  bool tied = false;
 };
 
 LlamaConfig WithMode(LlamaConfig c, const Mode& m) {
@@ -117,6 +130,7 @@ LlamaConfig WithMode(LlamaConfig c, const Mode& m) {
   c.param_dtype = m.params;
   c.flash_attention = m.flash;
   c.activation_checkpoint_every = m.checkpoint_every;
+  c.tie_embeddings = c.tie_embeddings || m.tied;
   return c;
 }
 
@@ -126,9 +140,10 @@ TEST(LlamaModelTest, LossEqualsTheIndependentReference) {
   for (const Mode m : {Mode{"fp32", kF32, kF32, false, 0}, Mode{"fp32 flash", kF32, kF32, true, 0},
                        Mode{"bf16", kBf16, kF32, false, 0},
                        Mode{"bf16 params flash", kBf16, kBf16, true, 1}}) {
-    for (int kv_heads : {4, 2, 1}) {
+    for (int kv_heads : {4, 2, 1, -2}) {  // -2: 2, the head tied to the embedding
       LlamaConfig config = WithMode(TinyConfig(), m);
-      config.kv_heads = kv_heads;
+      config.kv_heads = kv_heads < 0 ? -kv_heads : kv_heads;
+      config.tie_embeddings = kv_heads < 0;
       MemoryTracker tracker;
       auto model = LlamaModel::Create(config, 2, &tracker);
       ASSERT_TRUE(model.ok()) << model.status();
@@ -149,9 +164,11 @@ TEST(LlamaModelTest, LossEqualsTheIndependentReference) {
 }
 
 TEST(LlamaModelTest, GradientsMatchFiniteDifferences) {
-  for (const bool flash : {false, true}) {
+  for (const int variant : {0, 1, 2}) {  // standard, flash, tied
+    const bool flash = variant == 1;
     LlamaConfig config = TinyConfig();
     config.flash_attention = flash;
+    config.tie_embeddings = variant == 2;
     MemoryTracker tracker;
     auto model = LlamaModel::Create(config, 2, &tracker);
     ASSERT_TRUE(model.ok()) << model.status();
@@ -161,7 +178,9 @@ TEST(LlamaModelTest, GradientsMatchFiniteDifferences) {
     ASSERT_TRUE(h.Forward(batch).ok());
     ASSERT_TRUE(h.Backward(1.0f).ok());
     testing_util::ExpectGradientsMatchFiniteDifferences(h, batch, 60,
-                                                        flash ? "flash" : "standard");
+                                                        variant == 0   ? "standard"
+                                                        : variant == 1 ? "flash"
+                                                                       : "tied");
   }
 }
 
@@ -187,10 +206,12 @@ std::vector<std::vector<float>> Gradients(const LlamaConfig& config, const Batch
 // the bits of adding into zeros, and checkpointing recomputes with the same
 // bits, in every precision and attention.
 TEST(LlamaModelTest, OverwriteAndCheckpointingKeepTheBits) {
-  for (const Mode m : {Mode{"fp32", kF32, kF32, false, 0}, Mode{"bf16", kBf16, kF32, false, 0},
-                       Mode{"bf16 params", kBf16, kBf16, false, 0},
-                       Mode{"fp32 flash", kF32, kF32, true, 0},
-                       Mode{"bf16 flash", kBf16, kF32, true, 0}}) {
+  for (const Mode m :
+       {Mode{"fp32", kF32, kF32, false, 0}, Mode{"bf16", kBf16, kF32, false, 0},
+        Mode{"bf16 params", kBf16, kBf16, false, 0}, Mode{"fp32 flash", kF32, kF32, true, 0},
+        Mode{"bf16 flash", kBf16, kF32, true, 0},
+        Mode{"bf16 params tied", kBf16, kBf16, false, 0, true},
+        Mode{"fp32 tied", kF32, kF32, false, 0, true}}) {
     LlamaConfig base = TinyConfig();
     base.layers = 3;
     base.seq_len = 24;
@@ -276,11 +297,13 @@ TEST(LlamaModelTest, MeasuredActivationAndWorkspacePeaksEqualThePrediction) {
           config.layers = 3;
           config.ffn_hidden = 40;  // 2F > 3C: the wide buffers follow the MLP
           config.seq_len = 9;
+          config.tie_embeddings = every == 2;
           const Mode mode{"", compute, params, flash, every};
           ExpectMeasuredBytesEqualPrediction(
               WithMode(config, mode),
               absl::StrCat(comm::DtypeName(compute), " compute, ", comm::DtypeName(params),
-                           " params, flash ", flash, ", checkpoint every ", every));
+                           " params, flash ", flash, ", checkpoint every ", every,
+                           config.tie_embeddings ? ", tied" : ""));
         }
       }
     }

@@ -113,7 +113,9 @@ inline double NaiveLlamaLoss(const LlamaConfig& c, const std::vector<std::vector
     }
     const float* head = params[c.layers + 1].data();
     for (int t = 0; t < T; ++t) {
-      const std::vector<double> logits = linear(rms(x[t], head), head + C, V);
+      // A tied head reads the embedding's rows.
+      const float* lm_head = c.tie_embeddings ? params[0].data() : head + C;
+      const std::vector<double> logits = linear(rms(x[t], head), lm_head, V);
       const double m = *std::max_element(logits.begin(), logits.end());
       double z = 0;
       for (double l : logits) z += std::exp(l - m);

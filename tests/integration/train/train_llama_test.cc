@@ -63,6 +63,15 @@ TEST(TrainLlamaTest, EveryStrategyMatchesNoShardBitForBitAtTwoRanks) {
   ExpectEveryStrategyMatchesNoShard("fp32", {});
 }
 
+// The head tied to the embedding: the model keeps the embedding's weight
+// from unit 0's forward for the head, and adds the head's gradient of it in
+// unit 0's backward, the same way under every strategy.
+TEST(TrainLlamaTest, TiedEmbeddingsEveryStrategyMatchesNoShard) {
+  ExpectEveryStrategyMatchesNoShard("tied", {"--tie_embeddings"});
+  ExpectEveryStrategyMatchesNoShard(
+      "tied_bf16", {"--tie_embeddings", "--precision=bf16", "--activation_checkpointing=all"});
+}
+
 TEST(TrainLlamaTest, Bf16FlashCheckpointedStrategiesMatchBitForBit) {
   ExpectEveryStrategyMatchesNoShard(
       "bf16", {"--precision=bf16", "--attention=flash", "--activation_checkpointing=all"});
@@ -217,6 +226,31 @@ TEST(TrainLlamaTest, ExportAndImportInHuggingFacesLayout) {
   EXPECT_NE(contradicted.output.find("num_key_value_heads is 2 but --kv_heads=1"),
             std::string::npos)
       << contradicted.output;
+
+  // Tied: no lm_head.weight in the file, tie_word_embeddings true beside it.
+  const std::string tied_dir = dir + "/tied";
+  ASSERT_EQ(RunCommand("mkdir -p " + tied_dir, &mkdir_output), 0) << mkdir_output;
+  const std::string tied_file = tied_dir + "/model.safetensors";
+  const TrainGptRun tied =
+      RunTrainGpt("export_tied", with({"--tie_embeddings", "--nproc=2", "--strategy=full_shard",
+                                       "--steps=2", "--export=" + tied_file}));
+  ASSERT_EQ(tied.exit_code, 0) << tied.output;
+  EXPECT_NE(ReadWholeFile(tied_dir + "/config.json").find("\"tie_word_embeddings\": true"),
+            std::string::npos);
+  const std::string tied_header = ReadWholeFile(tied_file).substr(0, 4096);
+  EXPECT_NE(tied_header.find("model.embed_tokens.weight"), std::string::npos);
+  EXPECT_EQ(tied_header.find("lm_head.weight"), std::string::npos) << tied_header;
+  const TrainGptRun tied_loaded =
+      RunTrainGpt("import_tied",
+                  with({"--tie_embeddings", "--nproc=1", "--steps=0", "--init_from=" + tied_file}));
+  ASSERT_EQ(tied_loaded.exit_code, 0) << tied_loaded.output;
+  EXPECT_EQ(tied_loaded.param_sha256, tied.param_sha256);
+  const TrainGptRun untie =
+      RunTrainGpt("import_untied", with({"--nproc=1", "--steps=0", "--init_from=" + tied_file}));
+  EXPECT_EQ(untie.exit_code, 2) << untie.output;
+  EXPECT_NE(untie.output.find("tie_word_embeddings is true but --tie_embeddings=false"),
+            std::string::npos)
+      << untie.output;
 }
 
 TEST(TrainLlamaTest, BadFlagsAreRefusedNamingTheFlag) {
@@ -226,7 +260,6 @@ TEST(TrainLlamaTest, BadFlagsAreRefusedNamingTheFlag) {
   };
   const Case cases[] = {
       {{"--model=llama", "--heads=4", "--kv_heads=3"}, "kv_heads (3) must divide heads (4)"},
-      {{"--model=llama", "--tie_embeddings"}, "--tie_embeddings is not supported yet"},
       {{"--model=llama", "--ffn_multiple_of=0"}, "--ffn_multiple_of=0 must be positive"},
       {{"--model=llama", "--d_model=24", "--heads=8"}, "even head size"},
       {{"--model=gpt", "--kv_heads=2"}, "shape a Llama (--model=llama)"},
