@@ -77,7 +77,8 @@ absl::Status CheckTrainingFitsBudget(const TrainOptions& options, int64_t budget
 // strategy, ranks, precision, micro_batch and optimizer, scanning every
 // width up to kGptFamilyMaxWidth; nullopt when even the smallest does not
 // fit. Under every:K the members with fewer than K blocks are skipped (they
-// cannot take the mode).
+// cannot take the mode). InvalidArgument for a Llama point: the family
+// scanned is the GPT's.
 
 struct FittingModel {
   GptConfig config;
@@ -90,8 +91,9 @@ struct FittingModel {
 absl::StatusOr<std::optional<FittingModel>> LargestFittingFamilyModel(const MemoryPoint& point,
                                                                       int64_t budget_bytes);
 
-// The longest sequence that fits budget_bytes for point's model (all of
-// point but config.seq_len, which also sizes the position embedding),
+// The longest sequence that fits budget_bytes for point's model, GPT or
+// Llama (all of point but its seq_len, which also sizes the GPT's position
+// embedding),
 // found by bisection over 1..kMaxSearchedSeqLen (memory grows with seq_len);
 // nullopt when not even one token fits.
 inline constexpr int kMaxSearchedSeqLen = 1 << 20;
