@@ -13,11 +13,12 @@
 #include "base/status_macros.h"
 #include "comm/dtype.h"
 #include "fsdp/models/gpt_config.h"
+#include "fsdp/models/llama_config.h"
 #include "fsdp/optim/gradient_noise_scale.h"
-#include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/plan/precision_policy.h"
-#include "fsdp/report/gpt_family.h"
+#include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/plan/strategy.h"
+#include "fsdp/report/gpt_family.h"
 
 namespace fsdp {
 namespace report {
@@ -232,7 +233,17 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes,
 
 absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& options) {
   MemoryPoint point;
-  point.config = GptConfigOf(options);
+  absl::StatusOr<ModelFamily> family = ParseModelFamily(options.model);
+  if (!family.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--mem_budget predicts --model=gpt and --model=llama only: ", family.status().message()));
+  }
+  point.family = *family;
+  if (point.family == ModelFamily::kLlama) {
+    point.llama = LlamaConfigOf(options);
+  } else {
+    point.config = GptConfigOf(options);
+  }
   point.micro_batch = options.micro_batch;
   point.accum = options.accum;
   point.ranks = options.nproc;

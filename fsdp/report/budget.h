@@ -61,11 +61,13 @@ struct BatchScale {
 absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes,
                              const BatchScale& batch = {});
 
-// The MemoryPoint a training run's options describe: its GPT, micro_batch,
+// The MemoryPoint a training run's options describe: its model (--model=gpt
+// or llama, shaped as fsdp/models/gpt_config.h or llama_config.h), micro_batch,
 // activation mode, strategy, nproc ranks, group size, prefetch depth and
 // min_unit_numel, fp32, or under --precision=bf16 mixed (bf16 gradients) or
 // bf16 (--reduce_dtype=fp32), Adam for AdamW and SGD with momentum
-// for SGD (fsdp/run/unit_optimizers.cc). InvalidArgument for a bad strategy.
+// for SGD (fsdp/run/unit_optimizers.cc). InvalidArgument for a bad strategy
+// or another model family.
 absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& options);
 
 // CheckFitsBudget(MemoryPointFromTrainOptions(options), budget_bytes): what

@@ -67,6 +67,7 @@ PACKAGE_GRAPH_ROOTS = [
     "//fsdp/models:gpt",
     "//fsdp/models:gpt_config",
     "//fsdp/models:llama",
+    "//fsdp/models:llama_config",
     "//fsdp/nn:activation_checkpointing",
     "//fsdp/nn:attention_layout",
     "//fsdp/nn:blas_tsan_suppressions",
