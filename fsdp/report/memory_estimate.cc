@@ -132,6 +132,11 @@ int PointSeqLen(const MemoryPoint& point) {
   return point.family == ModelFamily::kLlama ? point.llama.seq_len : point.config.seq_len;
 }
 
+int64_t PointNumParams(const MemoryPoint& point) {
+  return point.family == ModelFamily::kLlama ? LlamaNumParams(point.llama)
+                                             : GptNumParams(point.config);
+}
+
 void SetPointSeqLen(MemoryPoint& point, int seq_len) {
   if (point.family == ModelFamily::kLlama) {
     point.llama.seq_len = seq_len;

@@ -120,6 +120,10 @@ std::string PointModelToString(const MemoryPoint& point);
 int PointSeqLen(const MemoryPoint& point);
 void SetPointSeqLen(MemoryPoint& point, int seq_len);
 
+// The point's model's parameters (GptNumParams or LlamaNumParams), without
+// the planner's padding. Assumes a valid config.
+int64_t PointNumParams(const MemoryPoint& point);
+
 // "full_shard mixed ranks=8 layers=4 d_model=128 ... micro_batch=4" (the
 // model as PointModelToString), then the activation mode when it is not
 // none/standard.

@@ -127,6 +127,7 @@ PACKAGE_GRAPH_ROOTS = [
     "//fsdp/report:budget",
     "//fsdp/report:byte_size",
     "//fsdp/report:gpt_family",
+    "//fsdp/report:llama3_models",
     "//fsdp/report:measure_training",
     "//fsdp/report:memory_estimate",
     "//fsdp/report:rank_measurement",
