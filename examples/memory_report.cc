@@ -8,6 +8,13 @@
 //       --ranks=1,64,1024 --precision=mixed                  (one command line)
 //   bazel run -c opt //examples:memory_report -- --predict_only --layers=36
 //       --d_model=4096 --heads=32 --vocab=50304 --seq_len=2048 --micro_batch=1 --ranks=64
+//   bazel run -c opt //examples:memory_report -- --predict_only --model=llama3-8b
+//       --ranks=8,64 --precision=mixed --activation_checkpointing=all
+//
+// --predict_only takes a GPT shape, a Llama shape (--model=llama with
+// --kv_heads and --ffn_hidden too) or a Llama 3 by name (--model=llama3-8b,
+// llama3-70b, llama3-405b: fsdp/report/llama3_models.h). The sweep trains
+// the GPT family only.
 //
 // Sweep mode visits every point of the preset (fsdp/report/sweep.h): the
 // model sweep (sizes x strategies x ranks x precisions x activation modes)
@@ -25,10 +32,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -51,15 +58,17 @@
 #include "base/gnuplot.h"
 #include "base/posix_file.h"
 #include "base/status_macros.h"
-#include "fsdp/optim/gradient_noise_scale.h"
 #include "comm/communicator.h"
 #include "comm/launcher/crash_trace.h"
 #include "comm/launcher/launcher.h"
+#include "fsdp/optim/gradient_noise_scale.h"
 #include "fsdp/plan/sharding_strategy.h"
+#include "fsdp/plan/strategy.h"
 #include "fsdp/report/activation_mode.h"
 #include "fsdp/report/budget.h"
 #include "fsdp/report/byte_size.h"
 #include "fsdp/report/gpt_family.h"
+#include "fsdp/report/llama3_models.h"
 #include "fsdp/report/measure_training.h"
 #include "fsdp/report/memory_estimate.h"
 #include "fsdp/report/rank_measurement.h"
@@ -67,7 +76,6 @@
 #include "fsdp/report/report_rows.h"
 #include "fsdp/report/report_tables.h"
 #include "fsdp/report/sweep.h"
-#include "fsdp/plan/strategy.h"
 
 ABSL_FLAG(std::string, preset, "full", "sweep preset: small (seconds) or full (a few minutes)");
 ABSL_FLAG(std::string, out_dir, "memory-report",
@@ -107,15 +115,26 @@ ABSL_FLAG(bool, exact, false,
           "--predict_only: train_gpt's --exact (int64 gradient sums, docs/exact.md); the "
           "measured sweep does not run it yet");
 ABSL_FLAG(bool, predict_only, false,
-          "print predictions for --params or a GPT shape and exit; nothing is trained");
+          "print predictions for --params, a GPT or Llama shape, or a Llama 3 by name, and "
+          "exit; nothing is trained");
+ABSL_FLAG(std::string, model, "gpt",
+          "--predict_only: the model family of the shape flags, gpt or llama (as train_gpt's "
+          "--model), or a Llama 3 by name: llama3-8b, llama3-70b, llama3-405b (their "
+          "published shapes; --seq_len default 8192). The sweep trains the GPT only");
 ABSL_FLAG(std::string, params, "",
           "--predict_only: a parameter count (e.g. 7.5e9), predicted by the ZeRO formulas");
-ABSL_FLAG(int, layers, 0, "--predict_only GPT shape: transformer blocks");
-ABSL_FLAG(int, d_model, 0, "--predict_only GPT shape: width");
-ABSL_FLAG(int, heads, 0, "--predict_only GPT shape: attention heads");
-ABSL_FLAG(int, vocab, 0, "--predict_only GPT shape: vocabulary");
-ABSL_FLAG(int, seq_len, 0, "--predict_only GPT shape: tokens per sequence");
-ABSL_FLAG(int, micro_batch, 1, "--predict_only GPT shape: sequences per rank per micro-batch");
+ABSL_FLAG(int, layers, 0, "--predict_only shape: transformer blocks");
+ABSL_FLAG(int, d_model, 0, "--predict_only shape: width");
+ABSL_FLAG(int, heads, 0, "--predict_only shape: attention heads");
+ABSL_FLAG(int, kv_heads, 0,
+          "--predict_only --model=llama: key/value heads, dividing --heads; 0 = --heads");
+ABSL_FLAG(int, ffn_hidden, 0,
+          "--predict_only --model=llama: SwiGLU width; 0 = 8/3 d_model rounded up to a "
+          "multiple of 256");
+ABSL_FLAG(int, vocab, 0, "--predict_only shape: vocabulary");
+ABSL_FLAG(int, seq_len, 0,
+          "--predict_only shape: tokens per sequence (a Llama 3 by name: default 8192)");
+ABSL_FLAG(int, micro_batch, 1, "--predict_only shape: sequences per rank per micro-batch");
 // Set by the sweep for the ranks it launches; not for people.
 ABSL_FLAG(std::string, rank_point, "",
           "internal: 'strategy,ranks,layers,d_model,heads,vocab,seq_len,micro_batch,steps,"
@@ -661,6 +680,68 @@ absl::StatusOr<int> RunSweep() {
 // ---------------------------------------------------------------------------
 // --predict_only: instant tables for any size and world.
 
+// The model of --predict_only's shape flags: --model=gpt (--layers --d_model
+// --heads --vocab --seq_len), --model=llama (also --kv_heads, --ffn_hidden)
+// or a Llama 3 by name (only --seq_len may be given).
+absl::StatusOr<MemoryPoint> ShapePointFromFlags() {
+  const std::string model = absl::GetFlag(FLAGS_model);
+  MemoryPoint point;
+  const int layers = absl::GetFlag(FLAGS_layers), d_model = absl::GetFlag(FLAGS_d_model);
+  const int heads = absl::GetFlag(FLAGS_heads), vocab = absl::GetFlag(FLAGS_vocab);
+  const int kv_heads = absl::GetFlag(FLAGS_kv_heads), ffn_hidden = absl::GetFlag(FLAGS_ffn_hidden);
+  const int seq_len = absl::GetFlag(FLAGS_seq_len);
+  if (fsdp::report::IsLlama3ModelName(model)) {
+    if (layers != 0 || d_model != 0 || heads != 0 || kv_heads != 0 || ffn_hidden != 0 ||
+        vocab != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--model=", model,
+          " is Llama 3's published shape: drop --layers, --d_model, --heads, "
+          "--kv_heads, --ffn_hidden and --vocab (--seq_len may be given), or give the shape with "
+          "--model=llama"));
+    }
+    point.family = fsdp::report::ModelFamily::kLlama;
+    FSDP_ASSIGN_OR_RETURN(
+        point.llama,
+        fsdp::report::Llama3Config(model, seq_len > 0 ? seq_len : fsdp::report::kLlama3SeqLen));
+    return point;
+  }
+  absl::StatusOr<fsdp::report::ModelFamily> family = fsdp::report::ParseModelFamily(model);
+  if (!family.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--model=", model, ": use gpt, llama or one of ",
+                                                   fsdp::report::Llama3ModelNames()));
+  }
+  point.family = *family;
+  if (layers == 0 || d_model == 0 || heads == 0 || vocab == 0 || seq_len == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--predict_only needs --params=COUNT, or a ", model,
+        " shape: --layers --d_model "
+        "--heads --vocab --seq_len (and --micro_batch, default 1)",
+        point.family == fsdp::report::ModelFamily::kLlama
+            ? ", with --kv_heads and --ffn_hidden optional"
+            : absl::StrCat(", or a Llama 3 by name: --model=", fsdp::report::Llama3ModelNames())));
+  }
+  if (point.family == fsdp::report::ModelFamily::kGpt) {
+    if (kv_heads != 0 || ffn_hidden != 0) {
+      return absl::InvalidArgumentError(
+          "--kv_heads and --ffn_hidden shape a Llama: add --model=llama, or drop them");
+    }
+    point.config.layers = layers;
+    point.config.d_model = d_model;
+    point.config.heads = heads;
+    point.config.vocab = vocab;
+    point.config.seq_len = seq_len;
+    return point;
+  }
+  point.llama.layers = layers;
+  point.llama.d_model = d_model;
+  point.llama.heads = heads;
+  point.llama.kv_heads = kv_heads > 0 ? kv_heads : heads;
+  point.llama.ffn_hidden = ffn_hidden > 0 ? ffn_hidden : fsdp::LlamaDefaultFfnHidden(d_model);
+  point.llama.vocab = vocab;
+  point.llama.seq_len = seq_len;
+  return point;
+}
+
 absl::Status PredictOnly() {
   FSDP_ASSIGN_OR_RETURN(const std::vector<fsdp::proto::ShardingStrategy> strategies,
                         ParseStrategies(absl::GetFlag(FLAGS_strategy)));
@@ -673,6 +754,11 @@ absl::Status PredictOnly() {
   FSDP_RETURN_IF_ERROR(NoiseScaleFromFlag().status());  // a bad value stops before any work
   const std::string params_text = absl::GetFlag(FLAGS_params);
 
+  if (!params_text.empty() && absl::GetFlag(FLAGS_model) != "gpt") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--params counts parameters of no particular model; drop it to predict --model=",
+        absl::GetFlag(FLAGS_model), " from its shape"));
+  }
   if (!params_text.empty()) {
     if (absl::GetFlag(FLAGS_exact)) {
       return absl::InvalidArgumentError(
@@ -720,28 +806,20 @@ absl::Status PredictOnly() {
     return absl::OkStatus();
   }
 
-  // By GPT shape: the full estimate, through the shard planner.
-  MemoryPoint base;
-  base.config.layers = absl::GetFlag(FLAGS_layers);
-  base.config.d_model = absl::GetFlag(FLAGS_d_model);
-  base.config.heads = absl::GetFlag(FLAGS_heads);
-  base.config.vocab = absl::GetFlag(FLAGS_vocab);
-  base.config.seq_len = absl::GetFlag(FLAGS_seq_len);
+  // By shape: the full estimate, through the shard planner.
+  FSDP_ASSIGN_OR_RETURN(MemoryPoint base, ShapePointFromFlags());
   base.micro_batch = absl::GetFlag(FLAGS_micro_batch);
-  if (base.config.layers == 0 || base.config.d_model == 0 || base.config.heads == 0 ||
-      base.config.vocab == 0 || base.config.seq_len == 0) {
-    return absl::InvalidArgumentError(
-        "--predict_only needs --params=COUNT, or a GPT shape: --layers --d_model --heads "
-        "--vocab --seq_len (and --micro_batch, default 1)");
-  }
   FSDP_ASSIGN_OR_RETURN(const std::vector<ActivationMode> modes,
                         fsdp::report::ParseActivationModes(
                             absl::GetFlag(FLAGS_activation_checkpointing),
                             absl::GetFlag(FLAGS_attention)));
-  FSDP_RETURN_IF_ERROR(fsdp::report::ApplyActivationMode(modes.front(), base.config));
-  std::printf("per-rank peak for %s micro_batch=%d, Adam%s (GB = 1e9 B)\n",
-              fsdp::GptConfigToString(base.config).c_str(), base.micro_batch,
-              absl::GetFlag(FLAGS_exact) ? ", --exact" : "");
+  FSDP_RETURN_IF_ERROR(fsdp::report::ApplyActivationMode(modes.front(), base));
+  const int64_t num_params = fsdp::report::PointNumParams(base);
+  std::printf(
+      "per-rank peak for %s (%lld parameters, %.2fB) micro_batch=%d, Adam%s (GB = 1e9 "
+      "B)\n",
+      fsdp::report::PointModelToString(base).c_str(), static_cast<long long>(num_params),
+      num_params / 1e9, base.micro_batch, absl::GetFlag(FLAGS_exact) ? ", --exact" : "");
   std::printf("%-16s %-6s %7s %6s %-13s %18s %16s %16s %16s %18s %10s %10s%s\n", "strategy",
               "prec", "ranks", "group", "activations", "model state B", "working B", "comm B",
               "activ+work B", "total B", "state GB", "total GB",
@@ -756,7 +834,7 @@ absl::Status PredictOnly() {
           point.group_size = GroupSizeFor(strategy, ranks);
           point.precision = precision;
           point.exact = absl::GetFlag(FLAGS_exact);
-          FSDP_RETURN_IF_ERROR(fsdp::report::ApplyActivationMode(mode, point.config));
+          FSDP_RETURN_IF_ERROR(fsdp::report::ApplyActivationMode(mode, point));
           absl::StatusOr<RankMemoryEstimate> e = fsdp::report::EstimateRankMemory(point);
           if (!e.ok()) {
             std::printf("%-16s %-6s %7d: %s\n", fsdp::plan::ShardingStrategyName(strategy).c_str(),
@@ -802,7 +880,7 @@ absl::Status PredictOnly() {
                                        point.ranks == 1 ? " rank:" : " ranks:");
     for (const ActivationMode& mode : BudgetModes()) {
       MemoryPoint with_mode = point;
-      if (!fsdp::report::ApplyActivationMode(mode, with_mode.config).ok()) continue;
+      if (!fsdp::report::ApplyActivationMode(mode, with_mode).ok()) continue;
       FSDP_ASSIGN_OR_RETURN(const std::optional<fsdp::report::FittingSeqLen> fit,
                             fsdp::report::LargestFittingSeqLen(with_mode, budget));
       absl::StrAppend(&longest, " ", fsdp::report::ActivationModeName(mode), " ",
@@ -830,6 +908,13 @@ int main(int argc, char** argv) {
       return 1;
     }
     return 0;
+  }
+  if (absl::GetFlag(FLAGS_model) != "gpt" && !absl::GetFlag(FLAGS_predict_only)) {
+    std::fprintf(stderr,
+                 "memory_report: --model=%s is predicted only (add --predict_only); the sweep "
+                 "trains and measures the GPT family, whose widths it scans\n",
+                 absl::GetFlag(FLAGS_model).c_str());
+    return 2;
   }
   if (absl::GetFlag(FLAGS_exact) && !absl::GetFlag(FLAGS_predict_only)) {
     std::fprintf(stderr, "memory_report: --exact is predicted only for now (add --predict_only "

@@ -371,11 +371,6 @@ absl::StatusOr<fsdp::TrainOptions> OptionsFromFlags() {
     }
   }
   if (const std::string budget = absl::GetFlag(FLAGS_mem_budget); !budget.empty()) {
-    if (o.model != kDefaults.model) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--mem_budget predicts the GPT's memory only so far, not --model=", o.model,
-                       "; drop --mem_budget"));
-    }
     FSDP_ASSIGN_OR_RETURN(o.mem_budget_bytes, fsdp::report::ParseByteSize(budget));
     FSDP_RETURN_IF_ERROR(fsdp::report::CheckTrainingFitsBudget(o, o.mem_budget_bytes));
     // An elastic job must fit at every size it may go on at (the fewer the

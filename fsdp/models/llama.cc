@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "fsdp/models/llama_config.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/nn/llama_inference.h"
 #include "fsdp/nn/llama_model.h"
@@ -23,29 +24,6 @@
 
 namespace fsdp {
 namespace {
-
-// Before validation the sizes may be anything: LlamaDefaultFfnHidden only
-// for a positive multiple.
-LlamaConfig LlamaConfigOf(const TrainOptions& o) {
-  LlamaConfig c;
-  c.layers = o.layers;
-  c.d_model = o.d_model;
-  c.heads = o.heads;
-  c.kv_heads = o.kv_heads > 0 ? o.kv_heads : o.heads;
-  c.ffn_hidden = o.ffn_hidden > 0          ? o.ffn_hidden
-                 : o.ffn_multiple_of > 0 ? LlamaDefaultFfnHidden(o.d_model, o.ffn_multiple_of)
-                                         : 0;
-  c.vocab = o.vocab;
-  c.seq_len = o.seq_len;
-  c.rope_theta = o.rope_theta > 0.0f ? o.rope_theta : LlamaConfig().rope_theta;
-  c.norm_eps = o.norm_eps > 0.0f ? o.norm_eps : LlamaConfig().norm_eps;
-  c.tie_embeddings = o.tie_embeddings;
-  c.compute_dtype = o.sharding.precision.param_dtype;
-  c.param_dtype = o.sharding.precision.param_dtype;  // [Note: bf16 parameter layout]
-  c.activation_checkpoint_every = o.activation_checkpointing.checkpoint_every();
-  c.flash_attention = o.attention == Attention::kFlash;
-  return c;
-}
 
 absl::Status ValidateLlamaOptions(const TrainOptions& o) {
   if (o.kv_heads < 0 || o.ffn_hidden < 0 || o.rope_theta < 0.0f || o.norm_eps < 0.0f) {

@@ -28,6 +28,33 @@ absl::Status ApplyActivationMode(const ActivationMode& mode, GptConfig& config) 
   return absl::OkStatus();
 }
 
+ActivationMode ActivationModeOf(const LlamaConfig& config) {
+  return {config.activation_checkpoint_every, config.flash_attention};
+}
+
+ActivationMode ActivationModeOf(const MemoryPoint& point) {
+  return point.family == ModelFamily::kLlama ? ActivationModeOf(point.llama)
+                                             : ActivationModeOf(point.config);
+}
+
+absl::Status ApplyActivationMode(const ActivationMode& mode, LlamaConfig& config) {
+  LlamaConfig changed = config;
+  changed.activation_checkpoint_every = mode.checkpoint_every;
+  changed.flash_attention = mode.flash_attention;
+  if (absl::Status valid = ValidateLlamaConfig(changed); !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("activation mode ", ActivationModeName(mode),
+                                                   " on llama ", LlamaConfigToString(config), ": ",
+                                                   valid.message()));
+  }
+  config = changed;
+  return absl::OkStatus();
+}
+
+absl::Status ApplyActivationMode(const ActivationMode& mode, MemoryPoint& point) {
+  return point.family == ModelFamily::kLlama ? ApplyActivationMode(mode, point.llama)
+                                             : ApplyActivationMode(mode, point.config);
+}
+
 std::string ActivationModeName(const ActivationMode& mode) {
   if (mode.checkpoint_every == 0) return mode.flash_attention ? "flash" : "none";
   const std::string checkpointing = ActivationCheckpointingName(mode.checkpoint_every);
@@ -89,11 +116,26 @@ absl::StatusOr<std::vector<ActivationMode>> ParseActivationModes(
   return modes;
 }
 
+namespace {
+
+// The ladder of ActivationModesByCost.
+constexpr ActivationMode kModesByCost[] = {{0, true}, {2, false}, {2, true}, {1, false}, {1, true}};
+
+}  // namespace
+
 std::vector<ActivationMode> ActivationModesByCost(const GptConfig& config) {
-  const ActivationMode ladder[] = {{0, true}, {2, false}, {2, true}, {1, false}, {1, true}};
   std::vector<ActivationMode> modes;
-  for (const ActivationMode& mode : ladder) {
+  for (const ActivationMode& mode : kModesByCost) {
     GptConfig candidate = config;
+    if (ApplyActivationMode(mode, candidate).ok()) modes.push_back(mode);
+  }
+  return modes;
+}
+
+std::vector<ActivationMode> ActivationModesByCost(const MemoryPoint& point) {
+  std::vector<ActivationMode> modes;
+  for (const ActivationMode& mode : kModesByCost) {
+    MemoryPoint candidate = point;
     if (ApplyActivationMode(mode, candidate).ok()) modes.push_back(mode);
   }
   return modes;

@@ -1,7 +1,7 @@
 // File: fsdp/report/activation_mode.h
 //
-// The activation memory levers of a GPT run as one value the memory report
-// can sweep and the budget check can suggest: activation checkpointing
+// The activation memory levers of a GPT or Llama run as one value the memory
+// report can sweep and the budget check can suggest: activation checkpointing
 // (none, every:K, all) and the attention (standard, or the memory-efficient
 // "flash" one). See docs/memory.md, "Activation modes".
 //
@@ -23,6 +23,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "fsdp/nn/gpt_spec.h"
+#include "fsdp/nn/llama_spec.h"
+#include "fsdp/report/memory_estimate.h"
 
 namespace fsdp {
 namespace report {
@@ -39,11 +41,17 @@ struct ActivationMode {
 
 // The mode a config trains with.
 ActivationMode ActivationModeOf(const GptConfig& config);
+ActivationMode ActivationModeOf(const LlamaConfig& config);
+// The mode of the point's model, whichever its family.
+ActivationMode ActivationModeOf(const MemoryPoint& point);
 
 // Sets config's checkpointing and attention to mode's. InvalidArgument when
 // the config cannot take it (every:K with K above its layers), in
-// ValidateGptConfig's words; config is unchanged then.
+// ValidateGptConfig's (ValidateLlamaConfig's) words; config is unchanged then.
 absl::Status ApplyActivationMode(const ActivationMode& mode, GptConfig& config);
+absl::Status ApplyActivationMode(const ActivationMode& mode, LlamaConfig& config);
+// The same on the point's model, whichever its family.
+absl::Status ApplyActivationMode(const ActivationMode& mode, MemoryPoint& point);
 
 // "none", "every:2", "all", "flash", "every:2+flash", "all+flash".
 std::string ActivationModeName(const ActivationMode& mode);
@@ -66,6 +74,8 @@ absl::StatusOr<std::vector<ActivationMode>> ParseActivationModes(
 // every:2+flash, all (one more forward of every block), all+flash. Modes
 // `config` cannot take (every:2 on one block) are left out.
 std::vector<ActivationMode> ActivationModesByCost(const GptConfig& config);
+// The same for the point's model, whichever its family.
+std::vector<ActivationMode> ActivationModesByCost(const MemoryPoint& point);
 
 }  // namespace report
 }  // namespace fsdp

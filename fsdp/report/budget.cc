@@ -13,11 +13,12 @@
 #include "base/status_macros.h"
 #include "comm/dtype.h"
 #include "fsdp/models/gpt_config.h"
+#include "fsdp/models/llama_config.h"
 #include "fsdp/optim/gradient_noise_scale.h"
-#include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/plan/precision_policy.h"
-#include "fsdp/report/gpt_family.h"
+#include "fsdp/plan/sharding_strategy.h"
 #include "fsdp/plan/strategy.h"
+#include "fsdp/report/gpt_family.h"
 
 namespace fsdp {
 namespace report {
@@ -116,19 +117,19 @@ struct ModeFit {
   RankMemoryEstimate estimate;
 };
 std::optional<ModeFit> CheapestFittingMode(const MemoryPoint& point, int64_t budget_bytes) {
-  for (const ActivationMode& mode : ActivationModesByCost(point.config)) {
-    if (mode == ActivationModeOf(point.config)) continue;
+  for (const ActivationMode& mode : ActivationModesByCost(point)) {
+    if (mode == ActivationModeOf(point)) continue;
     MemoryPoint alternative = point;
-    if (!ApplyActivationMode(mode, alternative.config).ok()) continue;
+    if (!ApplyActivationMode(mode, alternative).ok()) continue;
     absl::StatusOr<RankMemoryEstimate> estimate = EstimateRankMemory(alternative);
     if (estimate.ok() && estimate->total_bytes() <= budget_bytes) return ModeFit{mode, *estimate};
   }
   return std::nullopt;
 }
 
-// The leanest mode the config can take (the last of ActivationModesByCost).
-std::optional<ActivationMode> LeanestMode(const GptConfig& config) {
-  const std::vector<ActivationMode> modes = ActivationModesByCost(config);
+// The leanest mode the point's model can take (the last of ActivationModesByCost).
+std::optional<ActivationMode> LeanestMode(const MemoryPoint& point) {
+  const std::vector<ActivationMode> modes = ActivationModesByCost(point);
   if (modes.empty()) return std::nullopt;
   return modes.back();
 }
@@ -163,12 +164,10 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes,
   }
   std::string message = absl::StrCat(
       plan::ShardingStrategyName(point.strategy), " ", PrecisionName(point.precision),
-      point.exact ? " --exact" : "", " on ",
-      point.ranks, point.ranks == 1 ? " rank" : " ranks", " (", GptConfigToString(point.config),
-      " micro_batch=", point.micro_batch,
+      point.exact ? " --exact" : "", " on ", point.ranks, point.ranks == 1 ? " rank" : " ranks",
+      " (", PointModelToString(point), " micro_batch=", point.micro_batch,
       point.accum > 1 ? absl::StrCat(" accum=", point.accum) : std::string(), ", activations ",
-      ActivationModeName(ActivationModeOf(point.config)), ", ", estimate.num_params,
-      " parameters) needs ",
+      ActivationModeName(ActivationModeOf(point)), ", ", estimate.num_params, " parameters) needs ",
       FormatBytes(total), " per rank, ", FormatBytes(total - budget_bytes), " (",
       Percent(total - budget_bytes, budget_bytes), "%) over the budget of ",
       FormatBytes(budget_bytes), "; the largest part is ", largest.name, ": ",
@@ -186,10 +185,10 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes,
     if (const std::optional<ModeFit> fit = CheapestFittingMode(point, budget_bytes)) {
       absl::StrAppend(&message, " Or, with ", ActivationModeFlags(fit->mode), ", ", here,
                       " would fit (", FormatBytes(fit->estimate.total_bytes()), ").");
-    } else if (const std::optional<ActivationMode> leanest = LeanestMode(point.config);
-               leanest.has_value() && *leanest != ActivationModeOf(point.config)) {
+    } else if (const std::optional<ActivationMode> leanest = LeanestMode(point);
+               leanest.has_value() && *leanest != ActivationModeOf(point)) {
       MemoryPoint lean = point;
-      if (ApplyActivationMode(*leanest, lean.config).ok()) {
+      if (ApplyActivationMode(*leanest, lean).ok()) {
         absl::StatusOr<RankMemoryEstimate> lean_estimate = EstimateRankMemory(lean);
         if (lean_estimate.ok()) {
           absl::StrAppend(&message, " No activation mode makes ", here, " fit (",
@@ -215,10 +214,10 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes,
                     kOtherwise);
     return absl::ResourceExhaustedError(message);
   }
-  for (const ActivationMode& mode : ActivationModesByCost(point.config)) {
-    if (mode == ActivationModeOf(point.config)) continue;
+  for (const ActivationMode& mode : ActivationModesByCost(point)) {
+    if (mode == ActivationModeOf(point)) continue;
     MemoryPoint alternative = point;
-    if (!ApplyActivationMode(mode, alternative.config).ok()) continue;
+    if (!ApplyActivationMode(mode, alternative).ok()) continue;
     const std::vector<std::string> with_mode =
         FittingAlternatives(alternative, budget_bytes, batch, &beyond_noise_scale);
     if (!with_mode.empty()) {
@@ -234,7 +233,17 @@ absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes,
 
 absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& options) {
   MemoryPoint point;
-  point.config = GptConfigOf(options);
+  absl::StatusOr<ModelFamily> family = ParseModelFamily(options.model);
+  if (!family.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--mem_budget predicts --model=gpt and --model=llama only: ", family.status().message()));
+  }
+  point.family = *family;
+  if (point.family == ModelFamily::kLlama) {
+    point.llama = LlamaConfigOf(options);
+  } else {
+    point.config = GptConfigOf(options);
+  }
   point.micro_batch = options.micro_batch;
   point.accum = options.accum;
   point.ranks = options.nproc;
@@ -260,6 +269,12 @@ absl::Status CheckTrainingFitsBudget(const TrainOptions& options, int64_t budget
 
 absl::StatusOr<std::optional<FittingModel>> LargestFittingFamilyModel(const MemoryPoint& point,
                                                                       int64_t budget_bytes) {
+  if (point.family != ModelFamily::kGpt) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the largest model within a budget is searched in the GPT family (gpt_family.h) only, "
+        "not for --model=",
+        ModelFamilyName(point.family)));
+  }
   std::optional<FittingModel> largest;
   const ActivationMode mode = ActivationModeOf(point.config);
   for (int width = kGptFamilyWidthStep; width <= kGptFamilyMaxWidth;
@@ -287,7 +302,7 @@ absl::StatusOr<std::optional<FittingSeqLen>> LargestFittingSeqLen(const MemoryPo
                                                                   int64_t budget_bytes) {
   auto estimate_at = [&](int seq_len) {
     MemoryPoint candidate = point;
-    candidate.config.seq_len = seq_len;
+    SetPointSeqLen(candidate, seq_len);
     return EstimateRankMemory(candidate);
   };
   FSDP_ASSIGN_OR_RETURN(RankMemoryEstimate shortest, estimate_at(1));

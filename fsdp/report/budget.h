@@ -61,11 +61,13 @@ struct BatchScale {
 absl::Status CheckFitsBudget(const MemoryPoint& point, int64_t budget_bytes,
                              const BatchScale& batch = {});
 
-// The MemoryPoint a training run's options describe: its GPT, micro_batch,
+// The MemoryPoint a training run's options describe: its model (--model=gpt
+// or llama, shaped as fsdp/models/gpt_config.h or llama_config.h), micro_batch,
 // activation mode, strategy, nproc ranks, group size, prefetch depth and
 // min_unit_numel, fp32, or under --precision=bf16 mixed (bf16 gradients) or
 // bf16 (--reduce_dtype=fp32), Adam for AdamW and SGD with momentum
-// for SGD (fsdp/run/unit_optimizers.cc). InvalidArgument for a bad strategy.
+// for SGD (fsdp/run/unit_optimizers.cc). InvalidArgument for a bad strategy
+// or another model family.
 absl::StatusOr<MemoryPoint> MemoryPointFromTrainOptions(const TrainOptions& options);
 
 // CheckFitsBudget(MemoryPointFromTrainOptions(options), budget_bytes): what
@@ -77,7 +79,8 @@ absl::Status CheckTrainingFitsBudget(const TrainOptions& options, int64_t budget
 // strategy, ranks, precision, micro_batch and optimizer, scanning every
 // width up to kGptFamilyMaxWidth; nullopt when even the smallest does not
 // fit. Under every:K the members with fewer than K blocks are skipped (they
-// cannot take the mode).
+// cannot take the mode). InvalidArgument for a Llama point: the family
+// scanned is the GPT's.
 
 struct FittingModel {
   GptConfig config;
@@ -90,8 +93,9 @@ struct FittingModel {
 absl::StatusOr<std::optional<FittingModel>> LargestFittingFamilyModel(const MemoryPoint& point,
                                                                       int64_t budget_bytes);
 
-// The longest sequence that fits budget_bytes for point's model (all of
-// point but config.seq_len, which also sizes the position embedding),
+// The longest sequence that fits budget_bytes for point's model, GPT or
+// Llama (all of point but its seq_len, which also sizes the GPT's position
+// embedding),
 // found by bisection over 1..kMaxSearchedSeqLen (memory grows with seq_len);
 // nullopt when not even one token fits.
 inline constexpr int kMaxSearchedSeqLen = 1 << 20;

@@ -20,7 +20,36 @@ constexpr int64_t kFp32Bytes = 4;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+int CheckpointEveryOf(const MemoryPoint& point) {
+  return point.family == ModelFamily::kLlama ? point.llama.activation_checkpoint_every
+                                             : point.config.activation_checkpoint_every;
+}
+
+bool FlashAttentionOf(const MemoryPoint& point) {
+  return point.family == ModelFamily::kLlama ? point.llama.flash_attention
+                                             : point.config.flash_attention;
+}
+
 }  // namespace
+
+const char* ModelFamilyName(ModelFamily family) {
+  switch (family) {
+    case ModelFamily::kGpt:
+      return "gpt";
+    case ModelFamily::kLlama:
+      return "llama";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<ModelFamily> ParseModelFamily(absl::string_view name) {
+  if (name == "gpt") return ModelFamily::kGpt;
+  if (name == "llama") return ModelFamily::kLlama;
+  return absl::InvalidArgumentError(
+      absl::StrCat("model family '", name,
+                   "' is not one of: gpt (GPT-2 style), llama (RMSNorm, rotary "
+                   "positions, SwiGLU, grouped-query attention)"));
+}
 
 const char* PrecisionName(Precision precision) {
   switch (precision) {
@@ -82,14 +111,38 @@ std::string MemoryPointToString(const MemoryPoint& point) {
                                   PrecisionName(point.precision), point.exact ? " exact" : "",
                                   " ranks=", point.ranks);
   if (point.strategy == proto::HYBRID_SHARD) absl::StrAppend(&text, " group_size=", point.group_size);
-  absl::StrAppend(&text, " ", GptConfigToString(point.config), " micro_batch=", point.micro_batch);
+  absl::StrAppend(&text, " ", PointModelToString(point), " micro_batch=", point.micro_batch);
   if (point.accum > 1) absl::StrAppend(&text, " accum=", point.accum);
-  if (point.config.activation_checkpoint_every != 0) {
-    absl::StrAppend(&text, " activation_checkpointing=",
-                    ActivationCheckpointingName(point.config.activation_checkpoint_every));
+  if (CheckpointEveryOf(point) != 0) {
+    absl::StrAppend(
+        &text, " activation_checkpointing=", ActivationCheckpointingName(CheckpointEveryOf(point)));
   }
-  if (point.config.flash_attention) absl::StrAppend(&text, " attention=flash");
+  if (FlashAttentionOf(point)) absl::StrAppend(&text, " attention=flash");
   return text;
+}
+
+std::string PointModelToString(const MemoryPoint& point) {
+  if (point.family == ModelFamily::kLlama) {
+    return absl::StrCat("llama ", LlamaConfigToString(point.llama));
+  }
+  return GptConfigToString(point.config);
+}
+
+int PointSeqLen(const MemoryPoint& point) {
+  return point.family == ModelFamily::kLlama ? point.llama.seq_len : point.config.seq_len;
+}
+
+int64_t PointNumParams(const MemoryPoint& point) {
+  return point.family == ModelFamily::kLlama ? LlamaNumParams(point.llama)
+                                             : GptNumParams(point.config);
+}
+
+void SetPointSeqLen(MemoryPoint& point, int seq_len) {
+  if (point.family == ModelFamily::kLlama) {
+    point.llama.seq_len = seq_len;
+  } else {
+    point.config.seq_len = seq_len;
+  }
 }
 
 int64_t RankMemoryEstimate::tracker_bytes(MemoryCategory category) const {
@@ -165,16 +218,50 @@ ScheduleInputs ScheduleOf(const proto::ShardPlan& plan, const GptActivationBreak
   return in;
 }
 
+// What the estimate needs of the model, whichever its family: its units
+// (for the planner) and its activation bytes by unit (for the replay).
+struct ModelMemory {
+  std::vector<UnitSpec> units;
+  GptActivationBreakdown activations;
+};
+
+// The point's model with the precision's dtypes (bf16 parameters are
+// multiplied in bf16, as the runtime's models do), validated.
+absl::StatusOr<ModelMemory> ModelMemoryOf(const MemoryPoint& point) {
+  const bool bf16 = point.precision == Precision::kBf16 || point.precision == Precision::kMixed;
+  const comm::Dtype dtype = bf16 ? comm::Dtype::kBFloat16 : comm::Dtype::kFloat32;
+  switch (point.family) {
+    case ModelFamily::kGpt: {
+      GptConfig config = point.config;
+      if (bf16) {
+        config.compute_dtype = dtype;
+        config.param_dtype = dtype;
+      }
+      config.per_sequence_products = point.exact;  // the same activations
+      FSDP_RETURN_IF_ERROR(ValidateGptConfig(config));
+      return ModelMemory{GptUnitSpecs(config), GptActivationBytesByUnit(config, point.micro_batch)};
+    }
+    case ModelFamily::kLlama: {
+      if (point.exact) {
+        // The runtime refuses it too (fsdp/train/train_step.cc).
+        return absl::InvalidArgumentError(
+            "the Llama has no exact mode (it has no per-sequence products): drop --exact");
+      }
+      LlamaConfig config = point.llama;
+      config.compute_dtype = dtype;
+      config.param_dtype = dtype;
+      FSDP_RETURN_IF_ERROR(ValidateLlamaConfig(config));
+      return ModelMemory{LlamaUnitSpecs(config),
+                         LlamaActivationBytesByUnit(config, point.micro_batch)};
+    }
+  }
+  return absl::InvalidArgumentError("unknown model family");
+}
+
 }  // namespace
 
-absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& given) {
-  MemoryPoint point = given;
-  if (point.precision == Precision::kBf16 || point.precision == Precision::kMixed) {
-    point.config.compute_dtype = comm::Dtype::kBFloat16;
-    point.config.param_dtype = comm::Dtype::kBFloat16;
-  }
-  point.config.per_sequence_products = point.exact;  // the same activations
-  FSDP_RETURN_IF_ERROR(ValidateGptConfig(point.config));
+absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& point) {
+  FSDP_ASSIGN_OR_RETURN(const ModelMemory model, ModelMemoryOf(point));
   if (point.micro_batch < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "micro_batch must be at least 1 sequence per rank, got ", point.micro_batch));
@@ -187,11 +274,9 @@ absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& given) 
   FSDP_ASSIGN_OR_RETURN(options.sharding, ShardingOptionsOf(point));
   options.world_size = point.ranks;
   options.include_rank_ranges = false;
-  const std::vector<UnitSpec> units = GptUnitSpecs(point.config);
-  FSDP_ASSIGN_OR_RETURN(proto::ShardPlan plan, plan::BuildShardPlan(units, options));
+  FSDP_ASSIGN_OR_RETURN(proto::ShardPlan plan, plan::BuildShardPlan(model.units, options));
 
-  const GptActivationBreakdown activations =
-      GptActivationBytesByUnit(point.config, point.micro_batch);
+  const GptActivationBreakdown& activations = model.activations;
   plan::MemoryModelInputs inputs;
   inputs.optimizer = point.optimizer;
   inputs.activation_bytes = activations.peak_bytes();

@@ -1,10 +1,12 @@
 // File: fsdp/report/memory_estimate.h
 //
-// One rank's predicted peak memory for a GPT training job, by category: the
-// shard planner's model state, working buffers and communication buffers
-// (fsdp/plan/memory_model.h) plus the model's activations and workspace
-// (fsdp/nn/gpt_spec.h), with the peak of the total found by replaying the
-// runtime's step (step_schedule.h).
+// One rank's predicted peak memory for a GPT or Llama training job, by
+// category: the shard planner's model state, working buffers and
+// communication buffers (fsdp/plan/memory_model.h) plus the model's
+// activations and workspace (fsdp/nn/gpt_spec.h, fsdp/nn/llama_spec.h), with
+// the peak of the total found by replaying the runtime's step
+// (step_schedule.h). The model family only chooses the units and the
+// activation bytes; the rest is the same arithmetic for both.
 // docs/memory.md derives every term and its agreement with the ZeRO paper.
 //
 //   MemoryPoint point;
@@ -16,6 +18,9 @@
 //   FSDP_ASSIGN_OR_RETURN(RankMemoryEstimate e, EstimateRankMemory(point));
 //   e.total_bytes();                                   // sum of category peaks
 //   e.tracker_bytes(MemoryCategory::kOptimizerState);  // what MemoryTracker sees
+//
+//   point.family = ModelFamily::kLlama;  // now point.llama is the model
+//   point.llama.layers = 32; ...
 //
 // For a model known only by its parameter count Psi, ZeroModelStateBytes is
 // the ZeRO paper's per-device formula itself (no units, no padding).
@@ -31,6 +36,7 @@
 #include "absl/strings/string_view.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/gpt_spec.h"
+#include "fsdp/nn/llama_spec.h"
 #include "fsdp/plan/memory_model.h"
 #include "fsdp/plan/precision_policy.h"
 #include "fsdp/plan/sharding_options.h"
@@ -66,9 +72,23 @@ absl::StatusOr<Precision> ParsePrecision(absl::string_view name);
 PrecisionPolicy PrecisionPolicyOf(Precision precision);
 Precision PrecisionOf(const PrecisionPolicy& policy);
 
+// The decoder a point trains, named as train_gpt's --model names it.
+enum class ModelFamily {
+  kGpt,    // GptConfig: fsdp/nn/gpt_spec.h
+  kLlama,  // LlamaConfig: fsdp/nn/llama_spec.h
+};
+const char* ModelFamilyName(ModelFamily family);  // "gpt", "llama"
+// "gpt" or "llama"; InvalidArgument naming them otherwise.
+absl::StatusOr<ModelFamily> ParseModelFamily(absl::string_view name);
+
 // One training configuration, per rank.
 struct MemoryPoint {
+  // The model: the GPT of `config`, or with family kLlama the Llama of
+  // `llama`; the other family's config is not read. Either config's dtypes
+  // are set from `precision`.
+  ModelFamily family = ModelFamily::kGpt;
   GptConfig config;
+  LlamaConfig llama;
   int micro_batch = 4;  // sequences of config.seq_len tokens per rank per micro-batch
   // Micro-batches per optimizer step: above 1, a gradient-sharding strategy
   // holds every unit's unsharded gradients until the step's reductions.
@@ -92,8 +112,21 @@ struct MemoryPoint {
 // InvalidArgument for an unspecified strategy.
 absl::StatusOr<ShardingOptions> ShardingOptionsOf(const MemoryPoint& point);
 
-// "full_shard mixed ranks=8 layers=4 d_model=128 ... micro_batch=4", then
-// the activation mode (ActivationModeName) when it is not none/standard.
+// The point's model in one line: GptConfigToString(config) for the GPT,
+// "llama " + LlamaConfigToString(llama) for the Llama.
+std::string PointModelToString(const MemoryPoint& point);
+
+// The point's sequence length (seq_len of its family's config), and setting it.
+int PointSeqLen(const MemoryPoint& point);
+void SetPointSeqLen(MemoryPoint& point, int seq_len);
+
+// The point's model's parameters (GptNumParams or LlamaNumParams), without
+// the planner's padding. Assumes a valid config.
+int64_t PointNumParams(const MemoryPoint& point);
+
+// "full_shard mixed ranks=8 layers=4 d_model=128 ... micro_batch=4" (the
+// model as PointModelToString), then the activation mode when it is not
+// none/standard.
 std::string MemoryPointToString(const MemoryPoint& point);
 
 // One rank's predicted peak bytes by category. Each field is that
@@ -154,9 +187,10 @@ struct NamedBytes {
 };
 std::vector<NamedBytes> EstimateParts(const RankMemoryEstimate& estimate);
 
-// Validates the point (GPT config, ranks >= 1, micro_batch >= 1, the
-// planner's strategy/group rules) and predicts. InvalidArgument saying what
-// to change otherwise.
+// Validates the point (its family's config, ranks >= 1, micro_batch >= 1,
+// the planner's strategy/group rules; exact only for the GPT, the one model
+// with per-sequence products) and predicts. InvalidArgument saying what to
+// change otherwise.
 absl::StatusOr<RankMemoryEstimate> EstimateRankMemory(const MemoryPoint& point);
 
 // The ZeRO paper's per-device model states for Psi parameters (Rajbhandari
