@@ -23,6 +23,7 @@ packages=(
   slurm-wlm munge                                    # srun/sbatch and a cluster the Slurm test starts
   libpmix-dev                                        # PMIx 4.2: the rendezvous bootstrap under mpirun / srun --mpi=pmix
   python3
+  python3-torch                                      # PyTorch 1.13 (CPU): the Llama's parity test
 )
 
 missing=()

@@ -1,65 +1,152 @@
 // File: fsdp/nn/rms_norm.cc
+//
+// In 16 float lanes (fsdp/nn/simd.h), each row's sums in 16 double lanes
+// reduced by the fixed tree of simd::ReduceAdd, so the bits depend on the
+// shape only, not on the instruction set ([Note: ISA-independent results]).
+// Per element the order of the scalar formulas: (x r) w forward;
+// ((r g) w) - c x and (g x) r backward.
 #include "fsdp/nn/rms_norm.h"
 
 #include <cmath>
+#include <cstdint>
 
-#include "base/bfloat16.h"
+#include "fsdp/nn/simd.h"
 
 namespace fsdp {
 namespace {
+using simd::D16;
+using simd::F16;
+using simd::kLanes;
+
+FSDP_SIMD_INLINE F16 LoadN(const float* p, int64_t n) {
+  return n == kLanes ? simd::Load(p) : simd::LoadPartial(p, n, 0.0f);
+}
+FSDP_SIMD_INLINE void StoreOut(float* p, F16 v, int64_t n) {
+  if (n == kLanes) {
+    simd::Store(p, v);
+  } else {
+    simd::StorePartial(p, v, n);
+  }
+}
+FSDP_SIMD_INLINE void StoreOut(uint16_t* p, F16 v, int64_t n) {
+  if (n == kLanes) {
+    simd::StoreBf16(p, v);
+  } else {
+    simd::StoreBf16Partial(p, v, n);
+  }
+}
+
+// sum_c (a_c b_c) z_c in double lanes (b null: a_c^2; z null: no third
+// factor), padded lanes 0.
+FSDP_SIMD_INLINE double RowDot(const float* a, const float* b, const float* z, int channels) {
+  D16 sum{};
+  for (int c = 0; c < channels; c += kLanes) {
+    const int64_t n = channels - c < kLanes ? channels - c : kLanes;
+    const D16 x = simd::ToDouble(LoadN(a + c, n));
+    const D16 y = b == nullptr ? x : simd::ToDouble(LoadN(b + c, n));
+    D16 p{x.lo * y.lo, x.hi * y.hi};
+    if (z != nullptr) {
+      const D16 w = simd::ToDouble(LoadN(z + c, n));
+      p.lo *= w.lo;
+      p.hi *= w.hi;
+    }
+    sum.lo += p.lo;
+    sum.hi += p.hi;
+  }
+  return simd::ReduceAdd(sum);
+}
 
 template <typename Out>
-void Forward(Out* out, float* rstd, const float* inp, const float* weight, int n, int channels,
-             float eps) {
+FSDP_SIMD_INLINE void ForwardBody(Out* out, float* rstd, const float* inp, const float* weight,
+                                  int n, int channels, float eps) {
   for (int i = 0; i < n; ++i) {
-    const float* x = inp + static_cast<long>(i) * channels;
-    Out* o = out + static_cast<long>(i) * channels;
-    double squares = 0.0;
-    for (int c = 0; c < channels; ++c) squares += double{x[c]} * x[c];
+    const float* x = inp + static_cast<int64_t>(i) * channels;
+    Out* o = out + static_cast<int64_t>(i) * channels;
+    const double squares = RowDot(x, nullptr, nullptr, channels);
     const float r = static_cast<float>(1.0 / std::sqrt(squares / channels + eps));
     rstd[i] = r;
-    for (int c = 0; c < channels; ++c) {
-      const float value = x[c] * r * weight[c];
-      if constexpr (std::is_same_v<Out, uint16_t>) {
-        o[c] = base::ToBf16Bits(value);
-      } else {
-        o[c] = value;
-      }
+    for (int c = 0; c < channels; c += kLanes) {
+      const int64_t m = channels - c < kLanes ? channels - c : kLanes;
+      StoreOut(o + c, LoadN(x + c, m) * r * LoadN(weight + c, m), m);
     }
   }
 }
 
+FSDP_SIMD_INLINE void RmsNormForwardFp32Body(float* out, float* rstd, const float* inp,
+                                             const float* weight, int n, int channels, float eps) {
+  ForwardBody(out, rstd, inp, weight, n, channels, eps);
+}
+FSDP_SIMD_INLINE void RmsNormForwardBf16Body(uint16_t* out, float* rstd, const float* inp,
+                                             const float* weight, int n, int channels, float eps) {
+  ForwardBody(out, rstd, inp, weight, n, channels, eps);
+}
+
+FSDP_SIMD_INLINE void RmsNormBackwardBody(float* dinp, uint16_t* copy16, float* dweight,
+                                          const float* dout, const float* inp, const float* weight,
+                                          const float* rstd, int n, int channels) {
+  for (int i = 0; i < n; ++i) {
+    const int64_t row = static_cast<int64_t>(i) * channels;
+    const float* x = inp + row;
+    const float* g = dout + row;
+    float* dx = dinp + row;
+    const float r = rstd[i];
+    const double dot = RowDot(g, weight, x, channels);  // sum_c g w x
+    const float coefficient = static_cast<float>(dot * r * r * r / channels);
+    for (int c = 0; c < channels; c += kLanes) {
+      const int64_t m = channels - c < kLanes ? channels - c : kLanes;
+      const F16 gv = LoadN(g + c, m), xv = LoadN(x + c, m);
+      const F16 d = LoadN(dx + c, m) + (r * gv * LoadN(weight + c, m) - coefficient * xv);
+      StoreOut(dx + c, d, m);
+      StoreOut(dweight + c, LoadN(dweight + c, m) + gv * xv * r, m);
+      if (copy16 != nullptr) StoreOut(copy16 + row + c, d, m);
+    }
+  }
+}
+
+FSDP_ISA_VARIANTS(void, RmsNormForwardFp32,
+                  (float* out, float* rstd, const float* inp, const float* weight, int n,
+                   int channels, float eps),
+                  (out, rstd, inp, weight, n, channels, eps))
+FSDP_ISA_VARIANTS(void, RmsNormForwardBf16,
+                  (uint16_t * out, float* rstd, const float* inp, const float* weight, int n,
+                   int channels, float eps),
+                  (out, rstd, inp, weight, n, channels, eps))
+FSDP_ISA_VARIANTS(void, RmsNormBackward,
+                  (float* dinp, uint16_t* copy16, float* dweight, const float* dout,
+                   const float* inp, const float* weight, const float* rstd, int n, int channels),
+                  (dinp, copy16, dweight, dout, inp, weight, rstd, n, channels))
+
 }  // namespace
+
+void RmsNormForward(KernelIsa isa, DtypeSpan out, float* rstd, const float* inp,
+                    const float* weight, int n, int channels, float eps) {
+  if (out.dtype() == comm::Dtype::kBFloat16) {
+    uint16_t* o = out.as<uint16_t>().data();
+    FSDP_ISA_DISPATCH(isa, RmsNormForwardBf16, (o, rstd, inp, weight, n, channels, eps));
+  } else {
+    float* o = out.as<float>().data();
+    FSDP_ISA_DISPATCH(isa, RmsNormForwardFp32, (o, rstd, inp, weight, n, channels, eps));
+  }
+}
+
+void RmsNormBackward(KernelIsa isa, float* dinp, DtypeSpan dinp_copy, float* dweight,
+                     const float* dout, const float* inp, const float* weight, const float* rstd,
+                     int n, int channels) {
+  uint16_t* copy16 =
+      dinp_copy.dtype() == comm::Dtype::kBFloat16 ? dinp_copy.as<uint16_t>().data() : nullptr;
+  FSDP_ISA_DISPATCH(isa, RmsNormBackward,
+                    (dinp, copy16, dweight, dout, inp, weight, rstd, n, channels));
+}
 
 void RmsNormForward(DtypeSpan out, float* rstd, const float* inp, const float* weight, int n,
                     int channels, float eps) {
-  if (out.dtype() == comm::Dtype::kBFloat16) {
-    Forward(out.as<uint16_t>().data(), rstd, inp, weight, n, channels, eps);
-  } else {
-    Forward(out.as<float>().data(), rstd, inp, weight, n, channels, eps);
-  }
+  RmsNormForward(BestKernelIsa(), out, rstd, inp, weight, n, channels, eps);
 }
 
 void RmsNormBackward(float* dinp, DtypeSpan dinp_copy, float* dweight, const float* dout,
                      const float* inp, const float* weight, const float* rstd, int n,
                      int channels) {
-  uint16_t* copy16 =
-      dinp_copy.dtype() == comm::Dtype::kBFloat16 ? dinp_copy.as<uint16_t>().data() : nullptr;
-  for (int i = 0; i < n; ++i) {
-    const long row = static_cast<long>(i) * channels;
-    const float* x = inp + row;
-    const float* g = dout + row;
-    float* dx = dinp + row;
-    const float r = rstd[i];
-    double dot = 0.0;  // sum_c g w x
-    for (int c = 0; c < channels; ++c) dot += double{g[c]} * weight[c] * x[c];
-    const float coefficient = static_cast<float>(dot * r * r * r / channels);
-    for (int c = 0; c < channels; ++c) {
-      dx[c] += r * g[c] * weight[c] - coefficient * x[c];
-      dweight[c] += g[c] * x[c] * r;
-      if (copy16 != nullptr) copy16[row + c] = base::ToBf16Bits(dx[c]);
-    }
-  }
+  RmsNormBackward(BestKernelIsa(), dinp, dinp_copy, dweight, dout, inp, weight, rstd, n, channels);
 }
 
 }  // namespace fsdp

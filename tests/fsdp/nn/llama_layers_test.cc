@@ -13,6 +13,7 @@
 #include "fsdp/nn/attention.h"
 #include "fsdp/nn/flash_attention.h"
 #include "fsdp/nn/grouped_query.h"
+#include "fsdp/nn/kernel_isa.h"
 #include "fsdp/nn/rms_norm.h"
 #include "fsdp/nn/rotary.h"
 #include "fsdp/nn/swiglu.h"
@@ -260,6 +261,65 @@ TEST(SwigluTest, ForwardMatchesFormulaAndBackwardMatchesFiniteDifferences) {
   loss();
   SwigluForward(Span16(y16), gate_up.data(), rows, F);
   EXPECT_EQ(y16, Rounded(y));
+}
+
+// Every instruction set gives the bits of the generic variant, on widths
+// that end in a partial vector, with saturating gate values (|g| > 88).
+TEST(LlamaKernelsTest, EveryInstructionSetGivesTheSameBits) {
+  const int rows = 3, F = 37, C = 35;
+  std::vector<float> gate_up = RandomVector(rows * 2 * F, 3, 4.0f);
+  gate_up[1] = 100.0f;
+  gate_up[2] = -100.0f;
+  gate_up[3] = -85.0f;
+  const std::vector<float> dout = RandomVector(rows * F, 4);
+  const std::vector<float> x = RandomVector(rows * C, 5, 3.0f);
+  const std::vector<float> w = RandomVector(C, 6);
+  const std::vector<float> g = RandomVector(rows * C, 7);
+  struct Result {
+    std::vector<float> swiglu, dgate_up, rms, rstd, dx, dw;
+    std::vector<uint16_t> swiglu16, rms16, dx16;
+  };
+  auto run = [&](KernelIsa isa) {
+    Result r;
+    r.swiglu.resize(rows * F);
+    r.swiglu16.resize(rows * F);
+    r.dgate_up.assign(gate_up.size(), 0.0f);
+    SwigluForward(isa, Span32(r.swiglu), gate_up.data(), rows, F);
+    SwigluForward(isa, Span16(r.swiglu16), gate_up.data(), rows, F);
+    SwigluBackward(isa, r.dgate_up.data(), dout.data(), gate_up.data(), rows, F);
+    r.rms.resize(rows * C);
+    r.rms16.resize(rows * C);
+    r.rstd.resize(rows);
+    RmsNormForward(isa, Span32(r.rms), r.rstd.data(), x.data(), w.data(), rows, C, 1e-5f);
+    RmsNormForward(isa, Span16(r.rms16), r.rstd.data(), x.data(), w.data(), rows, C, 1e-5f);
+    r.dx.assign(rows * C, 0.25f);
+    r.dw.assign(C, 0.5f);
+    r.dx16.resize(rows * C);
+    RmsNormBackward(isa, r.dx.data(), Span16(r.dx16), r.dw.data(), g.data(), x.data(), w.data(),
+                    r.rstd.data(), rows, C);
+    return r;
+  };
+  const Result generic = run(KernelIsa::kGeneric);
+  EXPECT_EQ(generic.swiglu16, Rounded(generic.swiglu));
+  EXPECT_EQ(generic.rms16, Rounded(generic.rms));
+  EXPECT_EQ(generic.dx16, Rounded(generic.dx));
+  // Saturated gates: silu(100) = 100 u; silu(-100) is 0 to within
+  // 100 exp(-80) |u| (the clamp); finite slopes.
+  EXPECT_EQ(generic.swiglu[1], 100.0f * gate_up[F + 1]);
+  EXPECT_LE(std::fabs(generic.swiglu[2]), 100.0f * std::exp(-80.0f) * std::fabs(gate_up[F + 2]));
+  for (float v : generic.dgate_up) EXPECT_TRUE(std::isfinite(v));
+  for (KernelIsa isa : SupportedKernelIsas()) {
+    const Result r = run(isa);
+    const char* name = KernelIsaName(isa);
+    EXPECT_EQ(0, std::memcmp(r.swiglu.data(), generic.swiglu.data(), 4 * r.swiglu.size())) << name;
+    EXPECT_EQ(r.swiglu16, generic.swiglu16) << name;
+    EXPECT_EQ(0, std::memcmp(r.dgate_up.data(), generic.dgate_up.data(), 4 * r.dgate_up.size()))
+        << name;
+    EXPECT_EQ(0, std::memcmp(r.rms.data(), generic.rms.data(), 4 * r.rms.size())) << name;
+    EXPECT_EQ(0, std::memcmp(r.rstd.data(), generic.rstd.data(), 4 * r.rstd.size())) << name;
+    EXPECT_EQ(0, std::memcmp(r.dx.data(), generic.dx.data(), 4 * r.dx.size())) << name;
+    EXPECT_EQ(0, std::memcmp(r.dw.data(), generic.dw.data(), 4 * r.dw.size())) << name;
+  }
 }
 
 // ------------------------------------------------------------------ embedding
