@@ -109,11 +109,7 @@ absl::Status GptInference::RunUnit(int unit, absl::Span<const float> params) {
 }
 
 absl::StatusOr<absl::Span<const float>> GptInference::logits() const {
-  if (next_unit_ != num_units()) {
-    return absl::FailedPreconditionError(
-        "inference logits() before the last unit ran; run every unit after Begin");
-  }
-  return absl::Span<const float>(logits_.data(), int64_t{batch_} * seq_ * config_.vocab);
+  return FinishedLogits(next_unit_, num_units(), logits_, int64_t{batch_} * seq_ * config_.vocab);
 }
 
 }  // namespace fsdp

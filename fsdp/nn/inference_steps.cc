@@ -39,6 +39,15 @@ absl::Status CheckInferenceUnit(int unit, int next_unit, const UnitSpec& spec,
   return absl::OkStatus();
 }
 
+absl::StatusOr<absl::Span<const float>> FinishedLogits(int next_unit, int num_units,
+                                                       const FloatBuffer& logits, int64_t numel) {
+  if (next_unit != num_units) {
+    return absl::FailedPreconditionError(
+        "inference logits() before the last unit ran; run every unit after Begin");
+  }
+  return absl::Span<const float>(logits.data(), numel);
+}
+
 std::vector<const float*> UnitParamPointers(const UnitSpec& unit, absl::Span<const float> params) {
   std::vector<const float*> out;
   int64_t offset = 0;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/param_spec.h"
@@ -41,6 +42,11 @@ absl::Status CheckInferenceUnit(int unit, int next_unit, const UnitSpec& spec,
 template <typename T>
 absl::Status SizeInferenceBuffer(MemoryTracker& tracker, TrackedBuffer<T>& buffer, int64_t numel,
                                  const char* what);
+
+// The first `numel` logits once every unit has run (next_unit ==
+// num_units); FailedPrecondition before.
+absl::StatusOr<absl::Span<const float>> FinishedLogits(int next_unit, int num_units,
+                                                       const FloatBuffer& logits, int64_t numel);
 
 // Each parameter's first element in a unit's flat buffer, in spec order.
 std::vector<const float*> UnitParamPointers(const UnitSpec& unit, absl::Span<const float> params);

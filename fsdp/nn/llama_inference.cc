@@ -132,11 +132,7 @@ absl::Status LlamaInference::RunUnit(int unit, absl::Span<const float> params) {
 }
 
 absl::StatusOr<absl::Span<const float>> LlamaInference::logits() const {
-  if (next_unit_ != num_units()) {
-    return absl::FailedPreconditionError(
-        "inference logits() before the last unit ran; run every unit after Begin");
-  }
-  return absl::Span<const float>(logits_.data(), int64_t{batch_} * seq_ * config_.vocab);
+  return FinishedLogits(next_unit_, num_units(), logits_, int64_t{batch_} * seq_ * config_.vocab);
 }
 
 }  // namespace fsdp

@@ -18,35 +18,17 @@ using simd::D16;
 using simd::F16;
 using simd::kLanes;
 
-FSDP_SIMD_INLINE F16 LoadN(const float* p, int64_t n) {
-  return n == kLanes ? simd::Load(p) : simd::LoadPartial(p, n, 0.0f);
-}
-FSDP_SIMD_INLINE void StoreOut(float* p, F16 v, int64_t n) {
-  if (n == kLanes) {
-    simd::Store(p, v);
-  } else {
-    simd::StorePartial(p, v, n);
-  }
-}
-FSDP_SIMD_INLINE void StoreOut(uint16_t* p, F16 v, int64_t n) {
-  if (n == kLanes) {
-    simd::StoreBf16(p, v);
-  } else {
-    simd::StoreBf16Partial(p, v, n);
-  }
-}
-
 // sum_c (a_c b_c) z_c in double lanes (b null: a_c^2; z null: no third
 // factor), padded lanes 0.
 FSDP_SIMD_INLINE double RowDot(const float* a, const float* b, const float* z, int channels) {
   D16 sum{};
   for (int c = 0; c < channels; c += kLanes) {
     const int64_t n = channels - c < kLanes ? channels - c : kLanes;
-    const D16 x = simd::ToDouble(LoadN(a + c, n));
-    const D16 y = b == nullptr ? x : simd::ToDouble(LoadN(b + c, n));
+    const D16 x = simd::ToDouble(simd::LoadUpTo(a + c, n));
+    const D16 y = b == nullptr ? x : simd::ToDouble(simd::LoadUpTo(b + c, n));
     D16 p{x.lo * y.lo, x.hi * y.hi};
     if (z != nullptr) {
-      const D16 w = simd::ToDouble(LoadN(z + c, n));
+      const D16 w = simd::ToDouble(simd::LoadUpTo(z + c, n));
       p.lo *= w.lo;
       p.hi *= w.hi;
     }
@@ -67,7 +49,7 @@ FSDP_SIMD_INLINE void ForwardBody(Out* out, float* rstd, const float* inp, const
     rstd[i] = r;
     for (int c = 0; c < channels; c += kLanes) {
       const int64_t m = channels - c < kLanes ? channels - c : kLanes;
-      StoreOut(o + c, LoadN(x + c, m) * r * LoadN(weight + c, m), m);
+      simd::StoreUpTo(o + c, simd::LoadUpTo(x + c, m) * r * simd::LoadUpTo(weight + c, m), m);
     }
   }
 }
@@ -94,11 +76,11 @@ FSDP_SIMD_INLINE void RmsNormBackwardBody(float* dinp, uint16_t* copy16, float* 
     const float coefficient = static_cast<float>(dot * r * r * r / channels);
     for (int c = 0; c < channels; c += kLanes) {
       const int64_t m = channels - c < kLanes ? channels - c : kLanes;
-      const F16 gv = LoadN(g + c, m), xv = LoadN(x + c, m);
-      const F16 d = LoadN(dx + c, m) + (r * gv * LoadN(weight + c, m) - coefficient * xv);
-      StoreOut(dx + c, d, m);
-      StoreOut(dweight + c, LoadN(dweight + c, m) + gv * xv * r, m);
-      if (copy16 != nullptr) StoreOut(copy16 + row + c, d, m);
+      const F16 gv = simd::LoadUpTo(g + c, m), xv = simd::LoadUpTo(x + c, m);
+      const F16 d = simd::LoadUpTo(dx + c, m) + (r * gv * simd::LoadUpTo(weight + c, m) - coefficient * xv);
+      simd::StoreUpTo(dx + c, d, m);
+      simd::StoreUpTo(dweight + c, simd::LoadUpTo(dweight + c, m) + gv * xv * r, m);
+      if (copy16 != nullptr) simd::StoreUpTo(copy16 + row + c, d, m);
     }
   }
 }

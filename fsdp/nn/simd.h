@@ -157,6 +157,26 @@ FSDP_SIMD_INLINE F16 LoadAsFloatPartial(const uint16_t* p, int64_t n) {
   return LoadBf16Partial(p, n);
 }
 
+// n <= kLanes values: a whole vector when n == kLanes, else the first n
+// (loads pad with 0): one loop body for a row's full vectors and its tail.
+FSDP_SIMD_INLINE F16 LoadUpTo(const float* p, int64_t n) {
+  return n == kLanes ? Load(p) : LoadPartial(p, n, 0.0f);
+}
+FSDP_SIMD_INLINE void StoreUpTo(float* p, F16 v, int64_t n) {
+  if (n == kLanes) {
+    Store(p, v);
+  } else {
+    StorePartial(p, v, n);
+  }
+}
+FSDP_SIMD_INLINE void StoreUpTo(uint16_t* p, F16 v, int64_t n) {  // rounded to bf16
+  if (n == kLanes) {
+    StoreBf16(p, v);
+  } else {
+    StoreBf16Partial(p, v, n);
+  }
+}
+
 // Selects are written as lane loops rather than vector `?:`: GCC 12 splits a
 // 64-byte `?:` into scalar code under avx2 (measured 1.2x slower than SSE2),
 // while it turns these loops into whole-register vmaxps / blends everywhere.

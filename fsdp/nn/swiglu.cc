@@ -27,30 +27,11 @@ FSDP_SIMD_INLINE F16 ExpOfMinus(F16 g) {
       simd::Max(simd::Min(-g, simd::Splat(kZHigh)), simd::Splat(simd::kExpLow)));
 }
 
-FSDP_SIMD_INLINE void StoreOut(float* p, F16 v, int64_t n) {
-  if (n == kLanes) {
-    simd::Store(p, v);
-  } else {
-    simd::StorePartial(p, v, n);
-  }
-}
-FSDP_SIMD_INLINE void StoreOut(uint16_t* p, F16 v, int64_t n) {
-  if (n == kLanes) {
-    simd::StoreBf16(p, v);
-  } else {
-    simd::StoreBf16Partial(p, v, n);
-  }
-}
-
-FSDP_SIMD_INLINE F16 LoadN(const float* p, int64_t n) {
-  return n == kLanes ? simd::Load(p) : simd::LoadPartial(p, n, 0.0f);
-}
-
 template <typename Out>
 FSDP_SIMD_INLINE void ForwardLanes(Out* out, const float* gate, const float* up, int64_t n) {
-  const F16 g = LoadN(gate, n);
+  const F16 g = simd::LoadUpTo(gate, n);
   const F16 s = 1.0f / (1.0f + ExpOfMinus(g));
-  StoreOut(out, g * s * LoadN(up, n), n);
+  simd::StoreUpTo(out, g * s * simd::LoadUpTo(up, n), n);
 }
 
 template <typename Out>
@@ -67,12 +48,12 @@ FSDP_SIMD_INLINE void SwigluForwardBody(Out* out, const float* gate_up, int rows
 
 FSDP_SIMD_INLINE void BackwardLanes(float* dgate, float* dup, const float* d, const float* gate,
                                     const float* up, int64_t n) {
-  const F16 g = LoadN(gate, n);
+  const F16 g = simd::LoadUpTo(gate, n);
   const F16 e = ExpOfMinus(g);
   const F16 s = 1.0f / (1.0f + e);
-  const F16 dv = LoadN(d, n);
-  StoreOut(dgate, dv * LoadN(up, n) * (s * (1.0f + g * (e * s))), n);
-  StoreOut(dup, dv * g * s, n);
+  const F16 dv = simd::LoadUpTo(d, n);
+  simd::StoreUpTo(dgate, dv * simd::LoadUpTo(up, n) * (s * (1.0f + g * (e * s))), n);
+  simd::StoreUpTo(dup, dv * g * s, n);
 }
 
 FSDP_SIMD_INLINE void SwigluBackwardBody(float* dgate_up, const float* dout, const float* gate_up,
