@@ -22,6 +22,8 @@ LlamaConfig LlamaConfigOf(const TrainOptions& o) {
   c.param_dtype = o.sharding.precision.param_dtype;
   c.activation_checkpoint_every = o.activation_checkpointing.checkpoint_every();
   c.flash_attention = o.attention == Attention::kFlash;
+  // --exact: every product over one sequence (docs/exact.md).
+  c.per_sequence_products = o.sharding.precision.reduction == ReductionKind::kExact;
   return c;
 }
 

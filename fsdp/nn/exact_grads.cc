@@ -42,4 +42,16 @@ void AddEmbeddingRowsToExactSums(absl::Span<int64_t> wte_sums, int wte_exponent,
   }
 }
 
+void AddTokenRowsToExactSums(absl::Span<int64_t> sums, int exponent, float* max_abs,
+                             const float* dout, const int32_t* tokens, int64_t n, int channels) {
+  const int64_t c = channels;
+  for (int64_t row = 0; row < n; ++row) {
+    const int64_t token = tokens[row];
+    FSDP_CHECK((token + 1) * c <= static_cast<int64_t>(sums.size()));
+    *max_abs = LargerMagnitude(*max_abs,
+                               AddToExactSum(exponent, absl::Span<const float>(dout + row * c, c),
+                                             sums.subspan(token * c, c)));
+  }
+}
+
 }  // namespace fsdp

@@ -40,6 +40,11 @@ void AddEmbeddingRowsToExactSums(absl::Span<int64_t> wte_sums, int wte_exponent,
                                  int wpe_exponent, float* wpe_max_abs, const float* dout,
                                  const int32_t* tokens, int batch, int seq_len, int channels);
 
+// The token embedding's alone (a model without position embeddings, the
+// Llama): row dout[i] into row tokens[i] of `sums`, for the n tokens.
+void AddTokenRowsToExactSums(absl::Span<int64_t> sums, int exponent, float* max_abs,
+                             const float* dout, const int32_t* tokens, int64_t n, int channels);
+
 }  // namespace fsdp
 
 #endif  // FSDP_NN_EXACT_GRADS_H_

@@ -101,6 +101,19 @@ absl::Status LlamaInference::RunUnit(int unit, absl::Span<const float> params) {
   const int64_t nc = int64_t{n} * C;
   const GroupedQueryShape shape{batch_, seq_, config_.heads, config_.kv_heads, C / config_.heads};
   const int last = num_units() - 1;
+  // out = in w^T over the n rows: one product, or (per_sequence_products,
+  // docs/exact.md) one per sequence, as the training model computes them.
+  const auto Product = [&](DtypeSpan out, ConstDtypeSpan in, ConstDtypeSpan w, int in_features,
+                           int out_features) {
+    const int calls = config_.per_sequence_products ? batch_ : 1;
+    const int rows = n / calls;
+    for (int c = 0; c < calls; ++c) {
+      const int64_t row0 = int64_t{c} * rows;
+      LinearForward(out.subspan(row0 * out_features, int64_t{rows} * out_features),
+                    in.subspan(row0 * in_features, int64_t{rows} * in_features), w, nullptr, rows,
+                    in_features, out_features);
+    }
+  };
   if (unit == 0) {
     TokenEmbeddingForward(x_.data(), tokens_.data(), W(0), n, C);
     if (config_.tie_embeddings) std::memcpy(tied_weight_.data(), p[0], 4 * tied_weight_.size());
@@ -110,21 +123,20 @@ absl::Status LlamaInference::RunUnit(int unit, absl::Span<const float> params) {
         config_.tie_embeddings
             ? Fp32(static_cast<const float*>(tied_weight_.data()), tied_weight_.size())
             : W(kLmHead);
-    LinearForward(Fp32(logits_.data(), int64_t{n} * V), Fp32(norm_.data(), nc), head, nullptr, n, C,
-                  V);
+    Product(Fp32(logits_.data(), int64_t{n} * V), Fp32(norm_.data(), nc), head, C, V);
   } else {
     RmsNormForward(norm_.span(), rstd_.data(), x_.data(), p[kInputNorm], n, C, config_.norm_eps);
-    LinearForward(proj_.span(), Fp32(norm_.data(), nc), W(kQ, 3), nullptr, n, C,
-                  static_cast<int>(shape.proj_width()));
+    Product(proj_.span(), Fp32(norm_.data(), nc), W(kQ, 3), C,
+            static_cast<int>(shape.proj_width()));
     RotaryQkvForward(qkv_.span(), proj_.data(), rope_table_.data(), config_.seq_len, shape);
     AttentionForward(att_.span(), probs_.span(), /*scratch=*/nullptr, /*scratch_bf16=*/nullptr,
                      Fp32(qkv_.data(), 3 * nc), batch_, seq_, C, config_.heads);
-    LinearForward(res2_.span(), Fp32(att_.data(), nc), W(kO), nullptr, n, C, C);
+    Product(res2_.span(), Fp32(att_.data(), nc), W(kO), C, C);
     ResidualForward(res2_.data(), res2_.data(), x_.data(), nc);
     RmsNormForward(norm_.span(), rstd_.data(), res2_.data(), p[kPostNorm], n, C, config_.norm_eps);
-    LinearForward(gate_up_.span(), Fp32(norm_.data(), nc), W(kGate, 2), nullptr, n, C, 2 * F);
+    Product(gate_up_.span(), Fp32(norm_.data(), nc), W(kGate, 2), C, 2 * F);
     SwigluForward(hidden_.span(), gate_up_.data(), n, F);
-    LinearForward(x_.span(), Fp32(hidden_.data(), int64_t{n} * F), W(kDown), nullptr, n, F, C);
+    Product(x_.span(), Fp32(hidden_.data(), int64_t{n} * F), W(kDown), F, C);
     ResidualForward(x_.data(), x_.data(), res2_.data(), nc);
   }
   next_unit_ = unit + 1;

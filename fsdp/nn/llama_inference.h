@@ -44,7 +44,9 @@ class LlamaInference final : public InferenceModel {
   // InvalidArgument for a bad config or max_batch < 1; ResourceExhausted if
   // the rotary table does not fit the tracker's budget. The config's
   // dtypes, checkpointing and attention kind are training choices and are
-  // ignored: the forward is fp32 with standard attention. `tracker` must
+  // ignored: the forward is fp32 with standard attention; its products run
+  // one sequence at a time under per_sequence_products (the exact mode's
+  // val_loss: a sequence's logits then do not depend on its neighbours). `tracker` must
   // outlive this object.
   static absl::StatusOr<std::unique_ptr<LlamaInference>> Create(const LlamaConfig& config,
                                                                 int max_batch,

@@ -23,9 +23,10 @@
 #include "fsdp/nn/attention.h"
 #include "fsdp/nn/attention_layout.h"
 #include "fsdp/nn/batch_checks.h"
-#include "fsdp/nn/decoder_steps.h"
 #include "fsdp/nn/cross_entropy.h"
+#include "fsdp/nn/decoder_steps.h"
 #include "fsdp/nn/dtype_layers.h"
+#include "fsdp/nn/exact_grads.h"
 #include "fsdp/nn/flash_attention.h"
 #include "fsdp/nn/init_rng.h"
 #include "fsdp/nn/residual.h"
@@ -193,18 +194,33 @@ absl::Status LlamaModel::ForwardUnit(int unit, ConstDtypeSpan params, const Batc
 absl::Status LlamaModel::BackwardUnit(int unit, ConstDtypeSpan params, UnitGrads grads,
                                       float loss_scale, GradWrite write) {
   FSDP_RETURN_IF_ERROR(order_.CheckBackward(unit));
-  FSDP_RETURN_IF_ERROR(CheckUnitGrads(grads, write, absl::StrCat("BackwardUnit(", unit, ")")));
+  FSDP_RETURN_IF_ERROR(CheckUnitGrads(grads, write, absl::StrCat("BackwardUnit(", unit, ")"),
+                                      static_cast<int>(units_[unit].params.size())));
   FSDP_ASSIGN_OR_RETURN(const UnitGradTargets g,
                         PrepareUnitGradTargets(units_[unit], grads, config_.compute_dtype));
+  const bool exact = !g.exact_sums.empty();
+  if (exact != config_.per_sequence_products) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(units_[unit].name, " gradients: ", comm::DtypeName(grads.values.dtype()),
+                     " gradients, but this model ",
+                     config_.per_sequence_products
+                         ? "computes per sequence and writes exact (int64) gradient sums only"
+                         : "computes over whole micro-batches: exact (int64) gradients need "
+                           "LlamaConfig::per_sequence_products (docs/exact.md)"));
+  }
+  if (exact && write == GradWrite::kOverwrite) {  // the sums are only added into
+    std::fill(g.exact_sums.begin(), g.exact_sums.end(), int64_t{0});
+  }
+  const bool zero = write == GradWrite::kOverwrite && !exact;
   const int last = num_units() - 1;
   if (unit == last) {
-    if (write == GradWrite::kOverwrite) g.Zero({kFinalNorm});
+    if (zero) g.Zero({kFinalNorm});
     FSDP_RETURN_IF_ERROR(HeadBackward(params, g, loss_scale, write));
   } else if (unit == 0) {
-    if (write == GradWrite::kOverwrite) g.Zero({0});  // rows are scattered by adding
+    if (zero) g.Zero({0});  // rows are scattered by adding
     EmbeddingBackward(g);
   } else {
-    if (write == GradWrite::kOverwrite) g.Zero({kInputNorm, kPostNorm});
+    if (zero) g.Zero({kInputNorm, kPostNorm});
     FSDP_RETURN_IF_ERROR(BlockBackward(unit - 1, params, g, write));
   }
   order_.BackwardDone(unit);
@@ -236,6 +252,14 @@ absl::Status LlamaModel::EmbeddingForward(ConstDtypeSpan params, const Batch& ba
 }
 
 void LlamaModel::EmbeddingBackward(const UnitGradTargets& g) {
+  if (!g.exact_sums.empty()) {  // every token's row its own contribution
+    AddTokenRowsToExactSums(g.exact_sums, g.exact.exponents[0], &g.exact.max_abs[0],
+                            d_residual_.data(), tokens_.data(), int64_t{batch_} * seq_,
+                            config_.d_model);
+    tokens_.Reset();
+    embedding_out_.Reset();
+    return;
+  }
   TokenEmbeddingBackward(g.F(0), d_residual_.data(), tokens_.data(), int64_t{batch_} * seq_,
                          config_.d_model);
   if (config_.tie_embeddings) {  // the head's share, after the rows
@@ -293,8 +317,7 @@ void LlamaModel::BlockForwardCompute(int layer, const UnitOperands& p, bool thro
   BlockActivations& a = blocks_[layer];
   const float* x = UnitInput(layer + 1);
   RmsNormForward(a.rms1.span(), a.rms1_rstd.data(), x, p.F(kInputNorm), n, C, config_.norm_eps);
-  LinearForward(Fp32(proj_.data(), n * shape.proj_width()), a.rms1.span(), p.W(kQ, 3), nullptr,
-                n, C, proj_width);
+  Product(Fp32(proj_.data(), n * shape.proj_width()), a.rms1.span(), p.W(kQ, 3), C, proj_width);
   RotaryQkvForward(a.qkv.span(), proj_.data(), rope_table_.data(), config_.seq_len, shape);
   if (config_.flash_attention) {
     FlashAttentionForward(a.att.span(), a.lse.data(), attention_scratch_.data(),
@@ -303,15 +326,14 @@ void LlamaModel::BlockForwardCompute(int layer, const UnitOperands& p, bool thro
     AttentionForward(a.att.span(), a.att_probs.span(), attention_scratch_.data(),
                      probs_bf16_.data(), a.qkv.span(), batch_, seq_, C, H);
   }
-  LinearForward(Fp32(a.res2.data(), nc), a.att.span(), p.W(kO), nullptr, n, C, C);
+  Product(Fp32(a.res2.data(), nc), a.att.span(), p.W(kO), C, C);
   ResidualForward(a.res2.data(), a.res2.data(), x, nc);
   RmsNormForward(a.rms2.span(), a.rms2_rstd.data(), a.res2.data(), p.F(kPostNorm), n, C,
                  config_.norm_eps);
-  LinearForward(Fp32(a.gate_up.data(), 2 * int64_t{n} * F), a.rms2.span(), p.W(kGate, 2),
-                nullptr, n, C, 2 * F);
+  Product(Fp32(a.gate_up.data(), 2 * int64_t{n} * F), a.rms2.span(), p.W(kGate, 2), C, 2 * F);
   SwigluForward(a.hidden.span(), a.gate_up.data(), n, F);
   if (!through_output) return;
-  LinearForward(Fp32(a.out.data(), nc), a.hidden.span(), p.W(kDown), nullptr, n, F, C);
+  Product(Fp32(a.out.data(), nc), a.hidden.span(), p.W(kDown), F, C);
   ResidualForward(a.out.data(), a.out.data(), a.res2.data(), nc);
 }
 
@@ -325,47 +347,99 @@ absl::Status LlamaModel::BlockBackward(int layer, ConstDtypeSpan params,
     FSDP_RETURN_IF_ERROR(AllocateBlockActivations(layer, /*with_output=*/false));
     BlockForwardCompute(layer, p, /*through_output=*/false);
   }
-  const auto [n, C, F, H, nc, shape, proj_width] = Dims();
+  if (g.exact_sums.empty()) {
+    BlockBackwardRows(layer, p, g, write, Seqs{0, batch_}, /*fresh_copy=*/false);
+  } else {
+    ForEachSequenceIntoExactSums(unit, g, [&](Seqs r) {
+      g.Zero({kInputNorm, kPostNorm});  // the RMSNorm weights' gradients are added into
+      BlockBackwardRows(layer, p, g, GradWrite::kOverwrite, r, /*fresh_copy=*/true);
+    });
+  }
+  g.RoundAllExcept({kQ, kK, kV, kO, kGate, kUp, kDown});
+  blocks_[layer] = BlockActivations();
+  return absl::OkStatus();
+}
+
+void LlamaModel::BlockBackwardRows(int layer, const UnitOperands& p, const UnitGradTargets& g,
+                                   GradWrite write, Seqs r, bool fresh_copy) {
+  const int unit = layer + 1;
+  const auto [all_rows, C, F, H, all_nc, all_shape, proj_width] = Dims();
+  const int n = r.count * seq_;
+  const int64_t nc = int64_t{n} * C;
+  const int64_t row0 = int64_t{r.first} * seq_;
+  const int64_t at = row0 * C;
+  const int64_t head_rows = int64_t{r.first} * H * seq_;
+  const GroupedQueryShape shape{r.count, seq_, config_.heads, config_.kv_heads, C / H};
   BlockActivations& a = blocks_[layer];
+  const ConstDtypeSpan rms1 = a.rms1.span().subspan(at, nc);
+  const ConstDtypeSpan qkv = a.qkv.span().subspan(3 * at, 3 * nc);
+  const ConstDtypeSpan att = a.att.span().subspan(at, nc);
+  const ConstDtypeSpan rms2 = a.rms2.span().subspan(at, nc);
+  const ConstDtypeSpan hidden = a.hidden.span().subspan(row0 * F, int64_t{n} * F);
+  const float* gate_up = a.gate_up.data() + row0 * 2 * F;
+  const float* res2 = a.res2.data() + at;
   const GradWrite fresh = GradWrite::kOverwrite;
-  float* dres = d_residual_.data();  // enters as d(out)
-  // In bf16 its rounding, written by the unit above's RMSNorm backward.
+  float* dres = d_residual_.data() + at;  // enters as d(out)
+  // In bf16 its rounding, written by the unit above's RMSNorm backward, or
+  // here for one sequence at a time (the same bits: the same fp32 values
+  // rounded).
+  if (fresh_copy) ComputeCopy(CopyScratch(), dres, nc);
   const DtypeSpan dres_copy = CopyOf(dres, nc);
 
   // out = res2 + down(h): dres passes through to res2 in place.
-  LinearBackward(d_hidden_.data(), g.Product(kDown), nullptr, nullptr, dres_copy,
-                 a.hidden.span(), p.W(kDown), n, F, C, fresh, write);
-  SwigluBackward(d_wide_.data(), d_hidden_.data(), a.gate_up.data(), n, F);
+  LinearBackward(d_hidden_.data(), g.Product(kDown), nullptr, nullptr, dres_copy, hidden,
+                 p.W(kDown), n, F, C, fresh, write);
+  SwigluBackward(d_wide_.data(), d_hidden_.data(), gate_up, n, F);
   const ConstDtypeSpan dgate_up = ComputeCopy(CopyScratch(), d_wide_.data(), 2 * int64_t{n} * F);
-  LinearBackward(d_narrow_.data(), g.Product(kGate, 2), nullptr, nullptr, dgate_up,
-                 a.rms2.span(), p.W(kGate, 2), n, C, 2 * F, fresh, write);
+  LinearBackward(d_narrow_.data(), g.Product(kGate, 2), nullptr, nullptr, dgate_up, rms2,
+                 p.W(kGate, 2), n, C, 2 * F, fresh, write);
   // dres becomes d(res2), and its compute copy with it.
-  RmsNormBackward(dres, dres_copy, g.F(kPostNorm), d_narrow_.data(), a.res2.data(),
-                  p.F(kPostNorm), a.rms2_rstd.data(), n, C);
+  RmsNormBackward(dres, dres_copy, g.F(kPostNorm), d_narrow_.data(), res2, p.F(kPostNorm),
+                  a.rms2_rstd.data() + row0, n, C);
   // res2 = x + o_proj(att).
-  LinearBackward(d_narrow_.data(), g.Product(kO), nullptr, nullptr, dres_copy, a.att.span(),
-                 p.W(kO), n, C, C, fresh, write);
+  LinearBackward(d_narrow_.data(), g.Product(kO), nullptr, nullptr, dres_copy, att, p.W(kO), n, C,
+                 C, fresh, write);
   const ConstDtypeSpan datt = ComputeCopy(CopyScratch(), d_narrow_.data(), nc);
   if (config_.flash_attention) {
     // The blocked backward adds into dqkv; the standard one writes it.
     std::fill(d_wide_.data(), d_wide_.data() + 3 * nc, 0.0f);
-    FlashAttentionBackward(d_wide_.data(), attention_scratch_.data(), probs_bf16_.data(), datt,
-                           a.qkv.span(), a.att.span(), a.lse.data(), batch_, seq_, C, H);
+    FlashAttentionBackward(d_wide_.data(), attention_scratch_.data(), probs_bf16_.data(), datt, qkv,
+                           att, a.lse.data() + head_rows, r.count, seq_, C, H);
   } else {
-    AttentionBackward(d_wide_.data(), attention_scratch_.data(), probs_bf16_.data(), datt,
-                      a.qkv.span(), a.att_probs.span(), batch_, seq_, C, H);
+    const ConstDtypeSpan probs =
+        a.att_probs.span().subspan(head_rows * seq_, int64_t{r.count} * H * seq_ * seq_);
+    AttentionBackward(d_wide_.data(), attention_scratch_.data(), probs_bf16_.data(), datt, qkv,
+                      probs, r.count, seq_, C, H);
   }
   RotaryQkvBackward(proj_.data(), d_wide_.data(), rope_table_.data(), config_.seq_len, shape);
   const ConstDtypeSpan dproj = ComputeCopy(CopyScratch(), proj_.data(), n * shape.proj_width());
-  LinearBackward(d_narrow_.data(), g.Product(kQ, 3), nullptr, nullptr, dproj, a.rms1.span(),
-                 p.W(kQ, 3), n, C, proj_width, fresh, write);
+  LinearBackward(d_narrow_.data(), g.Product(kQ, 3), nullptr, nullptr, dproj, rms1, p.W(kQ, 3), n,
+                 C, proj_width, fresh, write);
   // dres becomes d(x); its compute copy only if the unit before starts with
-  // a product (a block, not the embedding).
-  RmsNormBackward(dres, layer > 0 ? dres_copy : Fp32(dres, nc), g.F(kInputNorm),
-                  d_narrow_.data(), UnitInput(unit), p.F(kInputNorm), a.rms1_rstd.data(), n, C);
-  g.RoundAllExcept({kQ, kK, kV, kO, kGate, kUp, kDown});
-  a = BlockActivations();
-  return absl::OkStatus();
+  // a product (a block, not the embedding) and reads it from here.
+  const bool copy = layer > 0 && !fresh_copy;
+  RmsNormBackward(dres, copy ? dres_copy : Fp32(dres, nc), g.F(kInputNorm), d_narrow_.data(),
+                  UnitInput(unit) + at, p.F(kInputNorm), a.rms1_rstd.data() + row0, n, C);
+}
+
+void LlamaModel::ForEachSequenceIntoExactSums(int unit, const UnitGradTargets& g,
+                                              absl::FunctionRef<void(Seqs)> backward) {
+  for (int s = 0; s < batch_; ++s) {
+    backward(Seqs{s, 1});
+    AddToUnitExactSums(units_[unit], g.fp32, g.exact_sums, g.exact);
+  }
+}
+
+void LlamaModel::Product(DtypeSpan out, ConstDtypeSpan in, ConstDtypeSpan weight, int in_features,
+                         int out_features) {
+  const int calls = config_.per_sequence_products ? batch_ : 1;
+  const int rows = batch_ * seq_ / calls;
+  for (int c = 0; c < calls; ++c) {
+    const int64_t row0 = int64_t{c} * rows;
+    LinearForward(out.subspan(row0 * out_features, int64_t{rows} * out_features),
+                  in.subspan(row0 * in_features, int64_t{rows} * in_features), weight, nullptr,
+                  rows, in_features, out_features);
+  }
 }
 
 // ---------------------------------------------------------------- head
@@ -385,9 +459,26 @@ absl::Status LlamaModel::HeadForward(ConstDtypeSpan params, const Batch& batch) 
 
   RmsNormForward(a.rmsf.span(), a.rmsf_rstd.data(), UnitInput(unit), p.F(kFinalNorm), n, C,
                  config_.norm_eps);
-  LinearForward(Fp32(a.probs.data(), int64_t{n} * V), a.rmsf.span(), HeadWeight(p), nullptr, n, C,
-                V);
-  loss_ = CrossEntropyForward(a.probs.data(), a.targets.data(), n, V);
+  // One product and loss per sequence under per_sequence_products: what the
+  // exact loss sums is each sequence's mean.
+  const int calls = config_.per_sequence_products ? batch_ : 1;
+  const int rows = n / calls;
+  sequence_losses_.clear();
+  double total = 0.0;
+  for (int c = 0; c < calls; ++c) {
+    const int64_t row0 = int64_t{c} * rows;
+    float* logits = a.probs.data() + row0 * V;
+    LinearForward(Fp32(logits, int64_t{rows} * V),
+                  a.rmsf.span().subspan(row0 * C, int64_t{rows} * C), HeadWeight(p), nullptr, rows,
+                  C, V);
+    loss_ = CrossEntropyForward(logits, a.targets.data() + row0, rows, V);
+    if (config_.per_sequence_products) {
+      sequence_losses_.push_back(loss_);
+      total += loss_;
+    }
+  }
+  // The mean over the micro-batch's tokens (every sequence has T).
+  if (config_.per_sequence_products) loss_ = static_cast<float>(total / batch_);
   return absl::OkStatus();
 }
 
@@ -395,24 +486,17 @@ absl::Status LlamaModel::HeadBackward(ConstDtypeSpan params, const UnitGradTarge
                                       float loss_scale, GradWrite write) {
   const int unit = num_units() - 1;
   FSDP_ASSIGN_OR_RETURN(const UnitOperands p, Operands(unit, params));
-  const int n = batch_ * seq_;
-  const int C = config_.d_model, V = config_.vocab;
-  const int64_t nc = int64_t{n} * C;
-  HeadActivations& a = head_;
-  const ConstDtypeSpan dlogits = CrossEntropyBackward(config_.compute_dtype, a.probs.data(),
-                                                      a.targets.data(), n, V, loss_scale);
-  if (config_.tie_embeddings) {  // the embedding's backward adds it in
-    LinearBackward(d_narrow_.data(), tied_grad_.span(), nullptr, nullptr, dlogits, a.rmsf.span(),
-                   tied_weight_.span(), n, C, V, GradWrite::kOverwrite, GradWrite::kOverwrite);
+  if (g.exact_sums.empty()) {
+    HeadBackwardRows(p, g, loss_scale, write, Seqs{0, batch_});
   } else {
-    LinearBackward(d_narrow_.data(), g.Product(kLmHead), nullptr, nullptr, dlogits, a.rmsf.span(),
-                   p.W(kLmHead), n, C, V, GradWrite::kOverwrite, write);
+    // Each sequence's contribution is the gradient of loss_scale times the
+    // SUM of its token losses: CrossEntropyBackward divides by the rows.
+    const float sum_scale = loss_scale * static_cast<float>(seq_);
+    ForEachSequenceIntoExactSums(unit, g, [&](Seqs r) {
+      g.Zero({kFinalNorm});
+      HeadBackwardRows(p, g, sum_scale, GradWrite::kOverwrite, r);
+    });
   }
-  std::fill(d_residual_.data(), d_residual_.data() + nc, 0.0f);
-  float* dres = d_residual_.data();
-  RmsNormBackward(dres, config_.layers > 0 ? CopyOf(dres, nc) : Fp32(dres, nc),
-                  g.F(kFinalNorm), d_narrow_.data(), UnitInput(unit), p.F(kFinalNorm),
-                  a.rmsf_rstd.data(), n, C);
   if (config_.tie_embeddings) {
     g.RoundAllExcept({});
   } else {
@@ -420,6 +504,33 @@ absl::Status LlamaModel::HeadBackward(ConstDtypeSpan params, const UnitGradTarge
   }
   head_ = HeadActivations();
   return absl::OkStatus();
+}
+
+void LlamaModel::HeadBackwardRows(const UnitOperands& p, const UnitGradTargets& g, float loss_scale,
+                                  GradWrite write, Seqs r) {
+  const int unit = num_units() - 1;
+  const int n = r.count * seq_;
+  const int C = config_.d_model, V = config_.vocab;
+  const int64_t nc = int64_t{n} * C;
+  const int64_t row0 = int64_t{r.first} * seq_;
+  HeadActivations& a = head_;
+  const ConstDtypeSpan rmsf = a.rmsf.span().subspan(row0 * C, nc);
+  const ConstDtypeSpan dlogits = CrossEntropyBackward(
+      config_.compute_dtype, a.probs.data() + row0 * V, a.targets.data() + row0, n, V, loss_scale);
+  if (config_.tie_embeddings) {  // the embedding's backward adds it in (never exact)
+    LinearBackward(d_narrow_.data(), tied_grad_.span(), nullptr, nullptr, dlogits, rmsf,
+                   tied_weight_.span(), n, C, V, GradWrite::kOverwrite, GradWrite::kOverwrite);
+  } else {
+    LinearBackward(d_narrow_.data(), g.Product(kLmHead), nullptr, nullptr, dlogits, rmsf,
+                   p.W(kLmHead), n, C, V, GradWrite::kOverwrite, write);
+  }
+  float* dres = d_residual_.data() + row0 * C;
+  std::fill(dres, dres + nc, 0.0f);
+  // The compute copy of d(out) only if the last block starts with a product
+  // and reads it from here (one sequence at a time it rounds its own).
+  const bool copy = config_.layers > 0 && !config_.per_sequence_products;
+  RmsNormBackward(dres, copy ? CopyOf(dres, nc) : Fp32(dres, nc), g.F(kFinalNorm), d_narrow_.data(),
+                  UnitInput(unit) + row0 * C, p.F(kFinalNorm), a.rmsf_rstd.data() + row0, n, C);
 }
 
 }  // namespace fsdp

@@ -37,6 +37,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "fsdp/memory/memory_tracker.h"
 #include "fsdp/nn/dtype_buffer.h"
@@ -60,6 +61,8 @@ class LlamaModel : public Model {
   const std::vector<UnitSpec>& units() const override { return units_; }
   void InitUnitParams(int unit, absl::Span<float> params, uint64_t seed) const override;
   comm::Dtype param_dtype() const override { return config_.param_dtype; }
+  bool per_sequence_products() const override { return config_.per_sequence_products; }
+  absl::Span<const float> sequence_losses() const override { return sequence_losses_; }
   absl::Status ForwardUnit(int unit, ConstDtypeSpan params, const Batch& batch) override;
   float loss() const override { return loss_; }
   absl::Status BackwardUnit(int unit, ConstDtypeSpan params, UnitGrads grads, float loss_scale,
@@ -85,6 +88,11 @@ class LlamaModel : public Model {
     FloatBuffer gate_up;      // (B, T, 2F) before SwiGLU
     DtypeBuffer hidden;       // (B, T, F) SwiGLU's output
     FloatBuffer out;          // (B, T, C) residual stream leaving the block
+  };
+  // Sequences [first, first + count) of the micro-batch in flight.
+  struct Seqs {
+    int first = 0;
+    int count = 0;
   };
   struct HeadActivations {
     DtypeBuffer rmsf;
@@ -126,8 +134,24 @@ class LlamaModel : public Model {
   void EmbeddingBackward(const UnitGradTargets& g);
   absl::Status BlockBackward(int layer, ConstDtypeSpan params, const UnitGradTargets& g,
                              GradWrite write);
+  // The block's backward over sequences r: their rows of the activations
+  // and of d_residual_, the workspace from its start; with `fresh_copy` the
+  // compute copy of d(out) is rounded here from d_residual_ (one sequence
+  // at a time, the unit above's copy of it is gone).
+  void BlockBackwardRows(int layer, const UnitOperands& p, const UnitGradTargets& g,
+                         GradWrite write, Seqs r, bool fresh_copy);
   absl::Status HeadBackward(ConstDtypeSpan params, const UnitGradTargets& g, float loss_scale,
                             GradWrite write);
+  void HeadBackwardRows(const UnitOperands& p, const UnitGradTargets& g, float loss_scale,
+                        GradWrite write, Seqs r);
+  // out = in w^T over all rows of the micro-batch: one product, or one per
+  // sequence (per_sequence_products).
+  void Product(DtypeSpan out, ConstDtypeSpan in, ConstDtypeSpan weight, int in_features,
+               int out_features);
+  // Exact gradients: for each sequence, `backward` into the zeroed scratch
+  // (g.fp32), then added to the unit's sums.
+  void ForEachSequenceIntoExactSums(int unit, const UnitGradTargets& g,
+                                    absl::FunctionRef<void(Seqs)> backward);
 
   const LlamaConfig config_;
   const int micro_batch_;
@@ -138,6 +162,7 @@ class LlamaModel : public Model {
   int batch_ = 0;  // B and T of the step in flight
   int seq_ = 0;
   float loss_ = 0.0f;
+  std::vector<float> sequence_losses_;  // per_sequence_products only
 
   TrackedBuffer<int32_t> tokens_;
   FloatBuffer embedding_out_;

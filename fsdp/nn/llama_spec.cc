@@ -56,6 +56,11 @@ absl::Status ValidateLlamaConfig(const LlamaConfig& c) {
   if (c.param_dtype == comm::Dtype::kBFloat16 && c.compute_dtype != comm::Dtype::kBFloat16) {
     return absl::InvalidArgumentError("Llama config: bf16 parameters need bf16 compute");
   }
+  if (c.per_sequence_products && c.tie_embeddings) {
+    return absl::InvalidArgumentError(
+        "Llama config: exact gradients (per-sequence products, --exact) with tied embeddings are "
+        "not supported yet; untie the head or drop --exact");
+  }
   if (c.activation_checkpoint_every < 0 || c.activation_checkpoint_every > c.layers) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Llama config: activation_checkpoint_every must be 0 (none) to layers (", c.layers,

@@ -54,6 +54,11 @@ struct LlamaConfig {
   // As GptConfig's: 0 none, K checkpoints blocks 0, K, 2K, ...
   int activation_checkpoint_every = 0;
   bool flash_attention = false;
+  // As GptConfig's: every product over one sequence at a time, the exact
+  // mode's model (docs/exact.md), taking exact (int64) gradients only.
+  // Not with tied embeddings (the head's share of the embedding's gradient
+  // would need per-sequence sums of its own).
+  bool per_sequence_products = false;
 };
 
 // Llama's rule for the SwiGLU width: floor(8 d_model / 3) rounded up to a

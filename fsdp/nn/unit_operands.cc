@@ -74,7 +74,8 @@ absl::StatusOr<UnitGradTargets> PrepareUnitGradTargets(const UnitSpec& spec,
                                                        const UnitGrads& grads,
                                                        comm::Dtype compute_dtype) {
   const std::string what = absl::StrCat(spec.name, " gradients");
-  FSDP_RETURN_IF_ERROR(CheckUnitGrads(grads, GradWrite::kOverwrite, what));
+  FSDP_RETURN_IF_ERROR(
+      CheckUnitGrads(grads, GradWrite::kOverwrite, what, static_cast<int>(spec.params.size())));
   if (grads.values.size() != spec.numel()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", grads.values.size(),
                                                    " values for a unit of ", spec.numel()));
@@ -83,6 +84,10 @@ absl::StatusOr<UnitGradTargets> PrepareUnitGradTargets(const UnitSpec& spec,
   g.offset = Offsets(spec);
   if (grads.values.dtype() == comm::Dtype::kFloat32) {
     g.fp32 = grads.values.as<float>();
+  } else if (grads.values.dtype() == comm::Dtype::kInt64) {
+    g.fp32 = grads.fp32_scratch;
+    g.exact_sums = grads.values.as<int64_t>();
+    g.exact = grads.exact;
   } else {
     if (compute_dtype != comm::Dtype::kBFloat16) {
       return absl::InvalidArgumentError(absl::StrCat(what, ": bf16 gradients need bf16 compute"));

@@ -59,6 +59,10 @@ absl::StatusOr<UnitOperands> PrepareUnitOperands(const UnitSpec& spec, ConstDtyp
 struct UnitGradTargets {
   absl::Span<float> fp32;       // the caller's fp32 gradients, or the scratch for bf16 ones
   absl::Span<uint16_t> bf16;    // empty unless the gradients are bf16
+  // Exact (int64) gradients: the sums, and fp32 is the scratch one
+  // sequence's gradients go through (fsdp/nn/exact_grads.h); empty otherwise.
+  absl::Span<int64_t> exact_sums;
+  ExactGradSums exact;
   std::vector<int64_t> offset;  // per parameter, and the unit's numel at the end
 
   float* F(int k) const { return fp32.data() + offset[k]; }
@@ -75,7 +79,9 @@ struct UnitGradTargets {
 };
 
 // InvalidArgument for gradients of another size than the unit's, or bf16
-// gradients without bf16 compute (only bf16 products write them).
+// gradients without bf16 compute (only bf16 products write them). Exact
+// (int64) gradients are taken as they come: the model checks that it
+// computes per sequence.
 absl::StatusOr<UnitGradTargets> PrepareUnitGradTargets(const UnitSpec& spec,
                                                        const UnitGrads& grads,
                                                        comm::Dtype compute_dtype);

@@ -242,14 +242,10 @@ absl::StatusOr<ModelMemory> ModelMemoryOf(const MemoryPoint& point) {
       return ModelMemory{GptUnitSpecs(config), GptActivationBytesByUnit(config, point.micro_batch)};
     }
     case ModelFamily::kLlama: {
-      if (point.exact) {
-        // The runtime refuses it too (fsdp/train/train_step.cc).
-        return absl::InvalidArgumentError(
-            "the Llama has no exact mode (it has no per-sequence products): drop --exact");
-      }
       LlamaConfig config = point.llama;
       config.compute_dtype = dtype;
       config.param_dtype = dtype;
+      config.per_sequence_products = point.exact;  // the same activations
       FSDP_RETURN_IF_ERROR(ValidateLlamaConfig(config));
       return ModelMemory{LlamaUnitSpecs(config),
                          LlamaActivationBytesByUnit(config, point.micro_batch)};

@@ -317,6 +317,57 @@ TEST(LlamaModelTest, MeasuredActivationAndWorkspacePeaksEqualThePrediction) {
   EXPECT_EQ(LlamaActivationBytesByUnit(config, 3).block_bytes, 4 * block_floats);
 }
 
+// Per-sequence products (the exact mode's model): the loss is the mean of
+// the per-sequence losses it reports and equals the whole-batch model's to
+// rounding; each model refuses the other's gradients, naming the reason.
+TEST(LlamaModelTest, ExactGradientsNeedPerSequenceProducts) {
+  const Batch batch = RandomBatch(3, 6, 11, 2);
+  auto loss_of = [&](bool per_sequence, std::vector<float>* sequence_losses) {
+    LlamaConfig config = TinyConfig();
+    config.per_sequence_products = per_sequence;
+    MemoryTracker tracker;
+    auto model = LlamaModel::Create(config, 3, &tracker);
+    EXPECT_TRUE(model.ok()) << model.status();
+    ModelHarness h(model->get());
+    h.Init(4);
+    absl::StatusOr<float> loss = h.Forward(batch);
+    EXPECT_TRUE(loss.ok()) << loss.status();
+    const absl::Span<const float> losses = (*model)->sequence_losses();
+    sequence_losses->assign(losses.begin(), losses.end());
+    // The other kind of gradients for the head.
+    const int last = (*model)->num_units() - 1;
+    const int64_t numel = (*model)->units()[last].numel();
+    const int params = static_cast<int>((*model)->units()[last].params.size());
+    std::vector<int64_t> sums(numel);
+    std::vector<float> values(numel), scratch(numel), max_abs(params);
+    std::vector<int> exponents(params, 0);
+    UnitGrads grads;
+    if (per_sequence) {
+      grads.values = DtypeSpan(absl::MakeSpan(values));
+    } else {
+      grads.values = DtypeSpan(absl::MakeSpan(sums));
+      grads.fp32_scratch = absl::MakeSpan(scratch);
+      grads.exact = {exponents, absl::MakeSpan(max_abs)};
+    }
+    const absl::Status refused =
+        (*model)->BackwardUnit(last, h.Params(last), grads, 1.0f, GradWrite::kOverwrite);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+    EXPECT_NE(refused.message().find(per_sequence ? "writes exact (int64) gradient sums only"
+                                                  : "need LlamaConfig::per_sequence_products"),
+              std::string::npos)
+        << refused;
+    return loss.value_or(0.0f);
+  };
+  std::vector<float> none, per_sequence;
+  const float whole = loss_of(false, &none);
+  const float split = loss_of(true, &per_sequence);
+  EXPECT_TRUE(none.empty());
+  ASSERT_EQ(per_sequence.size(), 3u);
+  EXPECT_EQ(split,
+            static_cast<float>((double{per_sequence[0]} + per_sequence[1] + per_sequence[2]) / 3));
+  EXPECT_NEAR(split, whole, 1e-6f * whole);
+}
+
 TEST(LlamaModelTest, ForwardThatExceedsTheBudgetFailsCleanly) {
   MemoryTracker unbounded;
   auto probe = LlamaModel::Create(TinyConfig(), 2, &unbounded);

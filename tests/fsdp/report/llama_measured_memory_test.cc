@@ -41,13 +41,14 @@ struct Point {
   const char* checkpointing;  // --activation_checkpointing
   bool flash;
   bool tied = false;  // --tie_embeddings
+  bool exact = false;  // --exact
 };
 
 std::string Name(const Point& p) {
   return absl::StrCat(PrecisionName(p.precision), " ",
                       p.strategy == proto::NO_SHARD ? "no_shard" : "full_shard", " ranks=", p.ranks,
                       " checkpointing=", p.checkpointing, p.flash ? " flash" : "",
-                      p.tied ? " tied" : "");
+                      p.tied ? " tied" : "", p.exact ? " exact" : "");
 }
 
 MemoryPoint PredictedPoint(const Point& p) {
@@ -65,6 +66,7 @@ MemoryPoint PredictedPoint(const Point& p) {
                                                                                      : 2;
   point.llama.flash_attention = p.flash;
   point.llama.tie_embeddings = p.tied;
+  point.exact = p.exact;
   point.micro_batch = kMicroBatch;
   point.strategy = p.strategy;
   point.ranks = p.ranks;
@@ -96,6 +98,10 @@ TrainOptions TrainingOptions(const Point& p) {
   if (checkpointing.ok()) o.activation_checkpointing = *checkpointing;
   o.attention = p.flash ? Attention::kFlash : Attention::kStandard;
   o.tie_embeddings = p.tied;
+  if (p.exact) {  // as --exact sets it
+    o.sharding.precision.reduction = ReductionKind::kExact;
+    o.sharding.precision.reduce_dtype = comm::Dtype::kInt64;
+  }
   return o;
 }
 
@@ -131,6 +137,9 @@ TEST(LlamaMeasuredMemoryTest, EveryCategoryEqualsItsPredictionToTheByte) {
   // The tied head's copies of the embedding's weight and gradient.
   points.push_back({Precision::kFp32, proto::FULL_SHARD, 2, "none", false, true});
   points.push_back({Precision::kBf16, proto::NO_SHARD, 1, "all", false, true});
+  // The exact mode's int64 gradient sums and fp32 scratch.
+  points.push_back({Precision::kFp32, proto::FULL_SHARD, 2, "none", false, false, true});
+  points.push_back({Precision::kMixed, proto::NO_SHARD, 1, "all", true, false, true});
 
   int exact = 0;
   for (const Point& p : points) {

@@ -131,11 +131,14 @@ TEST(LlamaMemoryEstimateTest, ActivationModesApplyToTheLlama) {
 
 TEST(LlamaMemoryEstimateTest, RefusesWhatTheLlamaCannotTrain) {
   MemoryPoint point = LlamaPoint(SmallLlama());
-  point.exact = true;
+  point.exact = true;  // trainable since the Llama computes per sequence
+  EXPECT_TRUE(EstimateRankMemory(point).ok());
+  point.llama.tie_embeddings = true;  // but not with a tied head
   absl::Status status = EstimateRankMemory(point).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("--exact"), std::string::npos) << status;
   point.exact = false;
+  point.llama.tie_embeddings = false;
   point.llama.kv_heads = 3;  // does not divide 4 heads
   status = EstimateRankMemory(point).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);

@@ -11,6 +11,7 @@
 //     below the corpus's unigram entropy (computed here from the token file);
 //   * validation and samples agree between no_shard and full_shard, and
 //     generate repeats the sample from the export and from the checkpoint;
+//   * --exact gives one digest at 1, 2 and 4 ranks, any split and strategy;
 //   * bad Llama flags are refused before any rank starts, naming the flag.
 #include <cmath>
 #include <cstdint>
@@ -70,6 +71,74 @@ TEST(TrainLlamaTest, TiedEmbeddingsEveryStrategyMatchesNoShard) {
   ExpectEveryStrategyMatchesNoShard("tied", {"--tie_embeddings"});
   ExpectEveryStrategyMatchesNoShard(
       "tied_bf16", {"--tie_embeddings", "--precision=bf16", "--activation_checkpointing=all"});
+}
+
+// --exact (docs/exact.md): the Llama's products one sequence at a time and
+// its gradients exact int64 sums of per-sequence contributions, so one
+// digest and one loss curve at every world size, micro-batch x accumulation
+// split and strategy, in fp32 and in bf16.
+TEST(TrainLlamaTest, ExactModeGivesOneDigestForEveryWorldSizeAndSplit) {
+  struct Split {
+    int nproc, micro_batch, accum;
+    const char* strategy;
+  };
+  const Split splits[] = {{1, 8, 1, "no_shard"},     {2, 4, 1, "no_shard"},
+                          {2, 2, 2, "full_shard"},   {4, 1, 2, "shard_grad_op"},
+                          {4, 2, 1, "hybrid_shard"}, {1, 1, 8, "no_shard"}};
+  for (const char* precision : {"fp32", "bf16"}) {
+    TrainGptRun first;
+    for (const Split& s : splits) {
+      std::vector<std::string> flags = {"--model=llama",
+                                        "--layers=2",
+                                        "--d_model=24",
+                                        "--heads=4",
+                                        "--kv_heads=2",
+                                        "--ffn_hidden=40",
+                                        "--vocab=37",
+                                        "--seq_len=12",
+                                        "--steps=4",
+                                        "--warmup_steps=1",
+                                        "--exact",
+                                        "--threads=1",
+                                        "--seed=3",
+                                        std::string("--precision=") + precision,
+                                        absl::StrCat("--nproc=", s.nproc),
+                                        absl::StrCat("--micro_batch=", s.micro_batch),
+                                        absl::StrCat("--accum=", s.accum),
+                                        std::string("--strategy=") + s.strategy};
+      if (std::string(s.strategy) == "hybrid_shard") flags.push_back("--group_size=2");
+      const std::string name = absl::StrCat("exact_", precision, "_", s.nproc, "x", s.micro_batch,
+                                            "x", s.accum, "_", s.strategy);
+      const TrainGptRun run = RunTrainGptJob(name, flags, {}, 4);
+      if (first.param_sha256.empty()) {
+        first = run;
+        continue;
+      }
+      EXPECT_EQ(run.param_sha256, first.param_sha256) << name;
+      EXPECT_EQ(run.losses, first.losses) << name;
+    }
+  }
+  // val_loss too: the forward-only Llama computes per sequence under --exact.
+  const std::string prefix = TokenizedFortunes(300);
+  std::vector<double> val;
+  for (const Split& s : {Split{1, 4, 1, "no_shard"}, Split{2, 2, 1, "full_shard"},
+                         Split{2, 1, 2, "shard_grad_op"}}) {
+    const std::vector<std::string> flags = {
+        "--model=llama", "--layers=2", "--d_model=32", "--heads=4", "--kv_heads=2",
+        "--vocab=300", "--seq_len=32", "--steps=4", "--warmup_steps=1", "--exact",
+        "--threads=1", "--data=" + prefix + "_train.bin", "--val_data=" + prefix + "_val.bin",
+        "--val_every=2", "--val_batches=2", absl::StrCat("--nproc=", s.nproc),
+        absl::StrCat("--micro_batch=", s.micro_batch), absl::StrCat("--accum=", s.accum),
+        std::string("--strategy=") + s.strategy};
+    const TrainGptRun run =
+        RunTrainGptJob(absl::StrCat("exact_val_", s.nproc, "_", s.strategy), flags, {}, 4);
+    ASSERT_EQ(run.val_losses.size(), 3u) << run.output;  // steps 0, 2, 4
+    if (val.empty()) {
+      val = run.val_losses;
+    } else {
+      EXPECT_EQ(run.val_losses, val) << s.nproc << " " << s.strategy;
+    }
+  }
 }
 
 TEST(TrainLlamaTest, Bf16FlashCheckpointedStrategiesMatchBitForBit) {
@@ -261,6 +330,8 @@ TEST(TrainLlamaTest, BadFlagsAreRefusedNamingTheFlag) {
   const Case cases[] = {
       {{"--model=llama", "--heads=4", "--kv_heads=3"}, "kv_heads (3) must divide heads (4)"},
       {{"--model=llama", "--ffn_multiple_of=0"}, "--ffn_multiple_of=0 must be positive"},
+      {{"--model=llama", "--tie_embeddings", "--exact", "--threads=1"},
+       "exact gradients (per-sequence products, --exact) with tied embeddings are not supported"},
       {{"--model=llama", "--d_model=24", "--heads=8"}, "even head size"},
       {{"--model=gpt", "--kv_heads=2"}, "shape a Llama (--model=llama)"},
       {{"--model=mamba"}, "no model named 'mamba'"},
