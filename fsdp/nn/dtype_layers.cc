@@ -65,6 +65,17 @@ void LinearForward(DtypeSpan out, ConstDtypeSpan inp, ConstDtypeSpan weight, con
   }
 }
 
+void LinearForwardInCalls(DtypeSpan out, ConstDtypeSpan inp, ConstDtypeSpan weight,
+                          const float* bias, int n, int calls, int in_features, int out_features) {
+  const int rows = n / calls;
+  for (int c = 0; c < calls; ++c) {
+    const int64_t row0 = int64_t{c} * rows;
+    LinearForward(out.subspan(row0 * out_features, int64_t{rows} * out_features),
+                  inp.subspan(row0 * in_features, int64_t{rows} * in_features), weight, bias, rows,
+                  in_features, out_features);
+  }
+}
+
 void LinearBackward(float* dinp, DtypeSpan dweight, float* dbias, const float* dout,
                     ConstDtypeSpan dout_copy, ConstDtypeSpan inp, ConstDtypeSpan weight, int n,
                     int in_features, int out_features, GradWrite dinp_write,

@@ -49,6 +49,11 @@ void LayerNormBackward(float* dinp, DtypeSpan dinp_copy, float* dweight, float* 
 // (bf16 compute) bf16.
 void LinearForward(DtypeSpan out, ConstDtypeSpan inp, ConstDtypeSpan weight, const float* bias,
                    int n, int in_features, int out_features);
+// The same over n rows as `calls` products of n / calls rows each (calls =
+// the micro-batch's sequences under per-sequence products, docs/exact.md:
+// a sequence's rows then have the same bits wherever it sits; 1 otherwise).
+void LinearForwardInCalls(DtypeSpan out, ConstDtypeSpan inp, ConstDtypeSpan weight,
+                          const float* bias, int n, int calls, int in_features, int out_features);
 
 // The products of a Linear's backward from `dout_copy` (the compute copy of
 // the output gradient): dinp (fp32) and the weight gradient in dweight's

@@ -103,16 +103,10 @@ absl::Status LlamaInference::RunUnit(int unit, absl::Span<const float> params) {
   const int last = num_units() - 1;
   // out = in w^T over the n rows: one product, or (per_sequence_products,
   // docs/exact.md) one per sequence, as the training model computes them.
+  const int calls = config_.per_sequence_products ? batch_ : 1;
   const auto Product = [&](DtypeSpan out, ConstDtypeSpan in, ConstDtypeSpan w, int in_features,
                            int out_features) {
-    const int calls = config_.per_sequence_products ? batch_ : 1;
-    const int rows = n / calls;
-    for (int c = 0; c < calls; ++c) {
-      const int64_t row0 = int64_t{c} * rows;
-      LinearForward(out.subspan(row0 * out_features, int64_t{rows} * out_features),
-                    in.subspan(row0 * in_features, int64_t{rows} * in_features), w, nullptr, rows,
-                    in_features, out_features);
-    }
+    LinearForwardInCalls(out, in, w, nullptr, n, calls, in_features, out_features);
   };
   if (unit == 0) {
     TokenEmbeddingForward(x_.data(), tokens_.data(), W(0), n, C);

@@ -432,14 +432,8 @@ void LlamaModel::ForEachSequenceIntoExactSums(int unit, const UnitGradTargets& g
 
 void LlamaModel::Product(DtypeSpan out, ConstDtypeSpan in, ConstDtypeSpan weight, int in_features,
                          int out_features) {
-  const int calls = config_.per_sequence_products ? batch_ : 1;
-  const int rows = batch_ * seq_ / calls;
-  for (int c = 0; c < calls; ++c) {
-    const int64_t row0 = int64_t{c} * rows;
-    LinearForward(out.subspan(row0 * out_features, int64_t{rows} * out_features),
-                  in.subspan(row0 * in_features, int64_t{rows} * in_features), weight, nullptr,
-                  rows, in_features, out_features);
-  }
+  LinearForwardInCalls(out, in, weight, nullptr, batch_ * seq_,
+                       config_.per_sequence_products ? batch_ : 1, in_features, out_features);
 }
 
 // ---------------------------------------------------------------- head
