@@ -405,7 +405,9 @@ void Rendezvous::Leave(absl::Duration linger) {
   if (left_) return;
   left_ = true;
   heartbeat_.reset();  // no beat after the goodbye
-  if (socket_ != nullptr && socket_->fd() >= 0) {
+  // No session key yet (the peer never sent a challenge, or sent no frame):
+  // nothing to seal a goodbye with, and whatever listens there is owed none.
+  if (socket_ != nullptr && socket_->fd() >= 0 && channel_ != nullptr) {
     fsdp::proto::ClientMessage goodbye, sealed;
     goodbye.mutable_goodbye();
     channel_->Seal(goodbye, sealed.mutable_sealed());

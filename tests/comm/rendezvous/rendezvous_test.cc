@@ -133,6 +133,63 @@ TEST(RendezvousErrors, PortInUseOnRankZero) {
                                                  " is in use on this host; choose another")));
 }
 
+// A listening socket on a kernel-chosen port of 127.0.0.1, as another
+// program (or a store left behind by an earlier job) would hold MASTER_PORT.
+int ListenOnSomePort(int* port) {
+  int holder = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(holder, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      listen(holder, 4) != 0) {
+    close(holder);
+    return -1;
+  }
+  socklen_t length = sizeof(address);
+  getsockname(holder, reinterpret_cast<sockaddr*>(&address), &length);
+  *port = ntohs(address.sin_port);
+  return holder;
+}
+
+// A rank that reaches something other than its store before the store proved
+// itself (no challenge, or bytes that are no frame) ends with the named
+// error, not a crash on the way out.
+TEST(RendezvousErrors, APortHeldByASilentProgramIsNamedAfterTheTimeout) {
+  int port = 0;
+  const int holder = ListenOnSomePort(&port);
+  ASSERT_GE(holder, 0);
+  const absl::Duration timeout = absl::Seconds(2);
+  RankProcesses processes;
+  processes.Start(RunfilePath(kWorker), {}, WithTimeout(TorchrunEnv(1, 2, port, "t"), timeout));
+  // The kernel completes the connection from the backlog; nobody answers.
+  ProcessResult result = processes.Wait(0, timeout + kSlack);
+  close(holder);
+  EXPECT_EQ(result.exit_code, 1) << Describe(result);
+  EXPECT_TRUE(Contains(result.out, absl::StrCat("rank 1: no challenge from the rendezvous store "
+                                                "at 127.0.0.1:",
+                                                port, " after")))
+      << Describe(result);
+}
+
+TEST(RendezvousErrors, APortHeldByAnotherServiceIsNamed) {
+  int port = 0;
+  const int holder = ListenOnSomePort(&port);
+  ASSERT_GE(holder, 0);
+  RankProcesses processes;
+  processes.Start(RunfilePath(kWorker), {},
+                  WithTimeout(TorchrunEnv(1, 2, port, "t"), absl::Seconds(10)));
+  const int connection = accept(holder, nullptr, nullptr);
+  ASSERT_GE(connection, 0);
+  const char kGreeting[] = "SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n";
+  ASSERT_EQ(write(connection, kGreeting, sizeof(kGreeting) - 1),
+            static_cast<ssize_t>(sizeof(kGreeting) - 1));
+  ProcessResult result = processes.Wait(0, absl::Seconds(15));
+  close(connection);
+  close(holder);
+  EXPECT_EQ(result.exit_code, 1) << Describe(result);
+  EXPECT_TRUE(Contains(result.out, "is MASTER_PORT some other service's port")) << Describe(result);
+}
+
 TEST(RendezvousErrors, UnreachableMasterIsNamedAfterTheTimeout) {
   const int port = FreePort();  // nobody listens there
   const absl::Duration timeout = absl::Seconds(2);

@@ -42,9 +42,14 @@ PY
 # The slurm.conf lines every test cluster shares (one directory of state,
 # spool, logs and munge socket; root; no cgroups, accounting or MPI plugin):
 # slurm_cluster_common_conf DIR CTLD_PORT SLURMD_PORT.
+# Job ids start at a random number, as on a cluster that has run jobs before:
+# a store's derived port (a hash of job and step id) then differs from one
+# test cluster to the next, so a process some earlier cluster left behind
+# cannot be holding this job's port by construction.
 slurm_cluster_common_conf() {
   local dir=$1 ctld_port=$2 slurmd_port=$3
   cat <<CONF
+FirstJobId=$((1000 + RANDOM * 16 + RANDOM % 16))
 SlurmUser=root
 SlurmdUser=root
 SlurmctldPort=$ctld_port
@@ -116,6 +121,15 @@ CONF
 # then SIGKILL after 10 s.
 slurm_cluster_stop() {
   local pid deadline
+  # Jobs still running (a test that failed midway) go first: their tasks are
+  # not the daemons' children and would outlive them.
+  if [ ${#slurm_cluster_pids[@]} -gt 0 ] && command -v scancel >/dev/null; then
+    scancel --full --quiet --user=root 2>/dev/null
+    deadline=$((SECONDS + 10))
+    while [ -n "$(squeue -h -o %i 2>/dev/null)" ] && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+    [ -z "$(squeue -h -o %i 2>/dev/null)" ] ||
+      echo "slurm_cluster: jobs $(squeue -h -o %i | tr '\n' ' ')still running 10 s after scancel" >&2
+  fi
   for pid in "${slurm_cluster_pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
   deadline=$((SECONDS + 10))
   for pid in "${slurm_cluster_pids[@]}"; do
