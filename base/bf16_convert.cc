@@ -9,9 +9,9 @@
 // chosen at run time.
 #include "base/bf16_convert.h"
 
-
 #include "base/bf16_avx512.h"
 #include "base/bfloat16.h"
+#include "base/parallel_for.h"
 
 namespace base {
 namespace {
@@ -118,9 +118,22 @@ void ToBf16Best(uint16_t* out, const float* in, int64_t n) {
   }
 }
 
+void FromBf16Serial(float* out, const uint16_t* in, int64_t n) {
+  int64_t i = 0;
+  if (HasAvx512()) i = FromBf16Avx512(out, in, n);
+  for (; i < n; ++i) out[i] = FromBf16Bits(in[i]);
+}
+
 }  // namespace
 
-void ToBf16(uint16_t* out, const float* in, int64_t n) { ToBf16Best(out, in, n); }
+// Element-wise: any cut gives the same bits (base/parallel_for.h).
+constexpr int64_t kPiece = 16384;
+
+void ToBf16(uint16_t* out, const float* in, int64_t n) {
+  ParallelFor(n, kPiece, [&](int64_t begin, int64_t end) {
+    ToBf16Best(out + begin, in + begin, end - begin);
+  });
+}
 
 void ToBf16IntegerPath(uint16_t* out, const float* in, int64_t n) {
   if (HasAvx512()) {
@@ -144,36 +157,47 @@ void ToBf16InPlace(float* data, int64_t n) {
 }
 
 void FromBf16(float* out, const uint16_t* in, int64_t n) {
-  int64_t i = 0;
-  if (HasAvx512()) i = FromBf16Avx512(out, in, n);
-  for (; i < n; ++i) out[i] = FromBf16Bits(in[i]);
+  ParallelFor(n, kPiece, [&](int64_t begin, int64_t end) {
+    FromBf16Serial(out + begin, in + begin, end - begin);
+  });
 }
 
 // In blocks through a small fp32 buffer, so the rounding is ToBf16's.
 void AccumulateToBf16(uint16_t* acc, const float* add, int64_t n) {
-  ForEachWidenedBlock(acc, n, [&](float* sum, int64_t begin, int64_t m) {
-    for (int64_t i = 0; i < m; ++i) sum[i] += add[begin + i];
-    ToBf16(acc + begin, sum, m);
+  ParallelFor(n, kPiece, [&](int64_t piece_begin, int64_t piece_end) {
+    uint16_t* piece_acc = acc + piece_begin;
+    const float* piece_add = add + piece_begin;
+    ForEachWidenedBlock(piece_acc, piece_end - piece_begin,
+                        [&](float* sum, int64_t begin, int64_t m) {
+                          for (int64_t i = 0; i < m; ++i) sum[i] += piece_add[begin + i];
+                          ToBf16Best(piece_acc + begin, sum, m);
+                        });
   });
 }
 
 void ScaleBf16InPlace(uint16_t* data, int64_t n, float scale) {
-  int64_t i = 0;
-  if (HasAvx512Bf16()) {
-    i = ScaleBf16Avx512Bf16(data, n, scale);
-  } else if (HasAvx512()) {
-    i = ScaleBf16Avx512(data, n, scale);
-  }
-  for (; i < n; ++i) data[i] = ToBf16Bits(FromBf16Bits(data[i]) * scale);
+  ParallelFor(n, kPiece, [&](int64_t begin, int64_t end) {
+    uint16_t* piece = data + begin;
+    const int64_t m = end - begin;
+    int64_t i = 0;
+    if (HasAvx512Bf16()) {
+      i = ScaleBf16Avx512Bf16(piece, m, scale);
+    } else if (HasAvx512()) {
+      i = ScaleBf16Avx512(piece, m, scale);
+    }
+    for (; i < m; ++i) piece[i] = ToBf16Bits(FromBf16Bits(piece[i]) * scale);
+  });
 }
 
 void RoundThroughBf16(float* data, int64_t n) {
-  uint16_t rounded[kWidenBlock];
-  for (int64_t begin = 0; begin < n; begin += kWidenBlock) {
-    const int64_t m = std::min(kWidenBlock, n - begin);
-    ToBf16(rounded, data + begin, m);
-    FromBf16(data + begin, rounded, m);
-  }
+  ParallelFor(n, kPiece, [&](int64_t piece_begin, int64_t piece_end) {
+    uint16_t rounded[kWidenBlock];
+    for (int64_t begin = piece_begin; begin < piece_end; begin += kWidenBlock) {
+      const int64_t m = std::min(kWidenBlock, piece_end - begin);
+      ToBf16Best(rounded, data + begin, m);
+      FromBf16Serial(data + begin, rounded, m);
+    }
+  });
 }
 
 }  // namespace base

@@ -9,15 +9,23 @@
 #ifndef FSDP_NN_COMPUTE_THREADS_H_
 #define FSDP_NN_COMPUTE_THREADS_H_
 
+#include <string>
+
 #include "absl/status/status.h"
 
 namespace fsdp {
 
-// max(1, hardware threads / LOCAL_WORLD_SIZE); LOCAL_WORLD_SIZE defaults to 1
-// when unset or not a positive integer.
+// max(1, CPUs in this process's affinity mask / LOCAL_WORLD_SIZE);
+// LOCAL_WORLD_SIZE defaults to 1 when unset or not a positive integer.
 int DefaultComputeThreads();
 
-// Sets OpenBLAS's thread count (process-wide). InvalidArgument if threads < 1.
+// Why the default is what it is, for the start-up line: "2 CPUs in this
+// process's affinity / 1 rank on this host".
+std::string DefaultComputeThreadsReason();
+
+// Sets the thread count of OpenBLAS, oneDNN (OpenMP) and the kernels between
+// the products (base/parallel_for.h; the calling thread becomes the compute
+// thread). InvalidArgument if threads < 1.
 absl::Status SetComputeThreads(int threads);
 
 // The thread count OpenBLAS will use now.

@@ -1,6 +1,7 @@
 // File: fsdp/nn/gelu.cc
 #include "fsdp/nn/gelu.h"
 
+#include "base/parallel_for.h"
 #include "fsdp/nn/simd.h"
 
 namespace fsdp {
@@ -88,19 +89,28 @@ FSDP_ISA_VARIANTS(void, GeluBackwardOverwrite,
                   (float* dinp, const float* inp, const float* dout, int64_t n),
                   (dinp, inp, dout, n))
 
+// Element-wise: any cut into pieces gives the same bits (base/parallel_for.h).
+constexpr int64_t kPiece = 16384;
+
 }  // namespace
 
 void GeluForward(KernelIsa isa, float* out, const float* inp, int64_t n) {
-  FSDP_ISA_DISPATCH(isa, GeluForward, (out, inp, n));
+  base::ParallelFor(n, kPiece, [&](int64_t b, int64_t e) {
+    FSDP_ISA_DISPATCH(isa, GeluForward, (out + b, inp + b, e - b));
+  });
 }
 
 void GeluBackward(KernelIsa isa, float* dinp, const float* inp, const float* dout, int64_t n) {
-  FSDP_ISA_DISPATCH(isa, GeluBackward, (dinp, inp, dout, n));
+  base::ParallelFor(n, kPiece, [&](int64_t b, int64_t e) {
+    FSDP_ISA_DISPATCH(isa, GeluBackward, (dinp + b, inp + b, dout + b, e - b));
+  });
 }
 
 void GeluBackwardOverwrite(KernelIsa isa, float* dinp, const float* inp, const float* dout,
                            int64_t n) {
-  FSDP_ISA_DISPATCH(isa, GeluBackwardOverwrite, (dinp, inp, dout, n));
+  base::ParallelFor(n, kPiece, [&](int64_t b, int64_t e) {
+    FSDP_ISA_DISPATCH(isa, GeluBackwardOverwrite, (dinp + b, inp + b, dout + b, e - b));
+  });
 }
 
 void GeluForward(float* out, const float* inp, int64_t n) {

@@ -1,8 +1,10 @@
 // File: fsdp/nn/layer_norm.cc
 #include "fsdp/nn/layer_norm.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "base/parallel_for.h"
 #include "fsdp/nn/simd.h"
 
 namespace fsdp {
@@ -127,6 +129,74 @@ FSDP_SIMD_INLINE void LayerNormBackwardBody(float* dinp, float* dweight, float* 
   }
 }
 
+// The backward cut in two for the compute threads: the input gradient per
+// row (rows independent), and the weight and bias gradients per column, each
+// column adding its rows in order. Every value is the expression the fused
+// row above computes, so the two give its bits.
+FSDP_SIMD_INLINE void LayerNormInputGradBody(float* dinp, const float* dout, const float* inp,
+                                             const float* weight, const float* mean,
+                                             const float* rstd, int n, int channels) {
+  for (int i = 0; i < n; ++i) {
+    const long offset = static_cast<long>(i) * channels;
+    const float* d = dout + offset;
+    const float* x = inp + offset;
+    float* dx = dinp + offset;
+    const float m = mean[i], s = rstd[i];
+    F16 g_sum = simd::Splat(0.0f);
+    F16 g_xhat_sum = simd::Splat(0.0f);
+    int c = 0;
+    for (; c + kLanes <= channels; c += kLanes) {
+      const F16 xhat = (simd::Load(x + c) - m) * s;
+      const F16 g = simd::Load(d + c) * simd::Load(weight + c);
+      g_sum += g;
+      g_xhat_sum += g * xhat;
+    }
+    const int rest = channels - c;
+    if (rest > 0) {
+      const F16 xhat = (simd::LoadPartial(x + c, rest, 0.0f) - m) * s;
+      const F16 g =
+          simd::LoadPartial(d + c, rest, 0.0f) * simd::LoadPartial(weight + c, rest, 0.0f);
+      g_sum += g;
+      g_xhat_sum += g * xhat;
+    }
+    const float g_mean = simd::ReduceAdd(g_sum) / channels;
+    const float g_xhat_mean = simd::ReduceAdd(g_xhat_sum) / channels;
+    for (c = 0; c + kLanes <= channels; c += kLanes) {
+      const F16 xhat = (simd::Load(x + c) - m) * s;
+      const F16 g = simd::Load(d + c) * simd::Load(weight + c);
+      simd::Store(dx + c, simd::Load(dx + c) + s * (g - g_mean - xhat * g_xhat_mean));
+    }
+    if (rest > 0) {
+      const F16 xhat = (simd::LoadPartial(x + c, rest, 0.0f) - m) * s;
+      const F16 g =
+          simd::LoadPartial(d + c, rest, 0.0f) * simd::LoadPartial(weight + c, rest, 0.0f);
+      simd::StorePartial(
+          dx + c, simd::LoadPartial(dx + c, rest, 0.0f) + s * (g - g_mean - xhat * g_xhat_mean),
+          rest);
+    }
+  }
+}
+
+// `columns` columns of rows `stride` floats apart.
+FSDP_SIMD_INLINE void LayerNormParamGradBody(float* dweight, float* dbias, const float* dout,
+                                             const float* inp, const float* mean, const float* rstd,
+                                             int n, int columns, int stride) {
+  for (int c = 0; c < columns; c += kLanes) {
+    const int lanes = std::min(kLanes, columns - c);
+    F16 dw = simd::LoadPartial(dweight + c, lanes, 0.0f);
+    F16 db = simd::LoadPartial(dbias + c, lanes, 0.0f);
+    for (int i = 0; i < n; ++i) {
+      const long offset = static_cast<long>(i) * stride + c;
+      const F16 dv = simd::LoadPartial(dout + offset, lanes, 0.0f);
+      const F16 xhat = (simd::LoadPartial(inp + offset, lanes, 0.0f) - mean[i]) * rstd[i];
+      db = db + dv;
+      dw = dw + xhat * dv;
+    }
+    simd::StorePartial(dweight + c, dw, lanes);
+    simd::StorePartial(dbias + c, db, lanes);
+  }
+}
+
 FSDP_ISA_VARIANTS(void, LayerNormForward,
                   (float* out, float* mean, float* rstd, const float* inp, const float* weight,
                    const float* bias, int n, int channels),
@@ -137,11 +207,31 @@ FSDP_ISA_VARIANTS(void, LayerNormBackward,
                    int channels),
                   (dinp, dweight, dbias, dout, inp, weight, mean, rstd, n, channels))
 
+FSDP_ISA_VARIANTS(void, LayerNormInputGrad,
+                  (float* dinp, const float* dout, const float* inp, const float* weight,
+                   const float* mean, const float* rstd, int n, int channels),
+                  (dinp, dout, inp, weight, mean, rstd, n, channels))
+FSDP_ISA_VARIANTS(void, LayerNormParamGrad,
+                  (float* dweight, float* dbias, const float* dout, const float* inp,
+                   const float* mean, const float* rstd, int n, int columns, int stride),
+                  (dweight, dbias, dout, inp, mean, rstd, n, columns, stride))
+
+// Rows per piece on the compute threads, and columns per piece of the
+// weight and bias gradients (whole vectors) (base/parallel_for.h).
+constexpr int64_t kRowsPerPiece = 16;
+constexpr int64_t kColumnsPerPiece = 128;
+
 }  // namespace
 
 void LayerNormForward(KernelIsa isa, float* out, float* mean, float* rstd, const float* inp,
                       const float* weight, const float* bias, int n, int channels) {
-  FSDP_ISA_DISPATCH(isa, LayerNormForward, (out, mean, rstd, inp, weight, bias, n, channels));
+  // Rows are independent: pieces of rows give the same bits.
+  base::ParallelFor(n, kRowsPerPiece, [&](int64_t first, int64_t end) {
+    const long offset = static_cast<long>(first) * channels;
+    FSDP_ISA_DISPATCH(isa, LayerNormForward,
+                      (out + offset, mean + first, rstd + first, inp + offset, weight, bias,
+                       static_cast<int>(end - first), channels));
+  });
 }
 
 // With xhat = (x - mean) * rstd and g = dout * weight:
@@ -149,8 +239,23 @@ void LayerNormForward(KernelIsa isa, float* out, float* mean, float* rstd, const
 void LayerNormBackward(KernelIsa isa, float* dinp, float* dweight, float* dbias,
                        const float* dout, const float* inp, const float* weight,
                        const float* mean, const float* rstd, int n, int channels) {
-  FSDP_ISA_DISPATCH(isa, LayerNormBackward,
-                    (dinp, dweight, dbias, dout, inp, weight, mean, rstd, n, channels));
+  if (base::ParallelThreads() == 1 || n < 2 * kRowsPerPiece) {
+    // One pass over the rows, the parameter gradients fused in (the
+    // dispatch returns).
+    FSDP_ISA_DISPATCH(isa, LayerNormBackward,
+                      (dinp, dweight, dbias, dout, inp, weight, mean, rstd, n, channels));
+  }
+  base::ParallelFor(n, kRowsPerPiece, [&](int64_t first, int64_t end) {
+    const long offset = static_cast<long>(first) * channels;
+    FSDP_ISA_DISPATCH(isa, LayerNormInputGrad,
+                      (dinp + offset, dout + offset, inp + offset, weight, mean + first,
+                       rstd + first, static_cast<int>(end - first), channels));
+  });
+  base::ParallelFor(channels, kColumnsPerPiece, [&](int64_t first, int64_t end) {
+    FSDP_ISA_DISPATCH(isa, LayerNormParamGrad,
+                      (dweight + first, dbias + first, dout + first, inp + first, mean, rstd, n,
+                       static_cast<int>(end - first), channels));
+  });
 }
 
 void LayerNormForward(float* out, float* mean, float* rstd, const float* inp,

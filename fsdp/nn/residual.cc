@@ -1,6 +1,7 @@
 // File: fsdp/nn/residual.cc
 #include "fsdp/nn/residual.h"
 
+#include "base/parallel_for.h"
 #include "fsdp/nn/simd.h"
 
 namespace fsdp {
@@ -32,14 +33,21 @@ FSDP_ISA_VARIANTS(void, ResidualForward, (float* out, const float* a, const floa
 FSDP_ISA_VARIANTS(void, ResidualBackward, (float* da, float* db, const float* dout, int64_t n),
                   (da, db, dout, n))
 
+// Element-wise: any cut into pieces gives the same bits (base/parallel_for.h).
+constexpr int64_t kPiece = 16384;
+
 }  // namespace
 
 void ResidualForward(KernelIsa isa, float* out, const float* a, const float* b, int64_t n) {
-  FSDP_ISA_DISPATCH(isa, ResidualForward, (out, a, b, n));
+  base::ParallelFor(n, kPiece, [&](int64_t begin, int64_t end) {
+    FSDP_ISA_DISPATCH(isa, ResidualForward, (out + begin, a + begin, b + begin, end - begin));
+  });
 }
 
 void ResidualBackward(KernelIsa isa, float* da, float* db, const float* dout, int64_t n) {
-  FSDP_ISA_DISPATCH(isa, ResidualBackward, (da, db, dout, n));
+  base::ParallelFor(n, kPiece, [&](int64_t begin, int64_t end) {
+    FSDP_ISA_DISPATCH(isa, ResidualBackward, (da + begin, db + begin, dout + begin, end - begin));
+  });
 }
 
 void ResidualForward(float* out, const float* a, const float* b, int64_t n) {

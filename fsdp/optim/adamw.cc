@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "base/parallel_for.h"
 #include "base/status_macros.h"
 #include "fsdp/nn/simd.h"
 
@@ -98,15 +99,23 @@ FSDP_ISA_VARIANTS(void, AdamWUpdateBf16,
                    float* v, uint16_t* params_bf16, int64_t n),
                   (k, params, grads, m, v, params_bf16, n))
 
+// Element-wise: any cut into pieces gives the same bits (base/parallel_for.h).
+constexpr int64_t kPiece = 16384;
+
 void AdamWUpdateBf16Dispatch(KernelIsa isa, const AdamWConstants& k, float* params,
                              const uint16_t* grads, float* m, float* v, uint16_t* params_bf16,
                              int64_t n) {
-  FSDP_ISA_DISPATCH(isa, AdamWUpdateBf16, (k, params, grads, m, v, params_bf16, n));
+  base::ParallelFor(n, kPiece, [&](int64_t b, int64_t e) {
+    FSDP_ISA_DISPATCH(isa, AdamWUpdateBf16,
+                      (k, params + b, grads + b, m + b, v + b, params_bf16 + b, e - b));
+  });
 }
 
 void AdamWUpdateDispatch(KernelIsa isa, const AdamWConstants& k, float* params,
                          const float* grads, float* m, float* v, int64_t n) {
-  FSDP_ISA_DISPATCH(isa, AdamWUpdateFp32, (k, params, grads, m, v, n));
+  base::ParallelFor(n, kPiece, [&](int64_t b, int64_t e) {
+    FSDP_ISA_DISPATCH(isa, AdamWUpdateFp32, (k, params + b, grads + b, m + b, v + b, e - b));
+  });
 }
 
 // The bias corrections depend on the step only, so every slice computes the

@@ -371,9 +371,8 @@ absl::StatusOr<std::unique_ptr<TrainingRun>> BuildRun(const TrainOptions& option
   }
   // --exact: one thread per product (docs/exact.md, "Products").
   const bool exact = options.sharding.precision.reduction == ReductionKind::kExact;
-  FSDP_RETURN_IF_ERROR(SetComputeThreads(exact                ? 1
-                                         : options.threads > 0 ? options.threads
-                                                               : DefaultComputeThreads()));
+  const int threads = exact ? 1 : options.threads > 0 ? options.threads : DefaultComputeThreads();
+  FSDP_RETURN_IF_ERROR(SetComputeThreads(threads));
   FSDP_ASSIGN_OR_RETURN(ComputeBackendChoice backend,
                         SelectMatmulBackend(options.matmul_backend, world, options.comm_timeout));
   auto run = std::make_unique<TrainingRun>(options, world, log);
@@ -382,6 +381,11 @@ absl::StatusOr<std::unique_ptr<TrainingRun>> BuildRun(const TrainOptions& option
   summary.matmul_kernels = backend.kernels;
   if (log != nullptr) {
     std::fprintf(log, "train_gpt: matmul backend %s\n", backend.Description().c_str());
+    const std::string why = exact                 ? "--exact: one thread per product"
+                            : options.threads > 0 ? "--threads"
+                                                  : "default: " + DefaultComputeThreadsReason();
+    std::fprintf(log, "train_gpt: %d compute thread%s per rank (%s)\n", threads,
+                 threads == 1 ? "" : "s", why.c_str());
     std::fflush(log);  // before the model is built: a crash there should not swallow it
   }
 

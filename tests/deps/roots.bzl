@@ -7,6 +7,8 @@ PACKAGE_GRAPH_ROOTS = [
     "//base:bfloat16",
     "//base:gnuplot",
     "//base:kernel_isa",
+    "//base:openmp_off",
+    "//base:parallel_for",
     "//base:posix_file",
     "//base:status_macros",
     "//base:subprocess",

@@ -1,0 +1,166 @@
+// File: tests/fsdp/nn/parallel_kernels_test.cc
+//
+// The kernels that run on the compute threads (base/parallel_for.h) give, at
+// 2 and 3 threads, the bits they give at 1: element-wise ones cut anywhere,
+// per-row ones cut between rows, and the column sums (bias, LayerNorm weight
+// and bias gradients) cut between columns with each column adding its rows
+// in order. Sizes span several pieces with ragged ends.
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "base/bf16_convert.h"
+#include "base/parallel_for.h"
+#include "fsdp/nn/bf16_outputs.h"
+#include "fsdp/nn/gelu.h"
+#include "fsdp/nn/layer_norm.h"
+#include "fsdp/nn/linear.h"
+#include "fsdp/nn/residual.h"
+#include "fsdp/optim/adamw.h"
+#include "gtest/gtest.h"
+#include "tests/fsdp/nn/grad_check.h"
+
+namespace fsdp {
+namespace {
+
+using testing_util::RandomVector;
+
+// Runs `kernel` (which fills `out`) at 1, 2 and 3 threads and expects the
+// same bytes each time.
+template <typename T>
+void ExpectSameBitsAtEveryThreadCount(const char* what, std::vector<T>* out,
+                                      const std::function<void()>& kernel) {
+  base::SetParallelThreads(1);
+  kernel();
+  const std::vector<T> one = *out;
+  for (int threads : {2, 3}) {
+    base::SetParallelThreads(threads);
+    kernel();
+    EXPECT_EQ(std::memcmp(out->data(), one.data(), one.size() * sizeof(T)), 0)
+        << what << " at " << threads << " threads";
+  }
+  base::SetParallelThreads(1);
+}
+
+constexpr int64_t kN = 3 * 16384 + 37;
+constexpr int kRows = 70;
+constexpr int kWidth = 2 * 256 + 48;     // two column pieces and a ragged one
+constexpr int kChannels = 4 * 128 + 24;  // LayerNorm: four column pieces and a tail
+
+TEST(ParallelKernels, ElementWiseKernels) {
+  const std::vector<float> a = RandomVector(kN, 1), b = RandomVector(kN, 2);
+  std::vector<float> out(kN), out2(kN);
+  ExpectSameBitsAtEveryThreadCount("GeluForward", &out,
+                                   [&] { GeluForward(out.data(), a.data(), kN); });
+  ExpectSameBitsAtEveryThreadCount("GeluBackward", &out, [&] {
+    out = b;
+    GeluBackward(out.data(), a.data(), b.data(), kN);
+  });
+  ExpectSameBitsAtEveryThreadCount("GeluBackwardOverwrite", &out, [&] {
+    GeluBackwardOverwrite(out.data(), a.data(), b.data(), kN);
+  });
+  ExpectSameBitsAtEveryThreadCount("ResidualForward", &out,
+                                   [&] { ResidualForward(out.data(), a.data(), b.data(), kN); });
+  ExpectSameBitsAtEveryThreadCount("ResidualBackward", &out, [&] {
+    out = a;
+    out2 = b;
+    ResidualBackward(out.data(), out2.data(), b.data(), kN);
+    for (int64_t i = 0; i < kN; ++i) out[i] += 3.0f * out2[i];
+  });
+  AdamWOptions options;
+  options.weight_decay = 0.1f;
+  std::vector<float> m(kN), v(kN);
+  ExpectSameBitsAtEveryThreadCount("AdamWUpdate", &out, [&] {
+    out = a;
+    std::fill(m.begin(), m.end(), 0.01f);
+    std::fill(v.begin(), v.end(), 0.02f);
+    AdamWUpdate(options, 1e-3f, 3, absl::MakeSpan(out), b, absl::MakeSpan(m), absl::MakeSpan(v),
+                0.5f);
+    for (int64_t i = 0; i < kN; ++i) out[i] += m[i] + v[i];
+  });
+}
+
+TEST(ParallelKernels, Bf16Conversions) {
+  const std::vector<float> a = RandomVector(kN, 3), b = RandomVector(kN, 4);
+  std::vector<uint16_t> out16(kN);
+  std::vector<float> out(kN);
+  ExpectSameBitsAtEveryThreadCount("ToBf16", &out16,
+                                   [&] { base::ToBf16(out16.data(), a.data(), kN); });
+  ExpectSameBitsAtEveryThreadCount("FromBf16", &out,
+                                   [&] { base::FromBf16(out.data(), out16.data(), kN); });
+  std::vector<uint16_t> start(kN);
+  base::ToBf16(start.data(), b.data(), kN);
+  ExpectSameBitsAtEveryThreadCount("AccumulateToBf16", &out16, [&] {
+    out16 = start;
+    base::AccumulateToBf16(out16.data(), a.data(), kN);
+  });
+  ExpectSameBitsAtEveryThreadCount("ScaleBf16InPlace", &out16, [&] {
+    out16 = start;
+    base::ScaleBf16InPlace(out16.data(), kN, 0.37f);
+  });
+  ExpectSameBitsAtEveryThreadCount("RoundThroughBf16", &out, [&] {
+    out = a;
+    base::RoundThroughBf16(out.data(), kN);
+  });
+}
+
+TEST(ParallelKernels, ColumnSumsAndGeluBackwardToBf16) {
+  const int64_t n = int64_t{kRows} * kWidth;
+  const std::vector<float> inp = RandomVector(n, 5), dout = RandomVector(n, 6);
+  std::vector<float> both(kWidth + n / 2);  // dbias, then dout16 as bytes
+  ExpectSameBitsAtEveryThreadCount("BiasGradientWithBf16", &both, [&] {
+    std::fill(both.begin(), both.end(), 0.5f);
+    BiasGradientWithBf16(both.data(), reinterpret_cast<uint16_t*>(both.data() + kWidth),
+                         dout.data(), kRows, kWidth, GradWrite::kAdd);
+  });
+  ExpectSameBitsAtEveryThreadCount("GeluBackwardToBf16WithBiasGradient", &both, [&] {
+    std::fill(both.begin(), both.end(), 0.5f);
+    GeluBackwardToBf16WithBiasGradient(both.data(),
+                                       reinterpret_cast<uint16_t*>(both.data() + kWidth),
+                                       inp.data(), dout.data(), kRows, kWidth, GradWrite::kAdd);
+  });
+  std::vector<uint16_t> out16(n);
+  ExpectSameBitsAtEveryThreadCount("GeluForwardToBf16", &out16,
+                                   [&] { GeluForwardToBf16(out16.data(), inp.data(), n); });
+}
+
+TEST(ParallelKernels, LayerNorm) {
+  const int rows = 3 * 16 + 5;
+  const int64_t n = int64_t{rows} * kChannels;
+  const std::vector<float> inp = RandomVector(n, 7), dout = RandomVector(n, 8);
+  const std::vector<float> weight = RandomVector(kChannels, 9), bias = RandomVector(kChannels, 10);
+  // out, mean, rstd in one buffer.
+  std::vector<float> forward(n + 2 * rows);
+  float* out = forward.data();
+  float* mean = out + n;
+  float* rstd = mean + rows;
+  ExpectSameBitsAtEveryThreadCount("LayerNormForward", &forward, [&] {
+    LayerNormForward(out, mean, rstd, inp.data(), weight.data(), bias.data(), rows, kChannels);
+  });
+  std::vector<uint16_t> out16(n);
+  ExpectSameBitsAtEveryThreadCount("LayerNormForwardToBf16", &out16, [&] {
+    LayerNormForwardToBf16(out16.data(), mean, rstd, inp.data(), weight.data(), bias.data(), rows,
+                           kChannels);
+  });
+  // dinp, dweight, dbias (added into), then dinp16 as bytes.
+  std::vector<float> backward(n + 2 * kChannels + n / 2);
+  float* dinp = backward.data();
+  float* dweight = dinp + n;
+  float* dbias = dweight + kChannels;
+  uint16_t* dinp16 = reinterpret_cast<uint16_t*>(dbias + kChannels);
+  ExpectSameBitsAtEveryThreadCount("LayerNormBackward", &backward, [&] {
+    std::fill(backward.begin(), backward.end(), 0.25f);
+    LayerNormBackward(dinp, dweight, dbias, dout.data(), inp.data(), weight.data(), mean, rstd,
+                      rows, kChannels);
+  });
+  ExpectSameBitsAtEveryThreadCount("LayerNormBackwardWithBf16", &backward, [&] {
+    std::fill(backward.begin(), backward.end(), 0.25f);
+    LayerNormBackwardWithBf16(dinp, dinp16, dweight, dbias, dout.data(), inp.data(), weight.data(),
+                              mean, rstd, rows, kChannels);
+  });
+}
+
+}  // namespace
+}  // namespace fsdp
