@@ -132,25 +132,6 @@ absl::Status ApplyPrecision(const std::string& precision, fsdp::TrainOptions& o)
   return absl::OkStatus();
 }
 
-std::string ReadCpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, model = "unknown CPU", flags;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0 && model == "unknown CPU") {
-      model = line.substr(line.find(':') + 2);
-    }
-    if (line.rfind("flags", 0) == 0 && flags.empty()) flags = line;
-  }
-  std::vector<std::string> present;
-  for (const char* f : {"avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_tile"}) {
-    if (flags.find(absl::StrCat(" ", f, " ")) != std::string::npos ||
-        (flags.size() > strlen(f) && flags.compare(flags.size() - strlen(f), strlen(f), f) == 0)) {
-      present.push_back(f);
-    }
-  }
-  return absl::StrCat(model, " [", absl::StrJoin(present, " "), "]");
-}
-
 // ---------------------------------------------------------------- GEMM floor
 
 struct Gemm {
@@ -461,7 +442,7 @@ int main(int argc, char** argv) {
   config.heads = model.heads;
   config.vocab = model.vocab;
   config.seq_len = model.seq_len;
-  std::printf("# cpu: %s\n", ReadCpuModel().c_str());
+  std::printf("# cpu: %s\n", training_job::CpuLine().c_str());
   std::printf("# matmul backend: %s (%s)\n", fsdp::MatmulBackendName(backend), how.c_str());
   std::printf("# kernels: %s\n#          %s\n",
               fsdp::MatmulKernelDescription(fsdp::MatmulBackend::kOneDnn).c_str(),

@@ -32,6 +32,10 @@ std::string ReadFinalMetricsLine(const std::string& path);
 // The number after "key": in a flat JSON line, or -1 when absent.
 double JsonNumberField(const std::string& line, const std::string& key);
 
+// The CPU's model name and the instruction sets the kernels care about, from
+// /proc/cpuinfo: "Intel(R) Xeon(R) Processor [avx2 avx512f ... amx_tile]".
+std::string CpuLine();
+
 }  // namespace training_job
 
 #endif  // EXAMPLES_TRAINING_JOB_H_

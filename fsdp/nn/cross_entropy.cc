@@ -1,8 +1,10 @@
 // File: fsdp/nn/cross_entropy.cc
 #include "fsdp/nn/cross_entropy.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "base/parallel_for.h"
 #include "fsdp/nn/softmax_row.h"
 
 namespace fsdp {
@@ -26,9 +28,23 @@ FSDP_SIMD_INLINE float CrossEntropyForwardBody(float* logits_to_probs, const int
   return static_cast<float>(total / n);
 }
 
+// The forward's rows without the sum: terms[i] = row i's loss, the double
+// the fused loop above adds, so adding them in row order gives its bits.
+FSDP_SIMD_INLINE void CrossEntropyRowTermsBody(float* logits_to_probs, const int32_t* targets,
+                                               int n, int vocab, double* terms) {
+  for (int i = 0; i < n; ++i) {
+    float* row = logits_to_probs + static_cast<long>(i) * vocab;
+    const float max_logit = simd::RowMax(row, vocab);
+    const double target_shifted = static_cast<double>(row[targets[i]]) - max_logit;
+    const float sum = simd::ExpShiftedInPlace(row, vocab, max_logit);
+    simd::ScaleRow(row, vocab, static_cast<float>(1.0 / sum));
+    terms[i] = std::log(static_cast<double>(sum)) - target_shifted;
+  }
+}
+
+// `factor` is loss_scale / (all the rows of the call), for every piece.
 FSDP_SIMD_INLINE void CrossEntropyBackwardBody(float* probs_to_dlogits, const int32_t* targets,
-                                               int n, int vocab, float loss_scale) {
-  const float factor = loss_scale / static_cast<float>(n);
+                                               int n, int vocab, float factor) {
   for (int i = 0; i < n; ++i) {
     float* row = probs_to_dlogits + static_cast<long>(i) * vocab;
     row[targets[i]] -= 1.0f;
@@ -40,12 +56,12 @@ FSDP_SIMD_INLINE void CrossEntropyBackwardBody(float* probs_to_dlogits, const in
 // r = 0 the row's own start (ScaleRowInto reads each 16 values before it
 // writes over them), for r >= 1 within rows 0 .. r-1, all consumed
 // (2(r+1)V <= 4rV).
+// Rows first .. end - 1 of the whole buffer.
 FSDP_SIMD_INLINE void CrossEntropyBackwardToBf16Body(float* probs_to_dlogits,
-                                                     const int32_t* targets, int n, int vocab,
-                                                     float loss_scale) {
-  const float factor = loss_scale / static_cast<float>(n);
+                                                     const int32_t* targets, int64_t first,
+                                                     int64_t end, int vocab, float factor) {
   uint16_t* dlogits16 = reinterpret_cast<uint16_t*>(probs_to_dlogits);
-  for (int i = 0; i < n; ++i) {
+  for (int64_t i = first; i < end; ++i) {
     float* row = probs_to_dlogits + static_cast<long>(i) * vocab;
     row[targets[i]] -= 1.0f;
     simd::ScaleRowInto(dlogits16 + static_cast<long>(i) * vocab, row, vocab, vocab, factor);
@@ -55,25 +71,55 @@ FSDP_SIMD_INLINE void CrossEntropyBackwardToBf16Body(float* probs_to_dlogits,
 FSDP_ISA_VARIANTS(float, CrossEntropyForward,
                   (float* logits_to_probs, const int32_t* targets, int n, int vocab),
                   (logits_to_probs, targets, n, vocab))
+FSDP_ISA_VARIANTS(void, CrossEntropyRowTerms,
+                  (float* logits_to_probs, const int32_t* targets, int n, int vocab, double* terms),
+                  (logits_to_probs, targets, n, vocab, terms))
 FSDP_ISA_VARIANTS(void, CrossEntropyBackward,
-                  (float* probs_to_dlogits, const int32_t* targets, int n, int vocab,
-                   float loss_scale),
-                  (probs_to_dlogits, targets, n, vocab, loss_scale))
+                  (float* probs_to_dlogits, const int32_t* targets, int n, int vocab, float factor),
+                  (probs_to_dlogits, targets, n, vocab, factor))
 FSDP_ISA_VARIANTS(void, CrossEntropyBackwardToBf16,
-                  (float* probs_to_dlogits, const int32_t* targets, int n, int vocab,
-                   float loss_scale),
-                  (probs_to_dlogits, targets, n, vocab, loss_scale))
+                  (float* probs_to_dlogits, const int32_t* targets, int64_t first, int64_t end,
+                   int vocab, float factor),
+                  (probs_to_dlogits, targets, first, end, vocab, factor))
+
+// Rows per piece on the compute threads (base/parallel_for.h), and rows whose
+// losses the threaded forward holds at once (on the stack) before adding
+// them in order.
+constexpr int64_t kRowsPerPiece = 8;
+constexpr int kTermRows = 1024;
 
 }  // namespace
 
 float CrossEntropyForward(KernelIsa isa, float* logits_to_probs, const int32_t* targets, int n,
                           int vocab) {
-  FSDP_ISA_DISPATCH(isa, CrossEntropyForward, (logits_to_probs, targets, n, vocab));
+  if (base::ParallelThreads() == 1 || n < 2 * kRowsPerPiece) {
+    FSDP_ISA_DISPATCH(isa, CrossEntropyForward, (logits_to_probs, targets, n, vocab));
+  }
+  // Rows on the threads, their losses added here in row order: the bits of
+  // the one-thread loop.
+  double terms[kTermRows];
+  double total = 0.0;
+  for (int first = 0; first < n; first += kTermRows) {
+    const int rows = std::min(kTermRows, n - first);
+    base::ParallelFor(rows, kRowsPerPiece, [&](int64_t b, int64_t e) {
+      FSDP_ISA_DISPATCH(isa, CrossEntropyRowTerms,
+                        (logits_to_probs + static_cast<long>(first + b) * vocab,
+                         targets + first + b, static_cast<int>(e - b), vocab, terms + b));
+    });
+    for (int i = 0; i < rows; ++i) total += terms[i];
+  }
+  return static_cast<float>(total / n);
 }
 
 void CrossEntropyBackward(KernelIsa isa, float* probs_to_dlogits, const int32_t* targets, int n,
                           int vocab, float loss_scale) {
-  FSDP_ISA_DISPATCH(isa, CrossEntropyBackward, (probs_to_dlogits, targets, n, vocab, loss_scale));
+  // Rows are independent; the factor is over all n rows in every piece.
+  const float factor = loss_scale / static_cast<float>(n);
+  base::ParallelFor(n, kRowsPerPiece, [&](int64_t b, int64_t e) {
+    FSDP_ISA_DISPATCH(
+        isa, CrossEntropyBackward,
+        (probs_to_dlogits + b * vocab, targets + b, static_cast<int>(e - b), vocab, factor));
+  });
 }
 
 float CrossEntropyForward(float* logits_to_probs, const int32_t* targets, int n, int vocab) {
@@ -85,10 +131,21 @@ void CrossEntropyBackward(float* probs_to_dlogits, const int32_t* targets, int n
   CrossEntropyBackward(BestKernelIsa(), probs_to_dlogits, targets, n, vocab, loss_scale);
 }
 
+// In waves of rows [1, 2), [2, 4), [4, 8), ...: row r's bf16 gradient lands in
+// float rows r / 2 .. (r + 1) / 2, all of an earlier wave (consumed), and row
+// 0 in its own first half (read before written). Rows within a wave are
+// independent, so they run on the threads.
 void CrossEntropyBackwardToBf16(KernelIsa isa, float* probs_to_dlogits, const int32_t* targets,
                                 int n, int vocab, float loss_scale) {
-  FSDP_ISA_DISPATCH(isa, CrossEntropyBackwardToBf16,
-                    (probs_to_dlogits, targets, n, vocab, loss_scale));
+  const float factor = loss_scale / static_cast<float>(n);
+  for (int64_t first = 0; first < n;) {
+    const int64_t end = std::min<int64_t>(n, first == 0 ? 1 : 2 * first);
+    base::ParallelFor(end - first, kRowsPerPiece, [&](int64_t b, int64_t e) {
+      FSDP_ISA_DISPATCH(isa, CrossEntropyBackwardToBf16,
+                        (probs_to_dlogits, targets, first + b, first + e, vocab, factor));
+    });
+    first = end;
+  }
 }
 
 void CrossEntropyBackwardToBf16(float* probs_to_dlogits, const int32_t* targets, int n,

@@ -43,11 +43,11 @@ std::string FinalMetricsJson(const FinalMetrics& m) {
   return absl::StrFormat(
       "{\"final\":true,\"steps\":%d,\"loss\":%.9g,\"param_sha256\":\"%s\",\"world_size\":%d,"
       "\"strategy\":\"%s\",\"tokens_per_s\":%.6g,\"comm_wait_share\":%.6g,"
-      "\"matmul_share\":%.6g,\"matmul_gflops\":%.6g,\"peak_bytes\":%d,"
-      "\"matmul_backend\":%s,\"matmul_kernels\":%s%s%s}",
+      "\"matmul_share\":%.6g,\"matmul_gflops\":%.6g,\"optimizer_share\":%.6g,"
+      "\"compute_threads\":%d,\"peak_bytes\":%d,\"matmul_backend\":%s,\"matmul_kernels\":%s%s%s}",
       m.steps, m.loss, m.param_sha256, m.world_size, m.strategy, m.tokens_per_s, m.comm_wait_share,
-      m.matmul_share, m.matmul_gflops, m.peak_bytes, nlohmann::json(m.matmul_backend).dump(),
-      nlohmann::json(m.matmul_kernels).dump(),
+      m.matmul_share, m.matmul_gflops, m.optimizer_share, m.compute_threads, m.peak_bytes,
+      nlohmann::json(m.matmul_backend).dump(), nlohmann::json(m.matmul_kernels).dump(),
       m.has_noise_scale
           ? absl::StrFormat(",\"gradient_noise_scale\":%.6g,\"gradient_noise_scale_stderr\":%.6g,"
                             "\"noise_steps\":%d,\"noise_batch\":%d",

@@ -81,6 +81,8 @@ struct FinalMetrics {
   double comm_wait_share = 0;  // comm wait / step time, same steps
   double matmul_share = 0;     // rank 0's matrix-product time / step time, same steps
   double matmul_gflops = 0;    // rank 0's matrix-product rate, same steps
+  double optimizer_share = 0;  // rank 0's optimizer step / step time, same steps
+  int compute_threads = 1;     // per rank (products and the kernels between them)
   int64_t peak_bytes = 0;
   std::string matmul_backend;  // "onednn" or "openblas": the bits depend on it
   std::string matmul_kernels;  // its kernels here, e.g. "onednn 2.6.3: f32 brg:avx512_core, ..."

@@ -328,6 +328,7 @@ struct TrainingRun {
   absl::Duration timed_comm_wait;
   int64_t timed_tokens = 0;
   double timed_matmul_s = 0;
+  absl::Duration timed_optimizer;
   double timed_matmul_flops = 0;
   // The gradient noise scale from every step's two squared norms
   // ([Note: noise scale] in fsdp/train/train_step.cc).
@@ -555,6 +556,7 @@ absl::StatusOr<StepRecord> TakeStep(TrainingRun& run, int step) {
     run.timed_step_time += record.result.step_time;
     run.timed_comm_wait += record.result.comm_wait;
     run.timed_matmul_s += record.matmul.seconds;
+    run.timed_optimizer += record.result.optimizer_time;
     run.timed_matmul_flops += record.matmul.flops;
     run.timed_tokens += record.result.global_tokens;
   }
@@ -822,6 +824,9 @@ absl::Status FinishRun(TrainingRun& run) {
     f.comm_wait_share = summary.comm_wait_share;
     f.matmul_share = summary.matmul_share;
     f.matmul_gflops = summary.matmul_gflops;
+    f.optimizer_share =
+        timed_seconds > 0 ? absl::ToDoubleSeconds(run.timed_optimizer) / timed_seconds : 0.0;
+    f.compute_threads = ComputeThreads();
     f.peak_bytes = summary.peak_bytes;
     f.matmul_backend = summary.matmul_backend;
     f.matmul_kernels = summary.matmul_kernels;

@@ -14,6 +14,7 @@
 #include "base/bf16_convert.h"
 #include "base/parallel_for.h"
 #include "fsdp/nn/bf16_outputs.h"
+#include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/gelu.h"
 #include "fsdp/nn/layer_norm.h"
 #include "fsdp/nn/linear.h"
@@ -159,6 +160,30 @@ TEST(ParallelKernels, LayerNorm) {
     std::fill(backward.begin(), backward.end(), 0.25f);
     LayerNormBackwardWithBf16(dinp, dinp16, dweight, dbias, dout.data(), inp.data(), weight.data(),
                               mean, rstd, rows, kChannels);
+  });
+}
+
+TEST(ParallelKernels, CrossEntropy) {
+  const int rows = 2 * 1024 + 77;  // the forward holds 1024 rows' losses at a time
+  const int vocab = 300;
+  const std::vector<float> logits = RandomVector(int64_t{rows} * vocab, 11, 4.0f);
+  std::vector<int32_t> targets(rows);
+  for (int i = 0; i < rows; ++i) targets[i] = (i * 37) % vocab;
+  std::vector<float> probs(logits.size() + 1);  // the loss in the last element
+  ExpectSameBitsAtEveryThreadCount("CrossEntropyForward", &probs, [&] {
+    std::copy(logits.begin(), logits.end(), probs.begin());
+    probs.back() = CrossEntropyForward(probs.data(), targets.data(), rows, vocab);
+  });
+  const std::vector<float> forward = probs;
+  ExpectSameBitsAtEveryThreadCount("CrossEntropyBackward", &probs, [&] {
+    probs = forward;
+    CrossEntropyBackward(probs.data(), targets.data(), rows, vocab, 0.75f);
+  });
+  ExpectSameBitsAtEveryThreadCount("CrossEntropyBackwardToBf16", &probs, [&] {
+    probs = forward;
+    CrossEntropyBackwardToBf16(probs.data(), targets.data(), rows, vocab, 0.75f);
+    // Only the first half of the buffer is the bf16 gradient; the rest is
+    // what the rows left behind, the same at any thread count too.
   });
 }
 

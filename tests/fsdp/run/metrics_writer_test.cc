@@ -42,8 +42,12 @@ TEST(MetricsWriterTest, FinalLineIsMarkedAndCarriesTheDigest) {
   f.param_sha256 = std::string(64, 'a');
   f.world_size = 4;
   f.strategy = "no_shard";
+  f.optimizer_share = 0.125;
+  f.compute_threads = 3;
   const std::string line = FinalMetricsJson(f);
   EXPECT_EQ(line.rfind("{\"final\":true", 0), 0u) << line;
+  EXPECT_NE(line.find("\"optimizer_share\":0.125,\"compute_threads\":3,"), std::string::npos)
+      << line;
   EXPECT_NE(line.find("\"param_sha256\":\"" + std::string(64, 'a') + "\""), std::string::npos);
   EXPECT_NE(line.find("\"world_size\":4"), std::string::npos);
 }
