@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 
 #include "base/bf16_convert.h"
+#include "base/parallel_for.h"
 #include "fsdp/nn/simd.h"
 
 namespace fsdp {
@@ -105,10 +107,42 @@ FSDP_ISA_VARIANTS(float, MaxAbsBf16, (const uint16_t* values, int64_t n), (value
 
 FSDP_ISA_VARIANTS(void, ScaleInPlace, (float* values, int64_t n, float scale), (values, n, scale))
 
+// Pieces on the compute threads (base/parallel_for.h). The reductions here
+// are exact (a largest bit pattern, an integer sum), so the pieces' results
+// combine to the one-thread result in any order.
+constexpr int64_t kPiece = 16384;
+
+// The larger of two |x| as bit patterns (NaN's above infinity's, as in
+// MaxAbsBody).
+float LargerBits(float a, float b) {
+  int32_t x, y;
+  std::memcpy(&x, &a, sizeof(x));
+  std::memcpy(&y, &b, sizeof(y));
+  return x >= y ? a : b;
+}
+
+SquareUnits SquareUnitsOfPiece(KernelIsa isa, const float* values, int64_t n, int exponent) {
+  FSDP_ISA_DISPATCH(isa, SumOfSquareUnits, (values, n, exponent));
+}
+
+template <typename T, typename PieceMax>
+float MaxAbsOnThreads(const T* values, int64_t n, PieceMax piece_max) {
+  std::mutex mu;
+  float largest = 0.0f;
+  base::ParallelFor(n, kPiece, [&](int64_t b, int64_t e) {
+    const float mine = piece_max(values + b, e - b);
+    std::lock_guard<std::mutex> lock(mu);
+    largest = LargerBits(largest, mine);
+  });
+  return largest;
+}
+
 }  // namespace
 
 float MaxAbs(KernelIsa isa, absl::Span<const float> values) {
-  FSDP_ISA_DISPATCH(isa, MaxAbs, (values.data(), static_cast<int64_t>(values.size())));
+  return MaxAbsOnThreads(
+      values.data(), static_cast<int64_t>(values.size()),
+      [isa](const float* v, int64_t m) -> float { FSDP_ISA_DISPATCH(isa, MaxAbs, (v, m)); });
 }
 
 float MaxAbs(absl::Span<const float> values) { return MaxAbs(BestKernelIsa(), values); }
@@ -120,8 +154,14 @@ int SquareUnitExponent(float max_abs) {
 }
 
 SquareUnits SumOfSquareUnits(KernelIsa isa, absl::Span<const float> values, int exponent) {
-  FSDP_ISA_DISPATCH(isa, SumOfSquareUnits,
-                    (values.data(), static_cast<int64_t>(values.size()), exponent));
+  std::mutex mu;
+  SquareUnits total = 0;
+  base::ParallelFor(static_cast<int64_t>(values.size()), kPiece, [&](int64_t b, int64_t e) {
+    const SquareUnits mine = SquareUnitsOfPiece(isa, values.data() + b, e - b, exponent);
+    std::lock_guard<std::mutex> lock(mu);
+    total += mine;
+  });
+  return total;
 }
 
 SquareUnits SumOfSquareUnits(absl::Span<const float> values, int exponent) {
@@ -129,7 +169,9 @@ SquareUnits SumOfSquareUnits(absl::Span<const float> values, int exponent) {
 }
 
 float MaxAbsBf16(KernelIsa isa, absl::Span<const uint16_t> values) {
-  FSDP_ISA_DISPATCH(isa, MaxAbsBf16, (values.data(), static_cast<int64_t>(values.size())));
+  return MaxAbsOnThreads(
+      values.data(), static_cast<int64_t>(values.size()),
+      [isa](const uint16_t* v, int64_t m) -> float { FSDP_ISA_DISPATCH(isa, MaxAbsBf16, (v, m)); });
 }
 
 float MaxAbsBf16(absl::Span<const uint16_t> values) {
@@ -142,11 +184,17 @@ float MaxAbsBf16(absl::Span<const uint16_t> values) {
 // integer sum, so the blocks do not change it.
 SquareUnits SumOfSquareUnitsBf16(KernelIsa isa, absl::Span<const uint16_t> values,
                                  int exponent) {
+  std::mutex mu;
   SquareUnits units = 0;
-  base::ForEachWidenedBlock(values.data(), static_cast<int64_t>(values.size()),
-                      [&](const float* block, int64_t, int64_t len) {
-                        units += SumOfSquareUnits(isa, {block, size_t(len)}, exponent);
-                      });
+  base::ParallelFor(static_cast<int64_t>(values.size()), kPiece, [&](int64_t b, int64_t e) {
+    SquareUnits mine = 0;
+    base::ForEachWidenedBlock(values.data() + b, e - b,
+                              [&](const float* block, int64_t, int64_t len) {
+                                mine += SquareUnitsOfPiece(isa, block, len, exponent);
+                              });
+    std::lock_guard<std::mutex> lock(mu);
+    units += mine;
+  });
   return units;
 }
 
@@ -172,7 +220,9 @@ double SumOfSquares(absl::Span<const float> values) {
 
 void ScaleInPlace(KernelIsa isa, absl::Span<float> values, float scale) {
   if (scale == 1.0f) return;
-  FSDP_ISA_DISPATCH(isa, ScaleInPlace, (values.data(), static_cast<int64_t>(values.size()), scale));
+  base::ParallelFor(static_cast<int64_t>(values.size()), kPiece, [&](int64_t b, int64_t e) {
+    FSDP_ISA_DISPATCH(isa, ScaleInPlace, (values.data() + b, e - b, scale));
+  });
 }
 
 void ScaleInPlace(absl::Span<float> values, float scale) {

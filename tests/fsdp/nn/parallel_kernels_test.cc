@@ -20,6 +20,7 @@
 #include "fsdp/nn/linear.h"
 #include "fsdp/nn/residual.h"
 #include "fsdp/optim/adamw.h"
+#include "fsdp/optim/grad_clip.h"
 #include "gtest/gtest.h"
 #include "tests/fsdp/nn/grad_check.h"
 
@@ -80,6 +81,36 @@ TEST(ParallelKernels, ElementWiseKernels) {
     AdamWUpdate(options, 1e-3f, 3, absl::MakeSpan(out), b, absl::MakeSpan(m), absl::MakeSpan(v),
                 0.5f);
     for (int64_t i = 0; i < kN; ++i) out[i] += m[i] + v[i];
+  });
+}
+
+TEST(ParallelKernels, GradientNormsAndClipping) {
+  std::vector<float> a = RandomVector(kN, 12, 3.0f);
+  a[kN - 5] = 100.0f;  // the largest, in the last piece
+  std::vector<uint16_t> a16(kN);
+  base::ToBf16(a16.data(), a.data(), kN);
+  // The largest |value| bits and the 128-bit sums, exactly.
+  std::vector<uint64_t> results(6);
+  ExpectSameBitsAtEveryThreadCount("gradient norms", &results, [&] {
+    const float largest = MaxAbs(a), largest16 = MaxAbsBf16(a16);
+    const int exponent = SquareUnitExponent(largest);
+    const SquareUnits units = SumOfSquareUnits(a, exponent);
+    const SquareUnits units16 = SumOfSquareUnitsBf16(a16, exponent);
+    uint32_t bits = 0, bits16 = 0;
+    std::memcpy(&bits, &largest, sizeof(bits));
+    std::memcpy(&bits16, &largest16, sizeof(bits16));
+    results = {bits,
+               bits16,
+               static_cast<uint64_t>(units),
+               static_cast<uint64_t>(units >> 64),
+               static_cast<uint64_t>(units16),
+               static_cast<uint64_t>(units16 >> 64)};
+  });
+  EXPECT_EQ(results[0], 0x42c80000u);  // 100.0f
+  std::vector<float> scaled(kN);
+  ExpectSameBitsAtEveryThreadCount("ScaleInPlace", &scaled, [&] {
+    scaled = a;
+    ScaleInPlace(absl::MakeSpan(scaled), 0.3f);
   });
 }
 
