@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "base/parallel_for.h"
 #include "fsdp/nn/simd.h"
 
 namespace fsdp {
@@ -85,6 +86,53 @@ FSDP_SIMD_INLINE void RmsNormBackwardBody(float* dinp, uint16_t* copy16, float* 
   }
 }
 
+// The backward cut in two for the compute threads, each value the fused
+// loop's expression: the input gradient (and its bf16 copy) per row, and the
+// weight gradient per column, each column adding its rows in order.
+FSDP_SIMD_INLINE void RmsNormInputGradBody(float* dinp, uint16_t* copy16, const float* dout,
+                                           const float* inp, const float* weight, const float* rstd,
+                                           int n, int channels) {
+  for (int i = 0; i < n; ++i) {
+    const int64_t row = static_cast<int64_t>(i) * channels;
+    const float* x = inp + row;
+    const float* g = dout + row;
+    float* dx = dinp + row;
+    const float r = rstd[i];
+    const double dot = RowDot(g, weight, x, channels);
+    const float coefficient = static_cast<float>(dot * r * r * r / channels);
+    for (int c = 0; c < channels; c += kLanes) {
+      const int64_t m = channels - c < kLanes ? channels - c : kLanes;
+      const F16 gv = simd::LoadUpTo(g + c, m), xv = simd::LoadUpTo(x + c, m);
+      const F16 d =
+          simd::LoadUpTo(dx + c, m) + (r * gv * simd::LoadUpTo(weight + c, m) - coefficient * xv);
+      simd::StoreUpTo(dx + c, d, m);
+      if (copy16 != nullptr) simd::StoreUpTo(copy16 + row + c, d, m);
+    }
+  }
+}
+
+// `columns` columns of rows `stride` floats apart.
+FSDP_SIMD_INLINE void RmsNormWeightGradBody(float* dweight, const float* dout, const float* inp,
+                                            const float* rstd, int n, int columns, int stride) {
+  for (int c = 0; c < columns; c += kLanes) {
+    const int64_t m = columns - c < kLanes ? columns - c : kLanes;
+    F16 dw = simd::LoadUpTo(dweight + c, m);
+    for (int i = 0; i < n; ++i) {
+      const int64_t at = static_cast<int64_t>(i) * stride + c;
+      dw = dw + simd::LoadUpTo(dout + at, m) * simd::LoadUpTo(inp + at, m) * rstd[i];
+    }
+    simd::StoreUpTo(dweight + c, dw, m);
+  }
+}
+
+FSDP_ISA_VARIANTS(void, RmsNormInputGrad,
+                  (float* dinp, uint16_t* copy16, const float* dout, const float* inp,
+                   const float* weight, const float* rstd, int n, int channels),
+                  (dinp, copy16, dout, inp, weight, rstd, n, channels))
+FSDP_ISA_VARIANTS(void, RmsNormWeightGrad,
+                  (float* dweight, const float* dout, const float* inp, const float* rstd, int n,
+                   int columns, int stride),
+                  (dweight, dout, inp, rstd, n, columns, stride))
 FSDP_ISA_VARIANTS(void, RmsNormForwardFp32,
                   (float* out, float* rstd, const float* inp, const float* weight, int n,
                    int channels, float eps),
@@ -100,15 +148,26 @@ FSDP_ISA_VARIANTS(void, RmsNormBackward,
 
 }  // namespace
 
+// Rows per piece and columns per piece of the weight gradient on the compute
+// threads (base/parallel_for.h).
+constexpr int64_t kRowsPerPiece = 16;
+constexpr int64_t kColumnsPerPiece = 128;
+
 void RmsNormForward(KernelIsa isa, DtypeSpan out, float* rstd, const float* inp,
                     const float* weight, int n, int channels, float eps) {
-  if (out.dtype() == comm::Dtype::kBFloat16) {
-    uint16_t* o = out.as<uint16_t>().data();
-    FSDP_ISA_DISPATCH(isa, RmsNormForwardBf16, (o, rstd, inp, weight, n, channels, eps));
-  } else {
-    float* o = out.as<float>().data();
-    FSDP_ISA_DISPATCH(isa, RmsNormForwardFp32, (o, rstd, inp, weight, n, channels, eps));
-  }
+  base::ParallelFor(n, kRowsPerPiece, [&](int64_t b, int64_t e) {
+    const int64_t offset = b * channels;
+    const int rows = static_cast<int>(e - b);
+    if (out.dtype() == comm::Dtype::kBFloat16) {
+      uint16_t* o = out.as<uint16_t>().data() + offset;
+      FSDP_ISA_DISPATCH(isa, RmsNormForwardBf16,
+                        (o, rstd + b, inp + offset, weight, rows, channels, eps));
+    } else {
+      float* o = out.as<float>().data() + offset;
+      FSDP_ISA_DISPATCH(isa, RmsNormForwardFp32,
+                        (o, rstd + b, inp + offset, weight, rows, channels, eps));
+    }
+  });
 }
 
 void RmsNormBackward(KernelIsa isa, float* dinp, DtypeSpan dinp_copy, float* dweight,
@@ -116,8 +175,21 @@ void RmsNormBackward(KernelIsa isa, float* dinp, DtypeSpan dinp_copy, float* dwe
                      int n, int channels) {
   uint16_t* copy16 =
       dinp_copy.dtype() == comm::Dtype::kBFloat16 ? dinp_copy.as<uint16_t>().data() : nullptr;
-  FSDP_ISA_DISPATCH(isa, RmsNormBackward,
-                    (dinp, copy16, dweight, dout, inp, weight, rstd, n, channels));
+  if (base::ParallelThreads() == 1 || n < 2 * kRowsPerPiece) {
+    // One pass, the weight gradient fused in (the dispatch returns).
+    FSDP_ISA_DISPATCH(isa, RmsNormBackward,
+                      (dinp, copy16, dweight, dout, inp, weight, rstd, n, channels));
+  }
+  base::ParallelFor(n, kRowsPerPiece, [&](int64_t b, int64_t e) {
+    const int64_t offset = b * channels;
+    FSDP_ISA_DISPATCH(isa, RmsNormInputGrad,
+                      (dinp + offset, copy16 == nullptr ? nullptr : copy16 + offset, dout + offset,
+                       inp + offset, weight, rstd + b, static_cast<int>(e - b), channels));
+  });
+  base::ParallelFor(channels, kColumnsPerPiece, [&](int64_t b, int64_t e) {
+    FSDP_ISA_DISPATCH(isa, RmsNormWeightGrad,
+                      (dweight + b, dout + b, inp + b, rstd, n, static_cast<int>(e - b), channels));
+  });
 }
 
 void RmsNormForward(DtypeSpan out, float* rstd, const float* inp, const float* weight, int n,

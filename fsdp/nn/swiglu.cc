@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "base/parallel_for.h"
 #include "fsdp/nn/kernel_isa.h"
 #include "fsdp/nn/simd.h"
 
@@ -92,19 +93,31 @@ FSDP_ISA_VARIANTS(void, SwigluBackward,
 
 }  // namespace
 
+// Rows are independent: pieces of rows on the compute threads give the same
+// bits (base/parallel_for.h).
+constexpr int64_t kRowsPerPiece = 8;
+
 void SwigluForward(KernelIsa isa, DtypeSpan out, const float* gate_up, int rows, int hidden) {
-  if (out.dtype() == comm::Dtype::kBFloat16) {
-    uint16_t* o = out.as<uint16_t>().data();
-    FSDP_ISA_DISPATCH(isa, SwigluForwardBf16, (o, gate_up, rows, hidden));
-  } else {
-    float* o = out.as<float>().data();
-    FSDP_ISA_DISPATCH(isa, SwigluForwardFp32, (o, gate_up, rows, hidden));
-  }
+  base::ParallelFor(rows, kRowsPerPiece, [&](int64_t b, int64_t e) {
+    const float* in = gate_up + b * 2 * hidden;
+    const int n = static_cast<int>(e - b);
+    if (out.dtype() == comm::Dtype::kBFloat16) {
+      uint16_t* o = out.as<uint16_t>().data() + b * hidden;
+      FSDP_ISA_DISPATCH(isa, SwigluForwardBf16, (o, in, n, hidden));
+    } else {
+      float* o = out.as<float>().data() + b * hidden;
+      FSDP_ISA_DISPATCH(isa, SwigluForwardFp32, (o, in, n, hidden));
+    }
+  });
 }
 
 void SwigluBackward(KernelIsa isa, float* dgate_up, const float* dout, const float* gate_up,
                     int rows, int hidden) {
-  FSDP_ISA_DISPATCH(isa, SwigluBackward, (dgate_up, dout, gate_up, rows, hidden));
+  base::ParallelFor(rows, kRowsPerPiece, [&](int64_t b, int64_t e) {
+    FSDP_ISA_DISPATCH(isa, SwigluBackward,
+                      (dgate_up + b * 2 * hidden, dout + b * hidden, gate_up + b * 2 * hidden,
+                       static_cast<int>(e - b), hidden));
+  });
 }
 
 void SwigluForward(DtypeSpan out, const float* gate_up, int rows, int hidden) {

@@ -19,6 +19,8 @@
 #include "fsdp/nn/layer_norm.h"
 #include "fsdp/nn/linear.h"
 #include "fsdp/nn/residual.h"
+#include "fsdp/nn/rms_norm.h"
+#include "fsdp/nn/swiglu.h"
 #include "fsdp/optim/adamw.h"
 #include "fsdp/optim/grad_clip.h"
 #include "gtest/gtest.h"
@@ -215,6 +217,46 @@ TEST(ParallelKernels, CrossEntropy) {
     CrossEntropyBackwardToBf16(probs.data(), targets.data(), rows, vocab, 0.75f);
     // Only the first half of the buffer is the bf16 gradient; the rest is
     // what the rows left behind, the same at any thread count too.
+  });
+}
+
+TEST(ParallelKernels, LlamaRmsNormAndSwiglu) {
+  const int rows = 3 * 16 + 5;
+  const int64_t n = int64_t{rows} * kChannels;
+  const std::vector<float> inp = RandomVector(n, 13), dout = RandomVector(n, 14);
+  const std::vector<float> weight = RandomVector(kChannels, 15);
+  std::vector<float> out(n), rstd(rows);
+  std::vector<uint16_t> out16(n);
+  ExpectSameBitsAtEveryThreadCount("RmsNormForward fp32", &out, [&] {
+    RmsNormForward(DtypeSpan(absl::MakeSpan(out)), rstd.data(), inp.data(), weight.data(), rows,
+                   kChannels, 1e-5f);
+  });
+  ExpectSameBitsAtEveryThreadCount("RmsNormForward bf16", &out16, [&] {
+    RmsNormForward(DtypeSpan(absl::MakeSpan(out16)), rstd.data(), inp.data(), weight.data(), rows,
+                   kChannels, 1e-5f);
+  });
+  // dinp and dweight (added into), then the bf16 copy as bytes.
+  std::vector<float> backward(n + kChannels + n / 2);
+  float* dinp = backward.data();
+  float* dweight = dinp + n;
+  std::vector<uint16_t> copy16(n);
+  ExpectSameBitsAtEveryThreadCount("RmsNormBackward", &backward, [&] {
+    std::fill(backward.begin(), backward.end(), 0.25f);
+    RmsNormBackward(dinp, DtypeSpan(absl::MakeSpan(copy16)), dweight, dout.data(), inp.data(),
+                    weight.data(), rstd.data(), rows, kChannels);
+    std::memcpy(dweight + kChannels, copy16.data(), copy16.size() * sizeof(uint16_t));
+  });
+  const int hidden = 300;
+  const std::vector<float> gate_up = RandomVector(int64_t{rows} * 2 * hidden, 16);
+  const std::vector<float> dswiglu = RandomVector(int64_t{rows} * hidden, 17);
+  std::vector<float> swiglu(int64_t{rows} * hidden);
+  ExpectSameBitsAtEveryThreadCount("SwigluForward", &swiglu, [&] {
+    SwigluForward(DtypeSpan(absl::MakeSpan(swiglu)), gate_up.data(), rows, hidden);
+  });
+  std::vector<float> dgate_up(gate_up.size());
+  ExpectSameBitsAtEveryThreadCount("SwigluBackward", &dgate_up, [&] {
+    std::fill(dgate_up.begin(), dgate_up.end(), 0.5f);
+    SwigluBackward(dgate_up.data(), dswiglu.data(), gate_up.data(), rows, hidden);
   });
 }
 
