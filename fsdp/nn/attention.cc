@@ -347,8 +347,14 @@ void KeyBlockProducts(float* dst, int ld, const uint16_t* blocks, const uint16_t
 // products read them so already, and the backward's softmax reads the same
 // rounded values. Each head's output is rounded as it is copied into its
 // strided rows: only the attention projection's product reads it.
+// [Note: bf16 head products on one thread] One head's products are small
+// (256 x 256 x 64 at the GPT's T 256): on AMX, splitting each over 2 threads
+// made the whole bf16 attention slower than one thread, 22.1 ms against 13.6
+// for B 8, T 256, C 512, H 8 forward and backward (attention_benchmark, Xeon
+// with AMX, 2026-12-07). They run on one thread, whatever --threads says.
 void AttentionForwardBf16(uint16_t* out, uint16_t* probs, float* scratch, uint16_t* scratch_bf16,
                           const uint16_t* qkv, int batch, int seq_len, int channels, int heads) {
+  const MatmulThreadsScope one_thread(1);  // [Note: bf16 head products on one thread]
   const KernelIsa isa = BestKernelIsa();
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
@@ -382,6 +388,7 @@ void AttentionForwardBf16(uint16_t* out, uint16_t* probs, float* scratch, uint16
 void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
                            const uint16_t* dout, const uint16_t* qkv, const uint16_t* probs,
                            int batch, int seq_len, int channels, int heads) {
+  const MatmulThreadsScope one_thread(1);  // [Note: bf16 head products on one thread]
   const KernelIsa isa = BestKernelIsa();
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));

@@ -74,11 +74,13 @@ FSDP_SIMD_INLINE void LayerNormForwardBody(float* out, float* mean, float* rstd,
   }
 }
 
-// One row of backward: the two means over the row, then the three updates.
-// Padded lanes load dout = 0, so they add nothing to either mean.
-FSDP_SIMD_INLINE void LayerNormBackwardRow(float* dx, float* dweight, float* dbias,
-                                           const float* d, const float* x, const float* weight,
-                                           float m, float s, int channels) {
+// One row of backward: the two means over the row, then the three updates
+// (only dx's without kWithParams). Padded lanes load dout = 0, so they add
+// nothing to either mean.
+template <bool kWithParams>
+FSDP_SIMD_INLINE void LayerNormBackwardRow(float* dx, float* dweight, float* dbias, const float* d,
+                                           const float* x, const float* weight, float m, float s,
+                                           int channels) {
   F16 g_sum = simd::Splat(0.0f);
   F16 g_xhat_sum = simd::Splat(0.0f);
   int c = 0;
@@ -101,16 +103,20 @@ FSDP_SIMD_INLINE void LayerNormBackwardRow(float* dx, float* dweight, float* dbi
     const F16 dv = simd::Load(d + c);
     const F16 xhat = (simd::Load(x + c) - m) * s;
     const F16 g = dv * simd::Load(weight + c);
-    simd::Store(dbias + c, simd::Load(dbias + c) + dv);
-    simd::Store(dweight + c, simd::Load(dweight + c) + xhat * dv);
+    if (kWithParams) {
+      simd::Store(dbias + c, simd::Load(dbias + c) + dv);
+      simd::Store(dweight + c, simd::Load(dweight + c) + xhat * dv);
+    }
     simd::Store(dx + c, simd::Load(dx + c) + s * (g - g_mean - xhat * g_xhat_mean));
   }
   if (rest > 0) {
     const F16 dv = simd::LoadPartial(d + c, rest, 0.0f);
     const F16 xhat = (simd::LoadPartial(x + c, rest, 0.0f) - m) * s;
     const F16 g = dv * simd::LoadPartial(weight + c, rest, 0.0f);
-    simd::StorePartial(dbias + c, simd::LoadPartial(dbias + c, rest, 0.0f) + dv, rest);
-    simd::StorePartial(dweight + c, simd::LoadPartial(dweight + c, rest, 0.0f) + xhat * dv, rest);
+    if (kWithParams) {
+      simd::StorePartial(dbias + c, simd::LoadPartial(dbias + c, rest, 0.0f) + dv, rest);
+      simd::StorePartial(dweight + c, simd::LoadPartial(dweight + c, rest, 0.0f) + xhat * dv, rest);
+    }
     simd::StorePartial(dx + c,
                        simd::LoadPartial(dx + c, rest, 0.0f) +
                            s * (g - g_mean - xhat * g_xhat_mean),
@@ -124,8 +130,8 @@ FSDP_SIMD_INLINE void LayerNormBackwardBody(float* dinp, float* dweight, float* 
                                             const float* rstd, int n, int channels) {
   for (int i = 0; i < n; ++i) {
     const long offset = static_cast<long>(i) * channels;
-    LayerNormBackwardRow(dinp + offset, dweight, dbias, dout + offset, inp + offset, weight,
-                         mean[i], rstd[i], channels);
+    LayerNormBackwardRow<true>(dinp + offset, dweight, dbias, dout + offset, inp + offset, weight,
+                               mean[i], rstd[i], channels);
   }
 }
 
@@ -138,42 +144,8 @@ FSDP_SIMD_INLINE void LayerNormInputGradBody(float* dinp, const float* dout, con
                                              const float* rstd, int n, int channels) {
   for (int i = 0; i < n; ++i) {
     const long offset = static_cast<long>(i) * channels;
-    const float* d = dout + offset;
-    const float* x = inp + offset;
-    float* dx = dinp + offset;
-    const float m = mean[i], s = rstd[i];
-    F16 g_sum = simd::Splat(0.0f);
-    F16 g_xhat_sum = simd::Splat(0.0f);
-    int c = 0;
-    for (; c + kLanes <= channels; c += kLanes) {
-      const F16 xhat = (simd::Load(x + c) - m) * s;
-      const F16 g = simd::Load(d + c) * simd::Load(weight + c);
-      g_sum += g;
-      g_xhat_sum += g * xhat;
-    }
-    const int rest = channels - c;
-    if (rest > 0) {
-      const F16 xhat = (simd::LoadPartial(x + c, rest, 0.0f) - m) * s;
-      const F16 g =
-          simd::LoadPartial(d + c, rest, 0.0f) * simd::LoadPartial(weight + c, rest, 0.0f);
-      g_sum += g;
-      g_xhat_sum += g * xhat;
-    }
-    const float g_mean = simd::ReduceAdd(g_sum) / channels;
-    const float g_xhat_mean = simd::ReduceAdd(g_xhat_sum) / channels;
-    for (c = 0; c + kLanes <= channels; c += kLanes) {
-      const F16 xhat = (simd::Load(x + c) - m) * s;
-      const F16 g = simd::Load(d + c) * simd::Load(weight + c);
-      simd::Store(dx + c, simd::Load(dx + c) + s * (g - g_mean - xhat * g_xhat_mean));
-    }
-    if (rest > 0) {
-      const F16 xhat = (simd::LoadPartial(x + c, rest, 0.0f) - m) * s;
-      const F16 g =
-          simd::LoadPartial(d + c, rest, 0.0f) * simd::LoadPartial(weight + c, rest, 0.0f);
-      simd::StorePartial(
-          dx + c, simd::LoadPartial(dx + c, rest, 0.0f) + s * (g - g_mean - xhat * g_xhat_mean),
-          rest);
-    }
+    LayerNormBackwardRow<false>(dinp + offset, nullptr, nullptr, dout + offset, inp + offset,
+                                weight, mean[i], rstd[i], channels);
   }
 }
 

@@ -120,16 +120,19 @@ dnnl::memory::desc OperandDesc(int64_t rows, int64_t cols, const MatrixArg& arg)
   return dnnl::memory::desc({rows, cols}, DnnlType(arg.type), strides);
 }
 
-// Everything that selects a distinct primitive.
-using PrimitiveKey = std::tuple<int64_t, int64_t, int64_t,                // m n k
-                                int, int64_t, bool, int, int64_t, bool,   // a, b
-                                int, int64_t, bool, float, bool>;         // c, bias, alpha, acc
+// Everything that selects a distinct primitive, the thread count included: a
+// oneDNN primitive divides its work for the threads there were when it was
+// made (MatmulThreadsScope can lower them for a stretch of small products).
+using PrimitiveKey =
+    std::tuple<int64_t, int64_t, int64_t,               // m n k
+               int, int64_t, bool, int, int64_t, bool,  // a, b
+               int, int64_t, bool, float, bool, int>;   // c, bias, alpha, acc, threads
 
 PrimitiveKey KeyOf(const MatmulArgs& x) {
   return PrimitiveKey(x.m, x.n, x.k, static_cast<int>(x.a.type), x.a.ld, x.a.transposed,
                       static_cast<int>(x.b.type), x.b.ld, x.b.transposed,
-                      static_cast<int>(x.c_type), x.ldc, x.bias != nullptr, x.alpha,
-                      x.accumulate);
+                      static_cast<int>(x.c_type), x.ldc, x.bias != nullptr, x.alpha, x.accumulate,
+                      omp_get_max_threads());
 }
 
 struct CachedPrimitive {
@@ -418,5 +421,11 @@ void SetMatmulThreads(int threads) {
   openblas_set_num_threads(threads);
   omp_set_num_threads(threads);
 }
+
+MatmulThreadsScope::MatmulThreadsScope(int threads) : saved_(omp_get_max_threads()) {
+  omp_set_num_threads(threads);
+}
+
+MatmulThreadsScope::~MatmulThreadsScope() { omp_set_num_threads(saved_); }
 
 }  // namespace fsdp

@@ -140,6 +140,22 @@ void ResetMatmulStats();
 // runtime) for products issued from the calling thread.
 void SetMatmulThreads(int threads);
 
+// For its lifetime, oneDNN's products issued from the calling thread use
+// `threads` threads (OpenBLAS's are left alone): for a stretch of products too
+// small to gain from more, where splitting them costs more than it saves
+// (bf16 attention's per-head products, docs/compute.md). Restores the count
+// it found.
+class MatmulThreadsScope {
+ public:
+  explicit MatmulThreadsScope(int threads);
+  ~MatmulThreadsScope();
+  MatmulThreadsScope(const MatmulThreadsScope&) = delete;
+  MatmulThreadsScope& operator=(const MatmulThreadsScope&) = delete;
+
+ private:
+  int saved_;
+};
+
 }  // namespace fsdp
 
 #endif  // FSDP_NN_MATMUL_H_

@@ -64,7 +64,10 @@ FSDP_SIMD_INLINE void RmsNormForwardBf16Body(uint16_t* out, float* rstd, const f
   ForwardBody(out, rstd, inp, weight, n, channels, eps);
 }
 
-FSDP_SIMD_INLINE void RmsNormBackwardBody(float* dinp, uint16_t* copy16, float* dweight,
+// The input gradient, its bf16 copy (when copy16 is set) and, with
+// kWithWeight, the weight gradient, row by row.
+template <bool kWithWeight>
+FSDP_SIMD_INLINE void RmsNormBackwardRows(float* dinp, uint16_t* copy16, float* dweight,
                                           const float* dout, const float* inp, const float* weight,
                                           const float* rstd, int n, int channels) {
   for (int i = 0; i < n; ++i) {
@@ -80,10 +83,17 @@ FSDP_SIMD_INLINE void RmsNormBackwardBody(float* dinp, uint16_t* copy16, float* 
       const F16 gv = simd::LoadUpTo(g + c, m), xv = simd::LoadUpTo(x + c, m);
       const F16 d = simd::LoadUpTo(dx + c, m) + (r * gv * simd::LoadUpTo(weight + c, m) - coefficient * xv);
       simd::StoreUpTo(dx + c, d, m);
-      simd::StoreUpTo(dweight + c, simd::LoadUpTo(dweight + c, m) + gv * xv * r, m);
+      if (kWithWeight)
+        simd::StoreUpTo(dweight + c, simd::LoadUpTo(dweight + c, m) + gv * xv * r, m);
       if (copy16 != nullptr) simd::StoreUpTo(copy16 + row + c, d, m);
     }
   }
+}
+
+FSDP_SIMD_INLINE void RmsNormBackwardBody(float* dinp, uint16_t* copy16, float* dweight,
+                                          const float* dout, const float* inp, const float* weight,
+                                          const float* rstd, int n, int channels) {
+  RmsNormBackwardRows<true>(dinp, copy16, dweight, dout, inp, weight, rstd, n, channels);
 }
 
 // The backward cut in two for the compute threads, each value the fused
@@ -92,23 +102,7 @@ FSDP_SIMD_INLINE void RmsNormBackwardBody(float* dinp, uint16_t* copy16, float* 
 FSDP_SIMD_INLINE void RmsNormInputGradBody(float* dinp, uint16_t* copy16, const float* dout,
                                            const float* inp, const float* weight, const float* rstd,
                                            int n, int channels) {
-  for (int i = 0; i < n; ++i) {
-    const int64_t row = static_cast<int64_t>(i) * channels;
-    const float* x = inp + row;
-    const float* g = dout + row;
-    float* dx = dinp + row;
-    const float r = rstd[i];
-    const double dot = RowDot(g, weight, x, channels);
-    const float coefficient = static_cast<float>(dot * r * r * r / channels);
-    for (int c = 0; c < channels; c += kLanes) {
-      const int64_t m = channels - c < kLanes ? channels - c : kLanes;
-      const F16 gv = simd::LoadUpTo(g + c, m), xv = simd::LoadUpTo(x + c, m);
-      const F16 d =
-          simd::LoadUpTo(dx + c, m) + (r * gv * simd::LoadUpTo(weight + c, m) - coefficient * xv);
-      simd::StoreUpTo(dx + c, d, m);
-      if (copy16 != nullptr) simd::StoreUpTo(copy16 + row + c, d, m);
-    }
-  }
+  RmsNormBackwardRows<false>(dinp, copy16, nullptr, dout, inp, weight, rstd, n, channels);
 }
 
 // `columns` columns of rows `stride` floats apart.

@@ -2,7 +2,7 @@
 //
 // Naive attention (B H T^2 probabilities saved) against the blocked one (B H T
 // log-sum-exps saved), forward + backward, at several sequence lengths, one
-// thread; best of --repeats. The GPT's shape: B 4, H 8, C 512.
+// thread (--threads for more); best of --repeats. The GPT's shape: B 4, H 8, C 512.
 //
 //   bazel run -c opt //tests/fsdp/nn:attention_benchmark -- --seq_lens=256,1024,4096
 #include <algorithm>
@@ -28,6 +28,7 @@ ABSL_FLAG(int, batch, 4, "sequences");
 ABSL_FLAG(int, channels, 512, "model width");
 ABSL_FLAG(int, heads, 8, "heads");
 ABSL_FLAG(int, repeats, 3, "repetitions; the fastest is reported");
+ABSL_FLAG(int, threads, 1, "compute threads (the products' and the kernels')");
 
 namespace {
 
@@ -39,7 +40,7 @@ double Seconds(const std::chrono::steady_clock::time_point& start) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  if (!fsdp::SetComputeThreads(1).ok()) return 1;
+  if (!fsdp::SetComputeThreads(absl::GetFlag(FLAGS_threads)).ok()) return 1;
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line, cpu = "unknown CPU";
   while (std::getline(cpuinfo, line)) {
