@@ -150,22 +150,39 @@ FSDP_SIMD_INLINE void LayerNormInputGradBody(float* dinp, const float* dout, con
 }
 
 // `columns` columns of rows `stride` floats apart.
+// Rows outer, so each row's part is read once and in order (walking one
+// column vector down every row first took 1.9% of a bf16 step per thread),
+// with the sums of up to kParamGradVectors vectors of columns held at once.
+constexpr int kParamGradVectors = 8;
+
 FSDP_SIMD_INLINE void LayerNormParamGradBody(float* dweight, float* dbias, const float* dout,
                                              const float* inp, const float* mean, const float* rstd,
                                              int n, int columns, int stride) {
-  for (int c = 0; c < columns; c += kLanes) {
-    const int lanes = std::min(kLanes, columns - c);
-    F16 dw = simd::LoadPartial(dweight + c, lanes, 0.0f);
-    F16 db = simd::LoadPartial(dbias + c, lanes, 0.0f);
-    for (int i = 0; i < n; ++i) {
-      const long offset = static_cast<long>(i) * stride + c;
-      const F16 dv = simd::LoadPartial(dout + offset, lanes, 0.0f);
-      const F16 xhat = (simd::LoadPartial(inp + offset, lanes, 0.0f) - mean[i]) * rstd[i];
-      db = db + dv;
-      dw = dw + xhat * dv;
+  for (int c0 = 0; c0 < columns; c0 += kParamGradVectors * kLanes) {
+    const int width = std::min(columns - c0, kParamGradVectors * kLanes);
+    const int vectors = (width + kLanes - 1) / kLanes;
+    F16 dw[kParamGradVectors], db[kParamGradVectors];
+    for (int v = 0; v < vectors; ++v) {
+      const int lanes = std::min(kLanes, width - v * kLanes);
+      dw[v] = simd::LoadPartial(dweight + c0 + v * kLanes, lanes, 0.0f);
+      db[v] = simd::LoadPartial(dbias + c0 + v * kLanes, lanes, 0.0f);
     }
-    simd::StorePartial(dweight + c, dw, lanes);
-    simd::StorePartial(dbias + c, db, lanes);
+    for (int i = 0; i < n; ++i) {
+      const long row = static_cast<long>(i) * stride + c0;
+      const float m = mean[i], s = rstd[i];
+      for (int v = 0; v < vectors; ++v) {
+        const int lanes = std::min(kLanes, width - v * kLanes);
+        const F16 dv = simd::LoadPartial(dout + row + v * kLanes, lanes, 0.0f);
+        const F16 xhat = (simd::LoadPartial(inp + row + v * kLanes, lanes, 0.0f) - m) * s;
+        db[v] = db[v] + dv;
+        dw[v] = dw[v] + xhat * dv;
+      }
+    }
+    for (int v = 0; v < vectors; ++v) {
+      const int lanes = std::min(kLanes, width - v * kLanes);
+      simd::StorePartial(dweight + c0 + v * kLanes, dw[v], lanes);
+      simd::StorePartial(dbias + c0 + v * kLanes, db[v], lanes);
+    }
   }
 }
 

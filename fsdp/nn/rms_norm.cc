@@ -7,6 +7,7 @@
 // ((r g) w) - c x and (g x) r backward.
 #include "fsdp/nn/rms_norm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -105,17 +106,31 @@ FSDP_SIMD_INLINE void RmsNormInputGradBody(float* dinp, uint16_t* copy16, const 
   RmsNormBackwardRows<false>(dinp, copy16, nullptr, dout, inp, weight, rstd, n, channels);
 }
 
-// `columns` columns of rows `stride` floats apart.
+// `columns` columns of rows `stride` floats apart; rows outer, so each row's
+// part is read once and in order, with the sums of up to kWeightGradVectors
+// vectors of columns held at once.
+constexpr int kWeightGradVectors = 8;
+
 FSDP_SIMD_INLINE void RmsNormWeightGradBody(float* dweight, const float* dout, const float* inp,
                                             const float* rstd, int n, int columns, int stride) {
-  for (int c = 0; c < columns; c += kLanes) {
-    const int64_t m = columns - c < kLanes ? columns - c : kLanes;
-    F16 dw = simd::LoadUpTo(dweight + c, m);
-    for (int i = 0; i < n; ++i) {
-      const int64_t at = static_cast<int64_t>(i) * stride + c;
-      dw = dw + simd::LoadUpTo(dout + at, m) * simd::LoadUpTo(inp + at, m) * rstd[i];
+  for (int c0 = 0; c0 < columns; c0 += kWeightGradVectors * kLanes) {
+    const int width = std::min(columns - c0, kWeightGradVectors * kLanes);
+    const int vectors = (width + kLanes - 1) / kLanes;
+    F16 dw[kWeightGradVectors];
+    for (int v = 0; v < vectors; ++v) {
+      dw[v] = simd::LoadUpTo(dweight + c0 + v * kLanes, std::min(kLanes, width - v * kLanes));
     }
-    simd::StoreUpTo(dweight + c, dw, m);
+    for (int i = 0; i < n; ++i) {
+      const int64_t row = static_cast<int64_t>(i) * stride + c0;
+      for (int v = 0; v < vectors; ++v) {
+        const int64_t m = std::min(kLanes, width - v * kLanes);
+        dw[v] = dw[v] + simd::LoadUpTo(dout + row + v * kLanes, m) *
+                            simd::LoadUpTo(inp + row + v * kLanes, m) * rstd[i];
+      }
+    }
+    for (int v = 0; v < vectors; ++v) {
+      simd::StoreUpTo(dweight + c0 + v * kLanes, dw[v], std::min(kLanes, width - v * kLanes));
+    }
   }
 }
 
