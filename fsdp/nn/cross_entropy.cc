@@ -12,33 +12,33 @@ namespace {
 
 // Per row: max, exp(l - max) with its 16-lane sum, scale by 1 / sum
 // (fsdp/nn/softmax_row.h). The loss is summed over rows in double.
+//
+// One row: its probabilities in place, and its loss
+// log(sum_v exp(l_v - max)) - (l_target - max), the target's logit read before
+// the row is overwritten so a tiny probability never becomes log(0).
+FSDP_SIMD_INLINE double CrossEntropyRow(float* row, int32_t target, int vocab) {
+  const float max_logit = simd::RowMax(row, vocab);
+  const double target_shifted = static_cast<double>(row[target]) - max_logit;
+  const float sum = simd::ExpShiftedInPlace(row, vocab, max_logit);
+  simd::ScaleRow(row, vocab, static_cast<float>(1.0 / sum));
+  return std::log(static_cast<double>(sum)) - target_shifted;
+}
+
 FSDP_SIMD_INLINE float CrossEntropyForwardBody(float* logits_to_probs, const int32_t* targets,
                                                int n, int vocab) {
   double total = 0.0;
   for (int i = 0; i < n; ++i) {
-    float* row = logits_to_probs + static_cast<long>(i) * vocab;
-    const float max_logit = simd::RowMax(row, vocab);
-    // loss_i = log(sum_v exp(l_v - max)) - (l_target - max), read before the
-    // row is overwritten so a tiny probability never becomes log(0).
-    const double target_shifted = static_cast<double>(row[targets[i]]) - max_logit;
-    const float sum = simd::ExpShiftedInPlace(row, vocab, max_logit);
-    simd::ScaleRow(row, vocab, static_cast<float>(1.0 / sum));
-    total += std::log(static_cast<double>(sum)) - target_shifted;
+    total += CrossEntropyRow(logits_to_probs + static_cast<long>(i) * vocab, targets[i], vocab);
   }
   return static_cast<float>(total / n);
 }
 
 // The forward's rows without the sum: terms[i] = row i's loss, the double
-// the fused loop above adds, so adding them in row order gives its bits.
+// the loop above adds, so adding them in row order gives its bits.
 FSDP_SIMD_INLINE void CrossEntropyRowTermsBody(float* logits_to_probs, const int32_t* targets,
                                                int n, int vocab, double* terms) {
   for (int i = 0; i < n; ++i) {
-    float* row = logits_to_probs + static_cast<long>(i) * vocab;
-    const float max_logit = simd::RowMax(row, vocab);
-    const double target_shifted = static_cast<double>(row[targets[i]]) - max_logit;
-    const float sum = simd::ExpShiftedInPlace(row, vocab, max_logit);
-    simd::ScaleRow(row, vocab, static_cast<float>(1.0 / sum));
-    terms[i] = std::log(static_cast<double>(sum)) - target_shifted;
+    terms[i] = CrossEntropyRow(logits_to_probs + static_cast<long>(i) * vocab, targets[i], vocab);
   }
 }
 
