@@ -31,21 +31,24 @@ namespace {
 
 using testing_util::RandomVector;
 
-// Runs `kernel` (which fills `out`) at 1, 2 and 3 threads and expects the
-// same bytes each time.
+// Runs `kernel` (which fills `out`) at 1, 2 and 3 threads: success when it
+// wrote the same bytes each time, else which thread count differed.
 template <typename T>
-void ExpectSameBitsAtEveryThreadCount(const char* what, std::vector<T>* out,
-                                      const std::function<void()>& kernel) {
+::testing::AssertionResult SameBitsAtEveryThreadCount(const char* what, std::vector<T>* out,
+                                                      const std::function<void()>& kernel) {
   base::SetParallelThreads(1);
   kernel();
   const std::vector<T> one = *out;
   for (int threads : {2, 3}) {
     base::SetParallelThreads(threads);
     kernel();
-    EXPECT_EQ(std::memcmp(out->data(), one.data(), one.size() * sizeof(T)), 0)
-        << what << " at " << threads << " threads";
+    if (std::memcmp(out->data(), one.data(), one.size() * sizeof(T)) != 0) {
+      base::SetParallelThreads(1);
+      return ::testing::AssertionFailure() << what << " differs at " << threads << " threads";
+    }
   }
   base::SetParallelThreads(1);
+  return ::testing::AssertionSuccess();
 }
 
 constexpr int64_t kN = 3 * 16384 + 37;
@@ -56,34 +59,34 @@ constexpr int kChannels = 4 * 128 + 24;  // LayerNorm: four column pieces and a 
 TEST(ParallelKernels, ElementWiseKernels) {
   const std::vector<float> a = RandomVector(kN, 1), b = RandomVector(kN, 2);
   std::vector<float> out(kN), out2(kN);
-  ExpectSameBitsAtEveryThreadCount("GeluForward", &out,
-                                   [&] { GeluForward(out.data(), a.data(), kN); });
-  ExpectSameBitsAtEveryThreadCount("GeluBackward", &out, [&] {
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("GeluForward", &out,
+                                         [&] { GeluForward(out.data(), a.data(), kN); }));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("GeluBackward", &out, [&] {
     out = b;
     GeluBackward(out.data(), a.data(), b.data(), kN);
-  });
-  ExpectSameBitsAtEveryThreadCount("GeluBackwardOverwrite", &out, [&] {
+  }));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("GeluBackwardOverwrite", &out, [&] {
     GeluBackwardOverwrite(out.data(), a.data(), b.data(), kN);
-  });
-  ExpectSameBitsAtEveryThreadCount("ResidualForward", &out,
-                                   [&] { ResidualForward(out.data(), a.data(), b.data(), kN); });
-  ExpectSameBitsAtEveryThreadCount("ResidualBackward", &out, [&] {
+  }));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount(
+      "ResidualForward", &out, [&] { ResidualForward(out.data(), a.data(), b.data(), kN); }));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("ResidualBackward", &out, [&] {
     out = a;
     out2 = b;
     ResidualBackward(out.data(), out2.data(), b.data(), kN);
     for (int64_t i = 0; i < kN; ++i) out[i] += 3.0f * out2[i];
-  });
+  }));
   AdamWOptions options;
   options.weight_decay = 0.1f;
   std::vector<float> m(kN), v(kN);
-  ExpectSameBitsAtEveryThreadCount("AdamWUpdate", &out, [&] {
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("AdamWUpdate", &out, [&] {
     out = a;
     std::fill(m.begin(), m.end(), 0.01f);
     std::fill(v.begin(), v.end(), 0.02f);
     AdamWUpdate(options, 1e-3f, 3, absl::MakeSpan(out), b, absl::MakeSpan(m), absl::MakeSpan(v),
                 0.5f);
     for (int64_t i = 0; i < kN; ++i) out[i] += m[i] + v[i];
-  });
+  }));
 }
 
 TEST(ParallelKernels, GradientNormsAndClipping) {
@@ -93,7 +96,7 @@ TEST(ParallelKernels, GradientNormsAndClipping) {
   base::ToBf16(a16.data(), a.data(), kN);
   // The largest |value| bits and the 128-bit sums, exactly.
   std::vector<uint64_t> results(6);
-  ExpectSameBitsAtEveryThreadCount("gradient norms", &results, [&] {
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("gradient norms", &results, [&] {
     const float largest = MaxAbs(a), largest16 = MaxAbsBf16(a16);
     const int exponent = SquareUnitExponent(largest);
     const SquareUnits units = SumOfSquareUnits(a, exponent);
@@ -107,57 +110,57 @@ TEST(ParallelKernels, GradientNormsAndClipping) {
                static_cast<uint64_t>(units >> 64),
                static_cast<uint64_t>(units16),
                static_cast<uint64_t>(units16 >> 64)};
-  });
+  }));
   EXPECT_EQ(results[0], 0x42c80000u);  // 100.0f
   std::vector<float> scaled(kN);
-  ExpectSameBitsAtEveryThreadCount("ScaleInPlace", &scaled, [&] {
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("ScaleInPlace", &scaled, [&] {
     scaled = a;
     ScaleInPlace(absl::MakeSpan(scaled), 0.3f);
-  });
+  }));
 }
 
 TEST(ParallelKernels, Bf16Conversions) {
   const std::vector<float> a = RandomVector(kN, 3), b = RandomVector(kN, 4);
   std::vector<uint16_t> out16(kN);
   std::vector<float> out(kN);
-  ExpectSameBitsAtEveryThreadCount("ToBf16", &out16,
-                                   [&] { base::ToBf16(out16.data(), a.data(), kN); });
-  ExpectSameBitsAtEveryThreadCount("FromBf16", &out,
-                                   [&] { base::FromBf16(out.data(), out16.data(), kN); });
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("ToBf16", &out16,
+                                         [&] { base::ToBf16(out16.data(), a.data(), kN); }));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("FromBf16", &out,
+                                         [&] { base::FromBf16(out.data(), out16.data(), kN); }));
   std::vector<uint16_t> start(kN);
   base::ToBf16(start.data(), b.data(), kN);
-  ExpectSameBitsAtEveryThreadCount("AccumulateToBf16", &out16, [&] {
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("AccumulateToBf16", &out16, [&] {
     out16 = start;
     base::AccumulateToBf16(out16.data(), a.data(), kN);
-  });
-  ExpectSameBitsAtEveryThreadCount("ScaleBf16InPlace", &out16, [&] {
+  }));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("ScaleBf16InPlace", &out16, [&] {
     out16 = start;
     base::ScaleBf16InPlace(out16.data(), kN, 0.37f);
-  });
-  ExpectSameBitsAtEveryThreadCount("RoundThroughBf16", &out, [&] {
+  }));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("RoundThroughBf16", &out, [&] {
     out = a;
     base::RoundThroughBf16(out.data(), kN);
-  });
+  }));
 }
 
 TEST(ParallelKernels, ColumnSumsAndGeluBackwardToBf16) {
   const int64_t n = int64_t{kRows} * kWidth;
   const std::vector<float> inp = RandomVector(n, 5), dout = RandomVector(n, 6);
   std::vector<float> both(kWidth + n / 2);  // dbias, then dout16 as bytes
-  ExpectSameBitsAtEveryThreadCount("BiasGradientWithBf16", &both, [&] {
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("BiasGradientWithBf16", &both, [&] {
     std::fill(both.begin(), both.end(), 0.5f);
     BiasGradientWithBf16(both.data(), reinterpret_cast<uint16_t*>(both.data() + kWidth),
                          dout.data(), kRows, kWidth, GradWrite::kAdd);
-  });
-  ExpectSameBitsAtEveryThreadCount("GeluBackwardToBf16WithBiasGradient", &both, [&] {
+  }));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("GeluBackwardToBf16WithBiasGradient", &both, [&] {
     std::fill(both.begin(), both.end(), 0.5f);
     GeluBackwardToBf16WithBiasGradient(both.data(),
                                        reinterpret_cast<uint16_t*>(both.data() + kWidth),
                                        inp.data(), dout.data(), kRows, kWidth, GradWrite::kAdd);
-  });
+  }));
   std::vector<uint16_t> out16(n);
-  ExpectSameBitsAtEveryThreadCount("GeluForwardToBf16", &out16,
-                                   [&] { GeluForwardToBf16(out16.data(), inp.data(), n); });
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("GeluForwardToBf16", &out16,
+                                         [&] { GeluForwardToBf16(out16.data(), inp.data(), n); }));
 }
 
 TEST(ParallelKernels, LayerNorm) {
@@ -170,30 +173,30 @@ TEST(ParallelKernels, LayerNorm) {
   float* out = forward.data();
   float* mean = out + n;
   float* rstd = mean + rows;
-  ExpectSameBitsAtEveryThreadCount("LayerNormForward", &forward, [&] {
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("LayerNormForward", &forward, [&] {
     LayerNormForward(out, mean, rstd, inp.data(), weight.data(), bias.data(), rows, kChannels);
-  });
+  }));
   std::vector<uint16_t> out16(n);
-  ExpectSameBitsAtEveryThreadCount("LayerNormForwardToBf16", &out16, [&] {
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("LayerNormForwardToBf16", &out16, [&] {
     LayerNormForwardToBf16(out16.data(), mean, rstd, inp.data(), weight.data(), bias.data(), rows,
                            kChannels);
-  });
+  }));
   // dinp, dweight, dbias (added into), then dinp16 as bytes.
   std::vector<float> backward(n + 2 * kChannels + n / 2);
   float* dinp = backward.data();
   float* dweight = dinp + n;
   float* dbias = dweight + kChannels;
   uint16_t* dinp16 = reinterpret_cast<uint16_t*>(dbias + kChannels);
-  ExpectSameBitsAtEveryThreadCount("LayerNormBackward", &backward, [&] {
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("LayerNormBackward", &backward, [&] {
     std::fill(backward.begin(), backward.end(), 0.25f);
     LayerNormBackward(dinp, dweight, dbias, dout.data(), inp.data(), weight.data(), mean, rstd,
                       rows, kChannels);
-  });
-  ExpectSameBitsAtEveryThreadCount("LayerNormBackwardWithBf16", &backward, [&] {
+  }));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("LayerNormBackwardWithBf16", &backward, [&] {
     std::fill(backward.begin(), backward.end(), 0.25f);
     LayerNormBackwardWithBf16(dinp, dinp16, dweight, dbias, dout.data(), inp.data(), weight.data(),
                               mean, rstd, rows, kChannels);
-  });
+  }));
 }
 
 TEST(ParallelKernels, CrossEntropy) {
@@ -203,21 +206,21 @@ TEST(ParallelKernels, CrossEntropy) {
   std::vector<int32_t> targets(rows);
   for (int i = 0; i < rows; ++i) targets[i] = (i * 37) % vocab;
   std::vector<float> probs(logits.size() + 1);  // the loss in the last element
-  ExpectSameBitsAtEveryThreadCount("CrossEntropyForward", &probs, [&] {
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("CrossEntropyForward", &probs, [&] {
     std::copy(logits.begin(), logits.end(), probs.begin());
     probs.back() = CrossEntropyForward(probs.data(), targets.data(), rows, vocab);
-  });
+  }));
   const std::vector<float> forward = probs;
-  ExpectSameBitsAtEveryThreadCount("CrossEntropyBackward", &probs, [&] {
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("CrossEntropyBackward", &probs, [&] {
     probs = forward;
     CrossEntropyBackward(probs.data(), targets.data(), rows, vocab, 0.75f);
-  });
-  ExpectSameBitsAtEveryThreadCount("CrossEntropyBackwardToBf16", &probs, [&] {
+  }));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("CrossEntropyBackwardToBf16", &probs, [&] {
     probs = forward;
     CrossEntropyBackwardToBf16(probs.data(), targets.data(), rows, vocab, 0.75f);
     // Only the first half of the buffer is the bf16 gradient; the rest is
     // what the rows left behind, the same at any thread count too.
-  });
+  }));
 }
 
 TEST(ParallelKernels, LlamaRmsNormAndSwiglu) {
@@ -227,37 +230,37 @@ TEST(ParallelKernels, LlamaRmsNormAndSwiglu) {
   const std::vector<float> weight = RandomVector(kChannels, 15);
   std::vector<float> out(n), rstd(rows);
   std::vector<uint16_t> out16(n);
-  ExpectSameBitsAtEveryThreadCount("RmsNormForward fp32", &out, [&] {
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("RmsNormForward fp32", &out, [&] {
     RmsNormForward(DtypeSpan(absl::MakeSpan(out)), rstd.data(), inp.data(), weight.data(), rows,
                    kChannels, 1e-5f);
-  });
-  ExpectSameBitsAtEveryThreadCount("RmsNormForward bf16", &out16, [&] {
+  }));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("RmsNormForward bf16", &out16, [&] {
     RmsNormForward(DtypeSpan(absl::MakeSpan(out16)), rstd.data(), inp.data(), weight.data(), rows,
                    kChannels, 1e-5f);
-  });
+  }));
   // dinp and dweight (added into), then the bf16 copy as bytes.
   std::vector<float> backward(n + kChannels + n / 2);
   float* dinp = backward.data();
   float* dweight = dinp + n;
   std::vector<uint16_t> copy16(n);
-  ExpectSameBitsAtEveryThreadCount("RmsNormBackward", &backward, [&] {
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("RmsNormBackward", &backward, [&] {
     std::fill(backward.begin(), backward.end(), 0.25f);
     RmsNormBackward(dinp, DtypeSpan(absl::MakeSpan(copy16)), dweight, dout.data(), inp.data(),
                     weight.data(), rstd.data(), rows, kChannels);
     std::memcpy(dweight + kChannels, copy16.data(), copy16.size() * sizeof(uint16_t));
-  });
+  }));
   const int hidden = 300;
   const std::vector<float> gate_up = RandomVector(int64_t{rows} * 2 * hidden, 16);
   const std::vector<float> dswiglu = RandomVector(int64_t{rows} * hidden, 17);
   std::vector<float> swiglu(int64_t{rows} * hidden);
-  ExpectSameBitsAtEveryThreadCount("SwigluForward", &swiglu, [&] {
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("SwigluForward", &swiglu, [&] {
     SwigluForward(DtypeSpan(absl::MakeSpan(swiglu)), gate_up.data(), rows, hidden);
-  });
+  }));
   std::vector<float> dgate_up(gate_up.size());
-  ExpectSameBitsAtEveryThreadCount("SwigluBackward", &dgate_up, [&] {
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("SwigluBackward", &dgate_up, [&] {
     std::fill(dgate_up.begin(), dgate_up.end(), 0.5f);
     SwigluBackward(dgate_up.data(), dswiglu.data(), gate_up.data(), rows, hidden);
-  });
+  }));
 }
 
 }  // namespace
