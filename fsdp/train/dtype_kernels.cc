@@ -7,34 +7,58 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "base/status_macros.h"
 #include "base/bf16_convert.h"
 #include "base/bfloat16.h"
+#include "base/kernel_isa.h"
+#include "base/status_macros.h"
+#include "fsdp/nn/simd.h"
 
 namespace fsdp {
 namespace {
 
 // Eight independent double lanes (element i in lane i % 8), added in lane
-// order at the end: a fixed order that the compiler can still vectorize.
-template <typename Element, typename Widen>
-double LaneSumOfSquares(absl::Span<const Element> values, Widen widen) {
-  constexpr int kLanes = 8;
-  double lanes[kLanes] = {};
-  const int64_t n = static_cast<int64_t>(values.size());
+// order at the end: a fixed order. One D8 vector holds the eight lanes; the
+// 16 values of a load go in as two halves (elements i..i+7, then i+8..i+15),
+// which is each lane's index order, and the tail is padded with zeros
+// (adding +0 to a sum of squares leaves it as it is). So every instruction
+// set gives the bits of the plain scalar loop over lanes[i % 8]. The scalar
+// loop (not vectorized for the SSE2 baseline) took 4.9% of a bf16 step at
+// 2 ranks x 1 thread (2026-12-08).
+template <typename Element>
+FSDP_SIMD_INLINE double LaneSumOfSquaresBody(const Element* values, int64_t n) {
+  simd::D8 lanes{};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      const double x = widen(values[i + l]);
-      lanes[l] += x * x;
-    }
+  for (; i + simd::kLanes <= n; i += simd::kLanes) {
+    const simd::D16 x = simd::ToDouble(simd::LoadAsFloat(values + i));
+    lanes = lanes + x.lo * x.lo;
+    lanes = lanes + x.hi * x.hi;
   }
-  for (; i < n; ++i) {
-    const double x = widen(values[i]);
-    lanes[i % kLanes] += x * x;
+  if (i < n) {
+    const simd::D16 x = simd::ToDouble(simd::LoadAsFloatPartial(values + i, n - i));
+    lanes = lanes + x.lo * x.lo;
+    lanes = lanes + x.hi * x.hi;
   }
   double sum = 0.0;
-  for (double lane : lanes) sum += lane;
+  for (int l = 0; l < simd::kLanes / 2; ++l) sum += lanes[l];
   return sum;
+}
+
+FSDP_SIMD_INLINE double LaneSumOfSquaresFp32Body(const float* values, int64_t n) {
+  return LaneSumOfSquaresBody(values, n);
+}
+FSDP_SIMD_INLINE double LaneSumOfSquaresBf16Body(const uint16_t* values, int64_t n) {
+  return LaneSumOfSquaresBody(values, n);
+}
+FSDP_ISA_VARIANTS(double, LaneSumOfSquaresFp32, (const float* values, int64_t n), (values, n))
+FSDP_ISA_VARIANTS(double, LaneSumOfSquaresBf16, (const uint16_t* values, int64_t n), (values, n))
+
+double LaneSumOfSquares(absl::Span<const float> values) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  FSDP_ISA_DISPATCH(base::BestKernelIsa(), LaneSumOfSquaresFp32, (values.data(), n));
+}
+double LaneSumOfSquares(absl::Span<const uint16_t> values) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  FSDP_ISA_DISPATCH(base::BestKernelIsa(), LaneSumOfSquaresBf16, (values.data(), n));
 }
 
 // int64 spans hold exact fixed-point sums (fsdp/nn/fixed_point_sum.h), not values these
@@ -131,10 +155,9 @@ double SumOfSquaresOf(ConstDtypeSpan values) {
 double SquaredNormForStatistics(ConstDtypeSpan values) {
   switch (values.dtype()) {
     case comm::Dtype::kFloat32:
-      return LaneSumOfSquares(values.as<float>(), [](float x) { return double{x}; });
+      return LaneSumOfSquares(values.as<float>());
     case comm::Dtype::kBFloat16:
-      return LaneSumOfSquares(values.as<uint16_t>(),
-                              [](uint16_t x) { return double{base::FromBf16Bits(x)}; });
+      return LaneSumOfSquares(values.as<uint16_t>());
     case comm::Dtype::kInt64:
       RefuseInt64("SquaredNormForStatistics");
   }

@@ -51,6 +51,28 @@ TEST(DtypeKernelsTest, StatisticsNormIsCloseToTheReferenceAndRepeats) {
   }
 }
 
+// The statistic's order is part of its contract (the noise scale it feeds is
+// in the metrics): eight double lanes, element i in lane i % 8, each lane
+// summed in index order, the lanes added 0 to 7. The vector kernel must give
+// exactly the bits of this plain loop, tail lengths included.
+double EightLaneLoop(const std::vector<float>& values) {
+  double lanes[8] = {};
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double x = values[i];
+    lanes[i % 8] += x * x;
+  }
+  double sum = 0.0;
+  for (double lane : lanes) sum += lane;
+  return sum;
+}
+
+TEST(DtypeKernelsTest, StatisticsNormHasTheBitsOfTheEightLaneLoop) {
+  for (int64_t n : {1, 5, 8, 15, 16, 17, 31, 33, 1000, 100003}) {
+    const std::vector<float> values = RandomGradients(n, static_cast<uint32_t>(n + 11));
+    EXPECT_EQ(SquaredNormForStatistics(Fp32(values)), EightLaneLoop(values)) << "n = " << n;
+  }
+}
+
 TEST(DtypeKernelsTest, StatisticsNormWidensBf16Exactly) {
   const std::vector<float> values = RandomGradients(4099, 3);
   std::vector<uint16_t> bf16(values.size());
