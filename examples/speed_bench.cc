@@ -360,8 +360,11 @@ void PrintGoals(const std::vector<speed_goals::Measured>& measured,
   speed_goals::PyTorchOptions o;
   o.python = absl::GetFlag(FLAGS_python);
   o.script = script;
-  o.args = ModelFlags(kModelShape);  // gpt_ddp.py takes the same flags
-  for (const std::string& arg : ModelFlags({"nproc", "steps"})) o.args.push_back(arg);
+  // gpt_ddp.py takes the same flags; the layouts set --nproc, --threads and
+  // --micro_batch (speed_goals.h).
+  o.args = ModelFlags({"layers", "d_model", "heads", "vocab", "seq_len", "steps"});
+  o.nproc = absl::GetFlag(FLAGS_nproc);
+  o.micro_batch = absl::GetFlag(FLAGS_micro_batch);
   auto wanted = [&](const char* prefix) {
     for (const std::string& p : precisions) {
       if (p.rfind(prefix, 0) == 0) return true;

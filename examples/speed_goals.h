@@ -24,21 +24,30 @@ namespace speed_goals {
 struct PyTorchOptions {
   std::string python;             // e.g. /usr/bin/python3
   std::string script;             // gpt_ddp.py
-  std::vector<std::string> args;  // its flags: --nproc=2 --steps=6 --layers=8 ...
+  std::vector<std::string> args;  // the model's flags and --steps: --layers=8 ... --steps=6
+  int nproc = 2;                  // the jobs' ranks (1 thread each) ...
+  int micro_batch = 4;            // ... and sequences per rank: the global batch is the product
 };
 
 struct PyTorchResult {
   bool ran = false;
   std::string why_not;  // when !ran: what was missing or what failed
-  double tokens_per_s = 0;
+  double tokens_per_s = 0;  // the fastest layout's
+  std::string layout;       // that layout: "2 ranks x 1 thread (DDP over gloo)"
   std::string rss;      // "1.64, 1.71 GiB" as the script prints it
+  std::string loaded;   // the script's "loaded: ..." line: libraries, kernels, threads
+  std::vector<std::string> others;  // every other layout tried: "1 process x 2 threads: 732 tok/s"
   // When it printed its figures and then exited badly (a rank that hung at
   // exit until the timeout, say): how it ended. The figures still count:
   // they were measured before.
   std::string exit_note;
 };
 
-// Runs the reference (under coreutils' `timeout`, 15 minutes) and reads its
+// PyTorch at its best on the machine (issue 40): runs the reference (under
+// coreutils' `timeout`, 15 minutes each) in each layout of the same global
+// batch, nproc ranks x 1 thread with DDP and, when nproc > 1, 1 process x
+// nproc threads, and keeps the faster. On an Intel Xeon with AMX the faster
+// was DDP in fp32 and the one process in bf16 (2026-12-08). Reads each run's
 // last line ("... : N tok/s; peak RSS per rank A, B GiB"), even when the run
 // then failed to exit cleanly (exit_note says how it ended).
 PyTorchResult RunPyTorchReference(const PyTorchOptions& options, bool bf16);

@@ -24,6 +24,7 @@ packages=(
   libpmix-dev                                        # PMIx 4.2: the rendezvous bootstrap under mpirun / srun --mpi=pmix
   python3
   python3-torch                                      # PyTorch 1.13 (CPU): the Llama's parity test
+  libtcmalloc-minimal4                               # the allocator speed_bench's PyTorch reference runs best with
 )
 
 missing=()
