@@ -32,6 +32,14 @@ bool ParallelForIsThreaded() {
 #endif
 }
 
+int ParallelThreadIndex() {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+
 void ParallelFor(int64_t n, int64_t piece, absl::FunctionRef<void(int64_t, int64_t)> body) {
   if (n <= 0) return;
   piece = std::max<int64_t>(piece, 1);

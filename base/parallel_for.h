@@ -40,6 +40,12 @@ int ParallelThreads();
 // without OpenMP).
 bool ParallelForIsThreaded();
 
+// Inside a ParallelFor body: which of the team's threads runs it, in
+// [0, ParallelThreads()); 0 anywhere else. A body that needs a scratch of
+// its own takes the one at this index: two pieces that run at once are on
+// different threads, and a thread runs its pieces one after another.
+int ParallelThreadIndex();
+
 // Runs body(begin, end) over [0, n) in pieces of `piece` elements (the last
 // may be shorter), or once over [0, n) when one thread does the work.
 void ParallelFor(int64_t n, int64_t piece, absl::FunctionRef<void(int64_t, int64_t)> body);

@@ -6,7 +6,9 @@
 #include <cstring>
 
 #include "base/bf16_convert.h"
+#include "base/parallel_for.h"
 #include "fsdp/nn/dense_rows.h"
+#include "fsdp/nn/heads_on_threads.h"
 #include "fsdp/nn/matmul.h"
 #include "fsdp/nn/softmax_row.h"
 
@@ -149,9 +151,10 @@ void AttentionForward(float* out, float* probs, const float* qkv, int batch, int
 }
 
 void AttentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                       const float* probs, int batch, int seq_len, int channels, int heads) {
+                       const float* probs, int batch, int seq_len, int channels, int heads,
+                       int scratch_slots) {
   AttentionBackward(BestKernelIsa(), dqkv, scratch, dout, qkv, probs, batch, seq_len, channels,
-                    heads);
+                    heads, scratch_slots);
 }
 
 // [Note: causal row blocks] Query row t sees keys 0..t only, so the scores
@@ -163,6 +166,8 @@ void AttentionBackward(float* dqkv, float* scratch, const float* dout, const flo
 // masked entries (0) itself; nothing else reads them.
 namespace {
 constexpr int kCausalRowBlock = 128;
+
+constexpr int kNoScratch = 1 << 30;  // the fp32 forward needs no slot
 }  // namespace
 
 void AttentionForward(KernelIsa isa, float* out, float* probs, const float* qkv, int batch,
@@ -172,31 +177,37 @@ void AttentionForward(KernelIsa isa, float* out, float* probs, const float* qkv,
   const int hs = C / heads;
   const int ld_qkv = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  for (int b = 0; b < batch; ++b) {
-    for (int h = 0; h < heads; ++h) {
-      const float* q = qkv + static_cast<long>(b) * T * ld_qkv + h * hs;
-      const float* k = q + C;
-      const float* v = q + 2 * C;
-      float* p = probs + (static_cast<long>(b) * heads + h) * T * T;
-      // scores[r0:r1, 0:r1] = scale * q[r0:r1] @ k[0:r1]^T
-      for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
-        const int r1 = std::min(T, r0 + kCausalRowBlock);
-        Matmul({.m = r1 - r0, .n = r1, .k = hs,
-                .a = {q + static_cast<long>(r0) * ld_qkv, NumType::kF32, ld_qkv},
-                .b = {k, NumType::kF32, ld_qkv, /*transposed=*/true},
-                .c = p + static_cast<long>(r0) * T, .ldc = T, .alpha = scale});
-      }
-      CausalSoftmaxRows(isa, p, T, T, 0);
-      // out[r0:r1] (leading dimension C) = probs[r0:r1, 0:r1] @ v[0:r1]
-      float* o = out + static_cast<long>(b) * T * C + h * hs;
-      for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
-        const int r1 = std::min(T, r0 + kCausalRowBlock);
-        Matmul({.m = r1 - r0, .n = hs, .k = r1,
-                .a = {p + static_cast<long>(r0) * T, NumType::kF32, T},
-                .b = {v, NumType::kF32, ld_qkv}, .c = o + static_cast<long>(r0) * C, .ldc = C});
-      }
+  ForEachHead(batch, heads, kNoScratch, [&](int b, int h, int) {
+    const float* q = qkv + static_cast<long>(b) * T * ld_qkv + h * hs;
+    const float* k = q + C;
+    const float* v = q + 2 * C;
+    float* p = probs + (static_cast<long>(b) * heads + h) * T * T;
+    // scores[r0:r1, 0:r1] = scale * q[r0:r1] @ k[0:r1]^T
+    for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
+      const int r1 = std::min(T, r0 + kCausalRowBlock);
+      Matmul({.m = r1 - r0,
+              .n = r1,
+              .k = hs,
+              .a = {q + static_cast<long>(r0) * ld_qkv, NumType::kF32, ld_qkv},
+              .b = {k, NumType::kF32, ld_qkv, /*transposed=*/true},
+              .c = p + static_cast<long>(r0) * T,
+              .ldc = T,
+              .alpha = scale});
     }
-  }
+    CausalSoftmaxRows(isa, p, T, T, 0);
+    // out[r0:r1] (leading dimension C) = probs[r0:r1, 0:r1] @ v[0:r1]
+    float* o = out + static_cast<long>(b) * T * C + h * hs;
+    for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
+      const int r1 = std::min(T, r0 + kCausalRowBlock);
+      Matmul({.m = r1 - r0,
+              .n = hs,
+              .k = r1,
+              .a = {p + static_cast<long>(r0) * T, NumType::kF32, T},
+              .b = {v, NumType::kF32, ld_qkv},
+              .c = o + static_cast<long>(r0) * C,
+              .ldc = C});
+    }
+  });
 }
 
 int64_t AttentionBackwardScratchFloats(int seq_len) {
@@ -205,61 +216,73 @@ int64_t AttentionBackwardScratchFloats(int seq_len) {
 
 void AttentionBackward(KernelIsa isa, float* dqkv, float* scratch, const float* dout,
                        const float* qkv, const float* probs, int batch, int seq_len, int channels,
-                       int heads) {
+                       int heads, int scratch_slots) {
   const int T = seq_len;
   const int C = channels;
   const int hs = C / heads;
   const int ld_qkv = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  float* dp = scratch;  // (T, T): d probs, then d scores in place
-  for (int b = 0; b < batch; ++b) {
-    for (int h = 0; h < heads; ++h) {
-      const long qkv_offset = static_cast<long>(b) * T * ld_qkv + h * hs;
-      const float* q = qkv + qkv_offset;
-      const float* k = q + C;
-      const float* v = q + 2 * C;
-      float* dq = dqkv + qkv_offset;
-      float* dk = dq + C;
-      float* dv = dq + 2 * C;
-      const float* p = probs + (static_cast<long>(b) * heads + h) * T * T;
-      const float* d_o = dout + static_cast<long>(b) * T * C + h * hs;
-      // [Note: causal row blocks] Query rows [r0, r1) reach keys [0, r1);
-      // key rows [c0, c1) are reached by query rows [c0, T).
-      // dv[c0:c1] = probs[c0:T, c0:c1]^T @ dout[c0:T]
-      for (int c0 = 0; c0 < T; c0 += kCausalRowBlock) {
-        const int c1 = std::min(T, c0 + kCausalRowBlock);
-        Matmul({.m = c1 - c0, .n = hs, .k = T - c0,
-                .a = {p + static_cast<long>(c0) * T + c0, NumType::kF32, T, /*transposed=*/true},
-                .b = {d_o + static_cast<long>(c0) * C, NumType::kF32, C},
-                .c = dv + static_cast<long>(c0) * ld_qkv, .ldc = ld_qkv});
-      }
-      // dprobs[r0:r1, 0:r1] = dout[r0:r1] @ v[0:r1]^T
-      for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
-        const int r1 = std::min(T, r0 + kCausalRowBlock);
-        Matmul({.m = r1 - r0, .n = r1, .k = hs,
-                .a = {d_o + static_cast<long>(r0) * C, NumType::kF32, C},
-                .b = {v, NumType::kF32, ld_qkv, /*transposed=*/true},
-                .c = dp + static_cast<long>(r0) * T, .ldc = T});
-      }
-      // Softmax backward per row: dscore = p * (dp - sum_j p_j dp_j).
-      CausalSoftmaxBackwardRows(isa, dp, p, T, T, 0);
-      // scores = scale * q k^T:  dq = scale * dscore @ k,  dk = scale * dscore^T @ q
-      for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
-        const int r1 = std::min(T, r0 + kCausalRowBlock);
-        Matmul({.m = r1 - r0, .n = hs, .k = r1,
-                .a = {dp + static_cast<long>(r0) * T, NumType::kF32, T},
-                .b = {k, NumType::kF32, ld_qkv}, .c = dq + static_cast<long>(r0) * ld_qkv,
-                .ldc = ld_qkv, .alpha = scale});
-      }
-      for (int c0 = 0; c0 < T; c0 += kCausalRowBlock) {
-        const int c1 = std::min(T, c0 + kCausalRowBlock);
-        Matmul({.m = c1 - c0, .n = hs, .k = T - c0,
-                .a = {dp + static_cast<long>(c0) * T + c0, NumType::kF32, T, /*transposed=*/true},
-                .b = {q + static_cast<long>(c0) * ld_qkv, NumType::kF32, ld_qkv},
-                .c = dk + static_cast<long>(c0) * ld_qkv, .ldc = ld_qkv, .alpha = scale});
-      }
+  ForEachHead(batch, heads, scratch_slots, [&](int b, int h, int slot) {
+    float* dp = scratch + slot * AttentionBackwardScratchFloats(T);  // d probs, then d scores
+    const long qkv_offset = static_cast<long>(b) * T * ld_qkv + h * hs;
+    const float* q = qkv + qkv_offset;
+    const float* k = q + C;
+    const float* v = q + 2 * C;
+    float* dq = dqkv + qkv_offset;
+    float* dk = dq + C;
+    float* dv = dq + 2 * C;
+    const float* p = probs + (static_cast<long>(b) * heads + h) * T * T;
+    const float* d_o = dout + static_cast<long>(b) * T * C + h * hs;
+    // [Note: causal row blocks] Query rows [r0, r1) reach keys [0, r1);
+    // key rows [c0, c1) are reached by query rows [c0, T).
+    // dv[c0:c1] = probs[c0:T, c0:c1]^T @ dout[c0:T]
+    for (int c0 = 0; c0 < T; c0 += kCausalRowBlock) {
+      const int c1 = std::min(T, c0 + kCausalRowBlock);
+      Matmul({.m = c1 - c0,
+              .n = hs,
+              .k = T - c0,
+              .a = {p + static_cast<long>(c0) * T + c0, NumType::kF32, T, /*transposed=*/true},
+              .b = {d_o + static_cast<long>(c0) * C, NumType::kF32, C},
+              .c = dv + static_cast<long>(c0) * ld_qkv,
+              .ldc = ld_qkv});
     }
-  }
+    // dprobs[r0:r1, 0:r1] = dout[r0:r1] @ v[0:r1]^T
+    for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
+      const int r1 = std::min(T, r0 + kCausalRowBlock);
+      Matmul({.m = r1 - r0,
+              .n = r1,
+              .k = hs,
+              .a = {d_o + static_cast<long>(r0) * C, NumType::kF32, C},
+              .b = {v, NumType::kF32, ld_qkv, /*transposed=*/true},
+              .c = dp + static_cast<long>(r0) * T,
+              .ldc = T});
+    }
+    // Softmax backward per row: dscore = p * (dp - sum_j p_j dp_j).
+    CausalSoftmaxBackwardRows(isa, dp, p, T, T, 0);
+    // scores = scale * q k^T:  dq = scale * dscore @ k,  dk = scale * dscore^T @ q
+    for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
+      const int r1 = std::min(T, r0 + kCausalRowBlock);
+      Matmul({.m = r1 - r0,
+              .n = hs,
+              .k = r1,
+              .a = {dp + static_cast<long>(r0) * T, NumType::kF32, T},
+              .b = {k, NumType::kF32, ld_qkv},
+              .c = dq + static_cast<long>(r0) * ld_qkv,
+              .ldc = ld_qkv,
+              .alpha = scale});
+    }
+    for (int c0 = 0; c0 < T; c0 += kCausalRowBlock) {
+      const int c1 = std::min(T, c0 + kCausalRowBlock);
+      Matmul({.m = c1 - c0,
+              .n = hs,
+              .k = T - c0,
+              .a = {dp + static_cast<long>(c0) * T + c0, NumType::kF32, T, /*transposed=*/true},
+              .b = {q + static_cast<long>(c0) * ld_qkv, NumType::kF32, ld_qkv},
+              .c = dk + static_cast<long>(c0) * ld_qkv,
+              .ldc = ld_qkv,
+              .alpha = scale});
+    }
+  });
 }
 
 // [Note: contiguous bf16 heads] oneDNN 2.6 runs a bf16 product on AMX or
@@ -353,84 +376,97 @@ void KeyBlockProducts(float* dst, int ld, const uint16_t* blocks, const uint16_t
 // for B 8, T 256, C 512, H 8 forward and backward (attention_benchmark, Xeon
 // with AMX, 2026-12-07). They run on one thread, whatever --threads says.
 void AttentionForwardBf16(uint16_t* out, uint16_t* probs, float* scratch, uint16_t* scratch_bf16,
-                          const uint16_t* qkv, int batch, int seq_len, int channels, int heads) {
+                          const uint16_t* qkv, int batch, int seq_len, int channels, int heads,
+                          int scratch_slots) {
   const MatmulThreadsScope one_thread(1);  // [Note: bf16 head products on one thread]
   const KernelIsa isa = BestKernelIsa();
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const DenseHead d = CarveHead(scratch_bf16, T, hs);
-  float* scores = scratch;                                // one row block, <= T x T
-  float* head_out = scratch + static_cast<long>(T) * T;  // T x hs
-  for (int b = 0; b < batch; ++b) {
-    for (int h = 0; h < heads; ++h) {
-      const uint16_t* q = qkv + static_cast<long>(b) * T * ld + h * hs;
-      GatherRows(d.q, q, T, hs, ld);
-      GatherRows(d.k, q + C, T, hs, ld);
-      GatherRows(d.v, q + 2 * C, T, hs, ld);
-      uint16_t* p = probs + (static_cast<long>(b) * heads + h) * T * T;
-      for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
-        const int r1 = std::min(T, r0 + kCausalRowBlock), rows = r1 - r0;
-        uint16_t* block = p + static_cast<long>(r0) * T;  // rows x r1, dense
-        Matmul({.m = rows, .n = r1, .k = hs, .a = {d.q + static_cast<long>(r0) * hs,
-                                                   NumType::kBF16, hs},
-                .b = {d.k, NumType::kBF16, hs, /*transposed=*/true}, .c = scores, .ldc = r1,
-                .alpha = scale});
-        CausalSoftmaxRowsToBf16(isa, block, scores, rows, r1, r0);
-        Matmul({.m = rows, .n = hs, .k = r1, .a = {block, NumType::kBF16, r1},
-                .b = {d.v, NumType::kBF16, hs}, .c = head_out + static_cast<long>(r0) * hs,
-                .ldc = hs});
-      }
-      ScatterRowsToBf16(out + static_cast<long>(b) * T * C + h * hs, C, head_out, T, hs);
+  ForEachHead(batch, heads, scratch_slots, [&](int b, int h, int slot) {
+    const DenseHead d = CarveHead(scratch_bf16 + slot * AttentionBf16ScratchElements(T, hs), T, hs);
+    float* scores = scratch + slot * AttentionBf16ScratchFloats(T, hs);  // a row block
+    float* head_out = scores + static_cast<long>(T) * T;                 // T x hs
+    const uint16_t* q = qkv + static_cast<long>(b) * T * ld + h * hs;
+    GatherRows(d.q, q, T, hs, ld);
+    GatherRows(d.k, q + C, T, hs, ld);
+    GatherRows(d.v, q + 2 * C, T, hs, ld);
+    uint16_t* p = probs + (static_cast<long>(b) * heads + h) * T * T;
+    for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
+      const int r1 = std::min(T, r0 + kCausalRowBlock), rows = r1 - r0;
+      uint16_t* block = p + static_cast<long>(r0) * T;  // rows x r1, dense
+      Matmul({.m = rows,
+              .n = r1,
+              .k = hs,
+              .a = {d.q + static_cast<long>(r0) * hs, NumType::kBF16, hs},
+              .b = {d.k, NumType::kBF16, hs, /*transposed=*/true},
+              .c = scores,
+              .ldc = r1,
+              .alpha = scale});
+      CausalSoftmaxRowsToBf16(isa, block, scores, rows, r1, r0);
+      Matmul({.m = rows,
+              .n = hs,
+              .k = r1,
+              .a = {block, NumType::kBF16, r1},
+              .b = {d.v, NumType::kBF16, hs},
+              .c = head_out + static_cast<long>(r0) * hs,
+              .ldc = hs});
     }
-  }
+    ScatterRowsToBf16(out + static_cast<long>(b) * T * C + h * hs, C, head_out, T, hs);
+  });
 }
 
 void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
                            const uint16_t* dout, const uint16_t* qkv, const uint16_t* probs,
-                           int batch, int seq_len, int channels, int heads) {
+                           int batch, int seq_len, int channels, int heads, int scratch_slots) {
   const MatmulThreadsScope one_thread(1);  // [Note: bf16 head products on one thread]
   const KernelIsa isa = BestKernelIsa();
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const DenseHead d = CarveHead(scratch_bf16, T, hs);
-  float* dp = scratch;                                 // T x T, laid out as the probabilities
-  float* head_grad = scratch + static_cast<long>(T) * T;  // T x hs
-  for (int b = 0; b < batch; ++b) {
-    for (int h = 0; h < heads; ++h) {
-      const long qkv_offset = static_cast<long>(b) * T * ld + h * hs;
-      GatherRows(d.q, qkv + qkv_offset, T, hs, ld);
-      GatherRows(d.k, qkv + qkv_offset + C, T, hs, ld);
-      GatherRows(d.v, qkv + qkv_offset + 2 * C, T, hs, ld);
-      GatherRows(d.d_o, dout + static_cast<long>(b) * T * C + h * hs, T, hs, C);
-      float* dq = dqkv + qkv_offset;
-      float* dk = dq + C;
-      float* dv = dq + 2 * C;
-      const uint16_t* p = probs + (static_cast<long>(b) * heads + h) * T * T;
-      // dv[c0:c1] = probs[c0:T, c0:c1]^T @ dout[c0:T]
-      KeyBlockProducts(dv, ld, p, d.d_o, 1.0f, T, hs, d.p, head_grad);
-      // Per row block: dprobs = dout @ v^T, the softmax backward (the d
-      // scores rounded into d.p, laid out as the probabilities), then
-      // dq[r0:r1] = scale * dscores @ k[0:r1].
-      for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
-        const int r1 = std::min(T, r0 + kCausalRowBlock), rows = r1 - r0;
-        const long at = static_cast<long>(r0) * T;
-        Matmul({.m = rows, .n = r1, .k = hs, .a = {d.d_o + static_cast<long>(r0) * hs,
-                                                   NumType::kBF16, hs},
-                .b = {d.v, NumType::kBF16, hs, /*transposed=*/true}, .c = dp + at, .ldc = r1});
-        CausalSoftmaxBackwardRowsBf16(isa, d.p + at, dp + at, p + at, rows, r1, r0);
-        Matmul({.m = rows, .n = hs, .k = r1, .a = {d.p + at, NumType::kBF16, r1},
-                .b = {d.k, NumType::kBF16, hs}, .c = head_grad + static_cast<long>(r0) * hs,
-                .ldc = hs, .alpha = scale});
-      }
-      ScatterRows(dq, ld, head_grad, T, hs);
-      // dk[c0:c1] = scale * dscores[c0:T, c0:c1]^T @ q[c0:T], over slabs of
-      // the d scores rounded once above. The fp32 d probabilities are dead
-      // now: their storage holds the slabs (at most T x kCausalRowBlock bf16
-      // values).
-      KeyBlockProducts(dk, ld, d.p, d.q, scale, T, hs, reinterpret_cast<uint16_t*>(dp),
-                       head_grad);
+  ForEachHead(batch, heads, scratch_slots, [&](int b, int h, int slot) {
+    const DenseHead d = CarveHead(scratch_bf16 + slot * AttentionBf16ScratchElements(T, hs), T, hs);
+    float* dp = scratch + slot * AttentionBf16ScratchFloats(T, hs);  // T x T, as the probs
+    float* head_grad = dp + static_cast<long>(T) * T;                // T x hs
+    const long qkv_offset = static_cast<long>(b) * T * ld + h * hs;
+    GatherRows(d.q, qkv + qkv_offset, T, hs, ld);
+    GatherRows(d.k, qkv + qkv_offset + C, T, hs, ld);
+    GatherRows(d.v, qkv + qkv_offset + 2 * C, T, hs, ld);
+    GatherRows(d.d_o, dout + static_cast<long>(b) * T * C + h * hs, T, hs, C);
+    float* dq = dqkv + qkv_offset;
+    float* dk = dq + C;
+    float* dv = dq + 2 * C;
+    const uint16_t* p = probs + (static_cast<long>(b) * heads + h) * T * T;
+    // dv[c0:c1] = probs[c0:T, c0:c1]^T @ dout[c0:T]
+    KeyBlockProducts(dv, ld, p, d.d_o, 1.0f, T, hs, d.p, head_grad);
+    // Per row block: dprobs = dout @ v^T, the softmax backward (the d
+    // scores rounded into d.p, laid out as the probabilities), then
+    // dq[r0:r1] = scale * dscores @ k[0:r1].
+    for (int r0 = 0; r0 < T; r0 += kCausalRowBlock) {
+      const int r1 = std::min(T, r0 + kCausalRowBlock), rows = r1 - r0;
+      const long at = static_cast<long>(r0) * T;
+      Matmul({.m = rows,
+              .n = r1,
+              .k = hs,
+              .a = {d.d_o + static_cast<long>(r0) * hs, NumType::kBF16, hs},
+              .b = {d.v, NumType::kBF16, hs, /*transposed=*/true},
+              .c = dp + at,
+              .ldc = r1});
+      CausalSoftmaxBackwardRowsBf16(isa, d.p + at, dp + at, p + at, rows, r1, r0);
+      Matmul({.m = rows,
+              .n = hs,
+              .k = r1,
+              .a = {d.p + at, NumType::kBF16, r1},
+              .b = {d.k, NumType::kBF16, hs},
+              .c = head_grad + static_cast<long>(r0) * hs,
+              .ldc = hs,
+              .alpha = scale});
     }
-  }
+    ScatterRows(dq, ld, head_grad, T, hs);
+    // dk[c0:c1] = scale * dscores[c0:T, c0:c1]^T @ q[c0:T], over slabs of
+    // the d scores rounded once above. The fp32 d probabilities are dead
+    // now: their storage holds the slabs (at most T x kCausalRowBlock bf16
+    // values).
+    KeyBlockProducts(dk, ld, d.p, d.q, scale, T, hs, reinterpret_cast<uint16_t*>(dp), head_grad);
+  });
 }
 
 }  // namespace fsdp

@@ -15,6 +15,11 @@
 // scratch of T*T floats (AttentionBackwardScratchFloats). The fp32 products
 // skip the masked upper triangle in blocks of query rows ([Note: causal row
 // blocks] in the .cc).
+// Heads run on the compute threads (base/parallel_for.h), each thread with
+// its own scratch: a scratch holding `scratch_slots` consecutive copies of
+// the sizes above lets up to that many threads work (with fewer slots than
+// threads the heads run in order on the caller). The bits do not depend on
+// either ([Note: heads on the compute threads] in the .cc).
 // The softmax and its backward are vectorized (fsdp/nn/simd.h). The overloads
 // taking a KernelIsa run one variant of them (the CPU must support it); all
 // variants give bit-identical results, the plain ones use BestKernelIsa().
@@ -34,7 +39,8 @@ void AttentionForward(float* out, float* probs, const float* qkv, int batch, int
 int64_t AttentionBackwardScratchFloats(int seq_len);
 
 void AttentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                       const float* probs, int batch, int seq_len, int channels, int heads);
+                       const float* probs, int batch, int seq_len, int channels, int heads,
+                       int scratch_slots = 1);
 
 void AttentionForward(KernelIsa isa, float* out, float* probs, const float* qkv, int batch,
                       int seq_len, int channels, int heads);
@@ -51,14 +57,15 @@ void AttentionForward(KernelIsa isa, float* out, float* probs, const float* qkv,
 // sizes are in fsdp/nn/attention_layout.h. Forward writes the bf16 output (only a
 // product reads it), backward the fp32 dqkv.
 void AttentionForwardBf16(uint16_t* out, uint16_t* probs, float* scratch, uint16_t* scratch_bf16,
-                          const uint16_t* qkv, int batch, int seq_len, int channels, int heads);
+                          const uint16_t* qkv, int batch, int seq_len, int channels, int heads,
+                          int scratch_slots = 1);
 void AttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
                            const uint16_t* dout, const uint16_t* qkv, const uint16_t* probs,
-                           int batch, int seq_len, int channels, int heads);
+                           int batch, int seq_len, int channels, int heads, int scratch_slots = 1);
 
 void AttentionBackward(KernelIsa isa, float* dqkv, float* scratch, const float* dout,
                        const float* qkv, const float* probs, int batch, int seq_len, int channels,
-                       int heads);
+                       int heads, int scratch_slots = 1);
 
 }  // namespace fsdp
 

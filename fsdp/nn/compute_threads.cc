@@ -30,18 +30,22 @@ int AllowedCpus() {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-int LocalRanks() {
+int LocalRanks(int when_unset = 1) {
   int parsed = 0;
   if (const char* env = std::getenv("LOCAL_WORLD_SIZE");
       env != nullptr && absl::SimpleAtoi(env, &parsed) && parsed > 0) {
     return parsed;
   }
-  return 1;
+  return when_unset;
 }
 
 }  // namespace
 
 int DefaultComputeThreads() { return std::max(1, AllowedCpus() / LocalRanks()); }
+
+int DefaultComputeThreadsOfLocalRanks(int local_ranks) {
+  return std::max(1, AllowedCpus() / LocalRanks(std::max(1, local_ranks)));
+}
 
 std::string DefaultComputeThreadsReason() {
   const int cpus = AllowedCpus(), ranks = LocalRanks();

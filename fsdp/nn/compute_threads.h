@@ -19,6 +19,12 @@ namespace fsdp {
 // LOCAL_WORLD_SIZE defaults to 1 when unset or not a positive integer.
 int DefaultComputeThreads();
 
+// The same for a process that will launch `local_ranks` ranks on this host
+// (LOCAL_WORLD_SIZE unset: train_gpt's launching parent, which checks the
+// ranks' memory before starting them): what each of them will take. Under
+// LOCAL_WORLD_SIZE, as DefaultComputeThreads.
+int DefaultComputeThreadsOfLocalRanks(int local_ranks);
+
 // Why the default is what it is, for the start-up line: "2 CPUs in this
 // process's affinity / 1 rank on this host".
 std::string DefaultComputeThreadsReason();

@@ -134,10 +134,11 @@ void GeluBackwardWithBiasGradient(DtypeSpan dinp, float* dbias, const float* inp
 }
 
 void AttentionForward(DtypeSpan out, DtypeSpan probs, float* scratch, uint16_t* scratch_bf16,
-                      ConstDtypeSpan qkv, int batch, int seq_len, int channels, int heads) {
+                      ConstDtypeSpan qkv, int batch, int seq_len, int channels, int heads,
+                      int scratch_slots) {
   if (IsBf16(qkv)) {
     AttentionForwardBf16(Ptr<uint16_t>(out), Ptr<uint16_t>(probs), scratch, scratch_bf16,
-                         Ptr<uint16_t>(qkv), batch, seq_len, channels, heads);
+                         Ptr<uint16_t>(qkv), batch, seq_len, channels, heads, scratch_slots);
   } else {
     AttentionForward(Ptr<float>(out), Ptr<float>(probs), Ptr<float>(qkv), batch, seq_len,
                      channels, heads);
@@ -146,37 +147,39 @@ void AttentionForward(DtypeSpan out, DtypeSpan probs, float* scratch, uint16_t* 
 
 void AttentionBackward(float* dqkv, float* scratch, uint16_t* scratch_bf16, ConstDtypeSpan dout,
                        ConstDtypeSpan qkv, ConstDtypeSpan probs, int batch, int seq_len,
-                       int channels, int heads) {
+                       int channels, int heads, int scratch_slots) {
   if (IsBf16(qkv)) {
     AttentionBackwardBf16(dqkv, scratch, scratch_bf16, Ptr<uint16_t>(dout), Ptr<uint16_t>(qkv),
-                          Ptr<uint16_t>(probs), batch, seq_len, channels, heads);
+                          Ptr<uint16_t>(probs), batch, seq_len, channels, heads, scratch_slots);
   } else {
     AttentionBackward(dqkv, scratch, Ptr<float>(dout), Ptr<float>(qkv), Ptr<float>(probs), batch,
-                      seq_len, channels, heads);
+                      seq_len, channels, heads, scratch_slots);
   }
 }
 
 void FlashAttentionForward(DtypeSpan out, float* lse, float* scratch, uint16_t* scratch_bf16,
-                           ConstDtypeSpan qkv, int batch, int seq_len, int channels, int heads) {
+                           ConstDtypeSpan qkv, int batch, int seq_len, int channels, int heads,
+                           int scratch_slots) {
   if (IsBf16(qkv)) {
     FlashAttentionForwardBf16(Ptr<uint16_t>(out), lse, scratch, scratch_bf16, Ptr<uint16_t>(qkv),
-                              batch, seq_len, channels, heads);
+                              batch, seq_len, channels, heads, scratch_slots);
   } else {
-    FlashAttentionForward(Ptr<float>(out), lse, scratch, Ptr<float>(qkv), batch, seq_len,
-                          channels, heads);
+    FlashAttentionForward(Ptr<float>(out), lse, scratch, Ptr<float>(qkv), batch, seq_len, channels,
+                          heads, scratch_slots);
   }
 }
 
 void FlashAttentionBackward(float* dqkv, float* scratch, uint16_t* scratch_bf16,
                             ConstDtypeSpan dout, ConstDtypeSpan qkv, ConstDtypeSpan out,
-                            const float* lse, int batch, int seq_len, int channels, int heads) {
+                            const float* lse, int batch, int seq_len, int channels, int heads,
+                            int scratch_slots) {
   if (IsBf16(qkv)) {
-    FlashAttentionBackwardBf16(dqkv, scratch, scratch_bf16, Ptr<uint16_t>(dout),
-                               Ptr<uint16_t>(qkv), Ptr<uint16_t>(out), lse, batch, seq_len,
-                               channels, heads);
+    FlashAttentionBackwardBf16(dqkv, scratch, scratch_bf16, Ptr<uint16_t>(dout), Ptr<uint16_t>(qkv),
+                               Ptr<uint16_t>(out), lse, batch, seq_len, channels, heads,
+                               scratch_slots);
   } else {
     FlashAttentionBackward(dqkv, scratch, Ptr<float>(dout), Ptr<float>(qkv), Ptr<float>(out), lse,
-                           batch, seq_len, channels, heads);
+                           batch, seq_len, channels, heads, scratch_slots);
   }
 }
 

@@ -85,18 +85,22 @@ void GeluBackwardWithBiasGradient(DtypeSpan dinp, float* dbias, const float* inp
                                   const float* dout, int rows, int width, GradWrite write);
 
 // Causal attention (fsdp/nn/attention.h) in the dtype of qkv, out and probs;
-// `scratch` and `scratch_bf16` (null in fp32) as the bf16 kernels size them.
+// `scratch` and `scratch_bf16` (null in fp32) as the kernels size them, each
+// `scratch_slots` times (one per thread that may run heads at once).
 void AttentionForward(DtypeSpan out, DtypeSpan probs, float* scratch, uint16_t* scratch_bf16,
-                      ConstDtypeSpan qkv, int batch, int seq_len, int channels, int heads);
+                      ConstDtypeSpan qkv, int batch, int seq_len, int channels, int heads,
+                      int scratch_slots = 1);
 void AttentionBackward(float* dqkv, float* scratch, uint16_t* scratch_bf16, ConstDtypeSpan dout,
                        ConstDtypeSpan qkv, ConstDtypeSpan probs, int batch, int seq_len,
-                       int channels, int heads);
+                       int channels, int heads, int scratch_slots = 1);
 // The blocked (flash) attention, likewise (fsdp/nn/flash_attention.h).
 void FlashAttentionForward(DtypeSpan out, float* lse, float* scratch, uint16_t* scratch_bf16,
-                           ConstDtypeSpan qkv, int batch, int seq_len, int channels, int heads);
+                           ConstDtypeSpan qkv, int batch, int seq_len, int channels, int heads,
+                           int scratch_slots = 1);
 void FlashAttentionBackward(float* dqkv, float* scratch, uint16_t* scratch_bf16,
                             ConstDtypeSpan dout, ConstDtypeSpan qkv, ConstDtypeSpan out,
-                            const float* lse, int batch, int seq_len, int channels, int heads);
+                            const float* lse, int batch, int seq_len, int channels, int heads,
+                            int scratch_slots = 1);
 
 // Token plus position embedding into fp32 `out`, the tables in their dtype.
 void EmbeddingForward(float* out, const int32_t* tokens, ConstDtypeSpan wte, ConstDtypeSpan wpe,

@@ -27,8 +27,9 @@
 #include <type_traits>
 
 #include "base/bf16_convert.h"
-#include "fsdp/nn/kernel_isa.h"
 #include "fsdp/nn/dense_rows.h"
+#include "fsdp/nn/heads_on_threads.h"
+#include "fsdp/nn/kernel_isa.h"
 #include "fsdp/nn/matmul.h"
 #include "fsdp/nn/simd.h"
 #include "fsdp/nn/softmax_row.h"
@@ -252,166 +253,222 @@ HeadOperands<In> Head(const In* q, const In* dout_head, int T, int C, int hs,
   }
 }
 
-// The output has the element type of qkv: under bf16 only the attention
-// projection's product reads it, so each row is rounded as it is written.
+// One thread's scratch ([Note: heads on the compute threads]): slot i of
+// the scratch starts i of these sizes in.
+struct SlotSizes {
+  int64_t floats;
+  int64_t bf16;
+};
+
 template <typename In>
-void Forward(In* out, float* lse, float* scratch, uint16_t* scratch_bf16, const In* qkv,
-             int batch, int seq_len, int channels, int heads) {
-  constexpr NumType kIn = kInType<In>;
-  const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const Scratch w = Carve(scratch, hs);
-  const KernelIsa isa = BestKernelIsa();
-  uint16_t* dense_bf16 = scratch_bf16 + int64_t{kFlashBlock} * kFlashBlock;
-  for (int b = 0; b < batch; ++b) {
-    for (int h = 0; h < heads; ++h) {
-      const HeadOperands<In> head =
-          Head<In>(qkv + static_cast<long>(b) * T * ld + h * hs, nullptr, T, C, hs, dense_bf16);
-      float* row_lse = lse + (static_cast<long>(b) * heads + h) * T;
-      for (int i0 = 0; i0 < T; i0 += kFlashBlock) {
-        const int bq = std::min(kFlashBlock, T - i0);
-        std::fill(w.acc, w.acc + bq * hs, 0.0f);
-        std::fill(w.m, w.m + bq, kNegativeInfinity);
-        std::fill(w.l, w.l + bq, 0.0f);
-        for (int j0 = 0; j0 <= i0 + bq - 1; j0 += kFlashBlock) {
-          const int bk = std::min(kFlashBlock, T - j0);
-          // S[bq, bk] = scale * q_rows[bq, hs] @ k_rows[bk, hs]^T
-          Matmul({.m = bq, .n = bk, .k = hs,
-                  .a = {head.q + static_cast<long>(i0) * head.ld, kIn, head.ld},
-                  .b = {head.k + static_cast<long>(j0) * head.ld, kIn, head.ld,
-                        /*transposed=*/true},
-                  .c = w.s, .c_type = NumType::kF32, .ldc = bk, .alpha = scale});
-          OnlineSoftmaxBlock(isa, w.s, w.m, w.l, w.acc, bq, bk, hs, i0, j0);
-          // acc[bq, hs] += P[bq, bk] @ v_rows[bk, hs]
-          Matmul({.m = bq, .n = hs, .k = bk,
-                  .a = {Operand<In>(w.s, scratch_bf16, int64_t{bq} * bk), kIn, bk},
-                  .b = {head.v + static_cast<long>(j0) * head.ld, kIn, head.ld},
-                  .c = w.acc, .c_type = NumType::kF32, .ldc = hs, .accumulate = true});
-        }
-        for (int r = 0; r < bq; ++r) {
-          const float inv = 1.0f / w.l[r];
-          In* o = out + (static_cast<long>(b) * T + i0 + r) * C + h * hs;
-          float* a = w.acc + r * hs;
-          for (int d = 0; d < hs; ++d) a[d] *= inv;
-          if constexpr (std::is_same_v<In, uint16_t>) {
-            base::ToBf16(o, a, hs);
-          } else {
-            std::copy(a, a + hs, o);
-          }
-          row_lse[i0 + r] = w.m[r] + std::log(w.l[r]);
-        }
-      }
-    }
+SlotSizes SlotSizesOf(int T, int hs) {
+  if constexpr (std::is_same_v<In, uint16_t>) {
+    return {FlashAttentionBf16ScratchFloats(T, hs), FlashAttentionBf16ScratchElements(T, hs)};
+  } else {
+    return {FlashAttentionScratchFloats(T, hs), 0};
   }
 }
 
+// The output has the element type of qkv: under bf16 only the attention
+// projection's product reads it, so each row is rounded as it is written.
 template <typename In>
-void Backward(float* dqkv, float* scratch, uint16_t* scratch_bf16, const In* dout, const In* qkv,
-              const In* out, const float* lse, int batch, int seq_len, int channels, int heads) {
+void Forward(In* out, float* lse, float* scratch_base, uint16_t* scratch_bf16_base, const In* qkv,
+             int batch, int seq_len, int channels, int heads, int scratch_slots) {
   constexpr NumType kIn = kInType<In>;
   const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const Scratch w = Carve(scratch, hs);
   const KernelIsa isa = BestKernelIsa();
-  constexpr bool kDense = std::is_same_v<In, uint16_t>;
-  uint16_t* dense_bf16 = kDense ? scratch_bf16 + int64_t{kFlashBlock} * kFlashBlock : nullptr;
-  // bf16: the head's dq, dk, dv as dense blocks after the fp32 scratch,
-  // added into the strided dqkv once the head is done.
-  const long th = static_cast<long>(T) * hs;
-  float* dense_grads = kDense ? scratch + FlashAttentionScratchFloats(T, hs) : nullptr;
-  for (int b = 0; b < batch; ++b) {
-    for (int h = 0; h < heads; ++h) {
-      const long qkv_offset = static_cast<long>(b) * T * ld + h * hs;
-      const long o_offset = static_cast<long>(b) * T * C + h * hs;
-      const In* o = out + o_offset;
-      const In* d_o = dout + o_offset;
-      const HeadOperands<In> head = Head<In>(qkv + qkv_offset, d_o, T, C, hs, dense_bf16);
-      float* const strided_dq = dqkv + qkv_offset;
-      float* dq = kDense ? dense_grads : strided_dq;
-      float* dk = kDense ? dense_grads + th : strided_dq + C;
-      float* dv = kDense ? dense_grads + 2 * th : strided_dq + 2 * C;
-      const int ldg = kDense ? hs : ld;
-      if (kDense) std::fill(dense_grads, dense_grads + 3 * th, 0.0f);
-      const float* row_lse = lse + (static_cast<long>(b) * heads + h) * T;
-      // The forward's accumulator is idle in the backward: it widens rows.
-      HeadRowDots<In>(isa, w.d, d_o, o, T, hs, C, w.acc);
-      for (int i0 = 0; i0 < T; i0 += kFlashBlock) {
-        const int bq = std::min(kFlashBlock, T - i0);
-        const In* q_rows = head.q + static_cast<long>(i0) * head.ld;
-        const In* do_rows = head.d_o + static_cast<long>(i0) * head.ld_do;
-        for (int j0 = 0; j0 <= i0 + bq - 1; j0 += kFlashBlock) {
-          const int bk = std::min(kFlashBlock, T - j0);
-          const In* k_rows = head.k + static_cast<long>(j0) * head.ld;
-          const In* v_rows = head.v + static_cast<long>(j0) * head.ld;
-          const int64_t block = int64_t{bq} * bk;
-          Matmul({.m = bq, .n = bk, .k = hs,
-                  .a = {q_rows, kIn, head.ld},
-                  .b = {k_rows, kIn, head.ld, /*transposed=*/true},
-                  .c = w.s, .c_type = NumType::kF32, .ldc = bk, .alpha = scale});
-          ProbabilitiesFromLse(isa, w.s, row_lse, bq, bk, i0, j0);
-          // dv_rows[bk, hs] += P^T[bk, bq] @ dout_rows[bq, hs]
-          Matmul({.m = bk, .n = hs, .k = bq,
-                  .a = {Operand<In>(w.s, scratch_bf16, block), kIn, bk, /*transposed=*/true},
-                  .b = {do_rows, kIn, head.ld_do},
-                  .c = dv + static_cast<long>(j0) * ldg, .c_type = NumType::kF32, .ldc = ldg,
-                  .accumulate = true});
-          // dP[bq, bk] = dout_rows[bq, hs] @ v_rows[bk, hs]^T
-          Matmul({.m = bq, .n = bk, .k = hs,
-                  .a = {do_rows, kIn, head.ld_do},
-                  .b = {v_rows, kIn, head.ld, /*transposed=*/true},
-                  .c = w.dp, .c_type = NumType::kF32, .ldc = bk});
-          // dS = P (dP - D): masked entries have P = 0, so dS = 0 there.
-          ScoreGradientBlock(isa, w.dp, w.s, w.d + i0, bq, bk);
-          // The bf16 copy of P was consumed by dV's product: it now holds dS.
-          const void* ds = Operand<In>(w.dp, scratch_bf16, block);
-          // dq_rows[bq, hs] += scale dS[bq, bk] @ k_rows[bk, hs]
-          Matmul({.m = bq, .n = hs, .k = bk,
-                  .a = {ds, kIn, bk},
-                  .b = {k_rows, kIn, head.ld},
-                  .c = dq + static_cast<long>(i0) * ldg, .c_type = NumType::kF32, .ldc = ldg,
-                  .alpha = scale, .accumulate = true});
-          // dk_rows[bk, hs] += scale dS^T[bk, bq] @ q_rows[bq, hs]
-          Matmul({.m = bk, .n = hs, .k = bq,
-                  .a = {ds, kIn, bk, /*transposed=*/true},
-                  .b = {q_rows, kIn, head.ld},
-                  .c = dk + static_cast<long>(j0) * ldg, .c_type = NumType::kF32, .ldc = ldg,
-                  .alpha = scale, .accumulate = true});
-        }
+  const SlotSizes sizes = SlotSizesOf<In>(T, hs);
+  ForEachHead(batch, heads, scratch_slots, [&](int b, int h, int slot) {
+    float* scratch = scratch_base + slot * sizes.floats;
+    uint16_t* scratch_bf16 =
+        scratch_bf16_base != nullptr ? scratch_bf16_base + slot * sizes.bf16 : nullptr;
+    const Scratch w = Carve(scratch, hs);
+    uint16_t* dense_bf16 =
+        scratch_bf16 != nullptr ? scratch_bf16 + int64_t{kFlashBlock} * kFlashBlock : nullptr;
+    const HeadOperands<In> head =
+        Head<In>(qkv + static_cast<long>(b) * T * ld + h * hs, nullptr, T, C, hs, dense_bf16);
+    float* row_lse = lse + (static_cast<long>(b) * heads + h) * T;
+    for (int i0 = 0; i0 < T; i0 += kFlashBlock) {
+      const int bq = std::min(kFlashBlock, T - i0);
+      std::fill(w.acc, w.acc + bq * hs, 0.0f);
+      std::fill(w.m, w.m + bq, kNegativeInfinity);
+      std::fill(w.l, w.l + bq, 0.0f);
+      for (int j0 = 0; j0 <= i0 + bq - 1; j0 += kFlashBlock) {
+        const int bk = std::min(kFlashBlock, T - j0);
+        // S[bq, bk] = scale * q_rows[bq, hs] @ k_rows[bk, hs]^T
+        Matmul({.m = bq,
+                .n = bk,
+                .k = hs,
+                .a = {head.q + static_cast<long>(i0) * head.ld, kIn, head.ld},
+                .b = {head.k + static_cast<long>(j0) * head.ld, kIn, head.ld,
+                      /*transposed=*/true},
+                .c = w.s,
+                .c_type = NumType::kF32,
+                .ldc = bk,
+                .alpha = scale});
+        OnlineSoftmaxBlock(isa, w.s, w.m, w.l, w.acc, bq, bk, hs, i0, j0);
+        // acc[bq, hs] += P[bq, bk] @ v_rows[bk, hs]
+        Matmul({.m = bq,
+                .n = hs,
+                .k = bk,
+                .a = {Operand<In>(w.s, scratch_bf16, int64_t{bq} * bk), kIn, bk},
+                .b = {head.v + static_cast<long>(j0) * head.ld, kIn, head.ld},
+                .c = w.acc,
+                .c_type = NumType::kF32,
+                .ldc = hs,
+                .accumulate = true});
       }
-      if (kDense) {
-        for (int part = 0; part < 3; ++part) {  // q, k, v
-          AddRows(isa, strided_dq + part * C, ld, dense_grads + part * th, T, hs);
+      for (int r = 0; r < bq; ++r) {
+        const float inv = 1.0f / w.l[r];
+        In* o = out + (static_cast<long>(b) * T + i0 + r) * C + h * hs;
+        float* a = w.acc + r * hs;
+        for (int d = 0; d < hs; ++d) a[d] *= inv;
+        if constexpr (std::is_same_v<In, uint16_t>) {
+          base::ToBf16(o, a, hs);
+        } else {
+          std::copy(a, a + hs, o);
         }
+        row_lse[i0 + r] = w.m[r] + std::log(w.l[r]);
       }
     }
-  }
+  });
+}
+
+template <typename In>
+void Backward(float* dqkv, float* scratch_base, uint16_t* scratch_bf16_base, const In* dout,
+              const In* qkv, const In* out, const float* lse, int batch, int seq_len, int channels,
+              int heads, int scratch_slots) {
+  constexpr NumType kIn = kInType<In>;
+  const int T = seq_len, C = channels, hs = C / heads, ld = 3 * C;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const KernelIsa isa = BestKernelIsa();
+  constexpr bool kDense = std::is_same_v<In, uint16_t>;
+  const long th = static_cast<long>(T) * hs;
+  const SlotSizes sizes = SlotSizesOf<In>(T, hs);
+  ForEachHead(batch, heads, scratch_slots, [&](int b, int h, int slot) {
+    float* scratch = scratch_base + slot * sizes.floats;
+    uint16_t* scratch_bf16 = kDense ? scratch_bf16_base + slot * sizes.bf16 : nullptr;
+    const Scratch w = Carve(scratch, hs);
+    uint16_t* dense_bf16 = kDense ? scratch_bf16 + int64_t{kFlashBlock} * kFlashBlock : nullptr;
+    // bf16: the head's dq, dk, dv as dense blocks after the fp32 scratch,
+    // added into the strided dqkv once the head is done.
+    float* dense_grads = kDense ? scratch + FlashAttentionScratchFloats(T, hs) : nullptr;
+    const long qkv_offset = static_cast<long>(b) * T * ld + h * hs;
+    const long o_offset = static_cast<long>(b) * T * C + h * hs;
+    const In* o = out + o_offset;
+    const In* d_o = dout + o_offset;
+    const HeadOperands<In> head = Head<In>(qkv + qkv_offset, d_o, T, C, hs, dense_bf16);
+    float* const strided_dq = dqkv + qkv_offset;
+    float* dq = kDense ? dense_grads : strided_dq;
+    float* dk = kDense ? dense_grads + th : strided_dq + C;
+    float* dv = kDense ? dense_grads + 2 * th : strided_dq + 2 * C;
+    const int ldg = kDense ? hs : ld;
+    if (kDense) std::fill(dense_grads, dense_grads + 3 * th, 0.0f);
+    const float* row_lse = lse + (static_cast<long>(b) * heads + h) * T;
+    // The forward's accumulator is idle in the backward: it widens rows.
+    HeadRowDots<In>(isa, w.d, d_o, o, T, hs, C, w.acc);
+    for (int i0 = 0; i0 < T; i0 += kFlashBlock) {
+      const int bq = std::min(kFlashBlock, T - i0);
+      const In* q_rows = head.q + static_cast<long>(i0) * head.ld;
+      const In* do_rows = head.d_o + static_cast<long>(i0) * head.ld_do;
+      for (int j0 = 0; j0 <= i0 + bq - 1; j0 += kFlashBlock) {
+        const int bk = std::min(kFlashBlock, T - j0);
+        const In* k_rows = head.k + static_cast<long>(j0) * head.ld;
+        const In* v_rows = head.v + static_cast<long>(j0) * head.ld;
+        const int64_t block = int64_t{bq} * bk;
+        Matmul({.m = bq,
+                .n = bk,
+                .k = hs,
+                .a = {q_rows, kIn, head.ld},
+                .b = {k_rows, kIn, head.ld, /*transposed=*/true},
+                .c = w.s,
+                .c_type = NumType::kF32,
+                .ldc = bk,
+                .alpha = scale});
+        ProbabilitiesFromLse(isa, w.s, row_lse, bq, bk, i0, j0);
+        // dv_rows[bk, hs] += P^T[bk, bq] @ dout_rows[bq, hs]
+        Matmul({.m = bk,
+                .n = hs,
+                .k = bq,
+                .a = {Operand<In>(w.s, scratch_bf16, block), kIn, bk, /*transposed=*/true},
+                .b = {do_rows, kIn, head.ld_do},
+                .c = dv + static_cast<long>(j0) * ldg,
+                .c_type = NumType::kF32,
+                .ldc = ldg,
+                .accumulate = true});
+        // dP[bq, bk] = dout_rows[bq, hs] @ v_rows[bk, hs]^T
+        Matmul({.m = bq,
+                .n = bk,
+                .k = hs,
+                .a = {do_rows, kIn, head.ld_do},
+                .b = {v_rows, kIn, head.ld, /*transposed=*/true},
+                .c = w.dp,
+                .c_type = NumType::kF32,
+                .ldc = bk});
+        // dS = P (dP - D): masked entries have P = 0, so dS = 0 there.
+        ScoreGradientBlock(isa, w.dp, w.s, w.d + i0, bq, bk);
+        // The bf16 copy of P was consumed by dV's product: it now holds dS.
+        const void* ds = Operand<In>(w.dp, scratch_bf16, block);
+        // dq_rows[bq, hs] += scale dS[bq, bk] @ k_rows[bk, hs]
+        Matmul({.m = bq,
+                .n = hs,
+                .k = bk,
+                .a = {ds, kIn, bk},
+                .b = {k_rows, kIn, head.ld},
+                .c = dq + static_cast<long>(i0) * ldg,
+                .c_type = NumType::kF32,
+                .ldc = ldg,
+                .alpha = scale,
+                .accumulate = true});
+        // dk_rows[bk, hs] += scale dS^T[bk, bq] @ q_rows[bq, hs]
+        Matmul({.m = bk,
+                .n = hs,
+                .k = bq,
+                .a = {ds, kIn, bk, /*transposed=*/true},
+                .b = {q_rows, kIn, head.ld},
+                .c = dk + static_cast<long>(j0) * ldg,
+                .c_type = NumType::kF32,
+                .ldc = ldg,
+                .alpha = scale,
+                .accumulate = true});
+      }
+    }
+    if (kDense) {
+      for (int part = 0; part < 3; ++part) {  // q, k, v
+        AddRows(isa, strided_dq + part * C, ld, dense_grads + part * th, T, hs);
+      }
+    }
+  });
 }
 
 }  // namespace
 
 void FlashAttentionForward(float* out, float* lse, float* scratch, const float* qkv, int batch,
-                           int seq_len, int channels, int heads) {
-  Forward<float>(out, lse, scratch, nullptr, qkv, batch, seq_len, channels, heads);
+                           int seq_len, int channels, int heads, int scratch_slots) {
+  Forward<float>(out, lse, scratch, nullptr, qkv, batch, seq_len, channels, heads, scratch_slots);
 }
 
 void FlashAttentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                             const float* out, const float* lse, int batch, int seq_len,
-                            int channels, int heads) {
-  Backward<float>(dqkv, scratch, nullptr, dout, qkv, out, lse, batch, seq_len, channels, heads);
+                            int channels, int heads, int scratch_slots) {
+  Backward<float>(dqkv, scratch, nullptr, dout, qkv, out, lse, batch, seq_len, channels, heads,
+                  scratch_slots);
 }
 
 void FlashAttentionForwardBf16(uint16_t* out, float* lse, float* scratch, uint16_t* scratch_bf16,
-                               const uint16_t* qkv, int batch, int seq_len, int channels,
-                               int heads) {
-  Forward<uint16_t>(out, lse, scratch, scratch_bf16, qkv, batch, seq_len, channels, heads);
+                               const uint16_t* qkv, int batch, int seq_len, int channels, int heads,
+                               int scratch_slots) {
+  Forward<uint16_t>(out, lse, scratch, scratch_bf16, qkv, batch, seq_len, channels, heads,
+                    scratch_slots);
 }
 
 void FlashAttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
                                 const uint16_t* dout, const uint16_t* qkv, const uint16_t* out,
-                                const float* lse, int batch, int seq_len, int channels,
-                                int heads) {
+                                const float* lse, int batch, int seq_len, int channels, int heads,
+                                int scratch_slots) {
   Backward<uint16_t>(dqkv, scratch, scratch_bf16, dout, qkv, out, lse, batch, seq_len, channels,
-                     heads);
+                     heads, scratch_slots);
 }
 
 }  // namespace fsdp

@@ -20,7 +20,10 @@
 //
 // Deterministic: every sum runs in a fixed order for a given shape and
 // block size. Equal to the naive attention within fp32 rounding (the
-// softmax's sums are grouped differently), not bit for bit.
+// softmax's sums are grouped differently), not bit for bit. Heads run on the
+// compute threads with a scratch per thread, as the standard attention's
+// (fsdp/nn/attention.h): `scratch` (and `scratch_bf16`) hold `scratch_slots`
+// consecutive copies of the sizes below.
 #ifndef FSDP_NN_FLASH_ATTENTION_H_
 #define FSDP_NN_FLASH_ATTENTION_H_
 
@@ -31,12 +34,12 @@
 namespace fsdp {
 
 void FlashAttentionForward(float* out, float* lse, float* scratch, const float* qkv, int batch,
-                           int seq_len, int channels, int heads);
+                           int seq_len, int channels, int heads, int scratch_slots = 1);
 
 // ADDS into dqkv. `out` and `lse` are the forward's.
 void FlashAttentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                             const float* out, const float* lse, int batch, int seq_len,
-                            int channels, int heads);
+                            int channels, int heads, int scratch_slots = 1);
 
 // The bf16 compute mode: the same attention with its products on bf16
 // operands (fp32 accumulation): qkv, and in the backward the output
@@ -46,13 +49,13 @@ void FlashAttentionBackward(float* dqkv, float* scratch, const float* dout, cons
 // FlashAttentionBf16ScratchElements (fsdp/nn/flash_attention_layout.h): one
 // block's probabilities, then its d scores, as a product's operand, and the
 // head's operands and gradients as dense blocks.
-void FlashAttentionForwardBf16(uint16_t* out, float* lse, float* scratch,
-                               uint16_t* scratch_bf16, const uint16_t* qkv, int batch, int seq_len, int channels,
-                               int heads);
+void FlashAttentionForwardBf16(uint16_t* out, float* lse, float* scratch, uint16_t* scratch_bf16,
+                               const uint16_t* qkv, int batch, int seq_len, int channels, int heads,
+                               int scratch_slots = 1);
 void FlashAttentionBackwardBf16(float* dqkv, float* scratch, uint16_t* scratch_bf16,
                                 const uint16_t* dout, const uint16_t* qkv, const uint16_t* out,
-                                const float* lse, int batch, int seq_len, int channels,
-                                int heads);
+                                const float* lse, int batch, int seq_len, int channels, int heads,
+                                int scratch_slots = 1);
 
 }  // namespace fsdp
 

@@ -72,15 +72,10 @@ GptModel::GptModel(const GptConfig& config, int micro_batch, MemoryTracker* trac
 
 absl::Status GptModel::AllocateWorkspace() {
   const int64_t btc = int64_t{micro_batch_} * config_.seq_len * config_.d_model;
-  const int64_t tt = AttentionBackwardScratchFloats(config_.seq_len);
   const int head_size = config_.d_model / config_.heads;
   const bool bf16 = compute_dtype_ == comm::Dtype::kBFloat16;
-  const int64_t attention_scratch =
-      config_.flash_attention
-          ? (bf16 ? FlashAttentionBf16ScratchFloats(config_.seq_len, head_size)
-                  : FlashAttentionScratchFloats(config_.seq_len, head_size))
-      : bf16 ? AttentionBf16ScratchFloats(config_.seq_len, head_size)
-             : tt;
+  attention_ = AttentionScratchOf(config_.flash_attention, bf16, config_.seq_len, head_size,
+                                  config_.compute_threads);
   MemoryTracker& tracker = *tracker_;
   const MemoryCategory ws = MemoryCategory::kWorkspace;
   FSDP_ASSIGN_OR_RETURN(d_residual_, tracker.Allocate<float>(ws, btc, "gpt d_residual"));
@@ -88,8 +83,8 @@ absl::Status GptModel::AllocateWorkspace() {
   FSDP_ASSIGN_OR_RETURN(d_wide1_, tracker.Allocate<float>(ws, 4 * btc, "gpt d_wide1"));
   FSDP_ASSIGN_OR_RETURN(dout_copy_, DtypeBuffer::Allocate(tracker, ws, compute_dtype_, 4 * btc,
                                                           "gpt dout (compute dtype)"));
-  FSDP_ASSIGN_OR_RETURN(attention_scratch_, tracker.Allocate<float>(ws, attention_scratch,
-                                                                    "gpt attention scratch"));
+  FSDP_ASSIGN_OR_RETURN(attention_scratch_,
+                        tracker.Allocate<float>(ws, attention_.floats, "gpt attention scratch"));
   if (!bf16) return absl::OkStatus();
   int64_t max_unit = 0, max_small = 0;
   for (const UnitSpec& u : units_) {
@@ -103,11 +98,8 @@ absl::Status GptModel::AllocateWorkspace() {
     FSDP_ASSIGN_OR_RETURN(params_bf16_,
                           tracker.Allocate<uint16_t>(ws, max_unit, "gpt params bf16"));
   }
-  const int64_t probs_bf16 = config_.flash_attention
-                                 ? FlashAttentionBf16ScratchElements(config_.seq_len, head_size)
-                                 : AttentionBf16ScratchElements(config_.seq_len, head_size);
   FSDP_ASSIGN_OR_RETURN(probs_bf16_,
-                        tracker.Allocate<uint16_t>(ws, probs_bf16, "gpt probs bf16"));
+                        tracker.Allocate<uint16_t>(ws, attention_.bf16_elements, "gpt probs bf16"));
   return absl::OkStatus();
 }
 
@@ -426,10 +418,10 @@ void GptModel::BlockForwardRows(int layer, const UnitParams& p, bool through_out
   LinearForward(b.qkv, b.ln1, p.W(kQkvWeight), p.F(kQkvBias), n, C, 3 * C);
   if (config_.flash_attention) {
     FlashAttentionForward(b.att, b.lse, attention_scratch_.data(), probs_bf16_.data(), b.qkv,
-                          r.count, seq_, C, config_.heads);
+                          r.count, seq_, C, config_.heads, attention_.slots);
   } else {
     AttentionForward(b.att, b.att_probs, attention_scratch_.data(), probs_bf16_.data(), b.qkv,
-                     r.count, seq_, C, config_.heads);
+                     r.count, seq_, C, config_.heads, attention_.slots);
   }
   LinearForward(Fp32(b.res2, nc), b.att, p.W(kAttnProjWeight), p.F(kAttnProjBias), n, C, C);
   ResidualForward(b.res2, b.res2, b.x, nc);
@@ -511,10 +503,10 @@ void GptModel::BlockBackwardRows(int layer, const UnitParams& p, const GradsOut&
   if (config_.flash_attention) {
     Zero(d_wide1_, 3 * nc);  // the blocked backward adds into dqkv; the standard one writes it
     FlashAttentionBackward(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), datt,
-                           b.qkv, b.att, b.lse, r.count, seq_, C, config_.heads);
+                           b.qkv, b.att, b.lse, r.count, seq_, C, config_.heads, attention_.slots);
   } else {
-    AttentionBackward(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), datt,
-                      b.qkv, b.att_probs, r.count, seq_, C, config_.heads);
+    AttentionBackward(d_wide1_.data(), attention_scratch_.data(), probs_bf16_.data(), datt, b.qkv,
+                      b.att_probs, r.count, seq_, C, config_.heads, attention_.slots);
   }
   const ConstDtypeSpan dqkv = BiasGradientAndComputeCopy(g.F(kQkvBias), dout_copy_.span(),
                                                          d_wide1_.data(), n, 3 * C, write);

@@ -37,6 +37,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "fsdp/memory/memory_tracker.h"
+#include "fsdp/nn/attention_layout.h"
 #include "fsdp/nn/dtype_buffer.h"
 #include "fsdp/nn/gpt_spec.h"
 #include "fsdp/nn/model.h"
@@ -243,6 +244,7 @@ class GptModel : public Model {
   DtypeBuffer dout_copy_;
   // Attention's backward scratch: (T, T) d scores for the standard one,
   // FlashAttentionScratchFloats for flash (whose forward uses it too).
+  AttentionScratch attention_;  // its sizes and slots (fsdp/nn/attention_layout.h)
   FloatBuffer attention_scratch_;
   // bf16 compute workspace: one unit's parameters in bf16 (fp32 parameters)
   // or its 1-D parameters in fp32 (bf16 parameters), and one head's

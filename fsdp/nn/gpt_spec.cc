@@ -102,12 +102,9 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
   // What attention saves per block and the scratch its backward needs.
   const int64_t attention_saved = config.flash_attention ? B * H * T : B * H * T * T;
   const int head_size = config.d_model / config.heads;
-  const int64_t attention_scratch =
-      config.flash_attention
-          ? (bf16_compute ? FlashAttentionBf16ScratchFloats(config.seq_len, head_size)
-                                 : FlashAttentionScratchFloats(config.seq_len, head_size))
-      : bf16_compute ? AttentionBf16ScratchFloats(config.seq_len, head_size)
-                     : T * T;
+  const AttentionScratch attention = AttentionScratchOf(
+      config.flash_attention, bf16_compute, config.seq_len, head_size, config.compute_threads);
+  const int64_t attention_scratch = attention.floats;
   GptActivationBreakdown r;
   r.layers = config.layers;
   r.embedding_bytes = kFloat * B * T * C + kInt32 * B * T;
@@ -133,9 +130,7 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
     // fp32 copy of its 1-D ones), an output gradient, and one head's
     // probabilities and dense q, k, v, output gradient (standard) or one
     // block pair's (flash).
-    const int64_t probs_bf16 = config.flash_attention
-                                   ? FlashAttentionBf16ScratchElements(config.seq_len, head_size)
-                                   : AttentionBf16ScratchElements(config.seq_len, head_size);
+    const int64_t probs_bf16 = attention.bf16_elements;
     const int64_t params_copy =
       config.param_dtype == comm::Dtype::kBFloat16 ? kFloat * max_small : kBf16 * max_unit;
     // fp32: d_residual, d_narrow (1 BTC each) and d_wide1 (4); no d_wide2,

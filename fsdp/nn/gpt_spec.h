@@ -57,6 +57,11 @@ struct GptConfig {
   // per_sequence_products): the exact mode's model (docs/exact.md), which
   // takes exact (int64) gradients only. Either precision.
   bool per_sequence_products = false;
+  // The rank's compute threads (--threads, resolved): the standard
+  // attention runs its heads on them, each thread with its own scratch
+  // (fsdp/nn/attention_layout.h), which the memory formulas count. 1: the
+  // heads in order, one scratch.
+  int compute_threads = 1;
 };
 
 // OK, or InvalidArgument naming the bad field: all sizes positive, heads

@@ -172,8 +172,11 @@ FSDP_SIMD_INLINE void LayerNormParamGradBody(float* dweight, float* dbias, const
       const float m = mean[i], s = rstd[i];
       for (int v = 0; v < vectors; ++v) {
         const int lanes = std::min(kLanes, width - v * kLanes);
-        const F16 dv = simd::LoadPartial(dout + row + v * kLanes, lanes, 0.0f);
-        const F16 xhat = (simd::LoadPartial(inp + row + v * kLanes, lanes, 0.0f) - m) * s;
+        // LoadUpTo: a whole vector is one load; LoadPartial's variable-length
+        // copy through the stack called memmove for every vector of every
+        // row (1.8% of a bf16 step at 1 rank x 2 threads, 2026-12-08).
+        const F16 dv = simd::LoadUpTo(dout + row + v * kLanes, lanes);
+        const F16 xhat = (simd::LoadUpTo(inp + row + v * kLanes, lanes) - m) * s;
         db[v] = db[v] + dv;
         dw[v] = dw[v] + xhat * dv;
       }

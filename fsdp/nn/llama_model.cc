@@ -83,11 +83,7 @@ absl::Status LlamaModel::AllocateWorkspace() {
   const int64_t proj_width = int64_t{config_.heads + 2 * config_.kv_heads} * hs;
   const int64_t wide = std::max(2 * F, 3 * C);
   const bool bf16 = IsBf16(config_.compute_dtype);
-  const int64_t attention_scratch =
-      config_.flash_attention
-          ? (bf16 ? FlashAttentionBf16ScratchFloats(T, hs) : FlashAttentionScratchFloats(T, hs))
-      : bf16 ? AttentionBf16ScratchFloats(T, hs)
-             : AttentionBackwardScratchFloats(T);
+  attention_ = AttentionScratchOf(config_.flash_attention, bf16, T, hs, config_.compute_threads);
   MemoryTracker& tracker = *tracker_;
   const MemoryCategory ws = MemoryCategory::kWorkspace;
   FSDP_ASSIGN_OR_RETURN(rope_table_,
@@ -98,8 +94,8 @@ absl::Status LlamaModel::AllocateWorkspace() {
   FSDP_ASSIGN_OR_RETURN(d_hidden_, tracker.Allocate<float>(ws, bt * F, "llama d_hidden"));
   FSDP_ASSIGN_OR_RETURN(d_wide_, tracker.Allocate<float>(ws, bt * wide, "llama d_wide"));
   FSDP_ASSIGN_OR_RETURN(proj_, tracker.Allocate<float>(ws, bt * proj_width, "llama qkv proj"));
-  FSDP_ASSIGN_OR_RETURN(attention_scratch_, tracker.Allocate<float>(ws, attention_scratch,
-                                                                    "llama attention scratch"));
+  FSDP_ASSIGN_OR_RETURN(attention_scratch_,
+                        tracker.Allocate<float>(ws, attention_.floats, "llama attention scratch"));
   if (config_.tie_embeddings) {
     const int64_t vc = int64_t{config_.vocab} * C;
     FSDP_ASSIGN_OR_RETURN(tied_weight_, DtypeBuffer::Allocate(tracker, ws, config_.compute_dtype,
@@ -123,10 +119,8 @@ absl::Status LlamaModel::AllocateWorkspace() {
     FSDP_ASSIGN_OR_RETURN(params_bf16_,
                           tracker.Allocate<uint16_t>(ws, max_unit, "llama params bf16"));
   }
-  const int64_t probs_bf16 = config_.flash_attention ? FlashAttentionBf16ScratchElements(T, hs)
-                                                     : AttentionBf16ScratchElements(T, hs);
-  FSDP_ASSIGN_OR_RETURN(probs_bf16_,
-                        tracker.Allocate<uint16_t>(ws, probs_bf16, "llama attention bf16"));
+  FSDP_ASSIGN_OR_RETURN(probs_bf16_, tracker.Allocate<uint16_t>(ws, attention_.bf16_elements,
+                                                                "llama attention bf16"));
   return absl::OkStatus();
 }
 
@@ -320,11 +314,11 @@ void LlamaModel::BlockForwardCompute(int layer, const UnitOperands& p, bool thro
   Product(Fp32(proj_.data(), n * shape.proj_width()), a.rms1.span(), p.W(kQ, 3), C, proj_width);
   RotaryQkvForward(a.qkv.span(), proj_.data(), rope_table_.data(), config_.seq_len, shape);
   if (config_.flash_attention) {
-    FlashAttentionForward(a.att.span(), a.lse.data(), attention_scratch_.data(),
-                          probs_bf16_.data(), a.qkv.span(), batch_, seq_, C, H);
+    FlashAttentionForward(a.att.span(), a.lse.data(), attention_scratch_.data(), probs_bf16_.data(),
+                          a.qkv.span(), batch_, seq_, C, H, attention_.slots);
   } else {
     AttentionForward(a.att.span(), a.att_probs.span(), attention_scratch_.data(),
-                     probs_bf16_.data(), a.qkv.span(), batch_, seq_, C, H);
+                     probs_bf16_.data(), a.qkv.span(), batch_, seq_, C, H, attention_.slots);
   }
   Product(Fp32(a.res2.data(), nc), a.att.span(), p.W(kO), C, C);
   ResidualForward(a.res2.data(), a.res2.data(), x, nc);
@@ -404,12 +398,12 @@ void LlamaModel::BlockBackwardRows(int layer, const UnitOperands& p, const UnitG
     // The blocked backward adds into dqkv; the standard one writes it.
     std::fill(d_wide_.data(), d_wide_.data() + 3 * nc, 0.0f);
     FlashAttentionBackward(d_wide_.data(), attention_scratch_.data(), probs_bf16_.data(), datt, qkv,
-                           att, a.lse.data() + head_rows, r.count, seq_, C, H);
+                           att, a.lse.data() + head_rows, r.count, seq_, C, H, attention_.slots);
   } else {
     const ConstDtypeSpan probs =
         a.att_probs.span().subspan(head_rows * seq_, int64_t{r.count} * H * seq_ * seq_);
     AttentionBackward(d_wide_.data(), attention_scratch_.data(), probs_bf16_.data(), datt, qkv,
-                      probs, r.count, seq_, C, H);
+                      probs, r.count, seq_, C, H, attention_.slots);
   }
   RotaryQkvBackward(proj_.data(), d_wide_.data(), rope_table_.data(), config_.seq_len, shape);
   const ConstDtypeSpan dproj = ComputeCopy(CopyScratch(), proj_.data(), n * shape.proj_width());

@@ -40,6 +40,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "fsdp/memory/memory_tracker.h"
+#include "fsdp/nn/attention_layout.h"
 #include "fsdp/nn/dtype_buffer.h"
 #include "fsdp/nn/grouped_query.h"
 #include "fsdp/nn/llama_spec.h"
@@ -177,6 +178,7 @@ class LlamaModel : public Model {
   FloatBuffer d_wide_;       // (B, T, max(2F, 3C)): d gate_up, then d qkv
   FloatBuffer proj_;         // (B, T, (H + 2 KV) hs): the q, k, v projection, then its gradient
   DtypeBuffer dout_copy_;    // (B, T, max(2F, 3C)) bf16 compute only: the products' output gradients
+  AttentionScratch attention_;  // its sizes and slots (fsdp/nn/attention_layout.h)
   FloatBuffer attention_scratch_;
   TrackedBuffer<uint16_t> params_bf16_;  // bf16 compute, fp32 parameters
   FloatBuffer small_params_;             // bf16 parameters: one unit's 1-D ones in fp32

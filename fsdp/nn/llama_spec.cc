@@ -125,12 +125,9 @@ GptActivationBreakdown LlamaActivationBytesByUnit(const LlamaConfig& c, int micr
   const int64_t kFloat = 4, kInt32 = 4, kBf16 = 2;
   const int64_t attention_saved =
       c.flash_attention ? kFloat * B * H * T : s * B * H * T * T;
-  const int64_t attention_scratch =
-      c.flash_attention
-          ? (bf16 ? FlashAttentionBf16ScratchFloats(c.seq_len, hs)
-                  : FlashAttentionScratchFloats(c.seq_len, hs))
-      : bf16 ? AttentionBf16ScratchFloats(c.seq_len, hs)
-             : T * T;
+  const AttentionScratch attention =
+      AttentionScratchOf(c.flash_attention, bf16, c.seq_len, hs, c.compute_threads);
+  const int64_t attention_scratch = attention.floats;
   GptActivationBreakdown r;
   r.layers = c.layers;
   r.embedding_bytes = kFloat * n * C + kInt32 * n;
@@ -145,9 +142,7 @@ GptActivationBreakdown LlamaActivationBytesByUnit(const LlamaConfig& c, int micr
       max_unit = std::max(max_unit, u.numel());
       max_small = std::max(max_small, SmallParamNumel(u));
     }
-    const int64_t attention_bf16 = c.flash_attention
-                                       ? FlashAttentionBf16ScratchElements(c.seq_len, hs)
-                                       : AttentionBf16ScratchElements(c.seq_len, hs);
+    const int64_t attention_bf16 = attention.bf16_elements;
     r.workspace_bytes += kBf16 * (n * X + attention_bf16) +
                          (c.param_dtype == comm::Dtype::kBFloat16 ? kFloat * max_small
                                                                   : kBf16 * max_unit);

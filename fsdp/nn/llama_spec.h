@@ -59,6 +59,11 @@ struct LlamaConfig {
   // Not with tied embeddings (the head's share of the embedding's gradient
   // would need per-sequence sums of its own).
   bool per_sequence_products = false;
+  // The rank's compute threads (--threads, resolved): the standard
+  // attention runs its heads on them, each thread with its own scratch
+  // (fsdp/nn/attention_layout.h), which the memory formulas count. 1: the
+  // heads in order, one scratch.
+  int compute_threads = 1;
 };
 
 // Llama's rule for the SwiGLU width: floor(8 d_model / 3) rounded up to a

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -137,11 +138,23 @@ PrimitiveKey KeyOf(const MatmulArgs& x) {
 
 struct CachedPrimitive {
   dnnl::matmul primitive;
-  dnnl::memory a, b, c, bias;
-  // Built once: dnnl::memory is a handle, so set_data_handle on a, b, c and
-  // bias retargets these entries too (no map built per call).
-  std::unordered_map<int, dnnl::memory> args;
+  dnnl::memory::desc a, b, c, bias, scratchpad;
+  bool has_bias = false;
   std::string implementation;
+};
+
+// A primitive's operands as one thread binds them: dnnl::memory is a handle,
+// so set_data_handle retargets these and the argument map built once with
+// them (no map built per call). Per thread, so that threads may run products
+// at once (attention's heads on the compute threads): a primitive may be
+// executed by several threads at once, each with its own arguments and its
+// own scratchpad. The scratchpad is ours (scratchpad_mode::user): oneDNN's
+// own, in a build without DNNL_ENABLE_CONCURRENT_EXEC (Debian's), is one
+// buffer that primitives share, and two heads' products running at once
+// through it gave a different loss at every run.
+struct BoundOperands {
+  dnnl::memory a, b, c, bias, scratchpad;
+  std::unordered_map<int, dnnl::memory> args;
 };
 
 class OneDnn {
@@ -151,8 +164,10 @@ class OneDnn {
     return *instance;
   }
 
-  // Null when oneDNN has no implementation for this combination.
+  // Null when oneDNN has no implementation for this combination. Entries are
+  // never removed: the pointer stays valid.
   CachedPrimitive* Find(const MatmulArgs& x) {
+    std::lock_guard<std::mutex> lock(mu_);
     const PrimitiveKey key = KeyOf(x);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second.get();
@@ -162,17 +177,37 @@ class OneDnn {
     return raw;
   }
 
-  void Run(CachedPrimitive& p, const MatmulArgs& x) {
-    p.a.set_data_handle(const_cast<void*>(x.a.data));
-    p.b.set_data_handle(const_cast<void*>(x.b.data));
-    p.c.set_data_handle(x.c);
-    if (x.bias != nullptr) p.bias.set_data_handle(const_cast<float*>(x.bias));
-    p.primitive.execute(stream_, p.args);
-    stream_.wait();
+  void Run(const CachedPrimitive& p, const MatmulArgs& x) {
+    thread_local dnnl::stream stream(engine_);
+    thread_local std::unordered_map<const CachedPrimitive*, BoundOperands> bound;
+    thread_local std::vector<std::byte> scratchpad;  // the largest any product here needed
+    const size_t scratchpad_bytes = p.scratchpad.get_size();
+    if (scratchpad.size() < scratchpad_bytes) scratchpad.resize(scratchpad_bytes);
+    auto [it, fresh] = bound.try_emplace(&p);
+    BoundOperands& o = it->second;
+    if (fresh) {
+      o.a = dnnl::memory(p.a, engine_, nullptr);
+      o.b = dnnl::memory(p.b, engine_, nullptr);
+      o.c = dnnl::memory(p.c, engine_, nullptr);
+      o.bias = dnnl::memory(p.bias, engine_, nullptr);
+      o.scratchpad = dnnl::memory(p.scratchpad, engine_, nullptr);
+      o.args = {{DNNL_ARG_SRC, o.a},
+                {DNNL_ARG_WEIGHTS, o.b},
+                {DNNL_ARG_DST, o.c},
+                {DNNL_ARG_SCRATCHPAD, o.scratchpad}};
+      if (p.has_bias) o.args.emplace(DNNL_ARG_BIAS, o.bias);
+    }
+    o.scratchpad.set_data_handle(scratchpad.data());
+    o.a.set_data_handle(const_cast<void*>(x.a.data));
+    o.b.set_data_handle(const_cast<void*>(x.b.data));
+    o.c.set_data_handle(x.c);
+    if (x.bias != nullptr) o.bias.set_data_handle(const_cast<float*>(x.bias));
+    p.primitive.execute(stream, o.args);
+    stream.wait();
   }
 
  private:
-  OneDnn() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+  OneDnn() : engine_(dnnl::engine::kind::cpu, 0) {}
 
   std::unique_ptr<CachedPrimitive> Make(const MatmulArgs& x) {
     try {
@@ -183,6 +218,7 @@ class OneDnn {
       const dnnl::memory::desc bias_md({1, x.n}, dnnl::memory::data_type::f32,
                                        dnnl::memory::dims{x.n, 1});
       dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // see BoundOperands
       if (x.alpha != 1.0f) attr.set_output_scales(0, {x.alpha});
       if (x.accumulate) {
         dnnl::post_ops ops;
@@ -195,12 +231,12 @@ class OneDnn {
       const dnnl::matmul::primitive_desc pd(desc, attr, engine_);
       auto made = std::make_unique<CachedPrimitive>();
       made->primitive = dnnl::matmul(pd);
-      made->a = dnnl::memory(a_md, engine_, nullptr);
-      made->b = dnnl::memory(b_md, engine_, nullptr);
-      made->c = dnnl::memory(c_md, engine_, nullptr);
-      made->bias = dnnl::memory(bias_md, engine_, nullptr);
-      made->args = {{DNNL_ARG_SRC, made->a}, {DNNL_ARG_WEIGHTS, made->b}, {DNNL_ARG_DST, made->c}};
-      if (x.bias != nullptr) made->args.emplace(DNNL_ARG_BIAS, made->bias);
+      made->a = a_md;
+      made->b = b_md;
+      made->c = c_md;
+      made->bias = bias_md;
+      made->scratchpad = pd.scratchpad_desc();
+      made->has_bias = x.bias != nullptr;
       made->implementation = pd.impl_info_str();
       return made;
     } catch (const dnnl::error& e) {
@@ -209,18 +245,13 @@ class OneDnn {
   }
 
   dnnl::engine engine_;
-  dnnl::stream stream_;
+  std::mutex mu_;  // guards cache_: tests run models on several threads
   std::map<PrimitiveKey, std::unique_ptr<CachedPrimitive>> cache_;
 };
 
-// One lock for the primitive cache: layers call Matmul from one thread, but a
-// test may run models on several.
-std::mutex g_onednn_mu;
-
 void OneDnnMatmul(const MatmulArgs& x) {
-  std::lock_guard<std::mutex> lock(g_onednn_mu);
   OneDnn& dnn = OneDnn::Get();
-  CachedPrimitive* p = dnn.Find(x);
+  const CachedPrimitive* p = dnn.Find(x);
   if (p == nullptr) {
     OpenBlasMatmul(x);
     return;
@@ -289,8 +320,11 @@ void Matmul(const MatmulArgs& x) {
   } else {
     OpenBlasMatmul(x);
   }
-  const int64_t ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+  int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+  // The counters report wall time: a product that ran beside the team's other
+  // threads' products (attention's heads) counts its share, as if the team
+  // were equally busy.
+  if (omp_in_parallel()) ns /= omp_get_num_threads();
   AddStats(ns, 2.0 * static_cast<double>(x.m) * x.n * x.k);
 }
 
@@ -392,8 +426,7 @@ std::string MatmulKernelDescription(MatmulBackend backend) {
   Sample sample(64, 64, 64);
   std::string f32, bf16;
   {
-    std::lock_guard<std::mutex> lock(g_onednn_mu);
-    CachedPrimitive* p = OneDnn::Get().Find(sample.Args(NumType::kF32));
+    const CachedPrimitive* p = OneDnn::Get().Find(sample.Args(NumType::kF32));
     f32 = p != nullptr ? p->implementation : "unsupported";
     p = OneDnn::Get().Find(sample.Args(NumType::kBF16));
     bf16 = p != nullptr ? p->implementation : "unsupported (widened to fp32 on OpenBLAS)";

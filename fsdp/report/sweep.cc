@@ -142,6 +142,9 @@ absl::StatusOr<TrainOptions> TrainOptionsForPoint(const MemoryPoint& point, int 
   options.attention = point.config.flash_attention ? Attention::kFlash : Attention::kStandard;
   options.micro_batch = point.micro_batch;
   options.accum = point.accum;
+  // The point's threads, not the machine's default: each holds an attention
+  // scratch (GptConfig::compute_threads) that the prediction counts.
+  options.threads = point.config.compute_threads;
   options.steps = steps;
   options.warmup_steps = 0;
   options.optimizer = OptimizerKind::kAdamW;

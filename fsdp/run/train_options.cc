@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "fsdp/nn/compute_threads.h"
 #include "fsdp/nn/matmul.h"
 
 namespace fsdp {
@@ -261,6 +262,12 @@ std::string TrainOptionsToString(const TrainOptions& o) {
                          " checkpoint_every=", o.checkpoint_every,
                          " keep_checkpoints=", o.keep_checkpoints)) +
          family;
+}
+
+int ResolvedComputeThreads(const TrainOptions& options) {
+  if (options.sharding.precision.reduction == ReductionKind::kExact) return 1;
+  // A launching parent (no LOCAL_WORLD_SIZE) speaks for its nproc local ranks.
+  return options.threads > 0 ? options.threads : DefaultComputeThreadsOfLocalRanks(options.nproc);
 }
 
 }  // namespace fsdp

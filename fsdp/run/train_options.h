@@ -194,6 +194,12 @@ struct TrainOptions {
 // max_gathers_in_flight >= 1, min_unit_numel >= 0, a readable --data file.
 absl::Status ValidateTrainOptions(const TrainOptions& options);
 
+// The compute threads a rank of this run uses: --threads, or 0's default
+// (this process's CPUs over the ranks on the host: LOCAL_WORLD_SIZE, or
+// --nproc in a process that will launch them, fsdp/nn/compute_threads.h);
+// 1 under --exact (one thread per product, docs/exact.md).
+int ResolvedComputeThreads(const TrainOptions& options);
+
 // The --group_size rule alone (also used by ValidateTrainOptions): 0 for
 // every strategy but hybrid_shard; for hybrid_shard 1..nproc dividing nproc.
 absl::Status ValidateGroupSize(Strategy strategy, int group_size, int nproc);

@@ -372,7 +372,7 @@ absl::StatusOr<std::unique_ptr<TrainingRun>> BuildRun(const TrainOptions& option
   }
   // --exact: one thread per product (docs/exact.md, "Products").
   const bool exact = options.sharding.precision.reduction == ReductionKind::kExact;
-  const int threads = exact ? 1 : options.threads > 0 ? options.threads : DefaultComputeThreads();
+  const int threads = ResolvedComputeThreads(options);
   FSDP_RETURN_IF_ERROR(SetComputeThreads(threads));
   FSDP_ASSIGN_OR_RETURN(ComputeBackendChoice backend,
                         SelectMatmulBackend(options.matmul_backend, world, options.comm_timeout));

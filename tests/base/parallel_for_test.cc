@@ -64,6 +64,33 @@ TEST(ParallelFor, TwoThreadsShareThePieces) {
   SetParallelThreads(1);
 }
 
+// Each piece sees the index of the thread that runs it: distinct threads have
+// distinct indices below ParallelThreads(), so a per-thread scratch is safe.
+TEST(ParallelFor, EachThreadHasItsOwnIndexBelowTheThreadCount) {
+  EXPECT_EQ(ParallelThreadIndex(), 0) << "outside a body";
+  for (int threads : {1, 2, 3}) {
+    SetParallelThreads(threads);
+    std::mutex mu;
+    std::set<std::pair<std::thread::id, int>> seen;
+    ParallelFor(64 * 30, 64, [&](int64_t, int64_t) {
+      std::lock_guard<std::mutex> lock(mu);
+      seen.emplace(std::this_thread::get_id(), ParallelThreadIndex());
+    });
+    std::set<int> indices;
+    std::set<std::thread::id> ids;
+    for (const auto& [id, index] : seen) {
+      EXPECT_GE(index, 0);
+      EXPECT_LT(index, threads);
+      indices.insert(index);
+      ids.insert(id);
+    }
+    EXPECT_EQ(seen.size(), ids.size()) << "one index per thread";
+    EXPECT_EQ(indices.size(), ids.size()) << "no two threads share an index";
+    EXPECT_EQ(static_cast<int>(ids.size()), ParallelForIsThreaded() ? threads : 1);
+  }
+  SetParallelThreads(1);
+}
+
 TEST(ParallelFor, AnotherThreadThanTheComputeThreadRunsSerially) {
   SetParallelThreads(2);
   Pieces seen;

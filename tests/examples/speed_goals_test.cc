@@ -74,9 +74,35 @@ TEST(SpeedGoalsTest, KeepsFiguresPrintedBeforeABadExit) {
   testing::internal::CaptureStdout();
   PrintSpeedGoals({{"bf16", "no_shard", 3027}}, r, r, /*amx=*/false);
   const std::string out = testing::internal::GetCapturedStdout();
-  EXPECT_NE(out.find("851 tok/s, peak RSS per rank 1.40, 1.40 GiB (its figures were printed"),
+  EXPECT_NE(out.find("851 tok/s at its best, 2 ranks x 1 thread (DDP over gloo), peak RSS per "
+                     "rank 1.40, 1.40 GiB (its figures were printed"),
             std::string::npos)
       << out;
+}
+
+// PyTorch at its best: the same global batch in each layout, nproc ranks x 1
+// thread and 1 process x nproc threads, and the faster is the reference.
+TEST(SpeedGoalsTest, KeepsTheFasterLayoutOfTheSameBatch) {
+  const std::string python = FakePython(
+      "python_layouts",
+      "case \"$*\" in\n"
+      "  *'--nproc=2 --threads=1 --micro_batch=4'*) rate=431;;\n"
+      "  *'--nproc=1 --threads=2 --micro_batch=8'*) rate=902;;\n"
+      "  *) exit 9;;\n"
+      "esac\n"
+      "echo 'loaded: torch 1.13 (stand-in)'\n"
+      "echo \"pytorch 1.13.0a0 bf16 autocast, some layout, 33739776 parameters: $rate tok/s; "
+      "peak RSS per rank 1.45 GiB\"");
+  PyTorchOptions options = Options(python);
+  options.nproc = 2;
+  options.micro_batch = 4;
+  const PyTorchResult r = RunPyTorchReference(options, /*bf16=*/true);
+  ASSERT_TRUE(r.ran) << r.why_not;
+  EXPECT_EQ(r.tokens_per_s, 902);
+  EXPECT_EQ(r.layout, "1 process x 2 threads");
+  EXPECT_EQ(r.loaded, "torch 1.13 (stand-in)");
+  ASSERT_EQ(r.others.size(), 1u);
+  EXPECT_EQ(r.others[0], "2 ranks x 1 thread (DDP over gloo): 431 tok/s");
 }
 
 TEST(SpeedGoalsTest, SaysWhyTheReferenceDidNotRun) {

@@ -68,30 +68,33 @@ int main(int argc, char** argv) {
     const double probs_bytes = 4.0 * B * H * T * T;
     double naive = 0, naive_bf16 = 0;
     if (probs_bytes <= 4.0 * (int64_t{1} << 30)) {  // the naive one needs B H T^2 floats
-      std::vector<float> probs(int64_t{B} * H * T * T), scratch(fsdp::AttentionBackwardScratchFloats(T));
+      // A scratch slot per thread: the heads run on the threads.
+      const int slots = absl::GetFlag(FLAGS_threads);
+      std::vector<float> probs(int64_t{B} * H * T * T),
+          scratch(slots * fsdp::AttentionBackwardScratchFloats(T));
       naive = 1e30;
       for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {
         const auto start = std::chrono::steady_clock::now();
         fsdp::AttentionForward(out.data(), probs.data(), qkv.data(), B, T, C, H);
         fsdp::AttentionBackward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), probs.data(),
-                                B, T, C, H);
+                                B, T, C, H, slots);
         naive = std::min(naive, Seconds(start));
       }
       // The bf16 compute mode's standard attention on the same values.
       const int hs = C / H;
       std::vector<uint16_t> qkv16(qkv.size()), dout16(dout.size()),
-          scratch16(fsdp::AttentionBf16ScratchElements(T, hs)), probs16(probs.size()),
+          scratch16(slots * fsdp::AttentionBf16ScratchElements(T, hs)), probs16(probs.size()),
           out16(out.size());
       base::ToBf16(qkv16.data(), qkv.data(), static_cast<int64_t>(qkv.size()));
       base::ToBf16(dout16.data(), dout.data(), static_cast<int64_t>(dout.size()));
-      std::vector<float> scratch_bf16_mode(fsdp::AttentionBf16ScratchFloats(T, hs));
+      std::vector<float> scratch_bf16_mode(slots * fsdp::AttentionBf16ScratchFloats(T, hs));
       naive_bf16 = 1e30;
       for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {
         const auto start = std::chrono::steady_clock::now();
         fsdp::AttentionForwardBf16(out16.data(), probs16.data(), scratch_bf16_mode.data(),
-                                   scratch16.data(), qkv16.data(), B, T, C, H);
+                                   scratch16.data(), qkv16.data(), B, T, C, H, slots);
         fsdp::AttentionBackwardBf16(dqkv.data(), scratch_bf16_mode.data(), scratch16.data(),
-                                    dout16.data(), qkv16.data(), probs16.data(), B, T, C, H);
+                                    dout16.data(), qkv16.data(), probs16.data(), B, T, C, H, slots);
         naive_bf16 = std::min(naive_bf16, Seconds(start));
       }
     }

@@ -2,9 +2,10 @@
 //
 // The kernels that run on the compute threads (base/parallel_for.h) give, at
 // 2 and 3 threads, the bits they give at 1: element-wise ones cut anywhere,
-// per-row ones cut between rows, and the column sums (bias, LayerNorm weight
+// per-row ones cut between rows, the column sums (bias, LayerNorm weight
 // and bias gradients) cut between columns with each column adding its rows
-// in order. Sizes span several pieces with ragged ends.
+// in order, and attention's heads each on one thread with a scratch slot of
+// its own. Sizes span several pieces with ragged ends.
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -13,6 +14,8 @@
 #include "absl/types/span.h"
 #include "base/bf16_convert.h"
 #include "base/parallel_for.h"
+#include "fsdp/nn/attention.h"
+#include "fsdp/nn/attention_layout.h"
 #include "fsdp/nn/bf16_outputs.h"
 #include "fsdp/nn/cross_entropy.h"
 #include "fsdp/nn/gelu.h"
@@ -260,6 +263,47 @@ TEST(ParallelKernels, LlamaRmsNormAndSwiglu) {
   EXPECT_TRUE(SameBitsAtEveryThreadCount("SwigluBackward", &dgate_up, [&] {
     std::fill(dgate_up.begin(), dgate_up.end(), 0.5f);
     SwigluBackward(dgate_up.data(), dswiglu.data(), gate_up.data(), rows, hidden);
+  }));
+}
+
+// Attention's heads on the threads, each with its own scratch slot: the
+// outputs, probabilities and input gradients have the bits of the heads run
+// in order. T spans two causal row blocks with a ragged end; three slots, so
+// that every thread count here has one per thread.
+TEST(ParallelKernels, AttentionHeads) {
+  constexpr int B = 2, T = 150, C = 64, H = 4, hs = C / H, kSlots = 3;
+  const int64_t qkv_n = int64_t{B} * T * 3 * C, out_n = int64_t{B} * T * C,
+                probs_n = int64_t{B} * H * T * T;
+  const std::vector<float> qkv = RandomVector(qkv_n, 7), dout = RandomVector(out_n, 8);
+  std::vector<float> out(out_n), probs(probs_n), dqkv(qkv_n);
+  std::vector<float> scratch(kSlots * AttentionBackwardScratchFloats(T));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("AttentionForward out", &out, [&] {
+    AttentionForward(out.data(), probs.data(), qkv.data(), B, T, C, H);
+  }));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("AttentionForward probs", &probs, [&] {
+    AttentionForward(out.data(), probs.data(), qkv.data(), B, T, C, H);
+  }));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("AttentionBackward", &dqkv, [&] {
+    AttentionBackward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), probs.data(), B, T, C,
+                      H, kSlots);
+  }));
+
+  std::vector<uint16_t> qkv16(qkv_n), dout16(out_n), out16(out_n), probs16(probs_n);
+  base::ToBf16(qkv16.data(), qkv.data(), qkv_n);
+  base::ToBf16(dout16.data(), dout.data(), out_n);
+  std::vector<float> scratch_bf16_mode(kSlots * AttentionBf16ScratchFloats(T, hs));
+  std::vector<uint16_t> scratch16(kSlots * AttentionBf16ScratchElements(T, hs));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("AttentionForwardBf16 out", &out16, [&] {
+    AttentionForwardBf16(out16.data(), probs16.data(), scratch_bf16_mode.data(), scratch16.data(),
+                         qkv16.data(), B, T, C, H, kSlots);
+  }));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("AttentionForwardBf16 probs", &probs16, [&] {
+    AttentionForwardBf16(out16.data(), probs16.data(), scratch_bf16_mode.data(), scratch16.data(),
+                         qkv16.data(), B, T, C, H, kSlots);
+  }));
+  EXPECT_TRUE(SameBitsAtEveryThreadCount("AttentionBackwardBf16", &dqkv, [&] {
+    AttentionBackwardBf16(dqkv.data(), scratch_bf16_mode.data(), scratch16.data(), dout16.data(),
+                          qkv16.data(), probs16.data(), B, T, C, H, kSlots);
   }));
 }
 

@@ -174,12 +174,23 @@ TEST(BudgetTest, TrainOptionsAreCheckedAsTheirMemoryPoint) {
   options.vocab = 2048;
   options.seq_len = 128;
   options.micro_batch = 2;
+  options.threads = 1;  // 0 would be this machine's CPUs per rank
   MemoryPoint point = ExamplePoint();
   point.config.heads = 4;
   const int64_t total = EstimateRankMemory(point)->total_bytes();
   EXPECT_TRUE(CheckTrainingFitsBudget(options, total).ok());
   const absl::Status over = CheckTrainingFitsBudget(options, total - 1);
   EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted);
+  // Each compute thread holds a scratch for attention's heads (T x T floats
+  // in fp32), and the check counts them.
+  options.threads = 3;
+  point.config.compute_threads = 3;
+  const int64_t threaded_total = EstimateRankMemory(point)->total_bytes();
+  EXPECT_EQ(threaded_total - total, 2 * 4 * int64_t{128} * 128);
+  EXPECT_TRUE(CheckTrainingFitsBudget(options, threaded_total).ok());
+  EXPECT_FALSE(CheckTrainingFitsBudget(options, threaded_total - 1).ok());
+  options.threads = 1;
+  point.config.compute_threads = 1;
   options.sharding.strategy = Strategy::kHybridShard;
   options.sharding.group_size = 1;
   point.strategy = proto::HYBRID_SHARD;
