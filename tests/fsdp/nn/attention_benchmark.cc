@@ -98,13 +98,16 @@ int main(int argc, char** argv) {
         naive_bf16 = std::min(naive_bf16, Seconds(start));
       }
     }
-    std::vector<float> lse(int64_t{B} * H * T), scratch(fsdp::FlashAttentionScratchFloats(T, C / H));
+    const int flash_slots = absl::GetFlag(FLAGS_threads);
+    std::vector<float> lse(int64_t{B} * H * T),
+        scratch(flash_slots * fsdp::FlashAttentionScratchFloats(T, C / H));
     double blocked = 1e30;
     for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {
       const auto start = std::chrono::steady_clock::now();
-      fsdp::FlashAttentionForward(out.data(), lse.data(), scratch.data(), qkv.data(), B, T, C, H);
+      fsdp::FlashAttentionForward(out.data(), lse.data(), scratch.data(), qkv.data(), B, T, C, H,
+                                  flash_slots);
       fsdp::FlashAttentionBackward(dqkv.data(), scratch.data(), dout.data(), qkv.data(),
-                                   out.data(), lse.data(), B, T, C, H);
+                                   out.data(), lse.data(), B, T, C, H, flash_slots);
       blocked = std::min(blocked, Seconds(start));
     }
     std::printf("%6d %14.1f %14.1f %14.1f %16.1f %16.3f\n", T, naive > 0 ? 1e3 * naive : -1.0,
