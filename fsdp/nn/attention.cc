@@ -374,7 +374,9 @@ void KeyBlockProducts(float* dst, int ld, const uint16_t* blocks, const uint16_t
 // (256 x 256 x 64 at the GPT's T 256): on AMX, splitting each over 2 threads
 // made the whole bf16 attention slower than one thread, 22.1 ms against 13.6
 // for B 8, T 256, C 512, H 8 forward and backward (attention_benchmark, Xeon
-// with AMX, 2026-12-07). They run on one thread, whatever --threads says.
+// with AMX, 2026-12-07). Each runs on one thread, whatever --threads says;
+// the heads themselves spread over the threads ([Note: heads on the compute
+// threads] in fsdp/nn/heads_on_threads.h).
 void AttentionForwardBf16(uint16_t* out, uint16_t* probs, float* scratch, uint16_t* scratch_bf16,
                           const uint16_t* qkv, int batch, int seq_len, int channels, int heads,
                           int scratch_slots) {
