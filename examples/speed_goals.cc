@@ -122,19 +122,19 @@ PyTorchResult RunLayout(const PyTorchOptions& o, bool bf16,
 }  // namespace
 
 PyTorchResult RunPyTorchReference(const PyTorchOptions& o, bool bf16) {
-  PyTorchResult best;
+  PyTorchResult not_run;
   if (access(o.python.c_str(), X_OK) != 0) {
-    best.why_not = absl::StrCat(o.python, " not found");
-    return best;
+    not_run.why_not = absl::StrCat(o.python, " not found");
+    return not_run;
   }
   if (access(o.script.c_str(), R_OK) != 0) {
-    best.why_not = absl::StrCat(o.script, " not found; pass --pytorch_reference");
-    return best;
+    not_run.why_not = absl::StrCat(o.script, " not found; pass --pytorch_reference");
+    return not_run;
   }
   const std::string probe = absl::StrCat(o.python, " -c 'import torch' >/dev/null 2>&1");
   if (std::system(probe.c_str()) != 0) {
-    best.why_not = absl::StrCat("no torch for ", o.python, " (apt-get install python3-torch)");
-    return best;
+    not_run.why_not = absl::StrCat("no torch for ", o.python, " (apt-get install python3-torch)");
+    return not_run;
   }
   struct Layout {
     std::string name;
@@ -150,20 +150,22 @@ PyTorchResult RunPyTorchReference(const PyTorchOptions& o, bool bf16) {
                        {"--nproc=1", absl::StrCat("--threads=", o.nproc),
                         absl::StrCat("--micro_batch=", o.micro_batch * o.nproc)}});
   }
-  std::vector<std::string> tried;
+  std::vector<PyTorchResult> runs;
+  size_t fastest = 0;  // the fastest that ran, else the first
   for (const Layout& layout : layouts) {
-    PyTorchResult r = RunLayout(o, bf16, layout.args);
-    r.layout = layout.name;
-    tried.push_back(r.ran ? absl::StrFormat("%s: %.0f tok/s", layout.name, r.tokens_per_s)
-                          : absl::StrCat(layout.name, ": ", r.why_not));
-    if (r.ran && (!best.ran || r.tokens_per_s > best.tokens_per_s)) {
-      best = r;
-    } else if (!best.ran && best.why_not.empty()) {
-      best.why_not = r.why_not;
+    runs.push_back(RunLayout(o, bf16, layout.args));
+    runs.back().layout = layout.name;
+    const PyTorchResult& r = runs.back();
+    if (r.ran && (!runs[fastest].ran || r.tokens_per_s > runs[fastest].tokens_per_s)) {
+      fastest = runs.size() - 1;
     }
   }
-  for (const std::string& line : tried) {
-    if (line.rfind(best.layout + ":", 0) != 0) best.others.push_back(line);
+  PyTorchResult best = runs[fastest];
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (i == fastest) continue;
+    const PyTorchResult& r = runs[i];
+    best.others.push_back(r.ran ? absl::StrFormat("%s: %.0f tok/s", r.layout, r.tokens_per_s)
+                                : absl::StrCat(r.layout, ": ", r.why_not));
   }
   return best;
 }

@@ -21,7 +21,7 @@ GptConfig GptConfigOf(const TrainOptions& options) {
   // --exact: every product over one sequence (docs/exact.md).
   config.per_sequence_products =
       options.sharding.precision.reduction == ReductionKind::kExact;
-  // Standard attention keeps a scratch per thread ([Note: heads on the
+  // Attention keeps a scratch per compute thread ([Note: heads on the
   // compute threads]); the memory formulas count them.
   config.compute_threads = ResolvedComputeThreads(options);
   return config;

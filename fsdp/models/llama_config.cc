@@ -24,7 +24,7 @@ LlamaConfig LlamaConfigOf(const TrainOptions& o) {
   c.flash_attention = o.attention == Attention::kFlash;
   // --exact: every product over one sequence (docs/exact.md).
   c.per_sequence_products = o.sharding.precision.reduction == ReductionKind::kExact;
-  // Standard attention keeps a scratch per thread ([Note: heads on the
+  // Attention keeps a scratch per compute thread ([Note: heads on the
   // compute threads]); the memory formulas count them.
   c.compute_threads = ResolvedComputeThreads(o);
   return c;

@@ -24,17 +24,20 @@ namespace fsdp {
 // (2026-12-08). Each copy asks for the row kPrefetchRowsAhead ahead first.
 constexpr int kPrefetchRowsAhead = 8;
 
-template <typename T>
+// kWrite: the row is about to be written (ScatterRows), else read.
+template <bool kWrite, typename T>
 inline void PrefetchRow(const T* row, int cols) {
   const char* bytes = reinterpret_cast<const char*>(row);
-  for (long b = 0; b < static_cast<long>(sizeof(T)) * cols; b += 64) __builtin_prefetch(bytes + b);
+  for (long b = 0; b < static_cast<long>(sizeof(T)) * cols; b += 64) {
+    __builtin_prefetch(bytes + b, kWrite ? 1 : 0);
+  }
 }
 
 // rows x cols at a row stride of `ld` into the dense `dense`.
 inline void GatherRows(uint16_t* dense, const uint16_t* strided, int rows, int cols, int ld) {
   for (int r = 0; r < rows; ++r) {
     if (r + kPrefetchRowsAhead < rows) {
-      PrefetchRow(strided + static_cast<long>(r + kPrefetchRowsAhead) * ld, cols);
+      PrefetchRow</*kWrite=*/false>(strided + static_cast<long>(r + kPrefetchRowsAhead) * ld, cols);
     }
     std::memcpy(dense + static_cast<long>(r) * cols, strided + static_cast<long>(r) * ld,
                 sizeof(uint16_t) * cols);
@@ -45,7 +48,7 @@ inline void GatherRows(uint16_t* dense, const uint16_t* strided, int rows, int c
 inline void ScatterRows(float* strided, int ld, const float* dense, int rows, int cols) {
   for (int r = 0; r < rows; ++r) {
     if (r + kPrefetchRowsAhead < rows) {
-      PrefetchRow(strided + static_cast<long>(r + kPrefetchRowsAhead) * ld, cols);
+      PrefetchRow</*kWrite=*/true>(strided + static_cast<long>(r + kPrefetchRowsAhead) * ld, cols);
     }
     std::memcpy(strided + static_cast<long>(r) * ld, dense + static_cast<long>(r) * cols,
                 sizeof(float) * cols);

@@ -104,14 +104,13 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
   const int head_size = config.d_model / config.heads;
   const AttentionScratch attention = AttentionScratchOf(
       config.flash_attention, bf16_compute, config.seq_len, head_size, config.compute_threads);
-  const int64_t attention_scratch = attention.floats;
   GptActivationBreakdown r;
   r.layers = config.layers;
   r.embedding_bytes = kFloat * B * T * C + kInt32 * B * T;
   if (!bf16_compute) {
     r.block_bytes = kFloat * (16 * B * T * C + 4 * B * T + attention_saved);
     r.head_bytes = kFloat * (B * T * C + 2 * B * T + B * T * V) + kInt32 * B * T;
-    r.workspace_bytes = kFloat * (10 * B * T * C + attention_scratch);
+    r.workspace_bytes = kFloat * (10 * B * T * C + attention.floats);
   } else {
     // Of the block's 16 BTC: ln1, att, ln2 (1 each), qkv (3) and gelu (4) in
     // bf16, the head's ln_f output too; the standard attention's
@@ -130,13 +129,12 @@ GptActivationBreakdown GptActivationBytesByUnit(const GptConfig& config, int mic
     // fp32 copy of its 1-D ones), an output gradient, and one head's
     // probabilities and dense q, k, v, output gradient (standard) or one
     // block pair's (flash).
-    const int64_t probs_bf16 = attention.bf16_elements;
     const int64_t params_copy =
       config.param_dtype == comm::Dtype::kBFloat16 ? kFloat * max_small : kBf16 * max_unit;
     // fp32: d_residual, d_narrow (1 BTC each) and d_wide1 (4); no d_wide2,
     // GELU's backward rounds its gradient block by block.
-    r.workspace_bytes = kFloat * (6 * B * T * C + attention_scratch) + params_copy +
-                        kBf16 * (4 * B * T * C + probs_bf16);
+    r.workspace_bytes = kFloat * (6 * B * T * C + attention.floats) + params_copy +
+                        kBf16 * (4 * B * T * C + attention.bf16_elements);
   }
   // A checkpointed block keeps its fp32 output (either precision).
   r.checkpointed_block_bytes = kFloat * B * T * C;

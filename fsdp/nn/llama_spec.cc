@@ -127,25 +127,22 @@ GptActivationBreakdown LlamaActivationBytesByUnit(const LlamaConfig& c, int micr
       c.flash_attention ? kFloat * B * H * T : s * B * H * T * T;
   const AttentionScratch attention =
       AttentionScratchOf(c.flash_attention, bf16, c.seq_len, hs, c.compute_threads);
-  const int64_t attention_scratch = attention.floats;
   GptActivationBreakdown r;
   r.layers = c.layers;
   r.embedding_bytes = kFloat * n * C + kInt32 * n;
   r.block_bytes = s * (6 * n * C + n * F) + kFloat * (2 * n * C + 2 * n + 2 * n * F) +
                   attention_saved;
   r.head_bytes = s * n * C + kFloat * (n + n * V) + kInt32 * n;
-  r.workspace_bytes =
-      kFloat * (T * hs + 2 * n * C + n * F + n * X + n * W + attention_scratch);
+  r.workspace_bytes = kFloat * (T * hs + 2 * n * C + n * F + n * X + n * W + attention.floats);
   if (bf16) {
     int64_t max_unit = 0, max_small = 0;
     for (const UnitSpec& u : LlamaUnitSpecs(c)) {
       max_unit = std::max(max_unit, u.numel());
       max_small = std::max(max_small, SmallParamNumel(u));
     }
-    const int64_t attention_bf16 = attention.bf16_elements;
-    r.workspace_bytes += kBf16 * (n * X + attention_bf16) +
-                         (c.param_dtype == comm::Dtype::kBFloat16 ? kFloat * max_small
-                                                                  : kBf16 * max_unit);
+    r.workspace_bytes +=
+        kBf16 * (n * X + attention.bf16_elements) +
+        (c.param_dtype == comm::Dtype::kBFloat16 ? kFloat * max_small : kBf16 * max_unit);
   }
   if (c.tie_embeddings) r.workspace_bytes += (s + kFloat) * V * C;
   r.checkpointed_block_bytes = kFloat * n * C;
